@@ -1,0 +1,150 @@
+// Package config parses Slipway's environment into one struct per process
+// kind. Configuration comes only from the environment (systemd's
+// EnvironmentFile, a container's env), so there is one place to look.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"strings"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Serve configures `slipway serve`: the control plane, the organization API,
+// the runtime drivers and the proxy.
+type Serve struct {
+	Addr            string `env:"SLIPWAY_ADDR" envDefault:"127.0.0.1:8484"`
+	DataDir         string `env:"SLIPWAY_DATA_DIR" envDefault:"./slipway-data"`
+	PublicURL       string `env:"SLIPWAY_PUBLIC_URL"`
+	LogLevel        string `env:"SLIPWAY_LOG_LEVEL" envDefault:"info"`
+	LogFormat       string `env:"SLIPWAY_LOG_FORMAT" envDefault:"json"`
+	MasterKey       string `env:"SLIPWAY_MASTER_KEY"`
+	MasterKeyFile   string `env:"SLIPWAY_MASTER_KEY_FILE"`
+	BootstrapAPIKey string `env:"SLIPWAY_BOOTSTRAP_API_KEY"`
+	MaxUploadMB     int    `env:"SLIPWAY_MAX_UPLOAD_MB" envDefault:"200"`
+	Runtime         string `env:"SLIPWAY_RUNTIME" envDefault:"auto"`
+	// DefaultOrgAuditLogs enables audit logs for every non-personal
+	// organization, the self-hosted switch the spec names.
+	DefaultOrgAuditLogs bool `env:"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS" envDefault:"false"`
+}
+
+// Agent configures `slipway agent`: one deployment's agent server.
+type Agent struct {
+	Addr        string `env:"SLIPWAY_AGENT_ADDR" envDefault:"0.0.0.0:8000"`
+	DataDir     string `env:"SLIPWAY_AGENT_DATA_DIR" envDefault:"./slipway-agent-data"`
+	GraphConfig string `env:"SLIPWAY_GRAPH_CONFIG"`
+	Workers     int    `env:"SLIPWAY_AGENT_WORKERS" envDefault:"16"`
+	MaxBodyMB   int    `env:"SLIPWAY_AGENT_MAX_BODY_MB" envDefault:"10"`
+	RunTimeout  int    `env:"SLIPWAY_AGENT_RUN_TIMEOUT_SECONDS" envDefault:"600"`
+	LogLevel    string `env:"SLIPWAY_LOG_LEVEL" envDefault:"info"`
+	LogFormat   string `env:"SLIPWAY_LOG_FORMAT" envDefault:"json"`
+}
+
+// Error names the variable that is wrong; main exits 2 on it.
+type Error struct{ msg string }
+
+func (e *Error) Error() string { return e.msg }
+
+// LoadServe parses and validates the serve configuration. environ may be nil
+// (the process environment) or a map for tests.
+func LoadServe(environ map[string]string) (Serve, error) {
+	var c Serve
+	if err := parse(&c, environ); err != nil {
+		return c, err
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return c, &Error{fmt.Sprintf("SLIPWAY_ADDR: %q is not host:port: %v", c.Addr, err)}
+	}
+	if c.DataDir == "" {
+		return c, &Error{"SLIPWAY_DATA_DIR: must not be empty"}
+	}
+	if err := checkLog(c.LogLevel, c.LogFormat); err != nil {
+		return c, err
+	}
+	if c.MaxUploadMB < 1 || c.MaxUploadMB > 10240 {
+		return c, &Error{fmt.Sprintf("SLIPWAY_MAX_UPLOAD_MB: %d is outside 1..10240", c.MaxUploadMB)}
+	}
+	if c.BootstrapAPIKey != "" && len(c.BootstrapAPIKey) < 32 {
+		return c, &Error{"SLIPWAY_BOOTSTRAP_API_KEY: must be at least 32 characters"}
+	}
+	if c.MasterKey != "" && c.MasterKeyFile != "" {
+		return c, &Error{"SLIPWAY_MASTER_KEY and SLIPWAY_MASTER_KEY_FILE: set only one"}
+	}
+	switch c.Runtime {
+	case "auto", "docker", "process", "fake":
+	default:
+		return c, &Error{fmt.Sprintf("SLIPWAY_RUNTIME: %q is not one of auto, docker, process (or fake, for tests)", c.Runtime)}
+	}
+	if c.PublicURL == "" {
+		host, port, _ := net.SplitHostPort(c.Addr)
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		c.PublicURL = "http://" + net.JoinHostPort(host, port)
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	if !strings.HasPrefix(c.PublicURL, "http://") && !strings.HasPrefix(c.PublicURL, "https://") {
+		return c, &Error{fmt.Sprintf("SLIPWAY_PUBLIC_URL: %q must start with http:// or https://", c.PublicURL)}
+	}
+	return c, nil
+}
+
+// LoadAgent parses and validates the agent configuration.
+func LoadAgent(environ map[string]string) (Agent, error) {
+	var c Agent
+	if err := parse(&c, environ); err != nil {
+		return c, err
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return c, &Error{fmt.Sprintf("SLIPWAY_AGENT_ADDR: %q is not host:port: %v", c.Addr, err)}
+	}
+	if c.Workers < 1 || c.Workers > 1024 {
+		return c, &Error{fmt.Sprintf("SLIPWAY_AGENT_WORKERS: %d is outside 1..1024", c.Workers)}
+	}
+	if c.MaxBodyMB < 1 {
+		return c, &Error{"SLIPWAY_AGENT_MAX_BODY_MB: must be at least 1"}
+	}
+	if c.RunTimeout < 1 {
+		return c, &Error{"SLIPWAY_AGENT_RUN_TIMEOUT_SECONDS: must be at least 1"}
+	}
+	return c, checkLog(c.LogLevel, c.LogFormat)
+}
+
+func parse(v any, environ map[string]string) error {
+	opts := env.Options{}
+	if environ != nil {
+		opts.Environment = environ
+	}
+	if err := env.ParseWithOptions(v, opts); err != nil {
+		var agg env.AggregateError
+		if errors.As(err, &agg) && len(agg.Errors) > 0 {
+			err = agg.Errors[0]
+		}
+		// env reports the Go field; users know the variable.
+		var pe env.ParseError
+		if errors.As(err, &pe) {
+			if f, ok := reflect.TypeOf(v).Elem().FieldByName(pe.Name); ok {
+				return &Error{fmt.Sprintf("%s: %v", f.Tag.Get("env"), pe.Err)}
+			}
+		}
+		return &Error{err.Error()}
+	}
+	return nil
+}
+
+func checkLog(level, format string) error {
+	switch level {
+	case "trace", "debug", "info", "warn", "error":
+	default:
+		return &Error{fmt.Sprintf("SLIPWAY_LOG_LEVEL: %q is not one of trace, debug, info, warn, error", level)}
+	}
+	switch format {
+	case "json", "console":
+	default:
+		return &Error{fmt.Sprintf("SLIPWAY_LOG_FORMAT: %q is not one of json, console", format)}
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestLoadServe(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+		check   func(t *testing.T, c Serve)
+	}{
+		{name: "defaults", env: map[string]string{}, check: func(t *testing.T, c Serve) {
+			if c.Addr != "127.0.0.1:8484" || c.PublicURL != "http://127.0.0.1:8484" || c.MaxUploadMB != 200 {
+				t.Errorf("got %+v", c)
+			}
+		}},
+		{name: "public url from wildcard addr", env: map[string]string{"SLIPWAY_ADDR": "0.0.0.0:9000"}, check: func(t *testing.T, c Serve) {
+			if c.PublicURL != "http://127.0.0.1:9000" {
+				t.Errorf("public url %q", c.PublicURL)
+			}
+		}},
+		{name: "bad int", env: map[string]string{"SLIPWAY_MAX_UPLOAD_MB": "lots"}, wantErr: "SLIPWAY_MAX_UPLOAD_MB"},
+		{name: "bad addr", env: map[string]string{"SLIPWAY_ADDR": "nope"}, wantErr: "SLIPWAY_ADDR"},
+		{name: "bad level", env: map[string]string{"SLIPWAY_LOG_LEVEL": "loud"}, wantErr: "SLIPWAY_LOG_LEVEL"},
+		{name: "bad format", env: map[string]string{"SLIPWAY_LOG_FORMAT": "xml"}, wantErr: "SLIPWAY_LOG_FORMAT"},
+		{name: "short bootstrap", env: map[string]string{"SLIPWAY_BOOTSTRAP_API_KEY": "short"}, wantErr: "SLIPWAY_BOOTSTRAP_API_KEY"},
+		{name: "bad runtime", env: map[string]string{"SLIPWAY_RUNTIME": "k8s"}, wantErr: "SLIPWAY_RUNTIME"},
+		{name: "bad bool", env: map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "maybe"}, wantErr: "DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS"},
+		{name: "bad public url", env: map[string]string{"SLIPWAY_PUBLIC_URL": "ftp://x"}, wantErr: "SLIPWAY_PUBLIC_URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := LoadServe(tt.env)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want mention of %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestLoadAgent(t *testing.T) {
+	if _, err := LoadAgent(map[string]string{"SLIPWAY_AGENT_WORKERS": "0"}); err == nil || !strings.Contains(err.Error(), "SLIPWAY_AGENT_WORKERS") {
+		t.Fatalf("err = %v", err)
+	}
+	c, err := LoadAgent(map[string]string{})
+	if err != nil || c.Addr != "0.0.0.0:8000" {
+		t.Fatalf("%v %+v", err, c)
+	}
+}

@@ -1,0 +1,103 @@
+// Command slipway is the whole appliance in one binary:
+//
+//	slipway serve     control plane, organization API, runtime drivers, proxy (default)
+//	slipway agent     one deployment's agent server
+//	slipway version   print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"slipway/config"
+	"slipway/server"
+	"slipway/server/agentapi"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	switch cmd {
+	case "version", "--version", "-v":
+		fmt.Println("slipway", version)
+		return 0
+	case "serve":
+		cfg, err := config.LoadServe(nil)
+		if err != nil {
+			return configError(err)
+		}
+		return exitCode(server.Serve(ctx, cfg, newLogger(cfg.LogLevel, cfg.LogFormat), version))
+	case "agent":
+		cfg, err := config.LoadAgent(nil)
+		if err != nil {
+			return configError(err)
+		}
+		return exitCode(agentapi.Run(ctx, cfg, newLogger(cfg.LogLevel, cfg.LogFormat), version))
+	case "help", "--help", "-h":
+		usage()
+		return 0
+	default:
+		fmt.Fprintf(os.Stderr, "slipway: unknown command %q\n", cmd)
+		usage()
+		return 2
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage: slipway [command]
+
+commands:
+  serve     run the control plane, organization API and runtime (default)
+  agent     run one deployment's agent server
+  version   print the version
+
+Configuration comes from environment variables; see the README.
+`)
+}
+
+func configError(err error) int {
+	fmt.Fprintln(os.Stderr, "slipway: configuration:", err)
+	return 2
+}
+
+func exitCode(err error) int {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "slipway:", err)
+	return 1
+}
+
+func newLogger(level, format string) zerolog.Logger {
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil {
+		lvl = zerolog.InfoLevel
+	}
+	var l zerolog.Logger
+	if format == "console" {
+		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.RFC3339})
+	} else {
+		l = zerolog.New(os.Stderr)
+	}
+	return l.Level(lvl).With().Timestamp().Logger()
+}

@@ -1,0 +1,50 @@
+// Package runtime is everything that makes a deployment run. The control
+// plane stores desired state and drives a Driver through a revision's
+// lifecycle; drivers (docker, process, and a fake one for tests) turn that
+// into running agent servers.
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+)
+
+// Spec is what a driver needs to build and run one revision.
+type Spec struct {
+	DeploymentID   string
+	DeploymentName string
+	RevisionID     string
+	WorkspaceID    string
+	Source         string // internal_source, internal_docker, external_docker
+	ImageURI       string
+	TarballPath    string // absolute path of the uploaded source archive
+	GraphConfig    string // path of the graph configuration inside the source
+	InstallCommand string
+	BuildCommand   string
+	// Env holds decrypted secrets; drivers must never log it.
+	Env              map[string]string
+	SecretReferences json.RawMessage
+	ResourceSpec     json.RawMessage
+}
+
+// Driver builds and runs revisions. Every method is idempotent: the control
+// plane may repeat a call after a crash.
+type Driver interface {
+	Name() string
+	// Build turns the revision's source into something Deploy can start and
+	// returns a reference to it. Build output goes to log.
+	Build(ctx context.Context, spec Spec, log io.Writer) (artifact string, err error)
+	// Deploy starts the revision and returns once its health check passes,
+	// with the base URL the proxy forwards to.
+	Deploy(ctx context.Context, spec Spec, artifact string, log io.Writer) (endpoint string, err error)
+	// Stop stops one revision and frees what only it used.
+	Stop(ctx context.Context, deploymentID, revisionID string) error
+	// Remove deletes everything the deployment owns: containers, volumes, files.
+	Remove(ctx context.Context, deploymentID string) error
+}
+
+// ErrUnsupported marks a spec the driver cannot run (e.g. a docker-only
+// source on the process driver); the revision fails with its message.
+var ErrUnsupported = errors.New("unsupported by this runtime")

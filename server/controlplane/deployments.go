@@ -1,0 +1,391 @@
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/server/auth"
+	"slipway/server/httpx"
+	"slipway/server/orgapi"
+	"slipway/storage"
+)
+
+// deploymentRecord is a deployment as stored: the API shape with secret
+// values sealed, plus what only the control plane needs.
+type deploymentRecord struct {
+	Deployment
+	// DeleteTracingProject is remembered from the DELETE request until the
+	// runtime has torn the deployment down.
+	DeleteTracingProject bool `json:"delete_tracing_project,omitempty"`
+	// Endpoint is where the active revision serves, for the proxy.
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+func deploymentNotFound(id uuid.UUID) error {
+	return httpx.NotFound("Deployment ID %s not found.", id)
+}
+
+// loadDeployment returns the deployment if it belongs to the workspace;
+// another workspace's deployment is answered exactly like a missing one.
+func loadDeployment(tx *bolt.Tx, ws, id uuid.UUID) (*deploymentRecord, error) {
+	if tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Get(storage.Key(ws, id)) == nil {
+		return nil, deploymentNotFound(id)
+	}
+	var d deploymentRecord
+	if err := storage.Get(tx, storage.BucketDeployments, storage.Key(id), &d); err != nil {
+		return nil, fmt.Errorf("deployment %s: %w", id, err)
+	}
+	return &d, nil
+}
+
+func putDeployment(tx *bolt.Tx, d *deploymentRecord) error {
+	return storage.Put(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(d.ID)), d)
+}
+
+func (s *Service) sealSecrets(depID string, in []Secret) []Secret {
+	out := make([]Secret, len(in))
+	for i, sec := range in {
+		out[i] = Secret{Name: sec.Name, Value: s.Sealer.Seal(sec.Value, depID+"/"+sec.Name)}
+	}
+	return out
+}
+
+// OpenSecrets decrypts a deployment's or revision's sealed secrets for the runtime.
+func (s *Service) OpenSecrets(depID string, sealed []Secret) (map[string]string, error) {
+	env := make(map[string]string, len(sealed))
+	for _, sec := range sealed {
+		v, err := s.Sealer.Open(sec.Value, depID+"/"+sec.Name)
+		if err != nil {
+			return nil, fmt.Errorf("secret %s of deployment %s: %w", sec.Name, depID, err)
+		}
+		env[sec.Name] = v
+	}
+	return env, nil
+}
+
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, httpx.BadRequest("Could not read the request body: %v", err)
+	}
+	return b, nil
+}
+
+// createDeployment: POST /v2/deployments → 201 Deployment.
+func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	p := auth.From(r)
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	req, err := DecodeCreate(body)
+	if err != nil {
+		return err
+	}
+	if req.SourceRevisionConfig.SourceTarballPath != nil {
+		// No upload can have been issued for a deployment that does not exist yet.
+		return httpx.Invalid("value_error",
+			"source_tarball_path can only be set by PATCH, after uploading to the URL from POST /v2/deployments/{deployment_id}/upload-url",
+			"body", "source_revision_config", "source_tarball_path")
+	}
+	now := s.now()
+	id := storage.NewID()
+	d := deploymentRecord{Deployment: Deployment{
+		ID: id.String(), Name: req.Name, Source: req.Source, SourceConfig: req.SourceConfig,
+		SourceRevisionConfig: req.SourceRevisionConfig, Secrets: s.sealSecrets(id.String(), req.Secrets),
+		SecretReferences: req.SecretReferences, TenantID: p.WorkspaceID.String(),
+		CreatedAt: now, UpdatedAt: now, Status: DeploymentAwaitingDatabase,
+	}}
+	if d.SecretReferences == nil {
+		d.SecretReferences = []SecretReference{}
+	}
+	err = s.DB.Update(func(tx *bolt.Tx) error {
+		nameKey := storage.Key(p.WorkspaceID, req.Name)
+		if tx.Bucket([]byte(storage.IdxDeploymentName)).Get(nameKey) != nil {
+			return httpx.Conflict("A deployment named %q already exists in this workspace.", req.Name)
+		}
+		rev := s.newRevision(&d, now)
+		if err := putRevision(tx, rev); err != nil {
+			return err
+		}
+		d.LatestRevisionID = &rev.ID
+		if err := errors.Join(
+			putDeployment(tx, &d),
+			tx.Bucket([]byte(storage.IdxDeploymentName)).Put(nameKey, storage.Key(id)),
+			tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Put(storage.Key(p.WorkspaceID, id), nil),
+		); err != nil {
+			return err
+		}
+		return ensureTracingProject(tx, p.WorkspaceID, id, req.Name, now)
+	})
+	if err != nil {
+		return err
+	}
+	s.kick()
+	httpx.WriteJSON(w, http.StatusCreated, d.Redacted())
+	return nil
+}
+
+// getDeployment: GET /v2/deployments/{id}.
+func (s *Service) getDeployment(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	p := auth.From(r)
+	id, err := orgapi.ParseID(ps.ByName("id"), "path", "deployment_id")
+	if err != nil {
+		return err
+	}
+	var d *deploymentRecord
+	if err := s.DB.View(func(tx *bolt.Tx) error {
+		d, err = loadDeployment(tx, p.WorkspaceID, id)
+		return err
+	}); err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, d.Redacted())
+	return nil
+}
+
+// patchDeployment: PATCH /v2/deployments/{id} → 200 Deployment. A new
+// revision is created exactly when the spec's trigger table says so.
+func (s *Service) patchDeployment(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	p := auth.From(r)
+	id, err := orgapi.ParseID(ps.ByName("id"), "path", "deployment_id")
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	var out Deployment
+	err = s.DB.Update(func(tx *bolt.Tx) error {
+		d, err := loadDeployment(tx, p.WorkspaceID, id)
+		if err != nil {
+			return err
+		}
+		req, err := DecodePatch(body, &d.Deployment)
+		if err != nil {
+			return err
+		}
+		if d.Status == DeploymentAwaitingDelete {
+			return httpx.BadRequest("Deployment ID %s is being deleted and cannot be changed.", id)
+		}
+		if src := req.SourceRevisionConfig; src != nil && src.SourceTarballPath != nil {
+			if err := checkTarballPath(tx, id, *src.SourceTarballPath, "body", "source_revision_config", "source_tarball_path"); err != nil {
+				return err
+			}
+		}
+		s.applyPatch(d, req)
+		d.UpdatedAt = s.now()
+		if req.CreatesRevision() {
+			rev := s.newRevision(d, d.UpdatedAt)
+			if err := putRevision(tx, rev); err != nil {
+				return err
+			}
+			if err := skipSuperseded(tx, d, rev.ID, d.UpdatedAt); err != nil {
+				return err
+			}
+			d.LatestRevisionID = &rev.ID
+		}
+		out = d.Redacted()
+		return putDeployment(tx, d)
+	})
+	if err != nil {
+		return err
+	}
+	s.kick()
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// applyPatch merges a validated patch into d. Nil means unchanged;
+// resource_spec and the lists are replaced whole.
+func (s *Service) applyPatch(d *deploymentRecord, req *PatchRequest) {
+	if sc := req.SourceConfig; sc != nil {
+		cur := &d.SourceConfig
+		setIf(&cur.CustomURL, sc.CustomURL)
+		setIf(&cur.BuildOnPush, sc.BuildOnPush)
+		setIf(&cur.InstallCommand, sc.InstallCommand)
+		setIf(&cur.BuildCommand, sc.BuildCommand)
+		if sc.ResourceSpec != nil {
+			cur.ResourceSpec = sc.ResourceSpec
+		}
+	}
+	if rc := req.SourceRevisionConfig; rc != nil {
+		cur := &d.SourceRevisionConfig
+		setIf(&cur.RepoRef, rc.RepoRef)
+		setIf(&cur.GraphConfigPath, rc.GraphConfigPath)
+		setIf(&cur.ImageURI, rc.ImageURI)
+		setIf(&cur.SourceTarballPath, rc.SourceTarballPath)
+	}
+	if req.Secrets != nil {
+		d.Secrets = s.sealSecrets(d.ID, req.Secrets)
+	}
+	if req.SecretReferences != nil {
+		d.SecretReferences = req.SecretReferences
+	}
+}
+
+func setIf[T any](dst **T, v *T) {
+	if v != nil {
+		*dst = v
+	}
+}
+
+// deleteDeployment: DELETE /v2/deployments/{id} → 204. The deployment shows
+// AWAITING_DELETE until the runtime has torn it down, then it is gone.
+func (s *Service) deleteDeployment(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	p := auth.From(r)
+	id, err := orgapi.ParseID(ps.ByName("id"), "path", "deployment_id")
+	if err != nil {
+		return err
+	}
+	delTracing := false
+	if v := r.URL.Query().Get("delete_tracing_project"); v != "" {
+		delTracing, err = strconv.ParseBool(v)
+		if err != nil {
+			return httpx.Invalid("bool_parsing", "Input should be a valid boolean", "query", "delete_tracing_project")
+		}
+	}
+	err = s.DB.Update(func(tx *bolt.Tx) error {
+		d, err := loadDeployment(tx, p.WorkspaceID, id)
+		if err != nil {
+			return err
+		}
+		d.Status = DeploymentAwaitingDelete
+		d.DeleteTracingProject = d.DeleteTracingProject || delTracing
+		d.UpdatedAt = s.now()
+		return putDeployment(tx, d)
+	})
+	if err != nil {
+		return err
+	}
+	s.kick()
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// listQuery parses limit (1..100, default 20) and offset (≥ 0).
+func listQuery(q url.Values) (limit, offset int, err error) {
+	limit, offset = 20, 0
+	if v := q.Get("limit"); v != "" {
+		n, perr := strconv.Atoi(v)
+		switch {
+		case perr != nil:
+			return 0, 0, httpx.Invalid("int_parsing", "Input should be a valid integer", "query", "limit")
+		case n < 1:
+			return 0, 0, httpx.Invalid("greater_than_equal", "Input should be greater than or equal to 1", "query", "limit")
+		case n > 100:
+			return 0, 0, httpx.Invalid("less_than_equal", "Input should be less than or equal to 100", "query", "limit")
+		}
+		limit = n
+	}
+	if v := q.Get("offset"); v != "" {
+		n, perr := strconv.Atoi(v)
+		switch {
+		case perr != nil:
+			return 0, 0, httpx.Invalid("int_parsing", "Input should be a valid integer", "query", "offset")
+		case n < 0:
+			return 0, 0, httpx.Invalid("greater_than_equal", "Input should be greater than or equal to 0", "query", "offset")
+		}
+		offset = n
+	}
+	return limit, offset, nil
+}
+
+// csvEnum splits a comma list and checks each value against allowed.
+func csvEnum(v, name string, allowed []string) (map[string]bool, error) {
+	if v == "" {
+		return nil, nil
+	}
+	set := map[string]bool{}
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		ok := false
+		for _, a := range allowed {
+			ok = ok || a == s
+		}
+		if !ok {
+			return nil, httpx.Invalid("enum", fmt.Sprintf("Input should be one of %s", strings.Join(allowed, ", ")), "query", name)
+		}
+		set[s] = true
+	}
+	return set, nil
+}
+
+// listDeployments: GET /v2/deployments → {resources, offset}, newest first.
+func (s *Service) listDeployments(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	p := auth.From(r)
+	q := r.URL.Query()
+	limit, offset, err := listQuery(q)
+	if err != nil {
+		return err
+	}
+	statuses, err := csvEnum(q.Get("status"), "status", DeploymentStatuses)
+	if err != nil {
+		return err
+	}
+	types, err := csvEnum(q.Get("deployment_type"), "deployment_type", []string{DeploymentTypeDevFree, DeploymentTypeDev, DeploymentTypeProd})
+	if err != nil {
+		return err
+	}
+	var ids map[string]bool
+	if v := q.Get("deployment_ids"); v != "" {
+		ids = map[string]bool{}
+		for _, part := range strings.Split(v, ",") {
+			id, err := orgapi.ParseID(strings.TrimSpace(part), "query", "deployment_ids")
+			if err != nil {
+				return err
+			}
+			ids[id.String()] = true
+		}
+	}
+	nameContains := strings.ToLower(q.Get("name_contains"))
+	imageVersion := q.Get("image_version")
+	out := List[Deployment]{Resources: []Deployment{}}
+	err = s.DB.View(func(tx *bolt.Tx) error {
+		skipped := 0
+		for _, id := range storage.PrefixIDs(tx, storage.IdxWorkspaceDeployments, storage.Key(p.WorkspaceID), true) {
+			if ids != nil && !ids[id.String()] {
+				continue
+			}
+			var d deploymentRecord
+			if err := storage.Get(tx, storage.BucketDeployments, storage.Key(id), &d); err != nil {
+				return err
+			}
+			if nameContains != "" && !strings.Contains(strings.ToLower(d.Name), nameContains) ||
+				statuses != nil && !statuses[d.Status] ||
+				types != nil && (d.SourceConfig.DeploymentType == nil || !types[*d.SourceConfig.DeploymentType]) ||
+				imageVersion != "" && (d.ImageVersion == nil || *d.ImageVersion != imageVersion) {
+				continue
+			}
+			if skipped < offset {
+				skipped++
+				continue
+			}
+			if len(out.Resources) == limit {
+				break
+			}
+			out.Resources = append(out.Resources, d.Redacted())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	out.Offset = offset + len(out.Resources)
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,97 @@
+package controlplane
+
+import (
+	"bytes"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/storage"
+)
+
+// LogEntry is one line of a revision's build or deploy output.
+type LogEntry struct {
+	Timestamp time.Time `json:"timestamp"`
+	Level     string    `json:"level"`
+	Message   string    `json:"message"`
+}
+
+// revisionLog buffers a revision's log lines and writes them in batches, so
+// a chatty build costs a few commits rather than one fsync per line.
+type revisionLog struct {
+	s       *Service
+	revID   string
+	mu      sync.Mutex
+	pending []LogEntry
+	partial bytes.Buffer
+}
+
+func (l *revisionLog) Add(level, msg string) {
+	l.mu.Lock()
+	l.pending = append(l.pending, LogEntry{Timestamp: l.s.now(), Level: level, Message: msg})
+	full := len(l.pending) >= 256
+	l.mu.Unlock()
+	if full {
+		l.Flush()
+	}
+}
+
+type levelWriter struct {
+	l     *revisionLog
+	level string
+}
+
+// Write splits driver output into lines.
+func (w levelWriter) Write(p []byte) (int, error) {
+	w.l.mu.Lock()
+	w.l.partial.Write(p)
+	var lines []string
+	for {
+		i := bytes.IndexByte(w.l.partial.Bytes(), '\n')
+		if i < 0 {
+			break
+		}
+		lines = append(lines, string(w.l.partial.Next(i + 1)[:i]))
+	}
+	w.l.mu.Unlock()
+	for _, line := range lines {
+		w.l.Add(w.level, line)
+	}
+	return len(p), nil
+}
+
+func (l *revisionLog) Writer(level string) levelWriter { return levelWriter{l: l, level: level} }
+
+// Flush writes the buffered lines (and any unterminated last line).
+func (l *revisionLog) Flush() {
+	l.mu.Lock()
+	if l.partial.Len() > 0 {
+		l.pending = append(l.pending, LogEntry{Timestamp: l.s.now(), Level: "info", Message: l.partial.String()})
+		l.partial.Reset()
+	}
+	batch := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	rid := uuid.MustParse(l.revID)
+	err := l.s.DB.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(storage.BucketRevisionLogs))
+		for _, e := range batch {
+			seq, err := b.NextSequence()
+			if err != nil {
+				return err
+			}
+			if err := storage.Put(tx, storage.BucketRevisionLogs, storage.Key(rid, storage.U64(seq)), &e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		l.s.Log.Error().Err(err).Str("revision_id", l.revID).Msg("write revision log")
+	}
+}

@@ -1,0 +1,432 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/runtime"
+	"slipway/storage"
+)
+
+// maxAttempts bounds how often a revision interrupted by restarts is retried.
+const maxAttempts = 3
+
+// reconciler drives the runtime toward the stored desired state. One
+// goroutine scans; each deployment has at most one worker at a time.
+type reconciler struct {
+	s     *Service
+	kickc chan struct{}
+	mu    sync.Mutex
+	busy  map[string]*job // deployment id → its worker
+	wg    sync.WaitGroup
+}
+
+type job struct {
+	revision string // "" for a deletion
+	cancel   context.CancelFunc
+}
+
+func (s *Service) kick() {
+	if s.rec == nil {
+		return
+	}
+	select {
+	case s.rec.kickc <- struct{}{}:
+	default:
+	}
+}
+
+// Start recovers work interrupted by a restart and begins reconciling until
+// ctx ends; Wait blocks until the workers have stopped.
+func (s *Service) Start(ctx context.Context) {
+	s.rec = &reconciler{s: s, kickc: make(chan struct{}, 1), busy: map[string]*job{}}
+	if err := s.markInterrupted(); err != nil {
+		s.Log.Error().Err(err).Msg("recover interrupted revisions")
+	}
+	s.rec.wg.Add(1)
+	go s.rec.loop(ctx)
+}
+
+// Wait blocks until every reconciler goroutine has returned.
+func (s *Service) Wait() {
+	if s.rec != nil {
+		s.rec.wg.Wait()
+	}
+}
+
+func (rc *reconciler) loop(ctx context.Context) {
+	defer rc.wg.Done()
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		rc.scan(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-rc.kickc:
+		case <-t.C:
+		}
+	}
+}
+
+// markInterrupted ends revisions a crash left mid-flight as INTERRUPTED;
+// scan then retries the ones that are still their deployment's latest.
+func (s *Service) markInterrupted() error {
+	return s.DB.Update(func(tx *bolt.Tx) error {
+		var revs []*revisionRecord
+		err := tx.Bucket([]byte(storage.BucketRevisions)).ForEach(func(_, v []byte) error {
+			var rev revisionRecord
+			if err := json.Unmarshal(v, &rev); err != nil {
+				return err
+			}
+			switch {
+			case rev.Status == RevisionBuilding, rev.Status == RevisionAwaitingDeploy, rev.Status == RevisionDeploying,
+				rev.Status == RevisionAwaitingBuild && rev.Attempt > 0:
+				revs = append(revs, &rev)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, rev := range revs {
+			rev.Status, rev.UpdatedAt, rev.StatusMessage = RevisionInterrupted, s.now(), "interrupted by a restart of Slipway"
+			if err := putRevision(tx, rev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (rc *reconciler) scan(ctx context.Context) {
+	type work struct {
+		dep *deploymentRecord
+		rev *revisionRecord
+	}
+	var todo []work
+	var settle []string
+	err := rc.s.DB.View(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(storage.BucketDeployments)).ForEach(func(_, v []byte) error {
+			var d deploymentRecord
+			if err := json.Unmarshal(v, &d); err != nil {
+				return err
+			}
+			if d.Status == DeploymentAwaitingDelete {
+				todo = append(todo, work{dep: &d})
+				return nil
+			}
+			if d.Status == DeploymentAwaitingDatabase {
+				settle = append(settle, d.ID)
+			}
+			if d.LatestRevisionID == nil {
+				return nil
+			}
+			rev, err := getRevision(tx, uuid.MustParse(*d.LatestRevisionID))
+			if err != nil {
+				return err
+			}
+			if rev.Status == RevisionQueued || rev.Status == RevisionInterrupted && rev.Attempt < maxAttempts {
+				todo = append(todo, work{dep: &d, rev: rev})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		rc.s.Log.Error().Err(err).Msg("reconcile scan")
+		return
+	}
+	for _, id := range settle {
+		rc.s.settleStatus(id)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, w := range todo {
+		cur := rc.busy[w.dep.ID]
+		if cur != nil {
+			// A newer revision or a deletion supersedes the running job.
+			if w.rev == nil && cur.revision != "" || w.rev != nil && cur.revision != w.rev.ID {
+				cur.cancel()
+			}
+			continue
+		}
+		jctx, cancel := context.WithCancel(ctx)
+		j := &job{cancel: cancel}
+		if w.rev != nil {
+			j.revision = w.rev.ID
+		}
+		rc.busy[w.dep.ID] = j
+		rc.wg.Add(1)
+		go func(w work) {
+			defer rc.wg.Done()
+			defer cancel()
+			if w.rev == nil {
+				rc.s.removeDeployment(jctx, w.dep)
+			} else {
+				rc.s.rollOut(jctx, w.dep, w.rev)
+			}
+			rc.mu.Lock()
+			delete(rc.busy, w.dep.ID)
+			rc.mu.Unlock()
+			rc.s.kick()
+		}(w)
+	}
+}
+
+// settleStatus moves a new deployment out of AWAITING_DATABASE once its
+// storage exists: the agent's database lives with each revision, so there
+// is nothing more to wait for.
+func (s *Service) settleStatus(id string) {
+	_ = s.DB.Update(func(tx *bolt.Tx) error {
+		var d deploymentRecord
+		if storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(id)), &d) != nil || d.Status != DeploymentAwaitingDatabase {
+			return nil
+		}
+		d.Status = DeploymentUnused
+		if d.ActiveRevisionID != nil {
+			d.Status = DeploymentReady
+		}
+		return putDeployment(tx, &d)
+	})
+}
+
+var errStale = errors.New("revision changed under the reconciler")
+
+// transition moves a revision from one status to another, only if it is
+// still in the expected status: a PATCH may have skipped it meanwhile.
+func (s *Service) transition(revID string, from []string, to, msg string) error {
+	return s.DB.Update(func(tx *bolt.Tx) error {
+		rev, err := getRevision(tx, uuid.MustParse(revID))
+		if err != nil {
+			return err
+		}
+		ok := false
+		for _, f := range from {
+			ok = ok || rev.Status == f
+		}
+		if !ok {
+			return errStale
+		}
+		if to == RevisionAwaitingBuild {
+			rev.Attempt++
+		}
+		rev.Status, rev.UpdatedAt, rev.StatusMessage = to, s.now(), msg
+		return putRevision(tx, rev)
+	})
+}
+
+// spec builds the driver's view of a revision, with secrets decrypted.
+func (s *Service) spec(rev *revisionRecord) (runtime.Spec, error) {
+	env, err := s.OpenSecrets(rev.DeploymentID, rev.Secrets)
+	if err != nil {
+		return runtime.Spec{}, err
+	}
+	sp := runtime.Spec{DeploymentID: rev.DeploymentID, DeploymentName: rev.DeploymentName, RevisionID: rev.ID,
+		WorkspaceID: rev.WorkspaceID, Source: rev.Source, Env: env}
+	src := rev.SourceRevisionConfig
+	if src.ImageURI != nil {
+		sp.ImageURI = *src.ImageURI
+	}
+	if src.SourceTarballPath != nil {
+		sp.TarballPath = s.UploadFile(*src.SourceTarballPath)
+	}
+	if src.GraphConfigPath != nil {
+		sp.GraphConfig = *src.GraphConfigPath
+	}
+	if c := rev.SourceConfig.InstallCommand; c != nil {
+		sp.InstallCommand = *c
+	}
+	if c := rev.SourceConfig.BuildCommand; c != nil {
+		sp.BuildCommand = *c
+	}
+	if rev.SourceConfig.ResourceSpec != nil {
+		sp.ResourceSpec, _ = json.Marshal(rev.SourceConfig.ResourceSpec)
+	}
+	if len(rev.SecretReferences) > 0 {
+		sp.SecretReferences, _ = json.Marshal(rev.SecretReferences)
+	}
+	return sp, nil
+}
+
+// rollOut builds and deploys one revision and, once it is healthy, makes it
+// the active revision and stops the one it replaces. A failure leaves the
+// active revision serving.
+func (s *Service) rollOut(ctx context.Context, dep *deploymentRecord, rev *revisionRecord) {
+	log := s.Log.With().Str("deployment_id", dep.ID).Str("revision_id", rev.ID).Logger()
+	logs := &revisionLog{s: s, revID: rev.ID}
+	defer logs.Flush()
+	fail := func(status string, err error) {
+		logs.Add("error", err.Error())
+		if terr := s.transition(rev.ID, []string{RevisionBuilding, RevisionDeploying, RevisionAwaitingDeploy}, status, err.Error()); terr != nil && !errors.Is(terr, errStale) {
+			log.Error().Err(terr).Msg("record failure")
+		}
+		log.Warn().Err(err).Str("status", status).Msg("revision failed")
+	}
+	superseded := func(started bool) {
+		if started {
+			_ = s.Driver.Stop(context.Background(), dep.ID, rev.ID)
+		}
+		_ = s.transition(rev.ID, []string{RevisionAwaitingBuild, RevisionBuilding, RevisionAwaitingDeploy, RevisionDeploying},
+			RevisionSkipped, "superseded by a newer revision")
+	}
+	if err := s.transition(rev.ID, []string{RevisionQueued, RevisionInterrupted}, RevisionAwaitingBuild, ""); err != nil {
+		return
+	}
+	spec, err := s.spec(rev)
+	if err != nil {
+		_ = s.transition(rev.ID, []string{RevisionAwaitingBuild}, RevisionCreateFailed, err.Error())
+		return
+	}
+	if s.transition(rev.ID, []string{RevisionAwaitingBuild}, RevisionBuilding, "") != nil {
+		return
+	}
+	logs.Add("info", "build started on the "+s.Driver.Name()+" runtime")
+	artifact, err := s.Driver.Build(ctx, spec, logs.Writer("info"))
+	logs.Flush()
+	switch {
+	case ctx.Err() != nil:
+		superseded(false)
+		return
+	case err != nil:
+		fail(RevisionBuildFailed, fmt.Errorf("build failed: %w", err))
+		return
+	}
+	if s.transition(rev.ID, []string{RevisionBuilding}, RevisionAwaitingDeploy, "") != nil ||
+		s.transition(rev.ID, []string{RevisionAwaitingDeploy}, RevisionDeploying, "") != nil {
+		return
+	}
+	logs.Add("info", "deploy started")
+	endpoint, err := s.Driver.Deploy(ctx, spec, artifact, logs.Writer("info"))
+	switch {
+	case ctx.Err() != nil:
+		superseded(true)
+		return
+	case err != nil:
+		_ = s.Driver.Stop(context.Background(), dep.ID, rev.ID)
+		fail(RevisionDeployFailed, fmt.Errorf("deploy failed: %w", err))
+		return
+	}
+	var previous string
+	err = s.DB.Update(func(tx *bolt.Tx) error {
+		var d deploymentRecord
+		if err := storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(dep.ID)), &d); err != nil {
+			return err
+		}
+		cur, err := getRevision(tx, uuid.MustParse(rev.ID))
+		if err != nil {
+			return err
+		}
+		if cur.Status != RevisionDeploying || d.Status == DeploymentAwaitingDelete || d.LatestRevisionID == nil || *d.LatestRevisionID != rev.ID {
+			return errStale
+		}
+		if d.ActiveRevisionID != nil {
+			previous = *d.ActiveRevisionID
+		}
+		now := s.now()
+		cur.Status, cur.UpdatedAt, cur.StatusMessage = RevisionDeployed, now, ""
+		d.ActiveRevisionID, d.Status, d.Endpoint, d.UpdatedAt = &cur.ID, DeploymentReady, endpoint, now
+		if endpoint != "" {
+			u := s.PublicURL + "/agents/" + d.Name
+			d.URL = &u
+		}
+		return errors.Join(putRevision(tx, cur), putDeployment(tx, &d))
+	})
+	if err != nil {
+		superseded(true)
+		return
+	}
+	logs.Add("info", "revision is healthy and now serves the deployment")
+	log.Info().Msg("revision deployed")
+	if previous != "" && previous != rev.ID {
+		if err := s.Driver.Stop(context.Background(), dep.ID, previous); err != nil {
+			log.Warn().Err(err).Str("previous_revision_id", previous).Msg("stop replaced revision")
+		}
+	}
+}
+
+// removeDeployment tears a deployment down in the runtime, then deletes its
+// records, logs, uploads and (if asked) its tracing project in one transaction.
+func (s *Service) removeDeployment(ctx context.Context, dep *deploymentRecord) {
+	log := s.Log.With().Str("deployment_id", dep.ID).Logger()
+	if err := s.Driver.Remove(ctx, dep.ID); err != nil {
+		log.Warn().Err(err).Msg("runtime could not remove the deployment yet; will retry")
+		return
+	}
+	id, ws := uuid.MustParse(dep.ID), uuid.MustParse(dep.TenantID)
+	err := s.DB.Update(func(tx *bolt.Tx) error {
+		var d deploymentRecord
+		if err := storage.Get(tx, storage.BucketDeployments, storage.Key(id), &d); err != nil {
+			return nil // already gone
+		}
+		for _, rid := range storage.PrefixIDs(tx, storage.IdxDeploymentRevisions, storage.Key(id), false) {
+			if err := deletePrefix(tx, storage.BucketRevisionLogs, storage.Key(rid)); err != nil {
+				return err
+			}
+			if err := errors.Join(storage.Delete(tx, storage.BucketRevisions, storage.Key(rid)),
+				tx.Bucket([]byte(storage.IdxDeploymentRevisions)).Delete(storage.Key(id, rid))); err != nil {
+				return err
+			}
+		}
+		var uploads [][]byte
+		err := tx.Bucket([]byte(storage.BucketUploads)).ForEach(func(k, v []byte) error {
+			var u Upload
+			if json.Unmarshal(v, &u) == nil && u.DeploymentID == id {
+				uploads = append(uploads, storage.Copy(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range uploads {
+			if err := storage.Delete(tx, storage.BucketUploads, k); err != nil {
+				return err
+			}
+		}
+		if d.DeleteTracingProject {
+			if err := deleteTracingProject(tx, ws, d.Name); err != nil {
+				return err
+			}
+		}
+		return errors.Join(
+			storage.Delete(tx, storage.BucketDeployments, storage.Key(id)),
+			tx.Bucket([]byte(storage.IdxDeploymentName)).Delete(storage.Key(ws, d.Name)),
+			tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Delete(storage.Key(ws, id)),
+		)
+	})
+	if err != nil {
+		log.Error().Err(err).Msg("delete deployment records")
+		return
+	}
+	// Files go after the records: a crash in between leaves only garbage
+	// files, never a record pointing at a missing archive.
+	if err := os.RemoveAll(filepath.Join(s.DataDir, "uploads", dep.ID)); err != nil {
+		log.Warn().Err(err).Msg("remove uploaded archives")
+	}
+	log.Info().Msg("deployment deleted")
+}
+
+func deletePrefix(tx *bolt.Tx, bucket string, prefix []byte) error {
+	b := tx.Bucket([]byte(bucket))
+	var keys [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, storage.Copy(k))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

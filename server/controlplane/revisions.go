@@ -1,0 +1,224 @@
+package controlplane
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/server/auth"
+	"slipway/server/httpx"
+	"slipway/server/orgapi"
+	"slipway/storage"
+)
+
+// revisionRecord is a revision as stored: the API shape plus a snapshot of
+// everything the runtime needs to build and run exactly this revision, so a
+// later PATCH never changes what an older revision (or a redeploy of it) runs.
+type revisionRecord struct {
+	Revision
+	WorkspaceID      string            `json:"workspace_id"`
+	DeploymentName   string            `json:"deployment_name"`
+	SourceConfig     SourceConfig      `json:"source_config"`
+	Secrets          []Secret          `json:"secrets"` // sealed
+	SecretReferences []SecretReference `json:"secret_references"`
+	// StatusMessage says why a revision failed or is waiting.
+	StatusMessage string `json:"status_message,omitempty"`
+	// Attempt counts build/deploy attempts, bumped by retries after a restart.
+	Attempt int `json:"attempt"`
+}
+
+func revisionNotFound(id uuid.UUID) error {
+	return httpx.NotFound("Revision ID %s not found.", id)
+}
+
+// newRevision snapshots d as a new QUEUED revision. An internal_source
+// deployment without an uploaded archive has nothing to build yet: its
+// revision waits in AWAITING_BUILD until a PATCH brings a source.
+func (s *Service) newRevision(d *deploymentRecord, now time.Time) *revisionRecord {
+	rev := &revisionRecord{
+		Revision: Revision{ID: storage.NewID().String(), DeploymentID: d.ID, CreatedAt: now, UpdatedAt: now,
+			Status: RevisionQueued, Source: d.Source, SourceRevisionConfig: d.SourceRevisionConfig},
+		WorkspaceID: d.TenantID, DeploymentName: d.Name, SourceConfig: d.SourceConfig,
+		Secrets: d.Secrets, SecretReferences: d.SecretReferences,
+	}
+	if d.Source == SourceInternalSource && d.SourceRevisionConfig.SourceTarballPath == nil {
+		rev.Status = RevisionAwaitingBuild
+		rev.StatusMessage = "waiting for a source archive: upload one and PATCH source_revision_config.source_tarball_path"
+	}
+	return rev
+}
+
+func putRevision(tx *bolt.Tx, rev *revisionRecord) error {
+	id, dep := uuid.MustParse(rev.ID), uuid.MustParse(rev.DeploymentID)
+	return errors.Join(
+		storage.Put(tx, storage.BucketRevisions, storage.Key(id), rev),
+		tx.Bucket([]byte(storage.IdxDeploymentRevisions)).Put(storage.Key(dep, id), nil),
+	)
+}
+
+func getRevision(tx *bolt.Tx, id uuid.UUID) (*revisionRecord, error) {
+	var rev revisionRecord
+	if err := storage.Get(tx, storage.BucketRevisions, storage.Key(id), &rev); err != nil {
+		return nil, err
+	}
+	return &rev, nil
+}
+
+// skipSuperseded ends every revision of d that has not started building and
+// is not the new one: it will never be deployed. Revisions already building
+// are cancelled by the reconciler, which sees they are no longer latest.
+func skipSuperseded(tx *bolt.Tx, d *deploymentRecord, keep string, now time.Time) error {
+	for _, id := range storage.PrefixIDs(tx, storage.IdxDeploymentRevisions, storage.Key(uuid.MustParse(d.ID)), false) {
+		if id.String() == keep {
+			continue
+		}
+		rev, err := getRevision(tx, id)
+		if err != nil {
+			return err
+		}
+		if rev.Status == RevisionQueued || rev.Status == RevisionAwaitingBuild || rev.Status == RevisionCreating {
+			rev.Status, rev.UpdatedAt, rev.StatusMessage = RevisionSkipped, now, "superseded by a newer revision"
+			if err := putRevision(tx, rev); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func deploymentAndRevisionIDs(ps httprouter.Params) (uuid.UUID, uuid.UUID, error) {
+	dep, err := orgapi.ParseID(ps.ByName("id"), "path", "deployment_id")
+	if err != nil {
+		return uuid.Nil, uuid.Nil, err
+	}
+	rid, err := orgapi.ParseID(ps.ByName("rid"), "path", "revision_id")
+	return dep, rid, err
+}
+
+// listRevisions: GET /v2/deployments/{id}/revisions → {resources, offset}, newest first.
+func (s *Service) listRevisions(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	p := auth.From(r)
+	id, err := orgapi.ParseID(ps.ByName("id"), "path", "deployment_id")
+	if err != nil {
+		return err
+	}
+	limit, offset, err := listQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	statuses, err := csvEnum(r.URL.Query().Get("status"), "status", RevisionStatuses)
+	if err != nil {
+		return err
+	}
+	out := List[Revision]{Resources: []Revision{}}
+	err = s.DB.View(func(tx *bolt.Tx) error {
+		if _, err := loadDeployment(tx, p.WorkspaceID, id); err != nil {
+			return err
+		}
+		skipped := 0
+		for _, rid := range storage.PrefixIDs(tx, storage.IdxDeploymentRevisions, storage.Key(id), true) {
+			rev, err := getRevision(tx, rid)
+			if err != nil {
+				return err
+			}
+			if statuses != nil && !statuses[rev.Status] {
+				continue
+			}
+			if skipped < offset {
+				skipped++
+				continue
+			}
+			if len(out.Resources) == limit {
+				break
+			}
+			out.Resources = append(out.Resources, rev.Revision)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	out.Offset = offset + len(out.Resources)
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// loadRevision returns a revision of a deployment visible to the workspace.
+func loadRevision(tx *bolt.Tx, ws, dep, rid uuid.UUID) (*deploymentRecord, *revisionRecord, error) {
+	d, err := loadDeployment(tx, ws, dep)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tx.Bucket([]byte(storage.IdxDeploymentRevisions)).Get(storage.Key(dep, rid)) == nil {
+		return nil, nil, revisionNotFound(rid)
+	}
+	rev, err := getRevision(tx, rid)
+	return d, rev, err
+}
+
+// getRevisionHandler: GET /v2/deployments/{id}/revisions/{rid}.
+func (s *Service) getRevisionHandler(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	p := auth.From(r)
+	dep, rid, err := deploymentAndRevisionIDs(ps)
+	if err != nil {
+		return err
+	}
+	var rev *revisionRecord
+	if err := s.DB.View(func(tx *bolt.Tx) error {
+		_, rev, err = loadRevision(tx, p.WorkspaceID, dep, rid)
+		return err
+	}); err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, rev.Revision)
+	return nil
+}
+
+// redeploy: POST /v2/deployments/{id}/revisions/{rid}/redeploy → 200
+// Deployment. The revision is queued again with its own snapshot and
+// becomes the latest; it takes traffic once healthy, like any new revision.
+func (s *Service) redeploy(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	p := auth.From(r)
+	dep, rid, err := deploymentAndRevisionIDs(ps)
+	if err != nil {
+		return err
+	}
+	var out Deployment
+	err = s.DB.Update(func(tx *bolt.Tx) error {
+		d, rev, err := loadRevision(tx, p.WorkspaceID, dep, rid)
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Status == DeploymentAwaitingDelete:
+			return httpx.BadRequest("Deployment ID %s is being deleted.", dep)
+		case d.ActiveRevisionID != nil && *d.ActiveRevisionID == rev.ID:
+			return httpx.BadRequest("Revision ID %s is already the active revision.", rid)
+		case !RevisionTerminal(rev.Status):
+			return httpx.BadRequest("Revision ID %s is still %s; wait for it to finish.", rid, rev.Status)
+		case rev.Source == SourceInternalSource && rev.SourceRevisionConfig.SourceTarballPath == nil:
+			return httpx.BadRequest("Revision ID %s has no source archive to deploy.", rid)
+		}
+		now := s.now()
+		rev.Status, rev.UpdatedAt, rev.StatusMessage = RevisionQueued, now, "redeploy requested"
+		if err := putRevision(tx, rev); err != nil {
+			return err
+		}
+		if err := skipSuperseded(tx, d, rev.ID, now); err != nil {
+			return err
+		}
+		d.LatestRevisionID, d.UpdatedAt = &rev.ID, now
+		out = d.Redacted()
+		return putDeployment(tx, d)
+	})
+	if err != nil {
+		return err
+	}
+	s.kick()
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}

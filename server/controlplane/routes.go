@@ -1,0 +1,62 @@
+package controlplane
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/server/auth"
+	"slipway/server/httpx"
+	"slipway/storage"
+)
+
+// Routes registers the control-plane API under prefix ("" and "/api-host").
+func (s *Service) Routes(rt *httprouter.Router, res auth.Resolver, prefix string) {
+	ws := func(h httpx.Handle) httprouter.Handle { return auth.Require(res, true, h) }
+	rt.GET(prefix+"/v2/deployments", ws(s.listDeployments))
+	rt.POST(prefix+"/v2/deployments", ws(s.createDeployment))
+	rt.GET(prefix+"/v2/deployments/:id", ws(s.getDeployment))
+	rt.PATCH(prefix+"/v2/deployments/:id", ws(s.patchDeployment))
+	rt.DELETE(prefix+"/v2/deployments/:id", ws(s.deleteDeployment))
+	rt.GET(prefix+"/v2/deployments/:id/revisions", ws(s.listRevisions))
+	rt.GET(prefix+"/v2/deployments/:id/revisions/:rid", ws(s.getRevisionHandler))
+	rt.POST(prefix+"/v2/deployments/:id/revisions/:rid/redeploy", ws(s.redeploy))
+	rt.POST(prefix+"/v2/deployments/:id/upload-url", ws(s.createUploadURL))
+	rt.POST(prefix+"/deployments/:id/upload-url", ws(s.createUploadURL))
+	rt.GET(prefix+"/v2/listeners", ws(s.listListeners))
+	rt.POST(prefix+"/v2/listeners", ws(s.createListener))
+	rt.GET(prefix+"/v2/listeners/:id", ws(s.getListener))
+	rt.PATCH(prefix+"/v2/listeners/:id", ws(s.patchListener))
+	rt.DELETE(prefix+"/v2/listeners/:id", ws(s.deleteListener))
+	rt.GET(prefix+"/v1/integrations/github/install", ws(s.githubInstall))
+	rt.GET(prefix+"/api/v1/sessions", ws(s.listTracingProjects))
+	// Pre-signed: the signature in the URL is the only credential.
+	rt.PUT(prefix+"/v2/uploads/:id", httpx.Adapt(s.putUpload))
+}
+
+// listTracingProjects: GET /api/v1/sessions[?name=] — the workspace's
+// tracing projects (the hosted service calls them tracer sessions).
+func (s *Service) listTracingProjects(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	p := auth.From(r)
+	name := r.URL.Query().Get("name")
+	out := []TracingProject{}
+	err := s.DB.View(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(storage.BucketTracingProjects)).ForEach(func(_, v []byte) error {
+			var tp TracingProject
+			if err := json.Unmarshal(v, &tp); err != nil {
+				return err
+			}
+			if tp.WorkspaceID == p.WorkspaceID.String() && (name == "" || tp.Name == name) {
+				out = append(out, tp)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}

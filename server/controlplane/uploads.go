@@ -1,0 +1,223 @@
+package controlplane
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/server/auth"
+	"slipway/server/httpx"
+	"slipway/server/orgapi"
+	"slipway/storage"
+)
+
+// uploadTTL is how long an upload URL stays valid, as the hosted service's
+// signed object-store URLs do.
+const uploadTTL = 15 * time.Minute
+
+// Upload is an issued upload URL and, once PUT, the archive it received.
+type Upload struct {
+	ID           uuid.UUID `json:"id"`
+	DeploymentID uuid.UUID `json:"deployment_id"`
+	WorkspaceID  uuid.UUID `json:"workspace_id"`
+	TokenHash    []byte    `json:"token_hash"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	Claimed      bool      `json:"claimed"` // a PUT is in progress or done: the URL is spent
+	Completed    bool      `json:"completed"`
+	Size         int64     `json:"size"`
+	SHA256       string    `json:"sha256"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// ObjectPath is the value clients pass back as source_tarball_path.
+func (u *Upload) ObjectPath() string {
+	return "uploads/" + u.DeploymentID.String() + "/" + u.ID.String() + ".tar.gz"
+}
+
+// File is where the archive lives on disk.
+func (s *Service) uploadFile(u *Upload) string {
+	return filepath.Join(s.DataDir, filepath.FromSlash(u.ObjectPath()))
+}
+
+// UploadFile returns the archive path for a completed upload's object path.
+func (s *Service) UploadFile(objectPath string) string {
+	return filepath.Join(s.DataDir, filepath.FromSlash(objectPath))
+}
+
+func (s *Service) uploadToken(id uuid.UUID, exp time.Time) string {
+	m := hmac.New(sha256.New, s.Sealer.Key("slipway upload urls v1"))
+	fmt.Fprintf(m, "%s|%d", id, exp.Unix())
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// createUploadURL: POST /v2/deployments/{id}/upload-url (and the spec's
+// /deployments/{id}/upload-url).
+func (s *Service) createUploadURL(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	p := auth.From(r)
+	depID, err := orgapi.ParseID(ps.ByName("id"), "path", "deployment_id")
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	u := Upload{ID: storage.NewID(), DeploymentID: depID, WorkspaceID: p.WorkspaceID,
+		ExpiresAt: now.Add(uploadTTL).Truncate(time.Second), CreatedAt: now}
+	token := s.uploadToken(u.ID, u.ExpiresAt)
+	u.TokenHash = auth.Hash(token)
+	err = s.DB.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Get(storage.Key(p.WorkspaceID, depID)) == nil {
+			return deploymentNotFound(depID)
+		}
+		return storage.Put(tx, storage.BucketUploads, storage.Key(u.ID), &u)
+	})
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{
+		"upload_url":  fmt.Sprintf("%s/v2/uploads/%s?expires=%d&signature=%s", s.PublicURL, u.ID, u.ExpiresAt.Unix(), token),
+		"object_path": u.ObjectPath(),
+		"expires_at":  u.ExpiresAt,
+	})
+	return nil
+}
+
+// putUpload: PUT /v2/uploads/{id}?expires=..&signature=.. — authenticated by
+// the signature alone, like a pre-signed object-store URL, and single use.
+func (s *Service) putUpload(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	denied := httpx.Forbidden("The upload URL is invalid, expired or already used; request a new one.")
+	id, err := uuid.Parse(ps.ByName("id"))
+	if err != nil {
+		return denied
+	}
+	sig := r.URL.Query().Get("signature")
+	var u Upload
+	err = s.DB.Update(func(tx *bolt.Tx) error {
+		if storage.Get(tx, storage.BucketUploads, storage.Key(id), &u) != nil {
+			return denied
+		}
+		want := s.uploadToken(u.ID, u.ExpiresAt)
+		if !hmac.Equal([]byte(sig), []byte(want)) || !s.now().Before(u.ExpiresAt) || u.Claimed {
+			return denied
+		}
+		// The deployment may have been deleted since the URL was issued.
+		if tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Get(storage.Key(u.WorkspaceID, u.DeploymentID)) == nil {
+			return denied
+		}
+		u.Claimed = true
+		return storage.Put(tx, storage.BucketUploads, storage.Key(u.ID), &u)
+	})
+	if err != nil {
+		return err
+	}
+	size, sum, err := s.receiveArchive(r.Body, s.uploadFile(&u))
+	if err != nil {
+		// Give the URL back so the client can retry a broken transfer.
+		_ = s.DB.Update(func(tx *bolt.Tx) error {
+			u.Claimed = false
+			return storage.Put(tx, storage.BucketUploads, storage.Key(u.ID), &u)
+		})
+		return err
+	}
+	err = s.DB.Update(func(tx *bolt.Tx) error {
+		u.Completed, u.Size, u.SHA256 = true, size, sum
+		return storage.Put(tx, storage.BucketUploads, storage.Key(u.ID), &u)
+	})
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"object_path": u.ObjectPath(), "size": size, "sha256": sum})
+	return nil
+}
+
+// receiveArchive streams body to dst through a size cap, checking that it
+// is a gzip'd tar as it goes, and only renames it into place when whole.
+func (s *Service) receiveArchive(body io.Reader, dst string) (int64, string, error) {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return 0, "", fmt.Errorf("upload directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".upload-*")
+	if err != nil {
+		return 0, "", fmt.Errorf("upload temp file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	limited := &io.LimitedReader{R: body, N: s.MaxUpload + 1}
+	h := sha256.New()
+	pr, pw := io.Pipe()
+	checked := make(chan error, 1)
+	go func() { checked <- checkTarGz(pr) }()
+	n, copyErr := io.Copy(io.MultiWriter(tmp, h, pw), limited)
+	pw.CloseWithError(copyErr)
+	checkErr := <-checked
+	switch {
+	case n > s.MaxUpload:
+		return 0, "", httpx.Errorf(http.StatusRequestEntityTooLarge,
+			"The archive exceeds the upload limit of %d MB (SLIPWAY_MAX_UPLOAD_MB).", s.MaxUpload>>20)
+	case copyErr != nil:
+		return 0, "", httpx.BadRequest("The upload was interrupted: %v", copyErr)
+	case n == 0:
+		return 0, "", httpx.BadRequest("The upload is empty; send a gzip-compressed tar archive.")
+	case checkErr != nil:
+		return 0, "", httpx.BadRequest("The upload is not a gzip-compressed tar archive: %v", checkErr)
+	}
+	if err := errors.Join(tmp.Sync(), tmp.Close()); err != nil {
+		return 0, "", fmt.Errorf("write upload: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return 0, "", fmt.Errorf("store upload: %w", err)
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// checkTarGz reads a whole gzip'd tar stream and reports whether it parses.
+// Entry contents are checked later, when the runtime unpacks the archive.
+func checkTarGz(r io.Reader) error {
+	defer io.Copy(io.Discard, r) //nolint:errcheck // drain so the writer never blocks
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return fmt.Errorf("gzip: %w", err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		_, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("tar: %w", err)
+		}
+	}
+}
+
+// checkTarballPath accepts only the object path of a completed upload
+// issued for this deployment (422 at loc otherwise).
+func checkTarballPath(tx *bolt.Tx, dep uuid.UUID, path string, loc ...any) error {
+	bad := httpx.Invalid("value_error",
+		"source_tarball_path must be the object_path returned by POST /v2/deployments/{deployment_id}/upload-url for this deployment, after the archive was uploaded", loc...)
+	rest, ok := strings.CutPrefix(path, "uploads/"+dep.String()+"/")
+	if !ok {
+		return bad
+	}
+	id, err := uuid.Parse(strings.TrimSuffix(rest, ".tar.gz"))
+	if err != nil {
+		return bad
+	}
+	var u Upload
+	if storage.Get(tx, storage.BucketUploads, storage.Key(id), &u) != nil || u.DeploymentID != dep || !u.Completed {
+		return bad
+	}
+	return nil
+}

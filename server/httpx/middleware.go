@@ -1,0 +1,126 @@
+package httpx
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/rs/zerolog"
+)
+
+type ctxKey int
+
+const (
+	logKey ctxKey = iota
+	reqIDKey
+)
+
+// LogFrom returns the request-scoped logger (a no-op logger outside the chain).
+func LogFrom(r *http.Request) *zerolog.Logger {
+	if l, ok := r.Context().Value(logKey).(*zerolog.Logger); ok {
+		return l
+	}
+	l := zerolog.Nop()
+	return &l
+}
+
+// RequestID returns the id assigned to the request by the middleware.
+func RequestID(r *http.Request) string {
+	id, _ := r.Context().Value(reqIDKey).(string)
+	return id
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(b)
+	s.bytes += n
+	return n, err
+}
+
+// Flush keeps SSE responses streaming through the wrapper.
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Chain wraps h with request id, access log and panic recovery. The access
+// log names the path only (never the query or headers) so that keys and
+// signed upload tokens never reach the log.
+func Chain(h http.Handler, log zerolog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if id == "" || len(id) > 64 {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		l := log.With().Str("request_id", id).Logger()
+		ctx := context.WithValue(context.WithValue(r.Context(), logKey, &l), reqIDKey, id)
+		r = r.WithContext(ctx)
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if rec := recover(); rec != nil {
+				if rec == http.ErrAbortHandler {
+					panic(rec)
+				}
+				l.Error().Interface("panic", rec).Str("path", r.URL.Path).Msg("handler panic")
+				if sw.status == 0 {
+					WriteJSON(sw, http.StatusInternalServerError, map[string]any{"detail": "Internal server error."})
+				}
+			}
+			l.Info().Str("method", r.Method).Str("path", r.URL.Path).Int("status", sw.status).
+				Int("bytes", sw.bytes).Dur("duration", time.Since(start)).Msg("request")
+		}()
+		h.ServeHTTP(sw, r)
+	})
+}
+
+// NewRouter returns an httprouter configured for a JSON API: JSON 404/405
+// bodies and no redirects that would turn a POST into a GET.
+func NewRouter() *httprouter.Router {
+	rt := httprouter.New()
+	rt.RedirectFixedPath = false
+	rt.RedirectTrailingSlash = false
+	rt.HandleMethodNotAllowed = true
+	rt.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, http.StatusNotFound, map[string]any{"detail": "Not Found"})
+	})
+	rt.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, http.StatusMethodNotAllowed, map[string]any{"detail": "Method Not Allowed"})
+	})
+	return rt
+}
+
+// LimitBody caps request bodies; oversized bodies surface as *http.MaxBytesError → 413.
+func LimitBody(h http.Handler, max int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, max)
+		}
+		h.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,245 @@
+package orgapi
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/server/auth"
+	"slipway/server/httpx"
+	"slipway/storage"
+)
+
+type keyCreateRequest struct {
+	Description        *string    `json:"description"`
+	ReadOnly           *bool      `json:"read_only"`
+	ExpiresAt          *time.Time `json:"expires_at"`
+	Workspaces         []string   `json:"workspaces"`
+	RoleID             *string    `json:"role_id"`
+	OrgRoleID          *string    `json:"org_role_id"`
+	DefaultWorkspaceID *uuid.UUID `json:"default_workspace_id"`
+}
+
+// keyResponse is APIKeyGetResponse; Key is set only in the creation response.
+type keyResponse struct {
+	ID                   uuid.UUID  `json:"id"`
+	CreatedAt            time.Time  `json:"created_at"`
+	ShortKey             string     `json:"short_key"`
+	Description          string     `json:"description"`
+	ReadOnly             bool       `json:"read_only"`
+	LastUsedAt           *time.Time `json:"last_used_at"`
+	ExpiresAt            *time.Time `json:"expires_at"`
+	WorkspaceNames       []string   `json:"workspace_names"`
+	DefaultWorkspaceName *string    `json:"default_workspace_name"`
+	Key                  string     `json:"key,omitempty"`
+}
+
+func keyView(tx *bolt.Tx, k *APIKey) keyResponse {
+	v := keyResponse{ID: k.ID, CreatedAt: k.CreatedAt, ShortKey: k.ShortKey, Description: k.Description,
+		ReadOnly: k.ReadOnly, ExpiresAt: k.ExpiresAt, WorkspaceNames: []string{}}
+	name := func(id uuid.UUID) string {
+		var ws Workspace
+		if storage.Get(tx, storage.BucketWorkspaces, storage.Key(id), &ws) != nil {
+			return ""
+		}
+		return ws.DisplayName
+	}
+	if k.WorkspaceID != nil {
+		v.WorkspaceNames = append(v.WorkspaceNames, name(*k.WorkspaceID))
+	}
+	if k.DefaultWorkspaceID != nil {
+		n := name(*k.DefaultWorkspaceID)
+		v.DefaultWorkspaceName = &n
+	}
+	return v
+}
+
+// workspaceRole maps a role_id (a built-in role name or its lowercase form) to a workspace role.
+func workspaceRole(id *string) (string, error) {
+	if id == nil {
+		return auth.WSAdmin, nil
+	}
+	for _, r := range []string{auth.WSAdmin, auth.WSEditor, auth.WSViewer} {
+		if strings.EqualFold(*id, r) || strings.EqualFold(*id, "workspace_"+r) {
+			return r, nil
+		}
+	}
+	return "", httpx.Invalid("enum", "role_id must name a workspace role: Admin, Editor or Viewer", "body", "role_id")
+}
+
+func (s *Store) decodeKeyRequest(r *http.Request) (*keyCreateRequest, error) {
+	var req keyCreateRequest
+	if r.ContentLength != 0 {
+		if err := httpx.DecodeJSON(r, &req, true); err != nil {
+			return nil, err
+		}
+	}
+	if req.Description != nil && len(*req.Description) > 1000 {
+		return nil, httpx.Invalid("string_too_long", "description must be at most 1000 characters", "body", "description")
+	}
+	if req.ExpiresAt != nil && !req.ExpiresAt.After(s.now()) {
+		return nil, httpx.Invalid("value_error", "expires_at must be in the future", "body", "expires_at")
+	}
+	return &req, nil
+}
+
+// createServiceKey: POST /api/v1/api-key — a service key of the current workspace.
+func (s *Store) createServiceKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	p := auth.From(r)
+	if !p.CanAdminWorkspace() {
+		return httpx.Forbidden("Creating service keys requires the workspace Admin role.")
+	}
+	req, err := s.decodeKeyRequest(r)
+	if err != nil {
+		return err
+	}
+	role, err := workspaceRole(req.RoleID)
+	if err != nil {
+		return err
+	}
+	key := auth.NewKey("slw_sk")
+	now := s.now()
+	ws := p.WorkspaceID
+	k := APIKey{ID: storage.NewID(), Kind: auth.KindServiceKey, Hash: auth.Hash(key), ShortKey: auth.ShortKey(key),
+		Description: deref(req.Description, "Default API key"), ReadOnly: req.ReadOnly != nil && *req.ReadOnly,
+		OrgID: p.OrgID, WorkspaceID: &ws, DefaultWorkspaceID: &ws, Role: role, CreatedAt: now, ExpiresAt: req.ExpiresAt}
+	// Service keys act as their own service identity, so an audit trail names
+	// the key's identity rather than whoever happened to create it.
+	svc := User{ID: storage.NewID(), OrgID: p.OrgID, DisplayName: "service key " + k.ShortKey, Service: true,
+		WorkspaceRoles: map[uuid.UUID]string{ws: role}, CreatedAt: now}
+	k.UserID = svc.ID
+	var resp keyResponse
+	err = s.DB.Update(func(tx *bolt.Tx) error {
+		if err := storage.Put(tx, storage.BucketUsers, storage.Key(svc.ID), &svc); err != nil {
+			return err
+		}
+		if err := putKey(tx, &k); err != nil {
+			return err
+		}
+		resp = keyView(tx, &k)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	resp.Key = key
+	httpx.WriteJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// createPAT: POST /api/v1/api-key/current — a personal access token of the caller.
+func (s *Store) createPAT(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	p := auth.From(r)
+	req, err := s.decodeKeyRequest(r)
+	if err != nil {
+		return err
+	}
+	key := auth.NewKey("slw_pt")
+	var resp keyResponse
+	err = s.DB.Update(func(tx *bolt.Tx) error {
+		var u User
+		if err := storage.Get(tx, storage.BucketUsers, storage.Key(p.UserID), &u); err != nil {
+			return err
+		}
+		if u.Service {
+			return httpx.Forbidden("Personal access tokens belong to users; a service key cannot create one.")
+		}
+		var def *uuid.UUID
+		if p.WorkspaceID != uuid.Nil {
+			ws := p.WorkspaceID
+			def = &ws
+		}
+		k := APIKey{ID: storage.NewID(), Kind: auth.KindPAT, Hash: auth.Hash(key), ShortKey: auth.ShortKey(key),
+			Description: deref(req.Description, "Default API key"), ReadOnly: req.ReadOnly != nil && *req.ReadOnly,
+			OrgID: p.OrgID, DefaultWorkspaceID: def, UserID: u.ID, CreatedAt: s.now(), ExpiresAt: req.ExpiresAt}
+		if err := putKey(tx, &k); err != nil {
+			return err
+		}
+		resp = keyView(tx, &k)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	resp.Key = key
+	httpx.WriteJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// listKeys lists service keys of the workspace, or the caller's PATs.
+func (s *Store) listKeys(personal bool) httpx.Handle {
+	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+		p := auth.From(r)
+		if !personal && !p.CanAdminWorkspace() {
+			return httpx.Forbidden("Listing service keys requires the workspace Admin role.")
+		}
+		out := []keyResponse{}
+		err := s.DB.View(func(tx *bolt.Tx) error {
+			return tx.Bucket([]byte(storage.BucketAPIKeys)).ForEach(func(_, v []byte) error {
+				var k APIKey
+				if err := jsonUnmarshal(v, &k); err != nil {
+					return err
+				}
+				if k.OrgID != p.OrgID {
+					return nil
+				}
+				if personal && k.Kind == auth.KindPAT && k.UserID == p.UserID ||
+					!personal && k.Kind == auth.KindServiceKey && k.WorkspaceID != nil && *k.WorkspaceID == p.WorkspaceID {
+					out = append(out, keyView(tx, &k))
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+		httpx.WriteJSON(w, http.StatusOK, out)
+		return nil
+	}
+}
+
+// deleteKeyHandler revokes a service key of the workspace or one of the caller's PATs.
+func (s *Store) deleteKeyHandler(personal bool) httpx.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+		p := auth.From(r)
+		param := "api_key_id"
+		if personal {
+			param = "pat_id"
+		}
+		id, err := ParseID(ps.ByName("id"), "path", param)
+		if err != nil {
+			return err
+		}
+		if !personal && !p.CanAdminWorkspace() {
+			return httpx.Forbidden("Deleting service keys requires the workspace Admin role.")
+		}
+		var resp keyResponse
+		err = s.DB.Update(func(tx *bolt.Tx) error {
+			var k APIKey
+			err := storage.Get(tx, storage.BucketAPIKeys, storage.Key(id), &k)
+			visible := err == nil && k.OrgID == p.OrgID && (personal && k.Kind == auth.KindPAT && k.UserID == p.UserID ||
+				!personal && k.Kind == auth.KindServiceKey && k.WorkspaceID != nil && *k.WorkspaceID == p.WorkspaceID)
+			if !visible {
+				return httpx.NotFound("API key %s not found.", id)
+			}
+			resp = keyView(tx, &k)
+			return deleteKey(tx, &k)
+		})
+		if err != nil {
+			return err
+		}
+		httpx.WriteJSON(w, http.StatusOK, resp)
+		return nil
+	}
+}
+
+func deref(s *string, def string) string {
+	if s == nil || *s == "" {
+		return def
+	}
+	return *s
+}

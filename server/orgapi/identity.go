@@ -1,0 +1,240 @@
+// Package orgapi is the organization API: organizations, workspaces, users
+// and their credentials, and how a request's credential becomes a Principal.
+package orgapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/server/auth"
+	"slipway/server/httpx"
+	"slipway/storage"
+)
+
+// Org is an organization; its workspaces own everything else.
+type Org struct {
+	ID                 uuid.UUID      `json:"id"`
+	DisplayName        string         `json:"display_name"`
+	Plan               string         `json:"plan"`
+	IsPersonal         bool           `json:"is_personal"`
+	Config             map[string]any `json:"config"`
+	DefaultWorkspaceID uuid.UUID      `json:"default_workspace_id"`
+	CreatedAt          time.Time      `json:"created_at"`
+}
+
+// Workspace is the tenant of deployments, listeners, uploads and keys.
+type Workspace struct {
+	ID           uuid.UUID `json:"id"`
+	OrgID        uuid.UUID `json:"organization_id"`
+	DisplayName  string    `json:"display_name"`
+	TenantHandle *string   `json:"tenant_handle"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// User is a person or, with Service set, the identity behind a service key.
+type User struct {
+	ID             uuid.UUID            `json:"id"`
+	OrgID          uuid.UUID            `json:"organization_id"`
+	Email          string               `json:"email,omitempty"`
+	DisplayName    string               `json:"display_name"`
+	OrgRole        string               `json:"org_role"`
+	WorkspaceRoles map[uuid.UUID]string `json:"workspace_roles"`
+	Service        bool                 `json:"service"`
+	CreatedAt      time.Time            `json:"created_at"`
+}
+
+// APIKey is a stored credential. Only the hash of the key is kept.
+type APIKey struct {
+	ID                 uuid.UUID  `json:"id"`
+	Kind               string     `json:"kind"`
+	Hash               []byte     `json:"hash"`
+	ShortKey           string     `json:"short_key"`
+	Description        string     `json:"description"`
+	ReadOnly           bool       `json:"read_only"`
+	OrgID              uuid.UUID  `json:"organization_id"`
+	WorkspaceID        *uuid.UUID `json:"workspace_id"` // nil: organization-scoped
+	DefaultWorkspaceID *uuid.UUID `json:"default_workspace_id"`
+	UserID             uuid.UUID  `json:"user_id"`
+	Role               string     `json:"role"`     // workspace role of a workspace-scoped service key
+	OrgRole            string     `json:"org_role"` // organization role of an organization-scoped service key
+	CreatedAt          time.Time  `json:"created_at"`
+	ExpiresAt          *time.Time `json:"expires_at"`
+}
+
+// Store is the identity domain over the control-plane database.
+type Store struct {
+	DB  *bolt.DB
+	Now func() time.Time
+}
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Bootstrap creates the Default organization, workspace, admin user and an
+// organization-admin key on an empty database. It returns the key (shown
+// once) or "" when the database already had an organization. A non-empty
+// fixedKey becomes the key, for automated installs.
+func (s *Store) Bootstrap(fixedKey string) (string, error) {
+	key := fixedKey
+	if key == "" {
+		key = auth.NewKey("slw_sk")
+	}
+	created := false
+	err := s.DB.Update(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket([]byte(storage.BucketOrgs)).Cursor().First(); k != nil {
+			return nil
+		}
+		now := s.now()
+		org := Org{ID: storage.NewID(), DisplayName: "Default", Plan: "enterprise", Config: map[string]any{}, CreatedAt: now}
+		ws := Workspace{ID: storage.NewID(), OrgID: org.ID, DisplayName: "Default", CreatedAt: now}
+		org.DefaultWorkspaceID = ws.ID
+		user := User{ID: storage.NewID(), OrgID: org.ID, Email: "admin@localhost", DisplayName: "Administrator",
+			OrgRole: auth.OrgAdmin, WorkspaceRoles: map[uuid.UUID]string{ws.ID: auth.WSAdmin}, CreatedAt: now}
+		k := APIKey{ID: storage.NewID(), Kind: auth.KindServiceKey, Hash: auth.Hash(key), ShortKey: auth.ShortKey(key),
+			Description: "Initial organization admin key", OrgID: org.ID, DefaultWorkspaceID: &ws.ID,
+			UserID: user.ID, OrgRole: auth.OrgAdmin, CreatedAt: now}
+		if err := putWorkspace(tx, &ws); err != nil {
+			return err
+		}
+		if err := errors.Join(
+			storage.Put(tx, storage.BucketOrgs, storage.Key(org.ID), &org),
+			storage.Put(tx, storage.BucketUsers, storage.Key(user.ID), &user),
+			putKey(tx, &k),
+		); err != nil {
+			return fmt.Errorf("bootstrap: %w", err)
+		}
+		created = true
+		return nil
+	})
+	if err != nil || !created {
+		return "", err
+	}
+	return key, nil
+}
+
+func putWorkspace(tx *bolt.Tx, ws *Workspace) error {
+	if err := storage.Put(tx, storage.BucketWorkspaces, storage.Key(ws.ID), ws); err != nil {
+		return err
+	}
+	return tx.Bucket([]byte(storage.IdxOrgWorkspaces)).Put(storage.Key(ws.OrgID, ws.ID), nil)
+}
+
+func putKey(tx *bolt.Tx, k *APIKey) error {
+	if err := storage.Put(tx, storage.BucketAPIKeys, storage.Key(k.ID), k); err != nil {
+		return err
+	}
+	return tx.Bucket([]byte(storage.IdxAPIKeyHash)).Put(k.Hash, storage.Key(k.ID))
+}
+
+func deleteKey(tx *bolt.Tx, k *APIKey) error {
+	return errors.Join(
+		tx.Bucket([]byte(storage.IdxAPIKeyHash)).Delete(k.Hash),
+		storage.Delete(tx, storage.BucketAPIKeys, storage.Key(k.ID)),
+	)
+}
+
+// Authenticate implements auth.Resolver.
+func (s *Store) Authenticate(r *http.Request) (*auth.Principal, error) {
+	key := r.Header.Get("X-Api-Key")
+	if key == "" {
+		if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+			key = strings.TrimSpace(h[7:])
+		}
+	}
+	if key == "" {
+		return nil, httpx.Unauthorized("Not authenticated: send an API key in the X-Api-Key header or a token as Authorization: Bearer.")
+	}
+	var p *auth.Principal
+	err := s.DB.View(func(tx *bolt.Tx) error {
+		var err error
+		p, err = s.principal(tx, key, r.Header.Get("X-Tenant-Id"), r.Header.Get("X-Organization-Id"))
+		return err
+	})
+	return p, err
+}
+
+func (s *Store) principal(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*auth.Principal, error) {
+	idRaw := tx.Bucket([]byte(storage.IdxAPIKeyHash)).Get(auth.Hash(key))
+	invalid := httpx.Unauthorized("Invalid API key or token.")
+	if idRaw == nil {
+		return nil, invalid
+	}
+	var k APIKey
+	if err := storage.Get(tx, storage.BucketAPIKeys, idRaw, &k); err != nil {
+		return nil, fmt.Errorf("api key record: %w", err)
+	}
+	if k.ExpiresAt != nil && !s.now().Before(*k.ExpiresAt) {
+		return nil, httpx.Unauthorized("This API key has expired.")
+	}
+	var user User
+	if err := storage.Get(tx, storage.BucketUsers, storage.Key(k.UserID), &user); err != nil {
+		return nil, fmt.Errorf("user of api key %s: %w", k.ID, err)
+	}
+	if orgHeader != "" && !strings.EqualFold(orgHeader, k.OrgID.String()) {
+		return nil, httpx.Forbidden("This credential does not belong to organization %s.", orgHeader)
+	}
+	cred := k.ID
+	p := &auth.Principal{OrgID: k.OrgID, UserID: k.UserID, CredentialID: &cred, Kind: k.Kind, ReadOnly: k.ReadOnly}
+	switch {
+	case k.Kind == auth.KindPAT:
+		p.OrgRole = user.OrgRole
+	case k.WorkspaceID == nil:
+		p.OrgRole = k.OrgRole
+	}
+	// The workspace: a workspace-scoped key is pinned to its own; other
+	// credentials take X-Tenant-Id, else their default workspace.
+	var ws uuid.UUID
+	switch {
+	case k.Kind == auth.KindServiceKey && k.WorkspaceID != nil:
+		ws = *k.WorkspaceID
+		if tenantHeader != "" && !strings.EqualFold(tenantHeader, ws.String()) {
+			return nil, httpx.Forbidden("This API key is scoped to workspace %s and cannot act in workspace %s.", ws, tenantHeader)
+		}
+		p.WorkspaceID, p.WorkspaceRole = ws, k.Role
+		return p, nil
+	case tenantHeader != "":
+		id, err := uuid.Parse(tenantHeader)
+		if err != nil {
+			return nil, httpx.Forbidden("X-Tenant-Id %q is not a workspace this credential can use.", tenantHeader)
+		}
+		ws = id
+	case k.DefaultWorkspaceID != nil:
+		ws = *k.DefaultWorkspaceID
+	}
+	if ws == uuid.Nil {
+		return p, nil
+	}
+	if !workspaceInOrg(tx, k.OrgID, ws) {
+		if tenantHeader == "" {
+			// The default workspace was deleted: act without one.
+			return p, nil
+		}
+		return nil, httpx.Forbidden("X-Tenant-Id %q is not a workspace this credential can use.", tenantHeader)
+	}
+	role := user.WorkspaceRoles[ws]
+	if k.Kind == auth.KindServiceKey {
+		role = ""
+	}
+	if p.OrgRole == auth.OrgAdmin {
+		role = auth.WSAdmin
+	}
+	if role == "" && !p.OrgManage() {
+		return nil, httpx.Forbidden("This credential has no role in workspace %s.", ws)
+	}
+	p.WorkspaceID, p.WorkspaceRole = ws, role
+	return p, nil
+}
+
+func workspaceInOrg(tx *bolt.Tx, org, ws uuid.UUID) bool {
+	return tx.Bucket([]byte(storage.IdxOrgWorkspaces)).Get(storage.Key(org, ws)) != nil
+}

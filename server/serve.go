@@ -1,0 +1,123 @@
+// Package server wires Slipway's `serve` process: the database, the
+// organization and control-plane APIs, the runtime, and the HTTP listener.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"slipway/config"
+	"slipway/server/httpx"
+	"slipway/server/orgapi"
+	"slipway/storage"
+)
+
+// Serve runs the control plane until ctx ends, then shuts down gracefully:
+// stop accepting, let in-flight requests finish, close the database.
+func Serve(ctx context.Context, cfg config.Serve, log zerolog.Logger, version string) error {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
+	}
+	master, err := storage.LoadMasterKey(cfg.MasterKey, cfg.MasterKeyFile, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	sealer, err := storage.NewSealer(master)
+	if err != nil {
+		return err
+	}
+	db, err := storage.Open(filepath.Join(cfg.DataDir, "slipway.db"), 3*time.Second, storage.ControlPlaneMigrations)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	app, err := newApp(cfg, db, sealer, log, version)
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	if err := bootstrap(cfg, app.orgs, log); err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (SLIPWAY_ADDR): %w", cfg.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           httpx.Chain(app.Handler(), log),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	app.Start(ctx)
+	log.Info().Str("addr", ln.Addr().String()).Str("public_url", cfg.PublicURL).Str("version", version).Msg("slipway serving")
+	notifySystemd("READY=1")
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	notifySystemd("STOPPING=1")
+	log.Info().Msg("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn().Err(err).Msg("shutdown did not finish cleanly")
+	}
+	return nil
+}
+
+// bootstrap creates the first organization and shows its key exactly once:
+// in the log and in <data dir>/initial-api-key (0600).
+func bootstrap(cfg config.Serve, orgs *orgapi.Store, log zerolog.Logger) error {
+	key, err := orgs.Bootstrap(cfg.BootstrapAPIKey)
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	if key == "" {
+		return nil
+	}
+	path := filepath.Join(cfg.DataDir, "initial-api-key")
+	if cfg.BootstrapAPIKey == "" {
+		if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		log.Info().Str("api_key", key).Str("file", path).
+			Msg("created organization Default with an organization-admin API key; it is shown only this once")
+	} else {
+		log.Info().Msg("created organization Default with the key from SLIPWAY_BOOTSTRAP_API_KEY")
+	}
+	return nil
+}
+
+// notifySystemd speaks the sd_notify protocol (a datagram to
+// $NOTIFY_SOCKET) so a Type=notify unit knows when Slipway serves.
+func notifySystemd(state string) {
+	addr := os.Getenv("NOTIFY_SOCKET")
+	if addr == "" {
+		return
+	}
+	if addr[0] == '@' {
+		addr = "\x00" + addr[1:]
+	}
+	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: addr, Net: "unixgram"})
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_, _ = conn.Write([]byte(state))
+}
+

@@ -1,0 +1,272 @@
+// Package servertest starts real `slipway` processes for HTTP-level tests:
+// it builds the binary once per test binary, runs it with a given
+// environment on a free port, and offers small JSON request helpers.
+package servertest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// RepoRoot is the directory holding go.mod.
+func RepoRoot() string {
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			panic("servertest: go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Binary builds ./ (the slipway command) once and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "slipway-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "slipway")
+		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		cmd.Dir = RepoRoot()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// FreeAddr returns a loopback address with a currently free port.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Server is a running `slipway serve`.
+type Server struct {
+	URL     string
+	Key     string // the initial organization-admin key
+	DataDir string
+	Env     map[string]string
+	cmd     *exec.Cmd
+	logs    *syncBuffer
+	t       testing.TB
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Start runs `slipway serve` with env added to a minimal environment. When
+// env has no SLIPWAY_DATA_DIR a fresh temporary one is used. The server is
+// stopped when the test ends.
+func Start(t testing.TB, env map[string]string) *Server {
+	t.Helper()
+	s := &Server{Env: map[string]string{}, t: t}
+	for k, v := range env {
+		s.Env[k] = v
+	}
+	if s.Env["SLIPWAY_DATA_DIR"] == "" {
+		s.Env["SLIPWAY_DATA_DIR"] = t.TempDir()
+	}
+	if s.Env["SLIPWAY_ADDR"] == "" {
+		s.Env["SLIPWAY_ADDR"] = FreeAddr(t)
+	}
+	if s.Env["SLIPWAY_RUNTIME"] == "" {
+		s.Env["SLIPWAY_RUNTIME"] = "fake"
+	}
+	s.DataDir = s.Env["SLIPWAY_DATA_DIR"]
+	s.URL = "http://" + s.Env["SLIPWAY_ADDR"]
+	s.start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func (s *Server) start() {
+	t := s.t
+	t.Helper()
+	s.logs = &syncBuffer{}
+	cmd := exec.Command(Binary(t), "serve")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for k, v := range s.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = s.logs, s.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd = cmd
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get(s.URL + "/ok")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) || cmd.ProcessState != nil {
+			t.Fatalf("slipway did not start: %v\n%s", err, s.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if key := s.Env["SLIPWAY_BOOTSTRAP_API_KEY"]; key != "" {
+		s.Key = key
+	} else if b, err := os.ReadFile(filepath.Join(s.DataDir, "initial-api-key")); err == nil {
+		s.Key = strings.TrimSpace(string(b))
+	}
+}
+
+// Logs returns everything the process printed so far.
+func (s *Server) Logs() string { return s.logs.String() }
+
+// Stop sends SIGTERM and waits for the process to exit.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(25 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+	s.cmd = nil
+}
+
+// Kill sends SIGKILL (a crash) and waits for the process to die.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Restart starts the server again on the same data dir and address.
+func (s *Server) Restart() {
+	s.Stop()
+	s.start()
+}
+
+// Response is a decoded JSON response.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a generic value.
+func (r *Response) JSON() any {
+	var v any
+	_ = json.Unmarshal(r.Body, &v)
+	return v
+}
+
+// Map decodes the body as an object (nil when it is not one).
+func (r *Response) Map() map[string]any {
+	m, _ := r.JSON().(map[string]any)
+	return m
+}
+
+// Do sends a request with the server's initial key unless headers set
+// X-Api-Key or Authorization themselves ("" removes the key). body may be
+// nil, a string or []byte (sent raw), or anything else (sent as JSON).
+func (s *Server) Do(method, path string, body any, headers ...string) *Response {
+	s.t.Helper()
+	return Do(s.t, method, s.URL+path, body, append([]string{"X-Api-Key", s.Key}, headers...)...)
+}
+
+// Do performs one request against url. headers are name, value pairs; a
+// later pair overrides an earlier one and an empty value removes the header.
+func Do(t testing.TB, method, url string, body any, headers ...string) *Response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+		} else {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+}

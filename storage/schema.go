@@ -1,0 +1,136 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The control-plane database (<data dir>/slipway.db). Every record is JSON;
+// ids are UUIDv7 (16 raw bytes in keys) so cursor order is creation order.
+// Index buckets map a composite key to nil (or to an id) and are written in
+// the same transaction as the record they index.
+//
+//	meta                      version → uint64 schema version
+//	orgs                      org id → Org
+//	workspaces                workspace id → Workspace
+//	idx_org_workspaces        org id ‖ workspace id → nil
+//	users                     user id → User
+//	api_keys                  key id → APIKey (sha256 of the key, never the key)
+//	idx_api_key_hash          sha256(key) → key id
+//	deployments               deployment id → Deployment (secrets sealed)
+//	idx_ws_deployments        workspace id ‖ deployment id → nil
+//	idx_deployment_name       workspace id ‖ name → deployment id
+//	revisions                 revision id → Revision
+//	idx_deployment_revisions  deployment id ‖ revision id → nil
+//	listeners                 listener id → Listener
+//	idx_ws_listeners          workspace id ‖ listener id → nil
+//	idx_listener_compute      workspace id ‖ compute id → listener id
+//	revision_logs             revision id ‖ uint64 seq → LogEntry (build and deploy output)
+//	uploads                   upload id → Upload (sha256 of its token)
+//	tracing_projects          project id → TracingProject
+//	idx_tracing_project_name  workspace id ‖ name → project id
+const (
+	BucketOrgs              = "orgs"
+	BucketWorkspaces        = "workspaces"
+	IdxOrgWorkspaces        = "idx_org_workspaces"
+	BucketUsers             = "users"
+	BucketAPIKeys           = "api_keys"
+	IdxAPIKeyHash           = "idx_api_key_hash"
+	BucketDeployments       = "deployments"
+	IdxWorkspaceDeployments = "idx_ws_deployments"
+	IdxDeploymentName       = "idx_deployment_name"
+	BucketRevisions         = "revisions"
+	IdxDeploymentRevisions  = "idx_deployment_revisions"
+	BucketListeners         = "listeners"
+	IdxWorkspaceListeners   = "idx_ws_listeners"
+	IdxListenerCompute      = "idx_listener_compute"
+	BucketRevisionLogs      = "revision_logs"
+	BucketUploads           = "uploads"
+	BucketTracingProjects   = "tracing_projects"
+	IdxTracingProjectName   = "idx_tracing_project_name"
+)
+
+// ControlPlaneMigrations is the ordered history of the control-plane schema.
+// Append only: a released migration never changes.
+var ControlPlaneMigrations = []Migration{
+	{Version: 1, Name: "initial buckets", Apply: func(tx *bolt.Tx) error {
+		return CreateBuckets(tx, BucketOrgs, BucketWorkspaces, IdxOrgWorkspaces, BucketUsers,
+			BucketAPIKeys, IdxAPIKeyHash, BucketDeployments, IdxWorkspaceDeployments, IdxDeploymentName,
+			BucketRevisions, IdxDeploymentRevisions, BucketListeners, IdxWorkspaceListeners,
+			IdxListenerCompute, BucketRevisionLogs, BucketUploads, BucketTracingProjects, IdxTracingProjectName)
+	}},
+}
+
+// ErrNotFound is returned by Get when the key is absent.
+var ErrNotFound = errors.New("not found")
+
+// Get decodes the JSON record at bucket/key into v.
+func Get(tx *bolt.Tx, bucket string, key []byte, v any) error {
+	raw := tx.Bucket([]byte(bucket)).Get(key)
+	if raw == nil {
+		return ErrNotFound
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("decode %s record: %w", bucket, err)
+	}
+	return nil
+}
+
+// Put encodes v as JSON at bucket/key.
+func Put(tx *bolt.Tx, bucket string, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s record: %w", bucket, err)
+	}
+	return tx.Bucket([]byte(bucket)).Put(key, raw)
+}
+
+// Delete removes bucket/key.
+func Delete(tx *bolt.Tx, bucket string, key []byte) error {
+	return tx.Bucket([]byte(bucket)).Delete(key)
+}
+
+// Key concatenates key parts (ids as 16 bytes, strings as bytes).
+func Key(parts ...any) []byte {
+	var b bytes.Buffer
+	for _, p := range parts {
+		switch v := p.(type) {
+		case uuid.UUID:
+			b.Write(v[:])
+		case string:
+			b.WriteString(v)
+		case []byte:
+			b.Write(v)
+		default:
+			panic(fmt.Sprintf("storage.Key: unsupported part %T", p))
+		}
+	}
+	return b.Bytes()
+}
+
+// PrefixIDs returns the ids that follow prefix in an index bucket whose keys
+// are prefix ‖ 16-byte id, in key order (creation order for UUIDv7), newest
+// first when reverse is set.
+func PrefixIDs(tx *bolt.Tx, bucket string, prefix []byte, reverse bool) []uuid.UUID {
+	c := tx.Bucket([]byte(bucket)).Cursor()
+	var out []uuid.UUID
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) != len(prefix)+16 {
+			continue
+		}
+		var id uuid.UUID
+		copy(id[:], k[len(prefix):])
+		out = append(out, id)
+	}
+	if reverse {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out
+}
