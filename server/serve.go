@@ -120,4 +120,3 @@ func notifySystemd(state string) {
 	defer conn.Close()
 	_, _ = conn.Write([]byte(state))
 }
-
