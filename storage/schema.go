@@ -25,6 +25,7 @@ import (
 //	deployments               deployment id → Deployment (secrets sealed)
 //	idx_ws_deployments        workspace id ‖ deployment id → nil
 //	idx_deployment_name       workspace id ‖ name → deployment id
+//	idx_pending_deployments   deployment id → nil: the reconciler has work there (v2)
 //	revisions                 revision id → Revision
 //	idx_deployment_revisions  deployment id ‖ revision id → nil
 //	listeners                 listener id → Listener
@@ -44,6 +45,7 @@ const (
 	BucketDeployments       = "deployments"
 	IdxWorkspaceDeployments = "idx_ws_deployments"
 	IdxDeploymentName       = "idx_deployment_name"
+	IdxPendingDeployments   = "idx_pending_deployments"
 	BucketRevisions         = "revisions"
 	IdxDeploymentRevisions  = "idx_deployment_revisions"
 	BucketListeners         = "listeners"
@@ -63,6 +65,18 @@ var ControlPlaneMigrations = []Migration{
 			BucketAPIKeys, IdxAPIKeyHash, BucketDeployments, IdxWorkspaceDeployments, IdxDeploymentName,
 			BucketRevisions, IdxDeploymentRevisions, BucketListeners, IdxWorkspaceListeners,
 			IdxListenerCompute, BucketRevisionLogs, BucketUploads, BucketTracingProjects, IdxTracingProjectName)
+	}},
+	{Version: 2, Name: "pending-work index", Apply: func(tx *bolt.Tx) error {
+		// The reconciler used to scan every deployment; now it reads this
+		// index. Every existing deployment starts pending and is settled
+		// by the first scan.
+		if err := CreateBuckets(tx, IdxPendingDeployments); err != nil {
+			return err
+		}
+		idx := tx.Bucket([]byte(IdxPendingDeployments))
+		return tx.Bucket([]byte(BucketDeployments)).ForEach(func(k, _ []byte) error {
+			return idx.Put(k, nil)
+		})
 	}},
 }
 

@@ -112,7 +112,7 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 	if d.SecretReferences == nil {
 		d.SecretReferences = []SecretReference{}
 	}
-	err = s.DB.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		nameKey := storage.Key(p.WorkspaceID, req.Name)
 		if tx.Bucket([]byte(storage.IdxDeploymentName)).Get(nameKey) != nil {
 			return httpx.Conflict("A deployment named %q already exists in this workspace.", req.Name)
@@ -126,6 +126,7 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 			putDeployment(tx, &d),
 			tx.Bucket([]byte(storage.IdxDeploymentName)).Put(nameKey, storage.Key(id)),
 			tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Put(storage.Key(p.WorkspaceID, id), nil),
+			markPending(tx, d.ID),
 		); err != nil {
 			return err
 		}
@@ -170,7 +171,7 @@ func (s *Service) patchDeployment(w http.ResponseWriter, r *http.Request, ps htt
 		return err
 	}
 	var out Deployment
-	err = s.DB.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		d, err := loadDeployment(tx, p.WorkspaceID, id)
 		if err != nil {
 			return err
@@ -198,6 +199,9 @@ func (s *Service) patchDeployment(w http.ResponseWriter, r *http.Request, ps htt
 				return err
 			}
 			d.LatestRevisionID = &rev.ID
+			if err := markPending(tx, d.ID); err != nil {
+				return err
+			}
 		}
 		out = d.Redacted()
 		return putDeployment(tx, d)
@@ -259,7 +263,7 @@ func (s *Service) deleteDeployment(w http.ResponseWriter, r *http.Request, ps ht
 			return httpx.Invalid("bool_parsing", "Input should be a valid boolean", "query", "delete_tracing_project")
 		}
 	}
-	err = s.DB.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		d, err := loadDeployment(tx, p.WorkspaceID, id)
 		if err != nil {
 			return err
@@ -267,7 +271,7 @@ func (s *Service) deleteDeployment(w http.ResponseWriter, r *http.Request, ps ht
 		d.Status = DeploymentAwaitingDelete
 		d.DeleteTracingProject = d.DeleteTracingProject || delTracing
 		d.UpdatedAt = s.now()
-		return putDeployment(tx, d)
+		return errors.Join(putDeployment(tx, d), markPending(tx, d.ID))
 	})
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func (s *Service) createListener(w http.ResponseWriter, r *http.Request, _ httpr
 	if l.ComputeConfig.K8sNamespaces == nil {
 		l.ComputeConfig.K8sNamespaces = []string{}
 	}
-	err = s.DB.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		ck := storage.Key(p.WorkspaceID, req.ComputeID)
 		if tx.Bucket([]byte(storage.IdxListenerCompute)).Get(ck) != nil {
 			return httpx.Conflict("A listener with compute_id %q already exists in this workspace.", req.ComputeID)
@@ -120,7 +120,7 @@ func (s *Service) patchListener(w http.ResponseWriter, r *http.Request, ps httpr
 		return err
 	}
 	var l *Listener
-	err = s.DB.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		l, err = loadListener(tx, p.WorkspaceID, id)
 		if err != nil {
 			return err
@@ -156,7 +156,7 @@ func (s *Service) deleteListener(w http.ResponseWriter, r *http.Request, ps http
 	if err != nil {
 		return err
 	}
-	err = s.DB.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		l, err := loadListener(tx, p.WorkspaceID, id)
 		if err != nil {
 			return err

@@ -78,7 +78,7 @@ func (l *revisionLog) Flush() {
 		return
 	}
 	rid := uuid.MustParse(l.revID)
-	err := l.s.DB.Update(func(tx *bolt.Tx) error {
+	err := l.s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(storage.BucketRevisionLogs))
 		for _, e := range batch {
 			seq, err := b.NextSequence()

@@ -82,7 +82,7 @@ func (rc *reconciler) loop(ctx context.Context) {
 // markInterrupted ends revisions a crash left mid-flight as INTERRUPTED;
 // scan then retries the ones that are still their deployment's latest.
 func (s *Service) markInterrupted() error {
-	return s.DB.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		var revs []*revisionRecord
 		err := tx.Bucket([]byte(storage.BucketRevisions)).ForEach(func(_, v []byte) error {
 			var rev revisionRecord
@@ -101,7 +101,7 @@ func (s *Service) markInterrupted() error {
 		}
 		for _, rev := range revs {
 			rev.Status, rev.UpdatedAt, rev.StatusMessage = RevisionInterrupted, s.now(), "interrupted by a restart of Slipway"
-			if err := putRevision(tx, rev); err != nil {
+			if err := errors.Join(putRevision(tx, rev), markPending(tx, rev.DeploymentID)); err != nil {
 				return err
 			}
 		}
@@ -109,35 +109,56 @@ func (s *Service) markInterrupted() error {
 	})
 }
 
-func (rc *reconciler) scan(ctx context.Context) {
-	type work struct {
-		dep *deploymentRecord
-		rev *revisionRecord
+type work struct {
+	dep *deploymentRecord
+	rev *revisionRecord // nil: delete the deployment
+}
+
+// workFor says what the reconciler must do for d: delete it, roll out its
+// latest revision, or nothing (ok false).
+func workFor(tx *bolt.Tx, d *deploymentRecord) (w work, ok bool, err error) {
+	if d.Status == DeploymentAwaitingDelete {
+		return work{dep: d}, true, nil
 	}
+	if d.LatestRevisionID == nil {
+		return work{}, false, nil
+	}
+	rev, err := getRevision(tx, uuid.MustParse(*d.LatestRevisionID))
+	if err != nil {
+		return work{}, false, err
+	}
+	if rev.Status == RevisionQueued || rev.Status == RevisionInterrupted && rev.Attempt < maxAttempts {
+		return work{dep: d, rev: rev}, true, nil
+	}
+	return work{}, false, nil
+}
+
+// scan reads the pending-work index, starts a worker for each deployment
+// that has work and no worker, and drops settled deployments from the index.
+func (rc *reconciler) scan(ctx context.Context) {
 	var todo []work
-	var settle []string
+	var settled []uuid.UUID
 	err := rc.s.DB.View(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(storage.BucketDeployments)).ForEach(func(_, v []byte) error {
-			var d deploymentRecord
-			if err := json.Unmarshal(v, &d); err != nil {
-				return err
-			}
-			if d.Status == DeploymentAwaitingDelete {
-				todo = append(todo, work{dep: &d})
-				return nil
-			}
-			if d.Status == DeploymentAwaitingDatabase {
-				settle = append(settle, d.ID)
-			}
-			if d.LatestRevisionID == nil {
-				return nil
-			}
-			rev, err := getRevision(tx, uuid.MustParse(*d.LatestRevisionID))
+		return tx.Bucket([]byte(storage.IdxPendingDeployments)).ForEach(func(k, _ []byte) error {
+			id, err := uuid.FromBytes(k)
 			if err != nil {
 				return err
 			}
-			if rev.Status == RevisionQueued || rev.Status == RevisionInterrupted && rev.Attempt < maxAttempts {
-				todo = append(todo, work{dep: &d, rev: rev})
+			var d deploymentRecord
+			if err := storage.Get(tx, storage.BucketDeployments, k, &d); err != nil {
+				settled = append(settled, id) // deleted
+				return nil
+			}
+			w, ok, err := workFor(tx, &d)
+			if err != nil {
+				return err
+			}
+			if ok {
+				todo = append(todo, w)
+			}
+			// settle re-checks inside its write; here we only pick candidates.
+			if !ok || d.Status == DeploymentAwaitingDatabase {
+				settled = append(settled, id)
 			}
 			return nil
 		})
@@ -146,8 +167,16 @@ func (rc *reconciler) scan(ctx context.Context) {
 		rc.s.Log.Error().Err(err).Msg("reconcile scan")
 		return
 	}
-	for _, id := range settle {
-		rc.s.settleStatus(id)
+	rc.mu.Lock()
+	var idle []uuid.UUID
+	for _, id := range settled {
+		if rc.busy[id.String()] == nil {
+			idle = append(idle, id)
+		}
+	}
+	rc.mu.Unlock()
+	if len(idle) > 0 {
+		rc.s.settle(idle)
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -183,21 +212,44 @@ func (rc *reconciler) scan(ctx context.Context) {
 	}
 }
 
-// settleStatus moves a new deployment out of AWAITING_DATABASE once its
-// storage exists: the agent's database lives with each revision, so there
-// is nothing more to wait for.
-func (s *Service) settleStatus(id string) {
-	_ = s.DB.Update(func(tx *bolt.Tx) error {
-		var d deploymentRecord
-		if storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(id)), &d) != nil || d.Status != DeploymentAwaitingDatabase {
-			return nil
+// settle moves new deployments out of AWAITING_DATABASE (the agent's
+// database lives with each revision, so once the record exists there is
+// nothing more to wait for) and drops deployments with no work left from the
+// pending index. Each check is repeated inside the write, so a PATCH that
+// queued work meanwhile keeps its deployment pending.
+func (s *Service) settle(ids []uuid.UUID) {
+	err := s.update(func(tx *bolt.Tx) error {
+		idx := tx.Bucket([]byte(storage.IdxPendingDeployments))
+		for _, id := range ids {
+			var d deploymentRecord
+			if storage.Get(tx, storage.BucketDeployments, storage.Key(id), &d) != nil {
+				if err := idx.Delete(storage.Key(id)); err != nil {
+					return err
+				}
+				continue
+			}
+			if d.Status == DeploymentAwaitingDatabase {
+				d.Status = DeploymentUnused
+				if d.ActiveRevisionID != nil {
+					d.Status = DeploymentReady
+				}
+				if err := putDeployment(tx, &d); err != nil {
+					return err
+				}
+			}
+			if _, ok, err := workFor(tx, &d); err != nil {
+				return err
+			} else if !ok {
+				if err := idx.Delete(storage.Key(id)); err != nil {
+					return err
+				}
+			}
 		}
-		d.Status = DeploymentUnused
-		if d.ActiveRevisionID != nil {
-			d.Status = DeploymentReady
-		}
-		return putDeployment(tx, &d)
+		return nil
 	})
+	if err != nil {
+		s.Log.Error().Err(err).Msg("settle deployments")
+	}
 }
 
 var errStale = errors.New("revision changed under the reconciler")
@@ -205,7 +257,7 @@ var errStale = errors.New("revision changed under the reconciler")
 // transition moves a revision from one status to another, only if it is
 // still in the expected status: a PATCH may have skipped it meanwhile.
 func (s *Service) transition(revID string, from []string, to, msg string) error {
-	return s.DB.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		rev, err := getRevision(tx, uuid.MustParse(revID))
 		if err != nil {
 			return err
@@ -317,7 +369,7 @@ func (s *Service) rollOut(ctx context.Context, dep *deploymentRecord, rev *revis
 		return
 	}
 	var previous string
-	err = s.DB.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		var d deploymentRecord
 		if err := storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(dep.ID)), &d); err != nil {
 			return err
@@ -363,7 +415,7 @@ func (s *Service) removeDeployment(ctx context.Context, dep *deploymentRecord) {
 		return
 	}
 	id, ws := uuid.MustParse(dep.ID), uuid.MustParse(dep.TenantID)
-	err := s.DB.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		var d deploymentRecord
 		if err := storage.Get(tx, storage.BucketDeployments, storage.Key(id), &d); err != nil {
 			return nil // already gone
@@ -399,6 +451,7 @@ func (s *Service) removeDeployment(ctx context.Context, dep *deploymentRecord) {
 			}
 		}
 		return errors.Join(
+			tx.Bucket([]byte(storage.IdxPendingDeployments)).Delete(storage.Key(id)),
 			storage.Delete(tx, storage.BucketDeployments, storage.Key(id)),
 			tx.Bucket([]byte(storage.IdxDeploymentName)).Delete(storage.Key(ws, d.Name)),
 			tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Delete(storage.Key(ws, id)),

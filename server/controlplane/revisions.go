@@ -45,11 +45,22 @@ func (s *Service) newRevision(d *deploymentRecord, now time.Time) *revisionRecor
 		WorkspaceID: d.TenantID, DeploymentName: d.Name, SourceConfig: d.SourceConfig,
 		Secrets: d.Secrets, SecretReferences: d.SecretReferences,
 	}
-	if d.Source == SourceInternalSource && d.SourceRevisionConfig.SourceTarballPath == nil {
-		rev.Status = RevisionAwaitingBuild
-		rev.StatusMessage = "waiting for a source archive: upload one and PATCH source_revision_config.source_tarball_path"
+	if msg := missingSource(d.Source, d.SourceRevisionConfig); msg != "" {
+		rev.Status, rev.StatusMessage = RevisionAwaitingBuild, msg
 	}
 	return rev
+}
+
+// missingSource says what a revision still lacks before it can be built,
+// or "" when it has a source.
+func missingSource(source string, src SourceRevisionConfig) string {
+	switch {
+	case source == SourceInternalSource && src.SourceTarballPath == nil:
+		return "waiting for a source archive: upload one and PATCH source_revision_config.source_tarball_path"
+	case (source == SourceInternalDocker || source == SourceExternalDocker) && src.ImageURI == nil:
+		return "waiting for an image: PATCH source_revision_config.image_uri"
+	}
+	return ""
 }
 
 func putRevision(tx *bolt.Tx, rev *revisionRecord) error {
@@ -188,7 +199,7 @@ func (s *Service) redeploy(w http.ResponseWriter, r *http.Request, ps httprouter
 		return err
 	}
 	var out Deployment
-	err = s.DB.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		d, rev, err := loadRevision(tx, p.WorkspaceID, dep, rid)
 		if err != nil {
 			return err
@@ -200,8 +211,8 @@ func (s *Service) redeploy(w http.ResponseWriter, r *http.Request, ps httprouter
 			return httpx.BadRequest("Revision ID %s is already the active revision.", rid)
 		case !RevisionTerminal(rev.Status):
 			return httpx.BadRequest("Revision ID %s is still %s; wait for it to finish.", rid, rev.Status)
-		case rev.Source == SourceInternalSource && rev.SourceRevisionConfig.SourceTarballPath == nil:
-			return httpx.BadRequest("Revision ID %s has no source archive to deploy.", rid)
+		case missingSource(rev.Source, rev.SourceRevisionConfig) != "":
+			return httpx.BadRequest("Revision ID %s has no source to deploy.", rid)
 		}
 		now := s.now()
 		rev.Status, rev.UpdatedAt, rev.StatusMessage = RevisionQueued, now, "redeploy requested"
@@ -213,7 +224,7 @@ func (s *Service) redeploy(w http.ResponseWriter, r *http.Request, ps httprouter
 		}
 		d.LatestRevisionID, d.UpdatedAt = &rev.ID, now
 		out = d.Redacted()
-		return putDeployment(tx, d)
+		return errors.Join(putDeployment(tx, d), markPending(tx, d.ID))
 	})
 	if err != nil {
 		return err

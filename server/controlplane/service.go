@@ -1,7 +1,10 @@
 package controlplane
 
 import (
+	"sync"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
@@ -23,7 +26,22 @@ type Service struct {
 	Log       zerolog.Logger
 	Now       func() time.Time
 
-	rec *reconciler
+	rec    *reconciler
+	wOnce  sync.Once
+	writer *storage.Committer
+}
+
+// update runs fn in a durable write transaction that concurrent requests
+// share (group commit), so one fsync acknowledges many writes.
+func (s *Service) update(fn func(*bolt.Tx) error) error {
+	s.wOnce.Do(func() { s.writer = &storage.Committer{DB: s.DB} })
+	return s.writer.Update(fn)
+}
+
+// markPending tells the reconciler, in the same transaction as the change,
+// that a deployment has work: a queued revision, a deletion, a new record.
+func markPending(tx *bolt.Tx, depID string) error {
+	return tx.Bucket([]byte(storage.IdxPendingDeployments)).Put(storage.Key(uuid.MustParse(depID)), nil)
 }
 
 func (s *Service) now() time.Time {

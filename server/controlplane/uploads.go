@@ -77,7 +77,7 @@ func (s *Service) createUploadURL(w http.ResponseWriter, r *http.Request, ps htt
 		ExpiresAt: now.Add(uploadTTL).Truncate(time.Second), CreatedAt: now}
 	token := s.uploadToken(u.ID, u.ExpiresAt)
 	u.TokenHash = auth.Hash(token)
-	err = s.DB.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		if tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Get(storage.Key(p.WorkspaceID, depID)) == nil {
 			return deploymentNotFound(depID)
 		}
@@ -104,7 +104,7 @@ func (s *Service) putUpload(w http.ResponseWriter, r *http.Request, ps httproute
 	}
 	sig := r.URL.Query().Get("signature")
 	var u Upload
-	err = s.DB.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		if storage.Get(tx, storage.BucketUploads, storage.Key(id), &u) != nil {
 			return denied
 		}
@@ -125,13 +125,13 @@ func (s *Service) putUpload(w http.ResponseWriter, r *http.Request, ps httproute
 	size, sum, err := s.receiveArchive(r.Body, s.uploadFile(&u))
 	if err != nil {
 		// Give the URL back so the client can retry a broken transfer.
-		_ = s.DB.Update(func(tx *bolt.Tx) error {
+		_ = s.update(func(tx *bolt.Tx) error {
 			u.Claimed = false
 			return storage.Put(tx, storage.BucketUploads, storage.Key(u.ID), &u)
 		})
 		return err
 	}
-	err = s.DB.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		u.Completed, u.Size, u.SHA256 = true, size, sum
 		return storage.Put(tx, storage.BucketUploads, storage.Key(u.ID), &u)
 	})

@@ -20,10 +20,11 @@ package controlplane
 //     immutable on PATCH) for github, internal_source and internal_docker and
 //     rejected only for external_docker.
 //   - `graph_config_path` is required on create for buildable sources exactly
-//     as the spec says, and `image_uri` is required on create for the docker
-//     sources. Note that the official deploy client creates with an empty
-//     `source_revision_config` and sends them in its first PATCH; set
-//     requireRevisionOnCreate to false to accept that flow.
+//     as the spec says (the spec wins over the official deploy client, which
+//     creates internal_source deployments with an empty
+//     `source_revision_config`; requireRevisionOnCreate documents the switch).
+//     `image_uri` is not required on create: the spec does not ask for it and
+//     that client sends it in its first PATCH.
 //   - `github` is reported (enum) but its field rules still run, so one request
 //     gets every error at once.
 //   - `secret_references` is rejected for other sources only when non-empty.
@@ -800,9 +801,10 @@ func (v *validator) revisionConfigForSource(rc *SourceRevisionConfig, sc *Source
 	}
 	if rc.ImageURI != nil && !docker {
 		v.addLoc("value_error", onlyFor("image_uri", src, SourceExternalDocker, SourceInternalDocker), at(l, "image_uri"))
-	} else if rc.ImageURI == nil && docker && create && requireRevisionOnCreate {
-		v.addLoc("missing", fmt.Sprintf("Field required: image_uri, the container image to deploy, is required for source '%s'", src), at(l, "image_uri"))
 	}
+	// image_uri is not required on create: the spec does not require it, and
+	// the official deploy client creates a docker deployment with an empty
+	// source_revision_config and sends image_uri in its first PATCH.
 	if rc.SourceTarballPath != nil && src != SourceInternalSource {
 		v.addLoc("value_error", onlyFor("source_tarball_path", src, SourceInternalSource), at(l, "source_tarball_path"))
 	}

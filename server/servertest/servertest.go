@@ -108,12 +108,28 @@ func (s *syncBuffer) String() string {
 // stopped when the test ends.
 func Start(t testing.TB, env map[string]string) *Server {
 	t.Helper()
+	s := StartUnmanaged(t, env)
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// StartUnmanaged is Start for servers that outlive one test (benchmarks
+// sharing a server): the caller stops it and removes its data directory.
+func StartUnmanaged(t testing.TB, env map[string]string) *Server {
+	t.Helper()
 	s := &Server{Env: map[string]string{}, t: t}
 	for k, v := range env {
 		s.Env[k] = v
 	}
 	if s.Env["SLIPWAY_DATA_DIR"] == "" {
-		s.Env["SLIPWAY_DATA_DIR"] = t.TempDir()
+		dir, err := os.MkdirTemp("", "slipway-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Env["SLIPWAY_DATA_DIR"] = dir
+		if !unmanaged(t) {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+		}
 	}
 	if s.Env["SLIPWAY_ADDR"] == "" {
 		s.Env["SLIPWAY_ADDR"] = FreeAddr(t)
@@ -124,8 +140,14 @@ func Start(t testing.TB, env map[string]string) *Server {
 	s.DataDir = s.Env["SLIPWAY_DATA_DIR"]
 	s.URL = "http://" + s.Env["SLIPWAY_ADDR"]
 	s.start()
-	t.Cleanup(s.Stop)
 	return s
+}
+
+// unmanaged reports whether cleanup must be left to the caller: a
+// benchmark's Cleanup runs after each calibration round.
+func unmanaged(t testing.TB) bool {
+	_, isB := t.(*testing.B)
+	return isB
 }
 
 func (s *Server) start() {
@@ -269,4 +291,30 @@ func Do(t testing.TB, method, url string, body any, headers ...string) *Response
 		t.Fatal(err)
 	}
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+}
+
+// PID is the server's process id (0 when stopped).
+func (s *Server) PID() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// RSS returns the resident set size of the server process in bytes.
+func (s *Server) RSS() (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.PID()))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
+				return 0, err
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for pid %d", s.PID())
 }

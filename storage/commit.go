@@ -1,0 +1,84 @@
+package storage
+
+import (
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Committer groups concurrent writers into shared bbolt transactions: one
+// commit (one fsync) makes many writes durable at once. Unlike bolt.Batch
+// it adds no delay: a writer that finds no commit in flight commits at once,
+// and writers arriving meanwhile go together in the next commit.
+//
+// A function may run more than once (a failure in a group re-runs each
+// member alone), so it must derive everything from tx and its own inputs.
+type Committer struct {
+	DB *bolt.DB
+
+	mu      sync.Mutex
+	queue   []*commitCall
+	running bool
+}
+
+type commitCall struct {
+	fn   func(*bolt.Tx) error
+	done chan error
+}
+
+// Update runs fn in a durable read-write transaction, possibly shared.
+func (c *Committer) Update(fn func(*bolt.Tx) error) error {
+	call := &commitCall{fn: fn, done: make(chan error, 1)}
+	c.mu.Lock()
+	c.queue = append(c.queue, call)
+	if c.running {
+		c.mu.Unlock()
+		return <-call.done
+	}
+	c.running = true
+	for len(c.queue) > 0 {
+		group := c.queue
+		c.queue = nil
+		c.mu.Unlock()
+		c.commit(group)
+		c.mu.Lock()
+	}
+	c.running = false
+	c.mu.Unlock()
+	return <-call.done
+}
+
+// errGroupFailed rolls a shared transaction back when one member fails, so
+// no member's partial writes survive; each member then runs alone.
+type errGroupFailed struct{}
+
+func (errGroupFailed) Error() string { return "group member failed" }
+
+func (c *Committer) commit(group []*commitCall) {
+	if len(group) > 1 {
+		err := c.DB.Update(func(tx *bolt.Tx) error {
+			for _, call := range group {
+				if err := call.fn(tx); err != nil {
+					return errGroupFailed{}
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			for _, call := range group {
+				call.done <- nil
+			}
+			return
+		}
+		if _, ok := err.(errGroupFailed); !ok {
+			// The commit itself failed: nothing is durable for anyone.
+			for _, call := range group {
+				call.done <- err
+			}
+			return
+		}
+	}
+	for _, call := range group {
+		call.done <- c.DB.Update(call.fn)
+	}
+}
