@@ -4,6 +4,8 @@
 package config
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -72,6 +74,11 @@ func LoadServe(environ map[string]string) (Serve, error) {
 	}
 	if c.MasterKey != "" && c.MasterKeyFile != "" {
 		return c, &Error{"SLIPWAY_MASTER_KEY and SLIPWAY_MASTER_KEY_FILE: set only one"}
+	}
+	if c.MasterKey != "" {
+		if _, err := ParseKey(c.MasterKey); err != nil {
+			return c, &Error{"SLIPWAY_MASTER_KEY: " + err.Error()}
+		}
 	}
 	switch c.Runtime {
 	case "auto", "docker", "process", "fake":
@@ -147,4 +154,17 @@ func checkLog(level, format string) error {
 		return &Error{fmt.Sprintf("SLIPWAY_LOG_FORMAT: %q is not one of json, console", format)}
 	}
 	return nil
+}
+
+// ParseKey decodes a 32-byte key given as 64 hex characters or base64.
+func ParseKey(s string) ([]byte, error) {
+	if k, err := hex.DecodeString(s); err == nil && len(k) == 32 {
+		return k, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if k, err := enc.DecodeString(s); err == nil && len(k) == 32 {
+			return k, nil
+		}
+	}
+	return nil, errors.New("must be 32 bytes as 64 hex characters or base64")
 }

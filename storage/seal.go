@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"slipway/config"
 )
 
 // Sealer encrypts secrets at rest with AES-256-GCM under a key derived from
@@ -121,14 +123,4 @@ func LoadMasterKey(literal, file, dataDir string) ([]byte, error) {
 	return k, nil
 }
 
-func parseKey(s string) ([]byte, error) {
-	if k, err := hex.DecodeString(s); err == nil && len(k) == 32 {
-		return k, nil
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if k, err := enc.DecodeString(s); err == nil && len(k) == 32 {
-			return k, nil
-		}
-	}
-	return nil, errors.New("must be 32 bytes as 64 hex characters or base64")
-}
+func parseKey(s string) ([]byte, error) { return config.ParseKey(s) }

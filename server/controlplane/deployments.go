@@ -113,6 +113,13 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 		d.SecretReferences = []SecretReference{}
 	}
 	err = s.update(func(tx *bolt.Tx) error {
+		if l := req.SourceConfig.ListenerID; l != nil {
+			lid, err := uuid.Parse(*l)
+			if err != nil || tx.Bucket([]byte(storage.IdxWorkspaceListeners)).Get(storage.Key(p.WorkspaceID, lid)) == nil {
+				return httpx.Invalid("value_error", "listener_id must be the id of a listener of this workspace (see GET /v2/listeners)",
+					"body", "source_config", "listener_id")
+			}
+		}
 		nameKey := storage.Key(p.WorkspaceID, req.Name)
 		if tx.Bucket([]byte(storage.IdxDeploymentName)).Get(nameKey) != nil {
 			return httpx.Conflict("A deployment named %q already exists in this workspace.", req.Name)

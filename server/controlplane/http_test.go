@@ -474,3 +474,48 @@ func decode(resp *http.Response) map[string]any {
 	_ = json.NewDecoder(resp.Body).Decode(&m)
 	return m
 }
+
+// TestOfficialDeployClientFlow replays the calls of the official deploy
+// client for an image: look up by name, create with an empty
+// source_revision_config, PATCH with revision_source and image_uri, take the
+// newest revision, poll it.
+func TestOfficialDeployClientFlow(t *testing.T) {
+	s := servertest.Start(t, nil)
+	r := s.Do("GET", "/v2/deployments?name_contains=client-agent", nil, "X-Tenant-ID", "")
+	mustStatus(t, r, 200)
+	r = s.Do("POST", "/v2/deployments", map[string]any{"name": "client-agent", "source": "internal_docker",
+		"source_config": map[string]any{"deployment_type": "dev"}, "source_revision_config": map[string]any{}, "secrets": []any{}})
+	mustStatus(t, r, 201)
+	id, first := r.Map()["id"].(string), r.Map()["latest_revision_id"].(string)
+	r = s.Do("PATCH", "/v2/deployments/"+id, map[string]any{"revision_source": "internal_docker",
+		"source_revision_config": map[string]any{"image_uri": "registry.local/agent:7"}})
+	mustStatus(t, r, 200)
+	revs := s.Do("GET", "/v2/deployments/"+id+"/revisions?limit=1", nil).Map()["resources"].([]any)
+	rid := revs[0].(map[string]any)["id"].(string)
+	if rid != r.Map()["latest_revision_id"] {
+		t.Fatalf("revisions?limit=1 gave %s, latest is %v", rid, r.Map()["latest_revision_id"])
+	}
+	if st := waitRevision(t, s, id, rid); st != "DEPLOYED" {
+		t.Fatalf("ended %s", st)
+	}
+	if st := waitRevision(t, s, id, first); st != "SKIPPED" {
+		t.Fatalf("imageless first revision ended %s", st)
+	}
+	mustStatus(t, s.Do("PATCH", "/v2/deployments/"+id, map[string]any{"revision_source": "internal_source"}), 422)
+}
+
+func TestListenerReference(t *testing.T) {
+	s := servertest.Start(t, nil)
+	body := func(listener string) map[string]any {
+		return map[string]any{"name": "ext-" + listener[:4], "source": "external_docker",
+			"source_config":          map[string]any{"listener_id": listener, "listener_config": map[string]any{"k8s_namespace": "agents"}},
+			"source_revision_config": map[string]any{"image_uri": "img:1"}, "secrets": []any{}}
+	}
+	assertLoc(t, s.Do("POST", "/v2/deployments", body("0190f0f0-0000-7000-8000-000000000000")), []any{"body", "source_config", "listener_id"}, "value_error")
+	l := s.Do("POST", "/v2/listeners", map[string]any{"compute_type": "k8s", "compute_id": "c1", "compute_config": map[string]any{"k8s_namespaces": []any{"agents"}}})
+	mustStatus(t, l, 201)
+	lid := l.Map()["id"].(string)
+	mustStatus(t, s.Do("POST", "/v2/deployments", body(lid)), 201)
+	// A listener in use cannot be deleted.
+	mustStatus(t, s.Do("DELETE", "/v2/listeners/"+lid, nil), 400)
+}
