@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"reflect"
 	"strings"
 
@@ -28,6 +29,9 @@ type Serve struct {
 	BootstrapAPIKey string `env:"SLIPWAY_BOOTSTRAP_API_KEY"`
 	MaxUploadMB     int    `env:"SLIPWAY_MAX_UPLOAD_MB" envDefault:"200"`
 	Runtime         string `env:"SLIPWAY_RUNTIME" envDefault:"auto"`
+	// TrustedProxies are the CIDRs whose X-Forwarded-For is believed when
+	// recording a client's address in the audit log.
+	TrustedProxies []string `env:"SLIPWAY_TRUSTED_PROXIES" envSeparator:","`
 	// DefaultOrgAuditLogs enables audit logs for every non-personal
 	// organization, the self-hosted switch the spec names.
 	DefaultOrgAuditLogs bool `env:"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS" envDefault:"false"`
@@ -84,6 +88,13 @@ func LoadServe(environ map[string]string) (Serve, error) {
 	case "auto", "docker", "process", "fake":
 	default:
 		return c, &Error{fmt.Sprintf("SLIPWAY_RUNTIME: %q is not one of auto, docker, process (or fake, for tests)", c.Runtime)}
+	}
+	for _, p := range c.TrustedProxies {
+		if _, err := netip.ParsePrefix(strings.TrimSpace(p)); err != nil {
+			if _, err := netip.ParseAddr(strings.TrimSpace(p)); err != nil {
+				return c, &Error{fmt.Sprintf("SLIPWAY_TRUSTED_PROXIES: %q is not a CIDR or an IP address", p)}
+			}
+		}
 	}
 	if c.PublicURL == "" {
 		host, port, _ := net.SplitHostPort(c.Addr)
@@ -167,4 +178,18 @@ func ParseKey(s string) ([]byte, error) {
 		}
 	}
 	return nil, errors.New("must be 32 bytes as 64 hex characters or base64")
+}
+
+// Prefixes returns the trusted proxies as prefixes (a bare IP is a /32 or /128).
+func (c Serve) Prefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range c.TrustedProxies {
+		p = strings.TrimSpace(p)
+		if pre, err := netip.ParsePrefix(p); err == nil {
+			out = append(out, pre.Masked())
+		} else if a, err := netip.ParseAddr(p); err == nil {
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return out
 }

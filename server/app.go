@@ -12,6 +12,7 @@ import (
 	"slipway/config"
 	"slipway/runtime"
 	"slipway/runtime/fake"
+	"slipway/server/audit"
 	"slipway/server/controlplane"
 	"slipway/server/httpx"
 	"slipway/server/orgapi"
@@ -27,15 +28,23 @@ type app struct {
 	cp      *controlplane.Service
 	driver  runtime.Driver
 	why     string // why this driver was chosen, for /info and the log
+	audit   *audit.Recorder
 }
 
 func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.Logger, version string) (*app, error) {
 	a := &app{cfg: cfg, log: log, version: version}
 	a.driver, a.why = chooseDriver(cfg)
 	log.Info().Str("runtime", a.driver.Name()).Str("reason", a.why).Msg("runtime driver chosen")
-	a.orgs = &orgapi.Store{DB: db}
+	writer := &storage.Committer{DB: db}
+	rec := &audit.Recorder{
+		Log:     &audit.Log{Key: sealer.Key("slipway audit chain v1"), Version: version},
+		Update:  writer.Update,
+		Trusted: cfg.Prefixes(),
+	}
+	a.audit = rec
+	a.orgs = &orgapi.Store{DB: db, Writer: writer, Audit: rec, DefaultAuditLogs: cfg.DefaultOrgAuditLogs}
 	a.cp = &controlplane.Service{DB: db, Sealer: sealer, Driver: a.driver, PublicURL: cfg.PublicURL,
-		DataDir: cfg.DataDir, MaxUpload: int64(cfg.MaxUploadMB) << 20, Log: log}
+		DataDir: cfg.DataDir, MaxUpload: int64(cfg.MaxUploadMB) << 20, Log: log, Writer: writer, Audit: rec}
 	return a, nil
 }
 

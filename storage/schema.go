@@ -26,6 +26,11 @@ import (
 //	idx_ws_deployments        workspace id ‖ deployment id → nil
 //	idx_deployment_name       workspace id ‖ name → deployment id
 //	idx_pending_deployments   deployment id → nil: the reconciler has work there (v2)
+//	audit_events              org id ‖ uint64 seq → audit record {event, prev, mac} (v3)
+//	idx_audit_time            org id ‖ uint64 time ms ‖ uint64 seq → nil (v3)
+//	idx_audit_op              org id ‖ operation ‖ 0x00 ‖ uint64 time ms ‖ uint64 seq → nil (v3)
+//	audit_heads               org id → chain head {seq, mac, time} (v3)
+//	audit_anchors             org id → signed anchor left by retention pruning (v3)
 //	revisions                 revision id → Revision
 //	idx_deployment_revisions  deployment id ‖ revision id → nil
 //	listeners                 listener id → Listener
@@ -46,6 +51,11 @@ const (
 	IdxWorkspaceDeployments = "idx_ws_deployments"
 	IdxDeploymentName       = "idx_deployment_name"
 	IdxPendingDeployments   = "idx_pending_deployments"
+	BucketAuditEvents       = "audit_events"
+	IdxAuditTime            = "idx_audit_time"
+	IdxAuditOp              = "idx_audit_op"
+	BucketAuditHeads        = "audit_heads"
+	BucketAuditAnchors      = "audit_anchors"
 	BucketRevisions         = "revisions"
 	IdxDeploymentRevisions  = "idx_deployment_revisions"
 	BucketListeners         = "listeners"
@@ -77,6 +87,9 @@ var ControlPlaneMigrations = []Migration{
 		return tx.Bucket([]byte(BucketDeployments)).ForEach(func(k, _ []byte) error {
 			return idx.Put(k, nil)
 		})
+	}},
+	{Version: 3, Name: "audit log", Apply: func(tx *bolt.Tx) error {
+		return CreateBuckets(tx, BucketAuditEvents, IdxAuditTime, IdxAuditOp, BucketAuditHeads, BucketAuditAnchors)
 	}},
 }
 

@@ -48,6 +48,9 @@ type Principal struct {
 	OrgRole       string // empty for workspace-scoped credentials
 	WorkspaceRole string // role in WorkspaceID
 	ReadOnly      bool
+	// Service is set when the acting identity is a service account (the
+	// identity behind a service key) rather than a person.
+	Service bool
 }
 
 // OrgManage reports the organization:manage permission. Workspace roles never grant it.

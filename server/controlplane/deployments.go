@@ -13,6 +13,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
 	"slipway/server/orgapi"
@@ -137,7 +138,10 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 		); err != nil {
 			return err
 		}
-		return ensureTracingProject(tx, p.WorkspaceID, id, req.Name, now)
+		if err := ensureTracingProject(tx, p.WorkspaceID, id, req.Name, now); err != nil {
+			return err
+		}
+		return audit.Success(tx, r, http.StatusCreated, audit.Res(id, "deployment"), audit.Res(rev.ID, "revision"))
 	})
 	if err != nil {
 		return err
@@ -197,6 +201,7 @@ func (s *Service) patchDeployment(w http.ResponseWriter, r *http.Request, ps htt
 		}
 		s.applyPatch(d, req)
 		d.UpdatedAt = s.now()
+		affected := []audit.Resource{audit.Res(id, "deployment")}
 		if req.CreatesRevision() {
 			rev := s.newRevision(d, d.UpdatedAt)
 			if err := putRevision(tx, rev); err != nil {
@@ -206,12 +211,13 @@ func (s *Service) patchDeployment(w http.ResponseWriter, r *http.Request, ps htt
 				return err
 			}
 			d.LatestRevisionID = &rev.ID
+			affected = append(affected, audit.Res(rev.ID, "revision"))
 			if err := markPending(tx, d.ID); err != nil {
 				return err
 			}
 		}
 		out = d.Redacted()
-		return putDeployment(tx, d)
+		return errors.Join(putDeployment(tx, d), audit.Success(tx, r, http.StatusOK, affected...))
 	})
 	if err != nil {
 		return err
@@ -278,7 +284,8 @@ func (s *Service) deleteDeployment(w http.ResponseWriter, r *http.Request, ps ht
 		d.Status = DeploymentAwaitingDelete
 		d.DeleteTracingProject = d.DeleteTracingProject || delTracing
 		d.UpdatedAt = s.now()
-		return errors.Join(putDeployment(tx, d), markPending(tx, d.ID))
+		return errors.Join(putDeployment(tx, d), markPending(tx, d.ID),
+			audit.Success(tx, r, http.StatusNoContent, audit.Res(id, "deployment")))
 	})
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
 	"slipway/server/orgapi"
@@ -224,7 +225,8 @@ func (s *Service) redeploy(w http.ResponseWriter, r *http.Request, ps httprouter
 		}
 		d.LatestRevisionID, d.UpdatedAt = &rev.ID, now
 		out = d.Redacted()
-		return errors.Join(putDeployment(tx, d), markPending(tx, d.ID))
+		return errors.Join(putDeployment(tx, d), markPending(tx, d.ID),
+			audit.Success(tx, r, http.StatusOK, audit.Res(dep, "deployment"), audit.Res(rid, "revision")))
 	})
 	if err != nil {
 		return err

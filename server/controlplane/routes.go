@@ -16,13 +16,14 @@ import (
 func (s *Service) Routes(rt *httprouter.Router, res auth.Resolver, prefix string) {
 	ws := func(h httpx.Handle) httprouter.Handle { return auth.Require(res, true, h) }
 	rt.GET(prefix+"/v2/deployments", ws(s.listDeployments))
-	rt.POST(prefix+"/v2/deployments", ws(s.createDeployment))
+	rt.POST(prefix+"/v2/deployments", ws(s.Audit.Track("create_deployment", s.createDeployment)))
 	rt.GET(prefix+"/v2/deployments/:id", ws(s.getDeployment))
-	rt.PATCH(prefix+"/v2/deployments/:id", ws(s.patchDeployment))
-	rt.DELETE(prefix+"/v2/deployments/:id", ws(s.deleteDeployment))
+	rt.PATCH(prefix+"/v2/deployments/:id", ws(s.Audit.Track("update_deployment", s.patchDeployment)))
+	rt.DELETE(prefix+"/v2/deployments/:id", ws(s.Audit.Track("delete_deployment", s.deleteDeployment)))
 	rt.GET(prefix+"/v2/deployments/:id/revisions", ws(s.listRevisions))
 	rt.GET(prefix+"/v2/deployments/:id/revisions/:rid", ws(s.getRevisionHandler))
-	rt.POST(prefix+"/v2/deployments/:id/revisions/:rid/redeploy", ws(s.redeploy))
+	// A redeploy changes which revision the deployment runs: an update.
+	rt.POST(prefix+"/v2/deployments/:id/revisions/:rid/redeploy", ws(s.Audit.Track("update_deployment", s.redeploy)))
 	rt.POST(prefix+"/v2/deployments/:id/upload-url", ws(s.createUploadURL))
 	rt.POST(prefix+"/deployments/:id/upload-url", ws(s.createUploadURL))
 	rt.GET(prefix+"/v2/listeners", ws(s.listListeners))

@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -10,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/runtime"
+	"slipway/server/audit"
 	"slipway/storage"
 )
 
@@ -26,16 +26,18 @@ type Service struct {
 	Log       zerolog.Logger
 	Now       func() time.Time
 
-	rec    *reconciler
-	wOnce  sync.Once
-	writer *storage.Committer
+	// Writer group-commits writes (shared with the organization API).
+	Writer *storage.Committer
+	// Audit records tracked operations.
+	Audit *audit.Recorder
+
+	rec *reconciler
 }
 
 // update runs fn in a durable write transaction that concurrent requests
 // share (group commit), so one fsync acknowledges many writes.
 func (s *Service) update(fn func(*bolt.Tx) error) error {
-	s.wOnce.Do(func() { s.writer = &storage.Committer{DB: s.DB} })
-	return s.writer.Update(fn)
+	return s.Writer.Update(fn)
 }
 
 // markPending tells the reconciler, in the same transaction as the change,

@@ -1,6 +1,7 @@
 package orgapi
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
 	"slipway/storage"
@@ -113,7 +115,7 @@ func (s *Store) createServiceKey(w http.ResponseWriter, r *http.Request, _ httpr
 		WorkspaceRoles: map[uuid.UUID]string{ws: role}, CreatedAt: now}
 	k.UserID = svc.ID
 	var resp keyResponse
-	err = s.DB.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		if err := storage.Put(tx, storage.BucketUsers, storage.Key(svc.ID), &svc); err != nil {
 			return err
 		}
@@ -121,7 +123,7 @@ func (s *Store) createServiceKey(w http.ResponseWriter, r *http.Request, _ httpr
 			return err
 		}
 		resp = keyView(tx, &k)
-		return nil
+		return audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, "api_key"))
 	})
 	if err != nil {
 		return err
@@ -140,7 +142,7 @@ func (s *Store) createPAT(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	}
 	key := auth.NewKey("slw_pt")
 	var resp keyResponse
-	err = s.DB.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		var u User
 		if err := storage.Get(tx, storage.BucketUsers, storage.Key(p.UserID), &u); err != nil {
 			return err
@@ -160,7 +162,7 @@ func (s *Store) createPAT(w http.ResponseWriter, r *http.Request, _ httprouter.P
 			return err
 		}
 		resp = keyView(tx, &k)
-		return nil
+		return audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, "personal_access_token"))
 	})
 	if err != nil {
 		return err
@@ -218,7 +220,7 @@ func (s *Store) deleteKeyHandler(personal bool) httpx.Handle {
 			return httpx.Forbidden("Deleting service keys requires the workspace Admin role.")
 		}
 		var resp keyResponse
-		err = s.DB.Update(func(tx *bolt.Tx) error {
+		err = s.update(func(tx *bolt.Tx) error {
 			var k APIKey
 			err := storage.Get(tx, storage.BucketAPIKeys, storage.Key(id), &k)
 			visible := err == nil && k.OrgID == p.OrgID && (personal && k.Kind == auth.KindPAT && k.UserID == p.UserID ||
@@ -227,7 +229,11 @@ func (s *Store) deleteKeyHandler(personal bool) httpx.Handle {
 				return httpx.NotFound("API key %s not found.", id)
 			}
 			resp = keyView(tx, &k)
-			return deleteKey(tx, &k)
+			typ := "api_key"
+			if personal {
+				typ = "personal_access_token"
+			}
+			return errors.Join(deleteKey(tx, &k), audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, typ)))
 		})
 		if err != nil {
 			return err

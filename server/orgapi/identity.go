@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
 	"slipway/storage"
@@ -69,8 +70,20 @@ type APIKey struct {
 
 // Store is the identity domain over the control-plane database.
 type Store struct {
-	DB  *bolt.DB
-	Now func() time.Time
+	DB *bolt.DB
+	// Writer group-commits writes (shared with the control plane).
+	Writer *storage.Committer
+	Audit  *audit.Recorder
+	// DefaultAuditLogs is DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS.
+	DefaultAuditLogs bool
+	Now              func() time.Time
+}
+
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	if s.Writer == nil {
+		return s.DB.Update(fn)
+	}
+	return s.Writer.Update(fn)
 }
 
 func (s *Store) now() time.Time {
@@ -184,7 +197,7 @@ func (s *Store) principal(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*au
 		return nil, httpx.Forbidden("This credential does not belong to organization %s.", orgHeader)
 	}
 	cred := k.ID
-	p := &auth.Principal{OrgID: k.OrgID, UserID: k.UserID, CredentialID: &cred, Kind: k.Kind, ReadOnly: k.ReadOnly}
+	p := &auth.Principal{OrgID: k.OrgID, UserID: k.UserID, CredentialID: &cred, Kind: k.Kind, ReadOnly: k.ReadOnly, Service: user.Service}
 	switch {
 	case k.Kind == auth.KindPAT:
 		p.OrgRole = user.OrgRole

@@ -1,6 +1,7 @@
 package orgapi
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
 	"slipway/storage"
@@ -68,11 +70,11 @@ func (s *Store) createWorkspace(w http.ResponseWriter, r *http.Request, _ httpro
 	if req.ID != nil {
 		ws.ID = *req.ID
 	}
-	err := s.DB.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		if tx.Bucket([]byte(storage.BucketWorkspaces)).Get(storage.Key(ws.ID)) != nil {
 			return httpx.Conflict("Workspace %s already exists.", ws.ID)
 		}
-		return putWorkspace(tx, &ws)
+		return errors.Join(putWorkspace(tx, &ws), audit.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
 	})
 	if err != nil {
 		return err
@@ -143,14 +145,15 @@ func (s *Store) patchWorkspace(w http.ResponseWriter, r *http.Request, ps httpro
 		return err
 	}
 	var out tenantView
-	err := s.DB.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		ws, err := s.workspaceAdmin(tx, p, ps)
 		if err != nil {
 			return err
 		}
 		ws.DisplayName = strings.TrimSpace(*req.DisplayName)
 		out = wsView(ws, "")
-		return storage.Put(tx, storage.BucketWorkspaces, storage.Key(ws.ID), ws)
+		return errors.Join(storage.Put(tx, storage.BucketWorkspaces, storage.Key(ws.ID), ws),
+			audit.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
 	})
 	if err != nil {
 		return err
@@ -163,7 +166,7 @@ func (s *Store) patchWorkspace(w http.ResponseWriter, r *http.Request, ps httpro
 // owns deployments is refused rather than orphaning running agents.
 func (s *Store) deleteWorkspace(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
-	err := s.DB.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		ws, err := s.workspaceAdmin(tx, p, ps)
 		if err != nil {
 			return err
@@ -200,7 +203,8 @@ func (s *Store) deleteWorkspace(w http.ResponseWriter, r *http.Request, ps httpr
 		if err := tx.Bucket([]byte(storage.IdxOrgWorkspaces)).Delete(storage.Key(ws.OrgID, ws.ID)); err != nil {
 			return err
 		}
-		return storage.Delete(tx, storage.BucketWorkspaces, storage.Key(ws.ID))
+		return errors.Join(storage.Delete(tx, storage.BucketWorkspaces, storage.Key(ws.ID)),
+			audit.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
 	})
 	if err != nil {
 		return err
@@ -212,18 +216,21 @@ func (s *Store) deleteWorkspace(w http.ResponseWriter, r *http.Request, ps httpr
 // Routes registers the organization API on rt.
 func (s *Store) Routes(rt *httprouter.Router, prefix string) {
 	req := func(h httpx.Handle) httprouter.Handle { return auth.Require(s, false, h) }
-	rt.POST(prefix+"/api/v1/api-key", req(s.createServiceKey))
+	track := s.Audit.Track
+	rt.POST(prefix+"/api/v1/api-key", req(track("create_api_key", s.createServiceKey)))
 	rt.GET(prefix+"/api/v1/api-key", req(s.listKeys(false)))
-	rt.DELETE(prefix+"/api/v1/api-key/:id", req(s.deleteKeyHandler(false)))
+	rt.DELETE(prefix+"/api/v1/api-key/:id", req(track("delete_api_key", s.deleteKeyHandler(false))))
 	// httprouter cannot hold /api-key/:id beside /api-key/current/..., so the
 	// personal routes hang off the same wildcard and dispatch on its value.
-	rt.POST(prefix+"/api/v1/api-key/:id", req(s.onCurrent(s.createPAT)))
+	rt.POST(prefix+"/api/v1/api-key/:id", req(s.onCurrent(track("create_personal_access_token", s.createPAT))))
 	rt.GET(prefix+"/api/v1/api-key/:id", req(s.onCurrent(s.listKeys(true))))
-	rt.DELETE(prefix+"/api/v1/api-key/:id/:pat", req(s.onCurrentID(s.deleteKeyHandler(true))))
-	rt.POST(prefix+"/api/v1/workspaces", req(s.createWorkspace))
+	rt.DELETE(prefix+"/api/v1/api-key/:id/:pat", req(s.onCurrentID(track("delete_personal_access_token", s.deleteKeyHandler(true)))))
+	rt.POST(prefix+"/api/v1/workspaces", req(track("create_workspace", s.createWorkspace)))
 	rt.GET(prefix+"/api/v1/workspaces", req(s.listWorkspaces))
-	rt.PATCH(prefix+"/api/v1/workspaces/:id", req(s.patchWorkspace))
-	rt.DELETE(prefix+"/api/v1/workspaces/:id", req(s.deleteWorkspace))
+	rt.PATCH(prefix+"/api/v1/workspaces/:id", req(track("update_workspace", s.patchWorkspace)))
+	rt.DELETE(prefix+"/api/v1/workspaces/:id", req(track("delete_workspace", s.deleteWorkspace)))
+	rt.GET(prefix+"/api/v1/audit-logs", req(s.listAuditLogs))
+	rt.GET(prefix+"/api/v1/audit-logs/operations", req(s.listAuditOperations))
 }
 
 func (s *Store) onCurrent(h httpx.Handle) httpx.Handle {

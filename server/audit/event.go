@@ -1,0 +1,255 @@
+package audit
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Native is the service's own audit record, carried whole in
+// unmapped.original_audit_log as the hosted service does.
+type Native struct {
+	ID                 string      `json:"id"`
+	OperationName      string      `json:"operation_name"`
+	OperationSucceeded bool        `json:"operation_succeeded"`
+	RequestTime        string      `json:"request_time"`
+	APIKeyID           *string     `json:"api_key_id"`
+	UserID             string      `json:"user_id"`
+	OrganizationID     string      `json:"organization_id"`
+	WorkspaceID        *string     `json:"workspace_id"`
+	Enrichments        Enrichments `json:"enrichments"`
+}
+
+// Enrichments are the request facts of a native record.
+type Enrichments struct {
+	RequestMethod      string   `json:"request_method"`
+	RequestPath        string   `json:"request_path"`
+	ClientHost         string   `json:"client_host"`
+	ClientPort         int      `json:"client_port"`
+	XForwardedFor      *string  `json:"x_forwarded_for"`
+	ResponseStatusCode int      `json:"response_status_code"`
+	ResourceIDs        []string `json:"resource_ids"`
+}
+
+// Resource is an affected resource.
+type Resource struct {
+	UID  string `json:"uid"`
+	Type string `json:"type,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+// Actor identifies who acted.
+type Actor struct {
+	OrgID        string
+	WorkspaceID  string // "" when the request had no workspace
+	UserID       string
+	CredentialID *string // nil for session authentication
+	Service      bool    // a service identity rather than a person
+}
+
+// Request is what the event records of the HTTP exchange.
+type Request struct {
+	ID        string
+	Method    string
+	Path      string
+	UserAgent string
+	ClientIP  string
+	Port      int
+	Forwarded []string // X-Forwarded-For hops, when honoured
+	Status    int      // HTTP status of the response
+}
+
+// event is an OCSF 1.7.0 API Activity event (class 6003).
+type event struct {
+	ActivityID   int            `json:"activity_id"`
+	ActivityName string         `json:"activity_name"`
+	CategoryUID  int            `json:"category_uid"`
+	CategoryName string         `json:"category_name"`
+	ClassUID     int            `json:"class_uid"`
+	ClassName    string         `json:"class_name"`
+	TypeUID      int            `json:"type_uid"`
+	TypeName     string         `json:"type_name"`
+	SeverityID   int            `json:"severity_id"`
+	Severity     string         `json:"severity"`
+	Time         int64          `json:"time"`
+	StatusID     int            `json:"status_id"`
+	Status       string         `json:"status"`
+	StatusCode   string         `json:"status_code"`
+	StatusDetail string         `json:"status_detail,omitempty"`
+	Message      string         `json:"message"`
+	Metadata     metadata       `json:"metadata"`
+	Actor        actor          `json:"actor"`
+	API          api            `json:"api"`
+	SrcEndpoint  endpoint       `json:"src_endpoint"`
+	HTTPRequest  httpRequest    `json:"http_request"`
+	HTTPResponse httpResponse   `json:"http_response"`
+	Resources    []Resource     `json:"resources"`
+	Unmapped     map[string]any `json:"unmapped"`
+}
+
+type metadata struct {
+	Version    string  `json:"version"`
+	UID        string  `json:"uid"`
+	LoggedTime int64   `json:"logged_time"`
+	Product    product `json:"product"`
+}
+
+type product struct {
+	Name       string `json:"name"`
+	VendorName string `json:"vendor_name"`
+	Version    string `json:"version"`
+}
+
+type actor struct {
+	User user `json:"user"`
+}
+
+type user struct {
+	UID           string  `json:"uid"`
+	CredentialUID *string `json:"credential_uid"`
+	Type          string  `json:"type"`
+	TypeID        int     `json:"type_id"`
+}
+
+type api struct {
+	Operation string      `json:"operation"`
+	Request   apiRequest  `json:"request"`
+	Response  apiResponse `json:"response"`
+	Service   apiService  `json:"service"`
+}
+
+type apiRequest struct {
+	UID string `json:"uid"`
+}
+
+type apiResponse struct {
+	Code int `json:"code"`
+}
+
+type apiService struct {
+	Name string `json:"name"`
+}
+
+type endpoint struct {
+	IP              string   `json:"ip"`
+	Port            int      `json:"port,omitempty"`
+	IntermediateIPs []string `json:"intermediate_ips,omitempty"`
+}
+
+type httpRequest struct {
+	HTTPMethod string `json:"http_method"`
+	URL        url    `json:"url"`
+	UserAgent  string `json:"user_agent,omitempty"`
+}
+
+type url struct {
+	Path string `json:"path"`
+}
+
+type httpResponse struct {
+	Code int `json:"code"`
+}
+
+// build assembles the OCSF event for one operation.
+func build(id string, t time.Time, op string, ok bool, detail string, a Actor, req Request, res []Resource, version string) *event {
+	act := ActivityID(op)
+	e := &event{
+		ActivityID: act, ActivityName: ActivityName(act),
+		CategoryUID: 6, CategoryName: "Application Activity",
+		ClassUID: 6003, ClassName: "API Activity",
+		TypeUID: 600300 + act, TypeName: "API Activity: " + ActivityName(act),
+		SeverityID: 1, Severity: "Informational",
+		Time:       t.UnixMilli(),
+		StatusCode: strconv.Itoa(req.Status),
+		Metadata: metadata{Version: "1.7.0", UID: id, LoggedTime: t.UnixMilli(),
+			Product: product{Name: "Slipway", VendorName: "Slipway", Version: version}},
+		Actor: actor{User: user{UID: a.UserID, CredentialUID: a.CredentialID, Type: "User", TypeID: 1}},
+		API: api{Operation: op, Request: apiRequest{UID: req.ID}, Response: apiResponse{Code: req.Status},
+			Service: apiService{Name: "slipway"}},
+		SrcEndpoint:  endpoint{IP: req.ClientIP, Port: req.Port, IntermediateIPs: req.Forwarded},
+		HTTPRequest:  httpRequest{HTTPMethod: req.Method, URL: url{Path: req.Path}, UserAgent: req.UserAgent},
+		HTTPResponse: httpResponse{Code: req.Status},
+		Resources:    res,
+	}
+	if a.Service {
+		e.Actor.User.Type, e.Actor.User.TypeID = "Other", 99
+	}
+	if e.Resources == nil {
+		e.Resources = []Resource{}
+	}
+	if ok {
+		e.StatusID, e.Status, e.Message = 1, "Success", op+" succeeded"
+	} else {
+		e.StatusID, e.Status, e.Message = 2, "Failure", op+" was refused"
+		e.StatusDetail = detail
+	}
+	ids := make([]string, len(e.Resources))
+	for i, r := range e.Resources {
+		ids[i] = r.UID
+	}
+	native := Native{ID: id, OperationName: op, OperationSucceeded: ok, RequestTime: t.Format(time.RFC3339Nano),
+		APIKeyID: a.CredentialID, UserID: a.UserID, OrganizationID: a.OrgID,
+		Enrichments: Enrichments{RequestMethod: req.Method, RequestPath: req.Path, ClientHost: req.ClientIP,
+			ClientPort: req.Port, ResponseStatusCode: req.Status, ResourceIDs: ids}}
+	if a.WorkspaceID != "" {
+		ws := a.WorkspaceID
+		native.WorkspaceID = &ws
+	}
+	if len(req.Forwarded) > 0 {
+		xff := strings.Join(req.Forwarded, ", ")
+		native.Enrichments.XForwardedFor = &xff
+	}
+	e.Unmapped = map[string]any{"original_audit_log": native}
+	return e
+}
+
+// ClientAddress returns the client's address: the peer, or, when the peer
+// is a trusted proxy, the nearest untrusted hop of X-Forwarded-For (so a
+// client cannot forge its address by sending the header itself).
+func ClientAddress(r *http.Request, trusted []netip.Prefix) (ip string, port int, hops []string) {
+	host, p, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	port, _ = strconv.Atoi(p)
+	peer, err := netip.ParseAddr(host)
+	if err != nil || !isTrusted(peer, trusted) {
+		return host, port, nil
+	}
+	var chain []string
+	for _, h := range r.Header.Values("X-Forwarded-For") {
+		for _, part := range strings.Split(h, ",") {
+			if s := strings.TrimSpace(part); s != "" {
+				chain = append(chain, s)
+			}
+		}
+	}
+	// Walk from the nearest hop back; stop at the first untrusted address.
+	client := host
+	for i := len(chain) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(chain[i])
+		if err != nil {
+			break
+		}
+		client = a.String()
+		if !isTrusted(a, trusted) {
+			break
+		}
+	}
+	if client == host {
+		return host, port, chain
+	}
+	return client, 0, append(chain, host)
+}
+
+func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(a.Unmap()) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,117 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/server/auth"
+	"slipway/server/httpx"
+)
+
+// Recorder ties the audit log to HTTP handlers.
+type Recorder struct {
+	Log *Log
+	// Update runs a durable write transaction (the same group-committing
+	// writer the handlers use).
+	Update func(func(*bolt.Tx) error) error
+	// Trusted are the proxies whose X-Forwarded-For is believed.
+	Trusted []netip.Prefix
+}
+
+type slotKey struct{}
+
+type slot struct {
+	rec *Recorder
+	op  string
+}
+
+// Track marks h as the tracked operation op. The handler records its
+// success with Success inside the transaction that makes its change; when
+// it returns an error instead (refused by validation, permissions or
+// state), Track records a Failure event on its own, since there is no
+// change to go with it. Track runs inside auth.Require: a caller whose
+// credentials could not be established (401) has no actor to record.
+func (rc *Recorder) Track(op string, h httpx.Handle) httpx.Handle {
+	if !Known(op) {
+		panic(fmt.Sprintf("audit: %q is not an operation of the spec", op))
+	}
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+		r = r.WithContext(context.WithValue(r.Context(), slotKey{}, &slot{rec: rc, op: op}))
+		err := h(w, r, ps)
+		if err == nil {
+			return nil
+		}
+		status, detail := describe(err)
+		entry := rc.entry(r, op, false, status, nil)
+		entry.Detail = detail
+		if werr := rc.Update(func(tx *bolt.Tx) error { return rc.Log.Append(tx, entry) }); werr != nil {
+			httpx.LogFrom(r).Error().Err(werr).Str("operation", op).Msg("audit: could not record a refused operation")
+		}
+		return err
+	}
+}
+
+// Success records the tracked operation of r as successful, inside tx, the
+// transaction that makes the change: the change and its event commit or
+// fail together.
+func Success(tx *bolt.Tx, r *http.Request, status int, resources ...Resource) error {
+	s, ok := r.Context().Value(slotKey{}).(*slot)
+	if !ok {
+		return errors.New("audit: Success called on a request that is not tracked")
+	}
+	return s.rec.Log.Append(tx, s.rec.entry(r, s.op, true, status, resources))
+}
+
+// Res is shorthand for a resource with a type.
+func Res(uid any, typ string) Resource {
+	switch v := uid.(type) {
+	case uuid.UUID:
+		return Resource{UID: v.String(), Type: typ}
+	case string:
+		return Resource{UID: v, Type: typ}
+	}
+	return Resource{UID: fmt.Sprint(uid), Type: typ}
+}
+
+func (rc *Recorder) entry(r *http.Request, op string, ok bool, status int, res []Resource) Entry {
+	p := auth.From(r)
+	ip, port, hops := ClientAddress(r, rc.Trusted)
+	e := Entry{Op: op, OK: ok, Resources: res,
+		Request: Request{ID: httpx.RequestID(r), Method: r.Method, Path: r.URL.Path, UserAgent: r.UserAgent(),
+			ClientIP: ip, Port: port, Forwarded: hops, Status: status}}
+	if p != nil {
+		e.Actor = Actor{OrgID: p.OrgID.String(), UserID: p.UserID.String(), Service: p.Service}
+		if p.WorkspaceID != uuid.Nil {
+			e.Actor.WorkspaceID = p.WorkspaceID.String()
+		}
+		if p.CredentialID != nil {
+			c := p.CredentialID.String()
+			e.Actor.CredentialID = &c
+		}
+	}
+	return e
+}
+
+// describe turns a handler error into the response status and a detail
+// safe to keep (error details never carry secret values).
+func describe(err error) (int, string) {
+	var he *httpx.Error
+	var ve *httpx.ValidationError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ve):
+		return http.StatusUnprocessableEntity, ve.Error()
+	case errors.As(err, &he):
+		return he.Status, he.Detail
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, "request body too large"
+	}
+	return http.StatusInternalServerError, "internal error"
+}
