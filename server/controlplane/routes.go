@@ -33,6 +33,7 @@ func (s *Service) Routes(rt *httprouter.Router, res auth.Resolver, prefix string
 	rt.DELETE(prefix+"/v2/listeners/:id", ws(s.deleteListener))
 	rt.GET(prefix+"/v1/integrations/github/install", ws(s.githubInstall))
 	rt.GET(prefix+"/api/v1/sessions", ws(s.listTracingProjects))
+	s.tracingRoutes(rt, prefix, ws)
 	// Pre-signed: the signature in the URL is the only credential.
 	rt.PUT(prefix+"/v2/uploads/:id", httpx.Adapt(s.putUpload))
 }

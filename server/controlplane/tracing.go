@@ -5,8 +5,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/server/httpx"
 	"slipway/storage"
 )
 
@@ -58,4 +60,9 @@ func (s *Service) TracingProjectExists(ws uuid.UUID, name string) bool {
 		return nil
 	})
 	return found
+}
+
+// tracingRoutes registers the tracing-project (tracer session) endpoints
+// that change projects.
+func (s *Service) tracingRoutes(rt *httprouter.Router, prefix string, ws func(httpx.Handle) httprouter.Handle) {
 }

@@ -229,6 +229,8 @@ func (s *Store) Routes(rt *httprouter.Router, prefix string) {
 	rt.GET(prefix+"/api/v1/workspaces", req(s.listWorkspaces))
 	rt.PATCH(prefix+"/api/v1/workspaces/:id", req(track("update_workspace", s.patchWorkspace)))
 	rt.DELETE(prefix+"/api/v1/workspaces/:id", req(track("delete_workspace", s.deleteWorkspace)))
+	s.memberRoutes(rt, prefix, req, track)
+	s.settingsRoutes(rt, prefix, req, track)
 	rt.GET(prefix+"/api/v1/audit-logs", req(s.listAuditLogs))
 	rt.GET(prefix+"/api/v1/audit-logs/operations", req(s.listAuditOperations))
 }
