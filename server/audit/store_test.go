@@ -26,7 +26,7 @@ func testLog(t testing.TB) (*Log, *bolt.DB, *storage.Committer) {
 
 func entry(org uuid.UUID, op string, i int) Entry {
 	return Entry{Op: op, OK: true, Actor: Actor{OrgID: org.String(), UserID: uuid.NewString(), WorkspaceID: "ws-1"},
-		Request: Request{Method: "POST", Path: "/x", ClientIP: "127.0.0.1", Status: 200},
+		Request:   Request{Method: "POST", Path: "/x", ClientIP: "127.0.0.1", Status: 200},
 		Resources: []Resource{{UID: fmt.Sprint(i), Type: "thing"}}}
 }
 

@@ -79,4 +79,3 @@ func TestAuditGate(t *testing.T) {
 		})
 	}
 }
-
