@@ -26,11 +26,14 @@ import (
 //	idx_ws_deployments        workspace id ‖ deployment id → nil
 //	idx_deployment_name       workspace id ‖ name → deployment id
 //	idx_pending_deployments   deployment id → nil: the reconciler has work there (v2)
-//	audit_events              org id ‖ uint64 seq → audit record {event, prev, mac} (v3)
-//	idx_audit_time            org id ‖ uint64 time ms ‖ uint64 seq → nil (v3)
-//	idx_audit_op              org id ‖ operation ‖ 0x00 ‖ uint64 time ms ‖ uint64 seq → nil (v3)
-//	audit_heads               org id → chain head {seq, mac, time} (v3)
+//	audit_events              org id ‖ uint64 seq → uint64 time ms ‖ record {b: event facts, prev, mac} (v3);
+//	                          org id ‖ 0xFF×8 → the chain head {seq, mac, time}. Time never
+//	                          decreases along an organization's seq, so this key order is the
+//	                          (organization, time) index.
+//	idx_audit_op              org id ‖ operation ‖ 0x00 ‖ uint64 seq → nil: (organization,
+//	                          operation, time) order for the same reason (v3)
 //	audit_anchors             org id → signed anchor left by retention pruning (v3)
+//	audit_forward             org id → forwarder state {through, after {t, uid}, attempts, next_attempt, ...} (v4)
 //	revisions                 revision id → Revision
 //	idx_deployment_revisions  deployment id ‖ revision id → nil
 //	listeners                 listener id → Listener
@@ -52,10 +55,9 @@ const (
 	IdxDeploymentName       = "idx_deployment_name"
 	IdxPendingDeployments   = "idx_pending_deployments"
 	BucketAuditEvents       = "audit_events"
-	IdxAuditTime            = "idx_audit_time"
 	IdxAuditOp              = "idx_audit_op"
-	BucketAuditHeads        = "audit_heads"
 	BucketAuditAnchors      = "audit_anchors"
+	BucketAuditForward      = "audit_forward"
 	BucketRevisions         = "revisions"
 	IdxDeploymentRevisions  = "idx_deployment_revisions"
 	BucketListeners         = "listeners"
@@ -89,7 +91,12 @@ var ControlPlaneMigrations = []Migration{
 		})
 	}},
 	{Version: 3, Name: "audit log", Apply: func(tx *bolt.Tx) error {
-		return CreateBuckets(tx, BucketAuditEvents, IdxAuditTime, IdxAuditOp, BucketAuditHeads, BucketAuditAnchors)
+		return CreateBuckets(tx, BucketAuditEvents, IdxAuditOp, BucketAuditAnchors)
+	}},
+	{Version: 4, Name: "audit forwarding state", Apply: func(tx *bolt.Tx) error {
+		// Per organization: the last window and event the forwarder
+		// delivered, and the retry state of the window after it.
+		return CreateBuckets(tx, BucketAuditForward)
 	}},
 }
 

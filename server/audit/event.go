@@ -43,23 +43,23 @@ type Resource struct {
 
 // Actor identifies who acted.
 type Actor struct {
-	OrgID        string
-	WorkspaceID  string // "" when the request had no workspace
-	UserID       string
-	CredentialID *string // nil for session authentication
-	Service      bool    // a service identity rather than a person
+	OrgID        string  `json:"org"`
+	WorkspaceID  string  `json:"ws,omitempty"` // "" when the request had no workspace
+	UserID       string  `json:"user"`
+	CredentialID *string `json:"cred,omitempty"` // nil for session authentication
+	Service      bool    `json:"svc,omitempty"`  // a service identity rather than a person
 }
 
 // Request is what the event records of the HTTP exchange.
 type Request struct {
-	ID        string
-	Method    string
-	Path      string
-	UserAgent string
-	ClientIP  string
-	Port      int
-	Forwarded []string // X-Forwarded-For hops, when honoured
-	Status    int      // HTTP status of the response
+	ID        string   `json:"id,omitempty"`
+	Method    string   `json:"m"`
+	Path      string   `json:"p"`
+	UserAgent string   `json:"ua,omitempty"`
+	ClientIP  string   `json:"ip"`
+	Port      int      `json:"port,omitempty"`
+	Forwarded []string `json:"fwd,omitempty"` // X-Forwarded-For hops, when honoured
+	Status    int      `json:"st"`            // HTTP status of the response
 }
 
 // event is an OCSF 1.7.0 API Activity event (class 6003).

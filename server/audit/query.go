@@ -59,46 +59,81 @@ type Page struct {
 	Items []json.RawMessage
 	Next  *Position // nil when there is nothing after this page
 
+	// lastPos is the position of the last item (zero when empty).
 	lastPos Position
 }
 
-// source walks one index range in (time, seq) order.
-type source struct {
+// firstAtOrAfter finds the first sequence number of org whose time is at
+// least t: seq order is time order within an organization, and the seqs
+// from the oldest kept record to the head are contiguous (pruning removes a
+// prefix), so a binary search reading 8-byte time prefixes is enough.
+func firstAtOrAfter(tx *bolt.Tx, org uuid.UUID, t int64) (uint64, bool, error) {
+	events := tx.Bucket([]byte(storage.BucketAuditEvents))
+	h, found, err := getHead(tx, org)
+	if err != nil || !found || h.Seq == 0 {
+		return 0, false, err
+	}
+	k, _ := events.Cursor().Seek(org[:])
+	if k == nil || !bytes.HasPrefix(k, org[:]) {
+		return 0, false, nil
+	}
+	lo, hi := binary.BigEndian.Uint64(k[16:]), h.Seq+1 // answer in [lo, hi]; hi means none
+	if lo == headSeq {
+		return 0, false, nil
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		v := events.Get(storage.Key(org, storage.U64(mid)))
+		if len(v) < 8 {
+			return 0, false, fmt.Errorf("audit record %d of %s is missing", mid, org)
+		}
+		if recordTime(v) < t {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, lo <= h.Seq, nil
+}
+
+// seqSource yields sequence numbers in increasing order from one key range
+// whose keys end in an 8-byte seq.
+type seqSource struct {
 	c      *bolt.Cursor
 	prefix []byte
-	k      []byte
-	pos    Position
+	seq    uint64
+	ok     bool
 }
 
-func (s *source) load(k []byte, end int64) {
-	s.k = nil
-	if k == nil || !bytes.HasPrefix(k, s.prefix) || len(k) != len(s.prefix)+16 {
-		return
+func (s *seqSource) load(k []byte) {
+	s.ok = k != nil && bytes.HasPrefix(k, s.prefix) && len(k) == len(s.prefix)+8
+	if s.ok {
+		s.seq = binary.BigEndian.Uint64(k[len(s.prefix):])
+		s.ok = s.seq != headSeq
 	}
-	t := int64(binary.BigEndian.Uint64(k[len(s.prefix):]))
-	if t > end {
-		return
-	}
-	s.k = k
-	s.pos = Position{T: t, S: binary.BigEndian.Uint64(k[len(s.prefix)+8:])}
 }
 
-// Run answers q from the time index, or from the operation index merged
-// across the requested operations. It reads only q.Org's keys.
+// Run answers q by walking the organization's events in seq (= time) order,
+// or by merging the operation index ranges of the requested operations. It
+// reads only q.Org's keys.
 func (l *Log) Run(tx *bolt.Tx, q Query) (Page, error) {
-	var srcs []*source
+	var page Page
+	from, any, err := firstAtOrAfter(tx, q.Org, q.Start)
+	if err != nil || !any {
+		return page, err
+	}
+	if q.After != nil && q.After.S+1 > from {
+		from = q.After.S + 1
+	}
+	var srcs []*seqSource
 	open := func(bucket string, prefix []byte) {
-		s := &source{c: tx.Bucket([]byte(bucket)).Cursor(), prefix: prefix}
-		from := Position{T: q.Start}
-		if q.After != nil && q.After.T >= q.Start {
-			from = Position{T: q.After.T, S: q.After.S + 1}
-		}
-		k, _ := s.c.Seek(storage.Key(prefix, storage.U64(uint64(from.T)), storage.U64(from.S)))
-		s.load(k, q.End)
+		s := &seqSource{c: tx.Bucket([]byte(bucket)).Cursor(), prefix: prefix}
+		k, _ := s.c.Seek(storage.Key(prefix, storage.U64(from)))
+		s.load(k)
 		srcs = append(srcs, s)
 	}
 	if len(q.Ops) == 0 {
-		open(storage.IdxAuditTime, q.Org[:])
+		open(storage.BucketAuditEvents, q.Org[:])
 	} else {
 		seen := map[string]bool{}
 		for _, op := range q.Ops {
@@ -109,37 +144,47 @@ func (l *Log) Run(tx *bolt.Tx, q Query) (Page, error) {
 		}
 	}
 	events := tx.Bucket([]byte(storage.BucketAuditEvents))
-	var page Page
+	var last Position
 	for {
-		var best *source
+		var best *seqSource
 		for _, s := range srcs {
-			if s.k != nil && (best == nil || s.pos.T < best.pos.T || s.pos.T == best.pos.T && s.pos.S < best.pos.S) {
+			if s.ok && (best == nil || s.seq < best.seq) {
 				best = s
 			}
 		}
 		if best == nil {
 			return page, nil
 		}
-		pos := best.pos
+		seq := best.seq
+		raw := events.Get(storage.Key(q.Org, storage.U64(seq)))
+		if len(raw) < 8 {
+			return page, fmt.Errorf("audit record %d of %s is missing", seq, q.Org)
+		}
+		t := recordTime(raw)
+		if t > q.End {
+			// Later seqs of this range are later in time too.
+			best.ok = false
+			continue
+		}
 		next, _ := best.c.Next()
-		best.load(next, q.End)
-		raw := events.Get(storage.Key(q.Org, storage.U64(pos.S)))
-		if raw == nil {
-			continue // pruned between index and record: cannot happen in one transaction, but be safe
+		best.load(next)
+		rec, err := decodeRecord(raw)
+		if err != nil {
+			return page, err
 		}
-		var rec record
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			return page, fmt.Errorf("audit record %d: %w", pos.S, err)
+		ev, b, err := rec.render()
+		if err != nil {
+			return page, err
 		}
-		if q.Workspace != "" && rec.WS != q.Workspace {
+		if q.Workspace != "" && b.Actor.WorkspaceID != q.Workspace {
 			continue
 		}
 		if len(page.Items) == q.Limit {
-			last := page.lastPos
 			page.Next = &last
 			return page, nil
 		}
-		page.Items = append(page.Items, storage.Copy(rec.Event))
-		page.lastPos = pos
+		page.Items = append(page.Items, ev)
+		last = Position{T: t, S: seq}
+		page.lastPos = last
 	}
 }

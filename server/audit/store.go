@@ -35,21 +35,92 @@ func (l *Log) now() time.Time {
 	return time.Now().UTC()
 }
 
-// record is one stored event with its place in its organization's chain.
+// record is one stored event: the facts of the operation (body) and its
+// place in its organization's chain. The OCSF event is rendered from the
+// body when read, so the log stores a few hundred bytes per event rather
+// than the full document, and the MAC covers exactly the stored bytes. It
+// is stored behind an 8-byte big-endian time, so a time lookup reads only
+// that prefix.
 type record struct {
-	Event json.RawMessage `json:"event"`
-	Op    string          `json:"op"`
-	WS    string          `json:"ws,omitempty"`
-	Time  int64           `json:"time"`
-	Prev  []byte          `json:"prev"`
-	MAC   []byte          `json:"mac"`
+	Body json.RawMessage `json:"b"`
+	Prev []byte          `json:"prev"`
+	MAC  []byte          `json:"mac"`
+	Time int64           `json:"-"`
 }
+
+// body is what an event records; Render turns it into OCSF.
+type body struct {
+	ID        string     `json:"id"`
+	Version   string     `json:"v"`
+	Op        string     `json:"op"`
+	OK        bool       `json:"ok"`
+	Detail    string     `json:"detail,omitempty"`
+	Actor     Actor      `json:"actor"`
+	Request   Request    `json:"req"`
+	Resources []Resource `json:"res,omitempty"`
+}
+
+func encodeRecord(rec *record) ([]byte, error) {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("audit record: %w", err)
+	}
+	return append(storage.U64(uint64(rec.Time)), raw...), nil
+}
+
+func decodeRecord(v []byte) (record, error) {
+	var rec record
+	if len(v) < 8 {
+		return rec, errors.New("audit record too short")
+	}
+	if err := json.Unmarshal(v[8:], &rec); err != nil {
+		return rec, fmt.Errorf("audit record: %w", err)
+	}
+	rec.Time = recordTime(v)
+	return rec, nil
+}
+
+func (rec *record) body() (body, error) {
+	var b body
+	if err := json.Unmarshal(rec.Body, &b); err != nil {
+		return b, fmt.Errorf("audit record body: %w", err)
+	}
+	return b, nil
+}
+
+// render returns the OCSF 1.7.0 API Activity event of a stored record.
+func (rec *record) render() (json.RawMessage, body, error) {
+	b, err := rec.body()
+	if err != nil {
+		return nil, b, err
+	}
+	ev, err := json.Marshal(build(b.ID, time.UnixMilli(rec.Time).UTC(), b.Op, b.OK, b.Detail, b.Actor, b.Request, b.Resources, b.Version))
+	return ev, b, err
+}
+
+func recordTime(v []byte) int64 { return int64(binary.BigEndian.Uint64(v[:8])) }
+
+// headSeq is the key suffix of an organization's chain head, stored after
+// its events so that appending usually dirties a single leaf page.
+const headSeq = ^uint64(0)
 
 // head is the end of an organization's chain.
 type head struct {
 	Seq  uint64 `json:"seq"`
 	MAC  []byte `json:"mac"`
 	Time int64  `json:"time"`
+}
+
+func getHead(tx *bolt.Tx, org uuid.UUID) (head, bool, error) {
+	var h head
+	raw := tx.Bucket([]byte(storage.BucketAuditEvents)).Get(storage.Key(org, storage.U64(headSeq)))
+	if raw == nil {
+		return h, false, nil
+	}
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return h, true, fmt.Errorf("audit head: %w", err)
+	}
+	return h, true, nil
 }
 
 // anchor stands in for pruned records: the chain continues from it.
@@ -59,10 +130,11 @@ type anchor struct {
 	Sig []byte `json:"sig"` // HMAC over seq and mac, so the anchor itself cannot be forged
 }
 
-func (l *Log) mac(org uuid.UUID, seq uint64, prev, ev []byte) []byte {
+func (l *Log) mac(org uuid.UUID, seq uint64, t int64, prev, ev []byte) []byte {
 	m := hmac.New(sha256.New, l.Key)
 	m.Write(org[:])
 	m.Write(storage.U64(seq))
+	m.Write(storage.U64(uint64(t)))
 	m.Write(prev)
 	m.Write(ev)
 	return m.Sum(nil)
@@ -89,7 +161,8 @@ type Entry struct {
 
 // Append writes one event at the end of its organization's chain, inside
 // the caller's transaction. Its time never goes backwards within an
-// organization, so a query cursor can never be overtaken by a late commit.
+// organization, so a query cursor can never be overtaken by a late commit
+// and seq order is time order.
 func (l *Log) Append(tx *bolt.Tx, e Entry) error {
 	org, err := uuid.Parse(e.Actor.OrgID)
 	if err != nil {
@@ -98,35 +171,31 @@ func (l *Log) Append(tx *bolt.Tx, e Entry) error {
 	if !Known(e.Op) {
 		return fmt.Errorf("audit: unknown operation %q", e.Op)
 	}
-	heads := tx.Bucket([]byte(storage.BucketAuditHeads))
-	var h head
-	if raw := heads.Get(org[:]); raw != nil {
-		if err := json.Unmarshal(raw, &h); err != nil {
-			return fmt.Errorf("audit head: %w", err)
-		}
+	h, _, err := getHead(tx, org)
+	if err != nil {
+		return err
 	}
 	t := l.now()
 	if t.UnixMilli() < h.Time {
 		t = time.UnixMilli(h.Time).UTC()
 	}
-	id := storage.NewID().String()
-	ev, err := json.Marshal(build(id, t, e.Op, e.OK, e.Detail, e.Actor, e.Request, e.Resources, l.Version))
+	b, err := json.Marshal(body{ID: storage.NewID().String(), Version: l.Version, Op: e.Op, OK: e.OK, Detail: e.Detail,
+		Actor: e.Actor, Request: e.Request, Resources: e.Resources})
 	if err != nil {
 		return fmt.Errorf("audit event: %w", err)
 	}
 	seq := h.Seq + 1
-	rec := record{Event: ev, Op: e.Op, WS: e.Actor.WorkspaceID, Time: t.UnixMilli(), Prev: h.MAC}
-	rec.MAC = l.mac(org, seq, rec.Prev, ev)
-	h = head{Seq: seq, MAC: rec.MAC, Time: rec.Time}
-	if err := storage.Put(tx, storage.BucketAuditEvents, storage.Key(org, storage.U64(seq)), &rec); err != nil {
+	rec := record{Body: b, Time: t.UnixMilli(), Prev: h.MAC}
+	rec.MAC = l.mac(org, seq, rec.Time, rec.Prev, b)
+	raw, err := encodeRecord(&rec)
+	if err != nil {
 		return err
 	}
-	tk := storage.Key(org, storage.U64(uint64(rec.Time)), storage.U64(seq))
-	ok := storage.Key(org, e.Op, []byte{0}, storage.U64(uint64(rec.Time)), storage.U64(seq))
+	events := tx.Bucket([]byte(storage.BucketAuditEvents))
 	return errors.Join(
-		tx.Bucket([]byte(storage.IdxAuditTime)).Put(tk, nil),
-		tx.Bucket([]byte(storage.IdxAuditOp)).Put(ok, nil),
-		storage.Put(tx, storage.BucketAuditHeads, org[:], &h),
+		events.Put(storage.Key(org, storage.U64(seq)), raw),
+		storage.Put(tx, storage.BucketAuditEvents, storage.Key(org, storage.U64(headSeq)), &head{Seq: seq, MAC: rec.MAC, Time: rec.Time}),
+		tx.Bucket([]byte(storage.IdxAuditOp)).Put(storage.Key(org, e.Op, []byte{0}, storage.U64(seq)), nil),
 	)
 }
 
@@ -150,13 +219,7 @@ type VerifyReport struct {
 func (l *Log) Verify(tx *bolt.Tx) VerifyReport {
 	var rep VerifyReport
 	orgs := map[uuid.UUID]bool{}
-	_ = tx.Bucket([]byte(storage.BucketAuditHeads)).ForEach(func(k, _ []byte) error {
-		if id, err := uuid.FromBytes(k); err == nil {
-			orgs[id] = true
-		}
-		return nil
-	})
-	// Events of an organization whose head was removed still count.
+	// Every organization with a head or any event has a chain to check.
 	_ = tx.Bucket([]byte(storage.BucketAuditEvents)).ForEach(func(k, _ []byte) error {
 		if len(k) == 24 {
 			if id, err := uuid.FromBytes(k[:16]); err == nil {
@@ -189,9 +252,8 @@ func (l *Log) verifyOrg(tx *bolt.Tx, org uuid.UUID) (int, *Break) {
 		}
 		prev, next = a.MAC, a.Seq+1
 	}
-	var h head
-	hraw := tx.Bucket([]byte(storage.BucketAuditHeads)).Get(org[:])
-	if hraw == nil || json.Unmarshal(hraw, &h) != nil {
+	h, found, err := getHead(tx, org)
+	if !found || err != nil {
 		return 0, fail(0, "the chain head is missing or unreadable")
 	}
 	n := 0
@@ -199,20 +261,23 @@ func (l *Log) verifyOrg(tx *bolt.Tx, org uuid.UUID) (int, *Break) {
 	var lastTime int64
 	for k, v := c.Seek(org[:]); k != nil && bytes.HasPrefix(k, org[:]); k, v = c.Next() {
 		seq := binary.BigEndian.Uint64(k[16:])
+		if seq == headSeq {
+			break
+		}
 		if seq < next {
 			return n, fail(seq, "record %d precedes the retention anchor", seq)
 		}
 		if seq > next {
 			return n, fail(next, "record %d is missing", next)
 		}
-		var rec record
-		if err := json.Unmarshal(v, &rec); err != nil {
+		rec, err := decodeRecord(v)
+		if err != nil {
 			return n, fail(seq, "record %d is unreadable: %v", seq, err)
 		}
 		if !bytes.Equal(rec.Prev, prev) {
 			return n, fail(seq, "record %d does not follow record %d (removed, inserted or reordered)", seq, seq-1)
 		}
-		if !hmac.Equal(rec.MAC, l.mac(org, seq, rec.Prev, rec.Event)) {
+		if !hmac.Equal(rec.MAC, l.mac(org, seq, rec.Time, rec.Prev, rec.Body)) {
 			return n, fail(seq, "record %d was modified", seq)
 		}
 		if rec.Time < lastTime {
@@ -238,33 +303,55 @@ func (l *Log) Prune(tx *bolt.Tx, org uuid.UUID, cutoff time.Time) (int, error) {
 	events := tx.Bucket([]byte(storage.BucketAuditEvents))
 	var a anchor
 	var doomed [][]byte
-	var recs []record
+	var ops []string
 	c := events.Cursor()
 	for k, v := c.Seek(org[:]); k != nil && bytes.HasPrefix(k, org[:]); k, v = c.Next() {
-		var rec record
-		if err := json.Unmarshal(v, &rec); err != nil {
-			return 0, fmt.Errorf("audit record: %w", err)
-		}
-		if rec.Time >= cutoff.UnixMilli() {
+		seq := binary.BigEndian.Uint64(k[16:])
+		if seq == headSeq || len(v) < 8 || recordTime(v) >= cutoff.UnixMilli() {
 			break
 		}
+		rec, err := decodeRecord(v)
+		if err != nil {
+			return 0, err
+		}
+		b, err := rec.body()
+		if err != nil {
+			return 0, err
+		}
 		doomed = append(doomed, storage.Copy(k))
-		recs = append(recs, rec)
-		a.Seq, a.MAC = binary.BigEndian.Uint64(k[16:]), rec.MAC
+		ops = append(ops, b.Op)
+		a.Seq, a.MAC = seq, rec.MAC
 	}
 	if len(doomed) == 0 {
 		return 0, nil
 	}
 	for i, k := range doomed {
-		seq, rec := k[16:], recs[i]
-		t := storage.U64(uint64(rec.Time))
 		if err := errors.Join(events.Delete(k),
-			tx.Bucket([]byte(storage.IdxAuditTime)).Delete(storage.Key(org, t, seq)),
-			tx.Bucket([]byte(storage.IdxAuditOp)).Delete(storage.Key(org, rec.Op, []byte{0}, t, seq)),
+			tx.Bucket([]byte(storage.IdxAuditOp)).Delete(storage.Key(org, ops[i], []byte{0}, k[16:])),
 		); err != nil {
 			return 0, err
 		}
 	}
 	a.Sig = l.anchorSig(org, a)
 	return len(doomed), storage.Put(tx, storage.BucketAuditAnchors, org[:], &a)
+}
+
+// Orgs lists the organizations that have audit events, in id order. It
+// skips from one organization's key range to the next instead of reading
+// every event.
+func Orgs(tx *bolt.Tx) []uuid.UUID {
+	var out []uuid.UUID
+	c := tx.Bucket([]byte(storage.BucketAuditEvents)).Cursor()
+	for k, _ := c.First(); k != nil; {
+		if len(k) < 16 {
+			k, _ = c.Next()
+			continue
+		}
+		id, _ := uuid.FromBytes(k[:16])
+		out = append(out, id)
+		// The head key (…‖0xFF×8) is the last key of the organization.
+		c.Seek(storage.Key(id, storage.U64(headSeq)))
+		k, _ = c.Next()
+	}
+	return out
 }

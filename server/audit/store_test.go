@@ -58,10 +58,9 @@ func TestVerifyDetectsTampering(t *testing.T) {
 		{"modified", func(tx *bolt.Tx) error {
 			b := tx.Bucket([]byte(storage.BucketAuditEvents))
 			k := storage.Key(org, storage.U64(4))
-			var rec record
-			_ = json.Unmarshal(b.Get(k), &rec)
-			rec.Event = json.RawMessage(`{"api":{"operation":"delete_api_key"}}`)
-			raw, _ := json.Marshal(rec)
+			rec, _ := decodeRecord(b.Get(k))
+			rec.Body = json.RawMessage(`{"id":"x","op":"delete_api_key","ok":true}`)
+			raw, _ := encodeRecord(&rec)
 			return b.Put(k, raw)
 		}, 4},
 		{"deleted", func(tx *bolt.Tx) error {
