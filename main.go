@@ -2,6 +2,7 @@
 //
 //	slipway serve     control plane, organization API, runtime drivers, proxy (default)
 //	slipway agent     one deployment's agent server
+//	slipway admin     host administration of the running server (admin socket)
 //	slipway version   print the version
 package main
 
@@ -18,6 +19,7 @@ import (
 
 	"slipway/config"
 	"slipway/server"
+	"slipway/server/admin"
 	"slipway/server/agentapi"
 )
 
@@ -52,6 +54,12 @@ func run(args []string) int {
 			return configError(err)
 		}
 		return exitCode(agentapi.Run(ctx, cfg, newLogger(cfg.LogLevel, cfg.LogFormat), version))
+	case "admin":
+		dir := os.Getenv("SLIPWAY_DATA_DIR")
+		if dir == "" {
+			dir = "./slipway-data" // the serve default
+		}
+		return admin.Main(args, dir, os.Stdout, os.Stderr)
 	case "help", "--help", "-h":
 		usage()
 		return 0
@@ -68,6 +76,7 @@ func usage() {
 commands:
   serve     run the control plane, organization API and runtime (default)
   agent     run one deployment's agent server
+  admin     administer the running server: organizations, audit log (slipway admin help)
   version   print the version
 
 Configuration comes from environment variables; see the README.

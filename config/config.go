@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/caarlos0/env/v11"
 )
@@ -35,6 +37,12 @@ type Serve struct {
 	// DefaultOrgAuditLogs enables audit logs for every non-personal
 	// organization, the self-hosted switch the spec names.
 	DefaultOrgAuditLogs bool `env:"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS" envDefault:"false"`
+	// AuditForwardURL is where the audit forwarder delivers each window:
+	// an http(s) webhook (a JSON array POST) or file:///path (JSON Lines).
+	// Empty: no forwarding.
+	AuditForwardURL string `env:"SLIPWAY_AUDIT_FORWARD_URL"`
+	// AuditForwardInterval is the forwarding window (and how often it runs).
+	AuditForwardInterval time.Duration `env:"SLIPWAY_AUDIT_FORWARD_INTERVAL" envDefault:"1h"`
 }
 
 // Agent configures `slipway agent`: one deployment's agent server.
@@ -96,6 +104,12 @@ func LoadServe(environ map[string]string) (Serve, error) {
 			}
 		}
 	}
+	if err := checkForwardURL(c.AuditForwardURL); err != nil {
+		return c, err
+	}
+	if c.AuditForwardInterval < time.Second || c.AuditForwardInterval > 24*time.Hour {
+		return c, &Error{fmt.Sprintf("SLIPWAY_AUDIT_FORWARD_INTERVAL: %s is outside 1s..24h", c.AuditForwardInterval)}
+	}
 	if c.PublicURL == "" {
 		host, port, _ := net.SplitHostPort(c.Addr)
 		if host == "" || host == "0.0.0.0" || host == "::" {
@@ -108,6 +122,36 @@ func LoadServe(environ map[string]string) (Serve, error) {
 		return c, &Error{fmt.Sprintf("SLIPWAY_PUBLIC_URL: %q must start with http:// or https://", c.PublicURL)}
 	}
 	return c, nil
+}
+
+// checkForwardURL accepts an http(s) URL with a host, or file:///absolute/path.
+func checkForwardURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	bad := func(why string) error {
+		return &Error{fmt.Sprintf("SLIPWAY_AUDIT_FORWARD_URL: %q %s", raw, why)}
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return bad("is not a URL")
+	}
+	switch u.Scheme {
+	case "http", "https":
+		if u.Host == "" {
+			return bad("has no host")
+		}
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return bad("must be file:///absolute/path (no host)")
+		}
+		if u.Path == "" || u.Path[0] != '/' || strings.HasSuffix(u.Path, "/") {
+			return bad("must name a file by absolute path: file:///var/log/slipway-audit.jsonl")
+		}
+	default:
+		return bad("must be an http://, https:// or file:/// URL")
+	}
+	return nil
 }
 
 // LoadAgent parses and validates the agent configuration.

@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -12,7 +15,10 @@ import (
 	"slipway/config"
 	"slipway/runtime"
 	"slipway/runtime/fake"
+	"slipway/runtime/process"
+	"slipway/server/admin"
 	"slipway/server/audit"
+	"slipway/server/auth"
 	"slipway/server/controlplane"
 	"slipway/server/httpx"
 	"slipway/server/orgapi"
@@ -29,11 +35,18 @@ type app struct {
 	driver  runtime.Driver
 	why     string // why this driver was chosen, for /info and the log
 	audit   *audit.Recorder
+	gate    *runtime.Gate
+	db      *bolt.DB
+	// retention prunes old audit events hourly; forward delivers them to
+	// SLIPWAY_AUDIT_FORWARD_URL.
+	retention *audit.Retention
+	forward   *audit.Forwarder
 }
 
 func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.Logger, version string) (*app, error) {
 	a := &app{cfg: cfg, log: log, version: version}
-	a.driver, a.why = chooseDriver(cfg)
+	a.gate = &runtime.Gate{}
+	a.driver, a.why = chooseDriver(cfg, a.gate, log)
 	log.Info().Str("runtime", a.driver.Name()).Str("reason", a.why).Msg("runtime driver chosen")
 	writer := &storage.Committer{DB: db}
 	rec := &audit.Recorder{
@@ -45,25 +58,67 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 	a.orgs = &orgapi.Store{DB: db, Writer: writer, Audit: rec, DefaultAuditLogs: cfg.DefaultOrgAuditLogs}
 	a.cp = &controlplane.Service{DB: db, Sealer: sealer, Driver: a.driver, PublicURL: cfg.PublicURL,
 		DataDir: cfg.DataDir, MaxUpload: int64(cfg.MaxUploadMB) << 20, Log: log, Writer: writer, Audit: rec}
+	a.db = db
+	a.retention = &audit.Retention{Log: rec.Log, DB: db, Update: writer.Update,
+		Logger: log.With().Str("component", "audit-retention").Logger()}
+	// Per-organization retention: once orgapi.Store.AuditRetention exists,
+	// wire it here (nil means audit.DefaultRetention, 400 days):
+	//	a.retention.For = a.orgs.AuditRetention
+	a.forward = &audit.Forwarder{Log: rec.Log, DB: db, Update: writer.Update, URL: cfg.AuditForwardURL,
+		Interval: cfg.AuditForwardInterval, UserAgent: "slipway/" + version,
+		Logger: log.With().Str("component", "audit-forwarder").Logger()}
 	return a, nil
 }
 
-// chooseDriver picks the runtime. Only the fake test driver exists so far;
-// the docker and process drivers plug in here.
-func chooseDriver(cfg config.Serve) (runtime.Driver, string) {
+// adminServer is the host administration API served on the admin socket;
+// its writes go through the same committer as the HTTP API's.
+func (a *app) adminServer() *admin.Server {
+	return &admin.Server{DB: a.db, Orgs: a.orgs, Log: a.audit.Log, Retention: a.retention, Forwarder: a.forward,
+		Logger: a.log.With().Str("component", "admin").Logger()}
+}
+
+// chooseDriver picks the runtime: the process driver runs agents as
+// supervised child processes; the docker driver plugs in here next.
+func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger) (runtime.Driver, string) {
 	switch cfg.Runtime {
 	case "fake":
 		return fake.New(50 * time.Millisecond), "SLIPWAY_RUNTIME=fake (test driver: runs nothing)"
-	default:
-		return unavailable{name: cfg.Runtime}, "no runtime driver is available in this build yet"
+	case "docker":
+		return unavailable{name: cfg.Runtime}, "SLIPWAY_RUNTIME=docker, but the docker driver is not built yet"
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return unavailable{name: cfg.Runtime}, "cannot locate the slipway binary to run agents: " + err.Error()
+	}
+	d := &process.Driver{Bin: bin, Root: filepath.Join(cfg.DataDir, "deployments"), Gate: gate,
+		Log: log.With().Str("component", "process-runtime").Logger()}
+	if cfg.Runtime == "process" {
+		return d, "SLIPWAY_RUNTIME=process"
+	}
+	return d, "SLIPWAY_RUNTIME=auto: the docker driver is not built yet, so agents run as child processes"
+}
+
+// Start begins background work bound to ctx: the reconciler, audit
+// retention (now, then hourly) and the audit forwarder (when configured).
+func (a *app) Start(ctx context.Context) {
+	a.cp.Start(ctx)
+	a.retention.Start(ctx)
+	a.forward.Start(ctx)
+	if a.forward.Enabled() {
+		a.log.Info().Str("target", audit.RedactURL(a.cfg.AuditForwardURL)).
+			Dur("interval", a.cfg.AuditForwardInterval).Msg("audit forwarding enabled")
 	}
 }
 
-// Start begins background work (the reconciler) bound to ctx.
-func (a *app) Start(ctx context.Context) { a.cp.Start(ctx) }
-
 // Close waits for background work to stop.
-func (a *app) Close() { a.cp.Wait() }
+func (a *app) Close() {
+	a.cp.Wait()
+	if pd, ok := a.driver.(*process.Driver); ok {
+		pd.StopAll() // child agents must not outlive the control plane
+	}
+	a.retention.Wait()
+	a.forward.Wait()
+}
 
 // Handler is the whole HTTP surface of `serve`.
 func (a *app) Handler() http.Handler {
@@ -73,6 +128,10 @@ func (a *app) Handler() http.Handler {
 		a.cp.Routes(rt, a.orgs, prefix)
 		rt.GET(prefix+"/ok", a.ok)
 		rt.GET(prefix+"/info", a.info)
+	}
+	px := &proxy{cp: a.cp, driver: a.driver, gate: a.gate, handoverWait: 60 * time.Second}
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
+		rt.Handle(m, "/agents/:name/*path", auth.Require(a.orgs, true, px.serve))
 	}
 	rt.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		httpx.LogFrom(r).Error().Interface("panic", v).Msg("handler panic")
@@ -85,7 +144,8 @@ func (a *app) Handler() http.Handler {
 func limitNonUpload(h http.Handler, max int64) http.Handler {
 	limited := httpx.LimitBody(h, max)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut {
+		// Uploads and proxied agent requests have their own limits.
+		if r.Method == http.MethodPut || strings.HasPrefix(r.URL.Path, "/agents/") {
 			h.ServeHTTP(w, r)
 			return
 		}

@@ -45,6 +45,9 @@ func Serve(ctx context.Context, cfg config.Serve, log zerolog.Logger, version st
 		return err
 	}
 	defer app.Close()
+	// Background work ends with Serve, whichever way it returns.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if err := bootstrap(cfg, app.orgs, log); err != nil {
 		return err
 	}
@@ -62,6 +65,12 @@ func Serve(ctx context.Context, cfg config.Serve, log zerolog.Logger, version st
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	app.Start(ctx)
+	stopAdmin, err := app.adminServer().Listen(ctx, cfg.DataDir)
+	if err != nil {
+		_ = srv.Close()
+		return err
+	}
+	defer stopAdmin()
 	log.Info().Str("addr", ln.Addr().String()).Str("public_url", cfg.PublicURL).Str("version", version).Msg("slipway serving")
 	notifySystemd("READY=1")
 

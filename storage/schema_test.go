@@ -47,3 +47,42 @@ func TestMigrationV2BackfillsPendingIndex(t *testing.T) {
 		return nil
 	})
 }
+
+// TestMigrationV4AddsForwardBucket upgrades a version-3 database holding
+// audit data and checks that migration 4 adds the forwarder's bucket and
+// leaves the audit buckets alone.
+func TestMigrationV4AddsForwardBucket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	db, err := Open(path, time.Second, ControlPlaneMigrations[:3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	org := NewID()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte(BucketAuditForward)) != nil {
+			t.Error("forward bucket exists before migration 4")
+		}
+		return tx.Bucket([]byte(BucketAuditEvents)).Put(Key(org, U64(1)), []byte(`{"seq":1}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db, err = Open(path, time.Second, ControlPlaneMigrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		if v := Version(tx); v < 4 {
+			t.Errorf("version %d", v)
+		}
+		if tx.Bucket([]byte(BucketAuditForward)) == nil {
+			t.Error("no audit_forward bucket after migration 4")
+		}
+		if string(tx.Bucket([]byte(BucketAuditEvents)).Get(Key(org, U64(1)))) != `{"seq":1}` {
+			t.Error("migration 4 touched the audit events")
+		}
+		return nil
+	})
+}

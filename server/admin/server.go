@@ -1,0 +1,343 @@
+// Package admin is host-level administration of a running `slipway serve`:
+// a small JSON-over-HTTP API on a unix socket in the data directory
+// (<data dir>/admin.sock, mode 0600, so only the owner and root can reach
+// it), and the client behind `slipway admin ...`. The server holds the
+// database lock, so administration goes through it rather than the file.
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+	"github.com/rs/zerolog"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/server/audit"
+	"slipway/server/httpx"
+	"slipway/server/orgapi"
+)
+
+// SocketName is the admin socket's file name in the data directory.
+const SocketName = "admin.sock"
+
+// Server answers the admin API.
+type Server struct {
+	DB        *bolt.DB
+	Orgs      *orgapi.Store
+	Log       *audit.Log
+	Retention *audit.Retention
+	Forwarder *audit.Forwarder
+	Logger    zerolog.Logger
+	Now       func() time.Time
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Handler is the admin API.
+func (s *Server) Handler() http.Handler {
+	rt := httprouter.New()
+	h := func(f httpx.Handle) httprouter.Handle {
+		return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+			r.Body = http.MaxBytesReader(w, r.Body, 1<<16)
+			err := f(w, r, p)
+			if err == nil {
+				return
+			}
+			var he *httpx.Error
+			var ve *httpx.ValidationError
+			if errors.As(err, &he) || errors.As(err, &ve) {
+				httpx.WriteError(w, r, err)
+				return
+			}
+			// Only the host's owner reaches this socket: say what failed.
+			s.Logger.Error().Err(err).Str("path", r.URL.Path).Msg("admin request failed")
+			httpx.WriteJSON(w, http.StatusInternalServerError, map[string]any{"detail": err.Error()})
+		}
+	}
+	rt.GET("/v1/orgs", h(s.listOrgs))
+	rt.POST("/v1/orgs", h(s.createOrg))
+	rt.PUT("/v1/orgs/:org/plan", h(s.setPlan))
+	rt.PUT("/v1/orgs/:org/flags/:flag", h(s.setFlag))
+	rt.DELETE("/v1/orgs/:org/flags/:flag", h(s.unsetFlag))
+	rt.POST("/v1/orgs/:org/admin-keys", h(s.createAdminKey))
+	rt.GET("/v1/audit/verify", h(s.verify))
+	rt.POST("/v1/audit/prune", h(s.prune))
+	rt.GET("/v1/audit/forward", h(s.forwardStatus))
+	rt.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteJSON(w, http.StatusNotFound, map[string]any{"detail": "No such admin endpoint: " + r.Method + " " + r.URL.Path})
+	})
+	return rt
+}
+
+// Listen binds <dataDir>/admin.sock with mode 0600 and serves the admin API
+// on it until ctx ends; the socket is removed on return. A socket left by a
+// process that died is replaced; one a live server answers on is not (the
+// database lock normally rules that out already).
+func (s *Server) Listen(ctx context.Context, dataDir string) (stop func(), err error) {
+	path := filepath.Join(dataDir, SocketName)
+	if _, err := os.Lstat(path); err == nil {
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("admin socket %s: another slipway server is answering on it", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale admin socket: %w", err)
+		}
+	}
+	// Bind under a temporary name, restrict it, then move it into place,
+	// so the socket is never reachable with looser permissions.
+	tmp := filepath.Join(dataDir, fmt.Sprintf(".%s.%d", SocketName, os.Getpid()))
+	_ = os.Remove(tmp)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		ln.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		ln.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.Logger.Error().Err(err).Msg("admin socket")
+		}
+	}()
+	return func() {
+		shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+		<-done
+		_ = os.Remove(path)
+	}, nil
+}
+
+func orgParam(ps httprouter.Params) (uuid.UUID, error) {
+	id, err := uuid.Parse(ps.ByName("org"))
+	if err != nil {
+		return uuid.Nil, httpx.BadRequest("%q is not an organization id (a UUID).", ps.ByName("org"))
+	}
+	return id, nil
+}
+
+// OrgView is an organization as the admin API shows it.
+type OrgView struct {
+	orgapi.Org
+	AuditLogsEnabled bool `json:"audit_logs_enabled"`
+}
+
+func (s *Server) view(o orgapi.Org) OrgView {
+	return OrgView{Org: o, AuditLogsEnabled: o.Plan == "enterprise" && s.Orgs.AuditLogsEnabled(&o)}
+}
+
+func (s *Server) listOrgs(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	orgs, err := s.Orgs.ListOrgs()
+	if err != nil {
+		return err
+	}
+	out := make([]OrgView, 0, len(orgs))
+	for _, o := range orgs {
+		out = append(out, s.view(o))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// CreateOrgRequest is the body of POST /v1/orgs.
+type CreateOrgRequest struct {
+	Name     string `json:"name"`
+	Plan     string `json:"plan"`
+	Personal bool   `json:"personal"`
+}
+
+func (s *Server) createOrg(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var req CreateOrgRequest
+	if err := httpx.DecodeJSON(r, &req, true); err != nil {
+		return err
+	}
+	org, err := s.Orgs.CreateOrg(req.Name, req.Plan, req.Personal)
+	if err != nil {
+		return err
+	}
+	s.Logger.Info().Str("organization_id", org.ID.String()).Str("plan", org.Plan).Bool("personal", org.IsPersonal).
+		Msg("admin: organization created")
+	httpx.WriteJSON(w, http.StatusCreated, s.view(org))
+	return nil
+}
+
+func (s *Server) setPlan(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	id, err := orgParam(ps)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Plan string `json:"plan"`
+	}
+	if err := httpx.DecodeJSON(r, &req, true); err != nil {
+		return err
+	}
+	org, err := s.Orgs.SetPlan(id, req.Plan)
+	if err != nil {
+		return err
+	}
+	s.Logger.Info().Str("organization_id", id.String()).Str("plan", org.Plan).Msg("admin: plan set")
+	httpx.WriteJSON(w, http.StatusOK, s.view(org))
+	return nil
+}
+
+func (s *Server) setFlag(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	id, err := orgParam(ps)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Value *bool `json:"value"`
+	}
+	if err := httpx.DecodeJSON(r, &req, true); err != nil {
+		return err
+	}
+	if req.Value == nil {
+		return httpx.BadRequest("value must be true or false (to unset a flag, DELETE it).")
+	}
+	return s.changeFlag(w, id, ps.ByName("flag"), req.Value)
+}
+
+func (s *Server) unsetFlag(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	id, err := orgParam(ps)
+	if err != nil {
+		return err
+	}
+	return s.changeFlag(w, id, ps.ByName("flag"), nil)
+}
+
+func (s *Server) changeFlag(w http.ResponseWriter, id uuid.UUID, flag string, v *bool) error {
+	org, err := s.Orgs.SetFlag(id, flag, v)
+	if err != nil {
+		return err
+	}
+	ev := s.Logger.Info().Str("organization_id", id.String()).Str("flag", flag)
+	if v == nil {
+		ev.Msg("admin: flag unset")
+	} else {
+		ev.Bool("value", *v).Msg("admin: flag set")
+	}
+	httpx.WriteJSON(w, http.StatusOK, s.view(org))
+	return nil
+}
+
+// AdminKeyResponse is the answer to POST /v1/orgs/:org/admin-keys.
+type AdminKeyResponse struct {
+	ID                 uuid.UUID  `json:"id"`
+	OrgID              uuid.UUID  `json:"organization_id"`
+	DefaultWorkspaceID *uuid.UUID `json:"default_workspace_id"`
+	ShortKey           string     `json:"short_key"`
+	Key                string     `json:"key"`
+}
+
+func (s *Server) createAdminKey(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	id, err := orgParam(ps)
+	if err != nil {
+		return err
+	}
+	key, k, err := s.Orgs.CreateOrgAdminKey(id)
+	if err != nil {
+		return err
+	}
+	s.Logger.Info().Str("organization_id", id.String()).Str("key_id", k.ID.String()).Str("short_key", k.ShortKey).
+		Msg("admin: organization admin key created")
+	httpx.WriteJSON(w, http.StatusCreated, AdminKeyResponse{ID: k.ID, OrgID: k.OrgID,
+		DefaultWorkspaceID: k.DefaultWorkspaceID, ShortKey: k.ShortKey, Key: key})
+	return nil
+}
+
+func (s *Server) verify(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var rep audit.VerifyReport
+	if err := s.DB.View(func(tx *bolt.Tx) error { rep = s.Log.Verify(tx); return nil }); err != nil {
+		return err
+	}
+	if rep.Breaks == nil {
+		rep.Breaks = []audit.Break{}
+	}
+	sort.Slice(rep.Breaks, func(i, j int) bool { return rep.Breaks[i].Org < rep.Breaks[j].Org })
+	httpx.WriteJSON(w, http.StatusOK, rep)
+	return nil
+}
+
+// PruneRequest is the body of POST /v1/audit/prune.
+type PruneRequest struct {
+	Before time.Time `json:"before"`
+	Org    string    `json:"organization_id,omitempty"`
+}
+
+// PruneResponse says how many events were pruned per organization.
+type PruneResponse struct {
+	Before time.Time      `json:"before"`
+	Pruned map[string]int `json:"pruned"`
+}
+
+func (s *Server) prune(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var req PruneRequest
+	if err := httpx.DecodeJSON(r, &req, true); err != nil {
+		return err
+	}
+	if req.Before.IsZero() {
+		return httpx.BadRequest("before is required (RFC 3339).")
+	}
+	if req.Before.After(s.now()) {
+		return httpx.BadRequest("before (%s) is in the future.", req.Before.Format(time.RFC3339))
+	}
+	var orgs []uuid.UUID
+	if req.Org != "" {
+		id, err := uuid.Parse(req.Org)
+		if err != nil {
+			return httpx.BadRequest("%q is not an organization id (a UUID).", req.Org)
+		}
+		orgs = []uuid.UUID{id}
+	}
+	pruned, err := s.Retention.PruneBefore(req.Before, orgs...)
+	out := PruneResponse{Before: req.Before.UTC(), Pruned: map[string]int{}}
+	for org, n := range pruned {
+		out.Pruned[org.String()] = n
+	}
+	if err != nil {
+		return err
+	}
+	s.Logger.Info().Time("before", req.Before).Interface("pruned", out.Pruned).Msg("admin: audit events pruned")
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) forwardStatus(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	st, err := s.Forwarder.Status()
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, st)
+	return nil
+}
