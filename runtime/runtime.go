@@ -43,6 +43,8 @@ type Driver interface {
 	Stop(ctx context.Context, deploymentID, revisionID string) error
 	// Remove deletes everything the deployment owns: containers, volumes, files.
 	Remove(ctx context.Context, deploymentID string) error
+	// Endpoint is the base URL serving the deployment now, if any.
+	Endpoint(deploymentID string) (string, bool)
 }
 
 // ErrUnsupported marks a spec the driver cannot run (e.g. a docker-only

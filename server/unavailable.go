@@ -24,3 +24,5 @@ func (u unavailable) Deploy(context.Context, runtime.Spec, string, io.Writer) (s
 
 func (u unavailable) Stop(context.Context, string, string) error { return nil }
 func (u unavailable) Remove(context.Context, string) error       { return nil }
+
+func (u unavailable) Endpoint(string) (string, bool) { return "", false }

@@ -407,3 +407,16 @@ func (s *Service) listDeployments(w http.ResponseWriter, r *http.Request, _ http
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
+
+// DeploymentByName returns the id of the workspace's deployment called
+// name, for the proxy.
+func (s *Service) DeploymentByName(ws uuid.UUID, name string) (string, bool) {
+	var id string
+	_ = s.DB.View(func(tx *bolt.Tx) error {
+		if raw := tx.Bucket([]byte(storage.IdxDeploymentName)).Get(storage.Key(ws, name)); len(raw) == 16 {
+			id = uuid.UUID(raw).String()
+		}
+		return nil
+	})
+	return id, id != ""
+}

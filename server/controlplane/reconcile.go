@@ -53,6 +53,9 @@ func (s *Service) Start(ctx context.Context) {
 	if err := s.markInterrupted(); err != nil {
 		s.Log.Error().Err(err).Msg("recover interrupted revisions")
 	}
+	if err := s.markActivePending(); err != nil {
+		s.Log.Error().Err(err).Msg("queue active revisions for restore")
+	}
 	s.rec.wg.Add(1)
 	go s.rec.loop(ctx)
 }
@@ -110,31 +113,104 @@ func (s *Service) markInterrupted() error {
 }
 
 type work struct {
-	dep *deploymentRecord
-	rev *revisionRecord // nil: delete the deployment
+	dep     *deploymentRecord
+	rev     *revisionRecord // nil: delete the deployment
+	restore bool            // start the active revision again (after a restart of Slipway)
 }
 
 // workFor says what the reconciler must do for d: delete it, roll out its
 // latest revision, or nothing (ok false).
-func workFor(tx *bolt.Tx, d *deploymentRecord) (w work, ok bool, err error) {
+func (s *Service) workFor(tx *bolt.Tx, d *deploymentRecord) (w work, ok bool, err error) {
 	if d.Status == DeploymentAwaitingDelete {
 		return work{dep: d}, true, nil
 	}
-	if d.LatestRevisionID == nil {
-		return work{}, false, nil
+	if d.LatestRevisionID != nil {
+		rev, err := getRevision(tx, uuid.MustParse(*d.LatestRevisionID))
+		if err != nil {
+			return work{}, false, err
+		}
+		if rev.Status == RevisionQueued || rev.Status == RevisionInterrupted && rev.Attempt < maxAttempts {
+			return work{dep: d, rev: rev}, true, nil
+		}
 	}
-	rev, err := getRevision(tx, uuid.MustParse(*d.LatestRevisionID))
-	if err != nil {
-		return work{}, false, err
-	}
-	if rev.Status == RevisionQueued || rev.Status == RevisionInterrupted && rev.Attempt < maxAttempts {
-		return work{dep: d, rev: rev}, true, nil
+	if d.ActiveRevisionID != nil {
+		if _, running := s.Driver.Endpoint(d.ID); !running {
+			rev, err := getRevision(tx, uuid.MustParse(*d.ActiveRevisionID))
+			if err != nil {
+				return work{}, false, err
+			}
+			return work{dep: d, rev: rev, restore: true}, true, nil
+		}
 	}
 	return work{}, false, nil
 }
 
 // scan reads the pending-work index, starts a worker for each deployment
 // that has work and no worker, and drops settled deployments from the index.
+// markActivePending queues every deployment with an active revision, so
+// the first scan starts agents that did not survive a restart of Slipway
+// (child processes) and adopts those that did (containers).
+func (s *Service) markActivePending() error {
+	return s.update(func(tx *bolt.Tx) error {
+		var ids []string
+		err := tx.Bucket([]byte(storage.BucketDeployments)).ForEach(func(_, v []byte) error {
+			var d deploymentRecord
+			if err := json.Unmarshal(v, &d); err != nil {
+				return err
+			}
+			if d.ActiveRevisionID != nil {
+				ids = append(ids, d.ID)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := markPending(tx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// restore starts a deployment's active revision again. Its status stays
+// DEPLOYED; a failure marks the deployment UNKNOWN until a retry succeeds.
+func (s *Service) restore(ctx context.Context, dep *deploymentRecord, rev *revisionRecord) {
+	log := s.Log.With().Str("deployment_id", dep.ID).Str("revision_id", rev.ID).Logger()
+	logs := &revisionLog{s: s, revID: rev.ID}
+	defer logs.Flush()
+	setStatus := func(status string) {
+		_ = s.update(func(tx *bolt.Tx) error {
+			var d deploymentRecord
+			if storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(dep.ID)), &d) != nil || d.Status == DeploymentAwaitingDelete {
+				return nil
+			}
+			d.Status = status
+			return putDeployment(tx, &d)
+		})
+	}
+	spec, err := s.spec(rev)
+	if err == nil {
+		var artifact string
+		logs.Add("info", "restarting the active revision after a restart of Slipway")
+		if artifact, err = s.Driver.Build(ctx, spec, logs.Writer("info")); err == nil {
+			_, err = s.Driver.Deploy(ctx, spec, artifact, logs.Writer("info"))
+		}
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Error().Err(err).Msg("could not restore the active revision; will retry")
+			logs.Add("error", "restore failed: "+err.Error())
+			setStatus(DeploymentUnknown)
+		}
+		return
+	}
+	setStatus(DeploymentReady)
+	log.Info().Msg("active revision restored")
+}
+
 func (rc *reconciler) scan(ctx context.Context) {
 	var todo []work
 	var settled []uuid.UUID
@@ -149,7 +225,7 @@ func (rc *reconciler) scan(ctx context.Context) {
 				settled = append(settled, id) // deleted
 				return nil
 			}
-			w, ok, err := workFor(tx, &d)
+			w, ok, err := rc.s.workFor(tx, &d)
 			if err != nil {
 				return err
 			}
@@ -199,9 +275,12 @@ func (rc *reconciler) scan(ctx context.Context) {
 		go func(w work) {
 			defer rc.wg.Done()
 			defer cancel()
-			if w.rev == nil {
+			switch {
+			case w.rev == nil:
 				rc.s.removeDeployment(jctx, w.dep)
-			} else {
+			case w.restore:
+				rc.s.restore(jctx, w.dep, w.rev)
+			default:
 				rc.s.rollOut(jctx, w.dep, w.rev)
 			}
 			rc.mu.Lock()
@@ -237,7 +316,7 @@ func (s *Service) settle(ids []uuid.UUID) {
 					return err
 				}
 			}
-			if _, ok, err := workFor(tx, &d); err != nil {
+			if _, ok, err := s.workFor(tx, &d); err != nil {
 				return err
 			} else if !ok {
 				if err := idx.Delete(storage.Key(id)); err != nil {

@@ -1,0 +1,72 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"slipway/runtime"
+	"slipway/server/auth"
+	"slipway/server/controlplane"
+	"slipway/server/httpx"
+)
+
+// proxy serves each deployment's agent API at /agents/{name}/...: the
+// caller needs an API key of the deployment's workspace, which is removed
+// before the request reaches the agent; requests wait at the gate while a
+// revision is being handed over; SSE responses stream unbuffered.
+type proxy struct {
+	cp     *controlplane.Service
+	driver runtime.Driver
+	gate   *runtime.Gate
+	// handoverWait bounds how long a request waits for a handover.
+	handoverWait time.Duration
+}
+
+func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	pr := auth.From(r)
+	name := ps.ByName("name")
+	dep, ok := p.cp.DeploymentByName(pr.WorkspaceID, name)
+	if !ok {
+		return httpx.NotFound("Deployment %q not found.", name)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), p.handoverWait)
+	err := p.gate.Wait(ctx, dep)
+	cancel()
+	if err != nil {
+		return httpx.Errorf(http.StatusServiceUnavailable, "Deployment %q is switching revisions; try again.", name)
+	}
+	endpoint, ok := p.driver.Endpoint(dep)
+	if !ok {
+		return httpx.Errorf(http.StatusServiceUnavailable, "Deployment %q has no running revision.", name)
+	}
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		return err
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.URL.Path = "/" + strings.TrimPrefix(ps.ByName("path"), "/")
+			pr.Out.URL.RawPath = ""
+			pr.Out.Header.Del("X-Api-Key")
+			pr.Out.Header.Del("X-Tenant-Id")
+			pr.SetXForwarded()
+		},
+		// Flush every write: run streams are server-sent events.
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the client went away; its disconnect reached the agent
+			}
+			httpx.WriteJSON(w, http.StatusBadGateway, map[string]any{"detail": "The deployment's agent server did not answer: " + err.Error()})
+		},
+	}
+	rp.ServeHTTP(w, r)
+	return nil
+}
