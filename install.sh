@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Installs Slipway on this host from the checkout it sits in: the static
+# binary, a `slipway` service user, /var/lib/slipway, /etc/slipway/slipway.env
+# and a hardened systemd unit.
+#
+#   ./install.sh                     build and install under /usr/local, enable the service
+#   ./install.sh --prefix /opt/sw    install the binary under another prefix
+#   DESTDIR=/tmp/root ./install.sh   stage into a directory (packaging, tests): no user, no systemctl
+#   ./install.sh --uninstall         remove the binary and unit; keep data and configuration
+set -euo pipefail
+
+PREFIX=/usr/local
+UNINSTALL=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prefix) PREFIX="${2:?--prefix needs a directory}"; shift 2 ;;
+    --prefix=*) PREFIX="${1#--prefix=}"; shift ;;
+    --uninstall) UNINSTALL=1; shift ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+DESTDIR="${DESTDIR:-}"
+BIN="$DESTDIR$PREFIX/bin/slipway"
+UNIT="$DESTDIR/etc/systemd/system/slipway.service"
+ENVFILE="$DESTDIR/etc/slipway/slipway.env"
+DATA="$DESTDIR/var/lib/slipway"
+
+systemd_running() { [ -z "$DESTDIR" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null; }
+
+if [ "$UNINSTALL" = 1 ]; then
+  if systemd_running; then
+    systemctl disable --now slipway.service 2>/dev/null || true
+  fi
+  rm -f "$BIN" "$UNIT"
+  systemd_running && systemctl daemon-reload || true
+  echo "Removed $BIN and $UNIT."
+  echo "Kept the data in $DATA and the configuration in $ENVFILE; remove them by hand if you want them gone."
+  exit 0
+fi
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+version="$(git -C "$here" describe --always --dirty 2>/dev/null || echo dev)"
+command -v go >/dev/null || { echo "install.sh: Go is needed to build Slipway (https://go.dev/dl/)" >&2; exit 1; }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+echo "Building slipway $version ..."
+(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$tmp/slipway" .)
+
+install -d -m 0755 "$(dirname "$BIN")" "$(dirname "$UNIT")"
+install -m 0755 "$tmp/slipway" "$BIN"
+install -d -m 0750 "$DATA"
+install -d -m 0755 "$(dirname "$ENVFILE")"
+
+if [ -z "$DESTDIR" ] && [ "$(id -u)" = 0 ]; then
+  if ! id slipway >/dev/null 2>&1; then
+    useradd --system --home-dir /var/lib/slipway --no-create-home --shell /usr/sbin/nologin slipway
+  fi
+  chown slipway:slipway "$DATA"
+  if getent group docker >/dev/null; then
+    usermod -aG docker slipway
+    echo "Added the slipway user to the docker group: deployments can run as containers."
+  else
+    echo "No Docker engine here: deployments run as child processes (the process runtime)."
+  fi
+else
+  echo "Not creating the slipway user (staging into DESTDIR or not running as root)."
+fi
+
+if [ ! -e "$ENVFILE" ]; then
+  cat > "$ENVFILE" <<'ENV'
+# Slipway configuration: environment variables read by `slipway serve`.
+# Every variable is optional; the defaults are shown.
+
+# Listen address, and the URL clients use to reach it (derived from the address when unset).
+#SLIPWAY_ADDR=127.0.0.1:8484
+#SLIPWAY_PUBLIC_URL=http://127.0.0.1:8484
+
+# Where the database, master key and uploads live (the unit sets /var/lib/slipway).
+#SLIPWAY_DATA_DIR=/var/lib/slipway
+
+# Logging: trace, debug, info, warn, error; json or console.
+#SLIPWAY_LOG_LEVEL=info
+#SLIPWAY_LOG_FORMAT=json
+
+# 32-byte key (64 hex characters or base64) that encrypts secrets at rest. When neither is
+# set, a key is generated into $SLIPWAY_DATA_DIR/master.key (mode 0600) on first start.
+#SLIPWAY_MASTER_KEY=
+#SLIPWAY_MASTER_KEY_FILE=
+
+# On first start only: use this value (at least 32 characters) as the organization-admin API key
+# instead of generating one into $SLIPWAY_DATA_DIR/initial-api-key.
+#SLIPWAY_BOOTSTRAP_API_KEY=
+
+# Largest source archive an upload URL accepts, in MB.
+#SLIPWAY_MAX_UPLOAD_MB=200
+
+# How deployments run: auto, docker or process.
+#SLIPWAY_RUNTIME=auto
+
+# Proxies whose X-Forwarded-For is believed for audit records (comma-separated CIDRs or IPs).
+#SLIPWAY_TRUSTED_PROXIES=
+
+# Audit logs for every non-personal organization.
+#DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS=false
+
+# Forward audit events to a webhook (http:// or https://) or a JSON Lines file (file:///path).
+#SLIPWAY_AUDIT_FORWARD_URL=
+#SLIPWAY_AUDIT_FORWARD_INTERVAL=1h
+ENV
+  chmod 0600 "$ENVFILE"
+fi
+
+cat > "$UNIT" <<UNITEOF
+[Unit]
+Description=Slipway: self-hosted agent deployments
+Documentation=file://$PREFIX/share/doc/slipway
+After=network-online.target docker.service
+Wants=network-online.target
+
+[Service]
+Type=notify
+NotifyAccess=main
+ExecStart=$PREFIX/bin/slipway serve
+EnvironmentFile=-/etc/slipway/slipway.env
+Environment=SLIPWAY_DATA_DIR=/var/lib/slipway
+User=slipway
+Group=slipway
+Restart=on-failure
+RestartSec=2
+TimeoutStopSec=30
+KillMode=mixed
+LimitNOFILE=65536
+
+# Hardening. Agents run as children of this service (process runtime) or
+# through the Docker socket, so no capability or namespace is needed.
+NoNewPrivileges=yes
+ProtectSystem=strict
+ReadWritePaths=/var/lib/slipway
+ProtectHome=yes
+PrivateTmp=yes
+PrivateDevices=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectClock=yes
+ProtectHostname=yes
+RestrictSUIDSGID=yes
+RestrictRealtime=yes
+LockPersonality=yes
+CapabilityBoundingSet=
+AmbientCapabilities=
+RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6
+SystemCallArchitectures=native
+UMask=0077
+
+[Install]
+WantedBy=multi-user.target
+UNITEOF
+chmod 0644 "$UNIT"
+
+echo "Installed $BIN ($version), $UNIT and $ENVFILE."
+if systemd_running && [ "$(id -u)" = 0 ]; then
+  systemctl daemon-reload
+  systemctl enable --now slipway.service
+  echo "slipway.service is enabled and started; the initial API key is in /var/lib/slipway/initial-api-key."
+else
+  echo "systemd is not managing this install; run Slipway by hand with:"
+  echo "  SLIPWAY_DATA_DIR=/var/lib/slipway $PREFIX/bin/slipway serve"
+fi
