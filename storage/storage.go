@@ -131,3 +131,11 @@ func Copy(b []byte) []byte {
 	copy(c, b)
 	return c
 }
+
+// U64ToInt decodes a key part written by U64.
+func U64ToInt(b []byte) uint64 {
+	if len(b) < 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b[:8])
+}

@@ -1,16 +1,72 @@
-// Package agentapi serves one deployment's agent server API.
+// Package agentapi serves one deployment's agent server API: the surface
+// the official SDKs use (assistants, threads, runs with SSE, store).
 package agentapi
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"slipway/config"
+	"slipway/runtime/agent"
+	"slipway/server/httpx"
+	"slipway/storage"
 )
 
-// Run serves the agent API until ctx ends. (Being built: see the agent-server issue.)
+// Run serves the agent API until ctx ends. On SIGTERM it stops accepting,
+// lets in-flight requests finish, and stops runs: running ones end as the
+// next start finds them (error: the server restarted), pending ones stay
+// queued and run after the restart.
 func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version string) error {
-	return errors.New("slipway agent is not built yet")
+	graphs, warnings, err := agent.LoadGraphs(cfg.GraphConfig, os.Environ())
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		log.Warn().Msg(w)
+	}
+	db, err := storage.Open(filepath.Join(cfg.DataDir, "agent.db"), 5*time.Second, agent.Migrations)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	runCtx, stopRuns := context.WithCancel(context.Background())
+	defer stopRuns()
+	eng := &agent.Engine{DB: db, Graphs: graphs, Workers: cfg.Workers, Timeout: time.Duration(cfg.RunTimeout) * time.Second, Log: log}
+	if err := eng.Start(runCtx); err != nil {
+		return fmt.Errorf("start agent engine: %w", err)
+	}
+	api := &API{Engine: eng, Version: version, MaxBody: int64(cfg.MaxBodyMB) << 20}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (SLIPWAY_AGENT_ADDR): %w", cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: httpx.Chain(api.Handler(), log), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	ids := make([]string, 0, len(graphs))
+	for id := range graphs {
+		ids = append(ids, id)
+	}
+	log.Info().Str("addr", ln.Addr().String()).Strs("graphs", ids).Int("workers", cfg.Workers).Msg("slipway agent serving")
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shut); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn().Err(err).Msg("shutdown did not finish cleanly")
+	}
+	stopRuns()
+	eng.Wait()
+	return nil
 }

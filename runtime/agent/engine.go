@@ -1,0 +1,572 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/storage"
+)
+
+// The agent database (<SLIPWAY_AGENT_DATA_DIR>/agent.db):
+//
+//	meta              version → schema version
+//	assistants        assistant id → Assistant
+//	threads           thread id → threadRecord (state, active run, queue)
+//	runs              run id → runRecord
+//	idx_thread_runs   thread id ‖ run id (16 bytes each) → nil
+//	checkpoints       thread id ‖ uint64 seq → Checkpoint
+//	store             namespace (joined by 0x1f) ‖ 0x00 ‖ key → Item
+var Migrations = []storage.Migration{
+	{Version: 1, Name: "initial buckets", Apply: func(tx *bolt.Tx) error {
+		return storage.CreateBuckets(tx, bAssistants, bThreads, bRuns, bThreadRuns, bCheckpoints, bStore)
+	}},
+}
+
+const (
+	bAssistants  = "assistants"
+	bThreads     = "threads"
+	bRuns        = "runs"
+	bThreadRuns  = "idx_thread_runs"
+	bCheckpoints = "checkpoints"
+	bStore       = "store"
+)
+
+// Errors the API maps to statuses.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+	ErrInvalid  = errors.New("invalid")
+)
+
+// Engine owns the agent database and executes runs.
+type Engine struct {
+	DB      *bolt.DB
+	Graphs  map[string]Graph
+	Workers int
+	Timeout time.Duration
+	Log     zerolog.Logger
+
+	w    *storage.Committer
+	sem  chan struct{}
+	mu   sync.Mutex
+	live map[string]*liveRun // run id → its execution and events
+	disp map[string]bool     // thread id → a dispatcher is running
+	wg   sync.WaitGroup
+	ctx  context.Context
+}
+
+// cancel causes.
+var (
+	causeInterrupt = errors.New("interrupted by a newer run")
+	causeRollback  = errors.New("rolled back by a newer run")
+	causeCancel    = errors.New("cancelled")
+)
+
+type liveRun struct {
+	cancel context.CancelCauseFunc
+	events *eventLog
+	done   chan struct{}
+	action string // set by Cancel: interrupt or rollback
+}
+
+// Start recovers from a crash and starts dispatching queued runs.
+func (e *Engine) Start(ctx context.Context) error {
+	e.w = &storage.Committer{DB: e.DB}
+	if e.Workers < 1 {
+		e.Workers = 1
+	}
+	e.sem = make(chan struct{}, e.Workers)
+	e.live, e.disp, e.ctx = map[string]*liveRun{}, map[string]bool{}, ctx
+	if err := e.ensureAssistants(); err != nil {
+		return err
+	}
+	threads, err := e.recover()
+	if err != nil {
+		return err
+	}
+	for _, t := range threads {
+		e.dispatch(t)
+	}
+	return nil
+}
+
+// Wait blocks until every run goroutine has finished.
+func (e *Engine) Wait() { e.wg.Wait() }
+
+// AssistantID is the deterministic id of a graph's default assistant.
+func AssistantID(graphID string) string {
+	return uuid.NewSHA1(uuid.NameSpaceOID, []byte("slipway:graph:"+graphID)).String()
+}
+
+func (e *Engine) ensureAssistants() error {
+	return e.w.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bAssistants))
+		for id := range e.Graphs {
+			aid := AssistantID(id)
+			if b.Get([]byte(aid)) != nil {
+				continue
+			}
+			now := time.Now().UTC()
+			a := Assistant{AssistantID: aid, GraphID: id, Name: id, Config: map[string]any{}, Context: map[string]any{},
+				Metadata: map[string]any{"created_by": "system"}, Version: 1, CreatedAt: now, UpdatedAt: now}
+			if err := putJSON(b, aid, &a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// recover ends runs a crash left running, and returns threads with queued runs.
+func (e *Engine) recover() ([]string, error) {
+	var queued []string
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		queued = queued[:0]
+		threads := tx.Bucket([]byte(bThreads))
+		var recs []threadRecord
+		err := threads.ForEach(func(_, v []byte) error {
+			var t threadRecord
+			if err := json.Unmarshal(v, &t); err != nil {
+				return err
+			}
+			if t.Active != "" || len(t.Queue) > 0 {
+				recs = append(recs, t)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i := range recs {
+			t := &recs[i]
+			if t.Active != "" {
+				r, err := getRun(tx, t.Active)
+				if err == nil {
+					r.Status, r.Error, r.UpdatedAt = RunError, "the agent server restarted while the run was running", time.Now().UTC()
+					if err := putJSON(tx.Bucket([]byte(bRuns)), r.RunID, r); err != nil {
+						return err
+					}
+				}
+				t.Active = ""
+				t.Status = ThreadError
+			}
+			if len(t.Queue) > 0 {
+				t.Status = ThreadBusy
+				queued = append(queued, t.ThreadID)
+			}
+			if err := putJSON(threads, t.ThreadID, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return queued, err
+}
+
+func putJSON(b *bolt.Bucket, key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(key), raw)
+}
+
+func getJSON(b *bolt.Bucket, key string, v any) error {
+	raw := b.Get([]byte(key))
+	if raw == nil {
+		return ErrNotFound
+	}
+	return json.Unmarshal(raw, v)
+}
+
+func getThread(tx *bolt.Tx, id string) (*threadRecord, error) {
+	var t threadRecord
+	if err := getJSON(tx.Bucket([]byte(bThreads)), id, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+func getRun(tx *bolt.Tx, id string) (*runRecord, error) {
+	var r runRecord
+	if err := getJSON(tx.Bucket([]byte(bRuns)), id, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func idxKey(thread, run string) []byte {
+	t, r := uuid.MustParse(thread), uuid.MustParse(run)
+	return append(t[:], r[:]...)
+}
+
+func cpKey(thread string, seq uint64) []byte {
+	t := uuid.MustParse(thread)
+	return append(t[:], storage.U64(seq)...)
+}
+
+// ---- threads -------------------------------------------------------------
+
+// CreateThread creates a thread; with ifExists "do_nothing" an existing one is returned.
+func (e *Engine) CreateThread(id string, metadata map[string]any, ifExists string) (Thread, error) {
+	if id == "" {
+		id = uuid.NewString()
+	}
+	var out Thread
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		if t, err := getThread(tx, id); err == nil {
+			if ifExists == "do_nothing" {
+				out = t.view()
+				return nil
+			}
+			return fmt.Errorf("%w: thread %s already exists", ErrConflict, id)
+		}
+		now := time.Now().UTC()
+		t := threadRecord{Thread: Thread{ThreadID: id, CreatedAt: now, UpdatedAt: now, Metadata: metadata,
+			Status: ThreadIdle, Values: map[string]any{}}}
+		out = t.view()
+		return putJSON(tx.Bucket([]byte(bThreads)), id, &t)
+	})
+	return out, err
+}
+
+// GetThread returns a thread.
+func (e *Engine) GetThread(id string) (Thread, error) {
+	var out Thread
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		out = t.view()
+		return nil
+	})
+	return out, err
+}
+
+// PatchThread merges metadata into a thread's.
+func (e *Engine) PatchThread(id string, metadata map[string]any) (Thread, error) {
+	var out Thread
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		if t.Metadata == nil {
+			t.Metadata = map[string]any{}
+		}
+		for k, v := range metadata {
+			t.Metadata[k] = v
+		}
+		t.UpdatedAt = time.Now().UTC()
+		out = t.view()
+		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+	})
+	return out, err
+}
+
+// DeleteThread cancels the thread's runs and deletes it with its runs and checkpoints.
+func (e *Engine) DeleteThread(id string) error {
+	var active string
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		active = t.Active
+		return deleteThreadData(tx, id)
+	})
+	if err == nil && active != "" {
+		e.cancelLive(active, "rollback", causeCancel)
+	}
+	return err
+}
+
+func deleteThreadData(tx *bolt.Tx, id string) error {
+	tid := uuid.MustParse(id)
+	for _, b := range []string{bThreadRuns, bCheckpoints} {
+		bk := tx.Bucket([]byte(b))
+		var keys [][]byte
+		c := bk.Cursor()
+		for k, _ := c.Seek(tid[:]); k != nil && strings.HasPrefix(string(k), string(tid[:])); k, _ = c.Next() {
+			keys = append(keys, storage.Copy(k))
+		}
+		for _, k := range keys {
+			if b == bThreadRuns {
+				if err := tx.Bucket([]byte(bRuns)).Delete([]byte(uuid.UUID(k[16:]).String())); err != nil {
+					return err
+				}
+			}
+			if err := bk.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Bucket([]byte(bThreads)).Delete([]byte(id))
+}
+
+// ThreadFilter selects threads.
+type ThreadFilter struct {
+	IDs      []string
+	Metadata map[string]any
+	Values   map[string]any
+	Status   string
+	Limit    int
+	Offset   int
+	SortBy   string
+	Desc     bool
+}
+
+func matches(have, want map[string]any) bool {
+	for k, v := range want {
+		a, _ := json.Marshal(have[k])
+		b, _ := json.Marshal(v)
+		if string(a) != string(b) {
+			return false
+		}
+	}
+	return true
+}
+
+// SearchThreads lists threads matching f; count is the number before paging.
+func (e *Engine) SearchThreads(f ThreadFilter) ([]Thread, int, error) {
+	var all []Thread
+	ids := map[string]bool{}
+	for _, id := range f.IDs {
+		ids[id] = true
+	}
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bThreads)).ForEach(func(_, v []byte) error {
+			var t threadRecord
+			if err := json.Unmarshal(v, &t); err != nil {
+				return err
+			}
+			if len(ids) > 0 && !ids[t.ThreadID] || f.Status != "" && t.Status != f.Status ||
+				!matches(t.Metadata, f.Metadata) || !matches(t.Values, f.Values) {
+				return nil
+			}
+			all = append(all, t.view())
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	key := func(t Thread) string {
+		switch f.SortBy {
+		case "thread_id":
+			return t.ThreadID
+		case "updated_at":
+			return t.UpdatedAt.Format(time.RFC3339Nano)
+		case "status":
+			return t.Status
+		}
+		return t.CreatedAt.Format(time.RFC3339Nano)
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if f.Desc {
+			return key(all[i]) > key(all[j])
+		}
+		return key(all[i]) < key(all[j])
+	})
+	n := len(all)
+	if f.Offset > len(all) {
+		f.Offset = len(all)
+	}
+	all = all[f.Offset:]
+	if f.Limit > 0 && len(all) > f.Limit {
+		all = all[:f.Limit]
+	}
+	return all, n, nil
+}
+
+// ---- state and history ---------------------------------------------------
+
+func (e *Engine) latestCheckpoint(tx *bolt.Tx, t *threadRecord) (*Checkpoint, error) {
+	if t.Seq == 0 {
+		return nil, nil
+	}
+	var cp Checkpoint
+	if err := getJSON(tx.Bucket([]byte(bCheckpoints)), string(cpKey(t.ThreadID, t.Seq)), &cp); err != nil {
+		return nil, err
+	}
+	return &cp, nil
+}
+
+// emptyState is the state of a thread without checkpoints.
+func emptyState(id string) Checkpoint {
+	return Checkpoint{Values: map[string]any{}, Next: []string{}, Tasks: []any{}, Metadata: map[string]any{},
+		Interrupts: []any{}, Checkpoint: CheckpointRef{ThreadID: id}}
+}
+
+// GetState returns the thread's latest state, or the named checkpoint.
+func (e *Engine) GetState(id, checkpointID string) (Checkpoint, error) {
+	var out Checkpoint
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		if checkpointID != "" {
+			hist, err := history(tx, id, 0, "")
+			if err != nil {
+				return err
+			}
+			for _, cp := range hist {
+				if cp.Checkpoint.CheckpointID == checkpointID {
+					out = cp
+					return nil
+				}
+			}
+			return fmt.Errorf("%w: checkpoint %s", ErrNotFound, checkpointID)
+		}
+		cp, err := e.latestCheckpoint(tx, t)
+		if err != nil {
+			return err
+		}
+		if cp == nil {
+			out = emptyState(id)
+			return nil
+		}
+		out = *cp
+		return nil
+	})
+	return out, err
+}
+
+// history lists a thread's checkpoints newest first.
+func history(tx *bolt.Tx, id string, limit int, before string) ([]Checkpoint, error) {
+	tid := uuid.MustParse(id)
+	var out []Checkpoint
+	c := tx.Bucket([]byte(bCheckpoints)).Cursor()
+	k, v := c.Seek(append(tid[:], storage.U64(^uint64(0))...))
+	if k == nil {
+		k, v = c.Last()
+	} else if !strings.HasPrefix(string(k), string(tid[:])) || len(k) == 24 {
+		k, v = c.Prev()
+	}
+	skipping := before != ""
+	for ; k != nil && strings.HasPrefix(string(k), string(tid[:])); k, v = c.Prev() {
+		var cp Checkpoint
+		if err := json.Unmarshal(v, &cp); err != nil {
+			return nil, err
+		}
+		if skipping {
+			if cp.Checkpoint.CheckpointID == before {
+				skipping = false
+			}
+			continue
+		}
+		out = append(out, cp)
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// History returns up to limit checkpoints, newest first, optionally before one.
+func (e *Engine) History(id string, limit int, before string) ([]Checkpoint, error) {
+	var out []Checkpoint
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		if _, err := getThread(tx, id); err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		var err error
+		out, err = history(tx, id, limit, before)
+		return err
+	})
+	if out == nil {
+		out = []Checkpoint{}
+	}
+	return out, err
+}
+
+// writeCheckpoint appends a checkpoint to the thread (in the caller's tx).
+func writeCheckpoint(tx *bolt.Tx, t *threadRecord, values map[string]any, source string, step int, writes any) (Checkpoint, error) {
+	var parent *CheckpointRef
+	if t.Seq > 0 {
+		var prev Checkpoint
+		if err := getJSON(tx.Bucket([]byte(bCheckpoints)), string(cpKey(t.ThreadID, t.Seq)), &prev); err == nil {
+			ref := prev.Checkpoint
+			parent = &ref
+		}
+	}
+	t.Seq++
+	cp := Checkpoint{Values: values, Next: []string{}, Tasks: []any{},
+		Checkpoint: CheckpointRef{ThreadID: t.ThreadID, CheckpointID: storage.NewID().String()},
+		Metadata:   map[string]any{"source": source, "step": step, "writes": writes},
+		CreatedAt:  time.Now().UTC(), ParentConfig: parent, Interrupts: []any{}}
+	t.Values = values
+	return cp, putJSON(tx.Bucket([]byte(bCheckpoints)), string(cpKey(t.ThreadID, t.Seq)), &cp)
+}
+
+// UpdateState applies values to the thread's state as node asNode; refused
+// while the thread has a pending or running run.
+func (e *Engine) UpdateState(id string, values map[string]any, asNode string) (CheckpointRef, error) {
+	var ref CheckpointRef
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		if t.busy() {
+			return fmt.Errorf("%w: thread %s has a pending or running run", ErrConflict, id)
+		}
+		merged, err := ApplyUpdate(t.Values, values)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		if asNode == "" {
+			asNode = "__update__"
+		}
+		cp, err := writeCheckpoint(tx, t, merged, "update", int(t.Seq), map[string]any{asNode: values})
+		if err != nil {
+			return err
+		}
+		ref = cp.Checkpoint
+		t.UpdatedAt = time.Now().UTC()
+		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+	})
+	return ref, err
+}
+
+// CopyThread makes a new thread with the same metadata and checkpoints.
+func (e *Engine) CopyThread(id string) (Thread, error) {
+	var out Thread
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		nt := threadRecord{Thread: t.Thread, Seq: t.Seq}
+		nt.ThreadID = uuid.NewString()
+		nt.Status = ThreadIdle
+		nt.CreatedAt, nt.UpdatedAt = time.Now().UTC(), time.Now().UTC()
+		old := uuid.MustParse(id)
+		c := tx.Bucket([]byte(bCheckpoints)).Cursor()
+		for k, v := c.Seek(old[:]); k != nil && strings.HasPrefix(string(k), string(old[:])); k, v = c.Next() {
+			var cp Checkpoint
+			if err := json.Unmarshal(v, &cp); err != nil {
+				return err
+			}
+			cp.Checkpoint.ThreadID = nt.ThreadID
+			if err := putJSON(tx.Bucket([]byte(bCheckpoints)), string(cpKey(nt.ThreadID, storage.U64ToInt(k[16:]))), &cp); err != nil {
+				return err
+			}
+		}
+		out = nt.view()
+		return putJSON(tx.Bucket([]byte(bThreads)), nt.ThreadID, &nt)
+	})
+	return out, err
+}

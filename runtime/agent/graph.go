@@ -1,0 +1,306 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Event is one thing a run emits: values (the whole state), updates (a
+// node's update), messages ([chunk, metadata]), custom, or an interrupt.
+type Event struct {
+	Mode string `json:"event"`
+	Data any    `json:"data"`
+}
+
+// Request is what a graph receives for one run.
+type Request struct {
+	Input       map[string]any `json:"input"`
+	Command     map[string]any `json:"command,omitempty"`
+	Values      map[string]any `json:"values"`
+	Config      map[string]any `json:"config"`
+	Context     map[string]any `json:"context"`
+	ThreadID    string         `json:"thread_id"`
+	RunID       string         `json:"run_id"`
+	AssistantID string         `json:"assistant_id"`
+	GraphID     string         `json:"graph_id"`
+}
+
+// Graph executes runs. emit is called with each update a node makes (the
+// engine folds it into the thread state and streams it); Run returns when
+// the run is done.
+type Graph interface {
+	Run(ctx context.Context, req Request, emit func(node string, update map[string]any, extra []Event) error) error
+}
+
+// Echo is the built-in graph: it appends an AI message that repeats the
+// last human message, after sleeping `sleep` seconds when the input asks
+// (tests need slow runs).
+type Echo struct{}
+
+func (Echo) Run(ctx context.Context, req Request, emit func(string, map[string]any, []Event) error) error {
+	if s, ok := req.Input["sleep"]; ok {
+		secs, ok := s.(float64)
+		if !ok || secs < 0 || secs > 3600 {
+			return fmt.Errorf("sleep must be a number of seconds between 0 and 3600")
+		}
+		select {
+		case <-time.After(time.Duration(secs * float64(time.Second))):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	msgs, _ := req.Values["messages"].([]any)
+	var last string
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m, ok := msgs[i].(map[string]any); ok && m["type"] == "human" {
+			last = contentText(m["content"])
+			break
+		}
+	}
+	ai, _ := NormalizeMessage(map[string]any{"type": "ai", "content": last})
+	chunk := map[string]any{"type": "AIMessageChunk", "content": last, "id": ai["id"]}
+	return emit("echo", map[string]any{"messages": []any{ai}},
+		[]Event{{Mode: "messages", Data: []any{chunk, map[string]any{"langgraph_node": "echo"}}}})
+}
+
+func contentText(c any) string {
+	switch v := c.(type) {
+	case string:
+		return v
+	case []any:
+		var b strings.Builder
+		for _, block := range v {
+			if m, ok := block.(map[string]any); ok {
+				if t, ok := m["text"].(string); ok {
+					b.WriteString(t)
+				}
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// Command runs an external program per run, speaking a small,
+// language-neutral protocol: the Request as one JSON document on stdin;
+// JSON Lines on stdout, each {"event": "updates", "node": "...", "data":
+// {...}} (folded into the state), {"event": "values", "data": {...}}
+// (replaces the state), or {"event": "custom"|"messages", "data": ...}
+// (streamed as is); exit status 0 is success, anything else an error whose
+// message is the tail of stderr. Cancellation sends SIGTERM, then SIGKILL
+// after Grace.
+type Command struct {
+	Argv  []string
+	Dir   string
+	Env   []string
+	Grace time.Duration
+}
+
+// ErrProtocol marks output a command graph should not have produced.
+var ErrProtocol = errors.New("graph protocol error")
+
+func (c *Command) Run(ctx context.Context, req Request, emit func(string, map[string]any, []Event) error) error {
+	in, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+	cmd.Dir, cmd.Env = c.Dir, c.Env
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr tailBuffer
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start graph command %q: %w", c.Argv[0], err)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-stopped:
+			case <-time.After(c.Grace):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+		case <-stopped:
+		}
+	}()
+	readErr := ReadEvents(out, func(e ProtocolEvent) error {
+		switch e.Event {
+		case "updates":
+			return emit(e.Node, e.Data.(map[string]any), nil)
+		case "values":
+			return emit("", e.Data.(map[string]any), []Event{{Mode: "__replace__"}})
+		default:
+			return emit("", nil, []Event{{Mode: e.Event, Data: e.Data}})
+		}
+	})
+	if readErr != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_, _ = io.Copy(io.Discard, out)
+	}
+	werr := cmd.Wait()
+	close(stopped)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case readErr != nil:
+		return readErr
+	case werr != nil:
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = werr.Error()
+		}
+		return fmt.Errorf("graph command failed: %s", msg)
+	}
+	return nil
+}
+
+// ProtocolEvent is one line of a command graph's output.
+type ProtocolEvent struct {
+	Event string `json:"event"`
+	Node  string `json:"node"`
+	Data  any    `json:"data"`
+}
+
+// maxLine bounds one protocol line (a whole state may be on it).
+const maxLine = 16 << 20
+
+// ReadEvents parses JSON Lines from a command graph, calling fn per event.
+// Blank lines are skipped; anything else that is not a valid event fails.
+func ReadEvents(r io.Reader, fn func(ProtocolEvent) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		raw := bytes.TrimSpace(sc.Bytes())
+		if len(raw) == 0 {
+			continue
+		}
+		var e ProtocolEvent
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&e); err != nil {
+			return fmt.Errorf("%w: stdout line %d is not JSON: %q", ErrProtocol, line, truncate(raw))
+		}
+		e.Data = denumber(e.Data)
+		switch e.Event {
+		case "updates", "values":
+			if _, ok := e.Data.(map[string]any); !ok {
+				return fmt.Errorf("%w: line %d: %s data must be an object", ErrProtocol, line, e.Event)
+			}
+		case "messages", "custom":
+		default:
+			return fmt.Errorf("%w: line %d: unknown event %q (want values, updates, messages or custom)", ErrProtocol, line, e.Event)
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	return nil
+}
+
+// denumber turns json.Number back into float64 after validation.
+func denumber(v any) any {
+	raw, _ := json.Marshal(v)
+	var out any
+	_ = json.Unmarshal(raw, &out)
+	return out
+}
+
+func truncate(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "…"
+	}
+	return string(b)
+}
+
+// tailBuffer keeps the last 4 KiB written to it.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 4096 {
+		t.b = t.b[len(t.b)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string { return string(t.b) }
+
+// Config is the graph configuration file (the langgraph.json format).
+type Config struct {
+	Graphs map[string]json.RawMessage `json:"graphs"`
+	Env    json.RawMessage            `json:"env"`
+}
+
+// LoadGraphs reads the graph configuration. A graph is {"builtin": "echo"},
+// {"command": [...]} (run from the configuration's directory), or a
+// "path:attr" string, which needs a language host and is reported as such.
+// Without a file, the built-in echo graph is served as "echo".
+func LoadGraphs(path string, env []string) (map[string]Graph, []string, error) {
+	graphs := map[string]Graph{"echo": Echo{}}
+	if path == "" {
+		return graphs, nil, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read graph configuration: %w", err)
+	}
+	var cfg Config
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, nil, fmt.Errorf("graph configuration %s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	var warnings []string
+	for id, spec := range cfg.Graphs {
+		var s string
+		if json.Unmarshal(spec, &s) == nil {
+			warnings = append(warnings, fmt.Sprintf("graph %q (%s) needs a language host (Python or JavaScript), which slipway agent does not embed; it is not served", id, s))
+			delete(graphs, id)
+			continue
+		}
+		var g struct {
+			Builtin string   `json:"builtin"`
+			Command []string `json:"command"`
+		}
+		if err := json.Unmarshal(spec, &g); err != nil {
+			return nil, nil, fmt.Errorf("graph %q: %w", id, err)
+		}
+		switch {
+		case g.Builtin == "echo":
+			graphs[id] = Echo{}
+		case g.Builtin != "":
+			return nil, nil, fmt.Errorf("graph %q: unknown builtin %q (available: echo)", id, g.Builtin)
+		case len(g.Command) > 0:
+			argv := append([]string(nil), g.Command...)
+			if strings.HasPrefix(argv[0], "./") || strings.HasPrefix(argv[0], "../") {
+				argv[0] = filepath.Join(dir, argv[0])
+			}
+			graphs[id] = &Command{Argv: argv, Dir: dir, Env: env, Grace: 5 * time.Second}
+		default:
+			return nil, nil, fmt.Errorf("graph %q: want {\"builtin\": ...}, {\"command\": [...]} or \"path:attr\"", id)
+		}
+	}
+	return graphs, warnings, nil
+}

@@ -1,0 +1,277 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+)
+
+func itemKey(ns []string, key string) []byte {
+	return []byte(strings.Join(ns, "\x1f") + "\x00" + key)
+}
+
+// ValidNamespace checks a store namespace.
+func ValidNamespace(ns []string) error {
+	if len(ns) == 0 {
+		return fmt.Errorf("%w: namespace must have at least one label", ErrInvalid)
+	}
+	for _, l := range ns {
+		if l == "" || strings.ContainsAny(l, ".\x00\x1f") {
+			return fmt.Errorf("%w: namespace label %q must be non-empty and contain no periods", ErrInvalid, l)
+		}
+	}
+	return nil
+}
+
+// PutItem stores (or, with a nil value, deletes) an item.
+func (e *Engine) PutItem(ns []string, key string, value map[string]any) error {
+	if err := ValidNamespace(ns); err != nil {
+		return err
+	}
+	if key == "" {
+		return fmt.Errorf("%w: key must not be empty", ErrInvalid)
+	}
+	return e.w.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bStore))
+		k := itemKey(ns, key)
+		if value == nil {
+			return b.Delete(k)
+		}
+		now := time.Now().UTC()
+		it := Item{Namespace: ns, Key: key, Value: value, CreatedAt: now, UpdatedAt: now}
+		var old Item
+		if raw := b.Get(k); raw != nil && json.Unmarshal(raw, &old) == nil {
+			it.CreatedAt = old.CreatedAt
+		}
+		raw, err := json.Marshal(&it)
+		if err != nil {
+			return err
+		}
+		return b.Put(k, raw)
+	})
+}
+
+// GetItem returns an item.
+func (e *Engine) GetItem(ns []string, key string) (Item, error) {
+	var it Item
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		raw := tx.Bucket([]byte(bStore)).Get(itemKey(ns, key))
+		if raw == nil {
+			return fmt.Errorf("%w: item %s in %s", ErrNotFound, key, strings.Join(ns, "."))
+		}
+		return json.Unmarshal(raw, &it)
+	})
+	return it, err
+}
+
+// DeleteItem deletes an item.
+func (e *Engine) DeleteItem(ns []string, key string) error { return e.PutItem(ns, key, nil) }
+
+// SearchItems lists items under a namespace prefix whose values match filter.
+func (e *Engine) SearchItems(prefix []string, filter map[string]any, query string, limit, offset int) ([]Item, error) {
+	out := []Item{}
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		p := []byte(strings.Join(prefix, "\x1f"))
+		c := tx.Bucket([]byte(bStore)).Cursor()
+		skipped := 0
+		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			rest := k[len(p):]
+			if len(prefix) > 0 && len(rest) > 0 && rest[0] != 0x1f && rest[0] != 0 {
+				continue // "ab" is not under the prefix "a"
+			}
+			var it Item
+			if err := json.Unmarshal(v, &it); err != nil {
+				return err
+			}
+			if !matches(it.Value, filter) {
+				continue
+			}
+			if query != "" {
+				raw, _ := json.Marshal(it.Value)
+				if !strings.Contains(strings.ToLower(string(raw)), strings.ToLower(query)) {
+					continue
+				}
+			}
+			if skipped < offset {
+				skipped++
+				continue
+			}
+			if len(out) == limit {
+				break
+			}
+			out = append(out, it)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ListNamespaces lists distinct namespaces (optionally under a prefix, up to maxDepth labels).
+func (e *Engine) ListNamespaces(prefix []string, maxDepth, limit, offset int) ([][]string, error) {
+	seen := map[string][]string{}
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bStore)).ForEach(func(k, _ []byte) error {
+			nsPart, _, _ := bytes.Cut(k, []byte{0})
+			ns := strings.Split(string(nsPart), "\x1f")
+			if len(ns) < len(prefix) {
+				return nil
+			}
+			for i := range prefix {
+				if ns[i] != prefix[i] {
+					return nil
+				}
+			}
+			if maxDepth > 0 && len(ns) > maxDepth {
+				ns = ns[:maxDepth]
+			}
+			seen[strings.Join(ns, "\x1f")] = ns
+			return nil
+		})
+	})
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := [][]string{}
+	for i := offset; i < len(keys) && len(out) < limit; i++ {
+		out = append(out, seen[keys[i]])
+	}
+	return out, err
+}
+
+// ---- assistants ------------------------------------------------------------
+
+// CreateAssistant creates an assistant for a served graph.
+func (e *Engine) CreateAssistant(a Assistant, ifExists string) (Assistant, error) {
+	if _, ok := e.Graphs[a.GraphID]; !ok {
+		return Assistant{}, fmt.Errorf("%w: graph %q is not served by this agent", ErrNotFound, a.GraphID)
+	}
+	if a.AssistantID == "" {
+		a.AssistantID = uuid.NewString()
+	}
+	now := time.Now().UTC()
+	a.CreatedAt, a.UpdatedAt, a.Version = now, now, 1
+	if a.Name == "" {
+		a.Name = a.GraphID
+	}
+	for _, m := range []*map[string]any{&a.Config, &a.Context, &a.Metadata} {
+		if *m == nil {
+			*m = map[string]any{}
+		}
+	}
+	var out Assistant
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bAssistants))
+		var old Assistant
+		if getJSON(b, a.AssistantID, &old) == nil {
+			if ifExists == "do_nothing" {
+				out = old
+				return nil
+			}
+			return fmt.Errorf("%w: assistant %s already exists", ErrConflict, a.AssistantID)
+		}
+		out = a
+		return putJSON(b, a.AssistantID, &a)
+	})
+	return out, err
+}
+
+// GetAssistant returns an assistant by id or graph id.
+func (e *Engine) GetAssistant(id string) (Assistant, error) {
+	var out Assistant
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		a, err := e.ResolveAssistant(tx, id)
+		if err != nil {
+			return err
+		}
+		out = *a
+		return nil
+	})
+	return out, err
+}
+
+// PatchAssistant updates an assistant, bumping its version.
+func (e *Engine) PatchAssistant(id string, patch Assistant) (Assistant, error) {
+	var out Assistant
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		a, err := e.ResolveAssistant(tx, id)
+		if err != nil {
+			return err
+		}
+		if patch.GraphID != "" {
+			if _, ok := e.Graphs[patch.GraphID]; !ok {
+				return fmt.Errorf("%w: graph %q is not served by this agent", ErrNotFound, patch.GraphID)
+			}
+			a.GraphID = patch.GraphID
+		}
+		if patch.Name != "" {
+			a.Name = patch.Name
+		}
+		if patch.Description != nil {
+			a.Description = patch.Description
+		}
+		if patch.Config != nil {
+			a.Config = patch.Config
+		}
+		if patch.Context != nil {
+			a.Context = patch.Context
+		}
+		for k, v := range patch.Metadata {
+			a.Metadata[k] = v
+		}
+		a.Version++
+		a.UpdatedAt = time.Now().UTC()
+		out = *a
+		return putJSON(tx.Bucket([]byte(bAssistants)), a.AssistantID, a)
+	})
+	return out, err
+}
+
+// DeleteAssistant deletes an assistant.
+func (e *Engine) DeleteAssistant(id string) error {
+	return e.w.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bAssistants))
+		if b.Get([]byte(id)) == nil {
+			return fmt.Errorf("%w: assistant %s", ErrNotFound, id)
+		}
+		return b.Delete([]byte(id))
+	})
+}
+
+// SearchAssistants lists assistants matching graph id, name and metadata.
+func (e *Engine) SearchAssistants(graphID, name string, metadata map[string]any, limit, offset int) ([]Assistant, int, error) {
+	var all []Assistant
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bAssistants)).ForEach(func(_, v []byte) error {
+			var a Assistant
+			if err := json.Unmarshal(v, &a); err != nil {
+				return err
+			}
+			if graphID != "" && a.GraphID != graphID || name != "" && !strings.Contains(a.Name, name) || !matches(a.Metadata, metadata) {
+				return nil
+			}
+			all = append(all, a)
+			return nil
+		})
+	})
+	sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) })
+	n := len(all)
+	if offset > len(all) {
+		offset = len(all)
+	}
+	all = all[offset:]
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+	if all == nil {
+		all = []Assistant{}
+	}
+	return all, n, err
+}

@@ -1,0 +1,721 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/storage"
+)
+
+// RunCreate is a run request, decoded and validated by the API.
+type RunCreate struct {
+	AssistantID       string         `json:"assistant_id"`
+	Input             map[string]any `json:"input"`
+	Command           map[string]any `json:"command"`
+	Metadata          map[string]any `json:"metadata"`
+	Config            map[string]any `json:"config"`
+	Context           map[string]any `json:"context"`
+	StreamMode        []string       `json:"stream_mode"`
+	StreamResumable   bool           `json:"stream_resumable"`
+	OnDisconnect      string         `json:"on_disconnect"`
+	MultitaskStrategy string         `json:"multitask_strategy"`
+	IfNotExists       string         `json:"if_not_exists"`
+	AfterSeconds      float64        `json:"after_seconds"`
+	OnCompletion      string         `json:"on_completion"`
+}
+
+// ResolveAssistant accepts an assistant id or a graph id.
+func (e *Engine) ResolveAssistant(tx *bolt.Tx, id string) (*Assistant, error) {
+	var a Assistant
+	if err := getJSON(tx.Bucket([]byte(bAssistants)), id, &a); err == nil {
+		return &a, nil
+	}
+	if _, ok := e.Graphs[id]; ok {
+		if err := getJSON(tx.Bucket([]byte(bAssistants)), AssistantID(id), &a); err == nil {
+			return &a, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: assistant %q (neither an assistant id nor a graph id)", ErrNotFound, id)
+}
+
+// CreateRun admits a run on thread threadID ("" for a stateless run on a
+// temporary thread). The multitask check and the insert are one
+// transaction, so concurrent requests on a busy thread see each other.
+func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, error) {
+	strategy := rc.MultitaskStrategy
+	if strategy == "" {
+		strategy = StrategyEnqueue
+	}
+	temporary := threadID == ""
+	if temporary {
+		threadID = uuid.NewString()
+	}
+	var out Run
+	var victim string
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		victim = ""
+		a, err := e.ResolveAssistant(tx, rc.AssistantID)
+		if err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		t, err := getThread(tx, threadID)
+		switch {
+		case err == nil:
+		case temporary || rc.IfNotExists == "create":
+			t = &threadRecord{Thread: Thread{ThreadID: threadID, CreatedAt: now, UpdatedAt: now,
+				Metadata: map[string]any{"graph_id": a.GraphID, "assistant_id": a.AssistantID}, Status: ThreadIdle, Values: map[string]any{}}}
+		default:
+			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
+		}
+		r := runRecord{Run: Run{RunID: storage.NewID().String(), ThreadID: threadID, AssistantID: a.AssistantID,
+			CreatedAt: now, UpdatedAt: now, Status: RunPending, Metadata: rc.Metadata, MultitaskStrategy: strategy,
+			Kwargs: kwargs(rc)}, Temporary: temporary}
+		if r.Metadata == nil {
+			r.Metadata = map[string]any{}
+		}
+		if t.busy() {
+			switch strategy {
+			case StrategyReject:
+				return ErrBusy
+			case StrategyInterrupt, StrategyRollback:
+				// The newer run goes first; the running one is stopped after commit.
+				victim = t.Active
+				t.Queue = append([]string{r.RunID}, t.Queue...)
+			default:
+				t.Queue = append(t.Queue, r.RunID)
+			}
+		} else {
+			t.Queue = append(t.Queue, r.RunID)
+		}
+		t.Status, t.UpdatedAt = ThreadBusy, now
+		if err := putJSON(tx.Bucket([]byte(bRuns)), r.RunID, &r); err != nil {
+			return err
+		}
+		if err := tx.Bucket([]byte(bThreadRuns)).Put(idxKey(threadID, r.RunID), nil); err != nil {
+			return err
+		}
+		out = r.Run
+		return putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
+	})
+	if err != nil {
+		return Run{}, err
+	}
+	e.prepareEvents(out.RunID)
+	if victim != "" {
+		if strategy == StrategyRollback {
+			e.cancelLive(victim, StrategyRollback, causeRollback)
+		} else {
+			e.cancelLive(victim, StrategyInterrupt, causeInterrupt)
+		}
+	}
+	e.dispatch(threadID)
+	return out, nil
+}
+
+func kwargs(rc RunCreate) map[string]any {
+	k := map[string]any{"input": rc.Input, "config": rc.Config, "context": rc.Context, "stream_mode": rc.StreamMode}
+	if rc.Command != nil {
+		k["command"] = rc.Command
+	}
+	return k
+}
+
+// prepareEvents creates the run's event log before anyone can subscribe.
+func (e *Engine) prepareEvents(runID string) *liveRun {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	lr := e.live[runID]
+	if lr == nil {
+		lr = &liveRun{events: newEventLog(), done: make(chan struct{})}
+		e.live[runID] = lr
+	}
+	return lr
+}
+
+func (e *Engine) liveRun(runID string) *liveRun {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.live[runID]
+}
+
+// dispatch makes sure a goroutine is working through the thread's queue.
+func (e *Engine) dispatch(threadID string) {
+	e.mu.Lock()
+	if e.disp[threadID] {
+		e.mu.Unlock()
+		return
+	}
+	e.disp[threadID] = true
+	e.mu.Unlock()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		for {
+			select {
+			case e.sem <- struct{}{}:
+			case <-e.ctx.Done():
+				e.releaseDispatch(threadID)
+				return
+			}
+			r, err := e.claimNext(threadID)
+			if err != nil || r == nil {
+				<-e.sem
+				e.mu.Lock()
+				delete(e.disp, threadID)
+				e.mu.Unlock()
+				// A run queued after our last look must not be stranded.
+				if err == nil && e.hasQueued(threadID) {
+					e.dispatch(threadID)
+				}
+				return
+			}
+			e.execute(r)
+			<-e.sem
+		}
+	}()
+}
+
+func (e *Engine) releaseDispatch(threadID string) {
+	e.mu.Lock()
+	delete(e.disp, threadID)
+	e.mu.Unlock()
+}
+
+func (e *Engine) hasQueued(threadID string) bool {
+	q := false
+	_ = e.DB.View(func(tx *bolt.Tx) error {
+		if t, err := getThread(tx, threadID); err == nil {
+			q = t.Active == "" && len(t.Queue) > 0
+		}
+		return nil
+	})
+	return q
+}
+
+// claimNext marks the oldest queued run of an idle thread running.
+func (e *Engine) claimNext(threadID string) (*runRecord, error) {
+	var claimed *runRecord
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		claimed = nil
+		t, err := getThread(tx, threadID)
+		if err != nil || t.Active != "" || len(t.Queue) == 0 {
+			return nil
+		}
+		id := t.Queue[0]
+		t.Queue = t.Queue[1:]
+		r, err := getRun(tx, id)
+		if err != nil {
+			return putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
+		}
+		r.Status, r.UpdatedAt = RunRunning, time.Now().UTC()
+		r.FirstSeq = t.Seq
+		t.Active = id
+		if err := putJSON(tx.Bucket([]byte(bRuns)), id, r); err != nil {
+			return err
+		}
+		claimed = r
+		return putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
+	})
+	return claimed, err
+}
+
+// execute runs a claimed run to its end and records the outcome, the
+// states it produced, and the thread's new status in one transaction.
+func (e *Engine) execute(r *runRecord) {
+	lr := e.prepareEvents(r.RunID)
+	ctx, cancel := context.WithCancelCause(e.ctx)
+	e.mu.Lock()
+	lr.cancel = cancel
+	pending := lr.action
+	e.mu.Unlock()
+	if pending != "" {
+		cancel(causeCancel)
+	}
+	ctx, stop := context.WithTimeout(ctx, e.Timeout)
+	defer stop()
+
+	var (
+		values map[string]any
+		graph  Graph
+		req    Request
+		cps    []pendingCheckpoint
+		runErr error
+	)
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, r.ThreadID)
+		if err != nil {
+			return err
+		}
+		a, err := e.ResolveAssistant(tx, r.AssistantID)
+		if err != nil {
+			return err
+		}
+		g, ok := e.Graphs[a.GraphID]
+		if !ok {
+			return fmt.Errorf("graph %q is not served by this agent", a.GraphID)
+		}
+		graph, values = g, clone(t.Values)
+		in, _ := r.Kwargs["input"].(map[string]any)
+		cfg, _ := r.Kwargs["config"].(map[string]any)
+		cx, _ := r.Kwargs["context"].(map[string]any)
+		cmd, _ := r.Kwargs["command"].(map[string]any)
+		req = Request{Input: in, Command: cmd, Config: merge(a.Config, cfg), Context: merge(a.Context, cx),
+			ThreadID: r.ThreadID, RunID: r.RunID, AssistantID: a.AssistantID, GraphID: a.GraphID}
+		return nil
+	})
+	lr.events.publish("metadata", map[string]any{"run_id": r.RunID, "attempt": 1})
+	step := 0
+	if err == nil {
+		// The input is the first update: its messages join the state.
+		if req.Input != nil {
+			values, err = ApplyUpdate(values, inputUpdate(req.Input))
+			if err == nil {
+				cps = append(cps, pendingCheckpoint{values: clone(values), source: "input", step: -1, writes: map[string]any{"__start__": req.Input}})
+				lr.events.publish("values", values)
+			}
+		}
+	}
+	if err == nil {
+		req.Values = clone(values)
+		err = graph.Run(ctx, req, func(node string, update map[string]any, extra []Event) error {
+			for _, ev := range extra {
+				if ev.Mode == "__replace__" {
+					values = clone(update)
+					step++
+					cps = append(cps, pendingCheckpoint{values: clone(values), source: "loop", step: step, writes: map[string]any{"__replace__": nil}})
+					lr.events.publish("values", values)
+					return nil
+				}
+				lr.events.publish(ev.Mode, ev.Data)
+			}
+			if update == nil {
+				return nil
+			}
+			next, err := ApplyUpdate(values, update)
+			if err != nil {
+				return fmt.Errorf("%w: node %s: %v", ErrProtocol, node, err)
+			}
+			values = next
+			step++
+			cps = append(cps, pendingCheckpoint{values: clone(values), source: "loop", step: step, writes: map[string]any{node: update}})
+			lr.events.publish("updates", map[string]any{node: update})
+			lr.events.publish("values", values)
+			return nil
+		})
+	}
+	runErr = err
+	cause := context.Cause(ctx)
+	status := RunSuccess
+	switch {
+	case errors.Is(cause, causeRollback):
+		status = "rollback"
+	case errors.Is(cause, causeInterrupt), errors.Is(cause, causeCancel):
+		status = RunInterrupted
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		status = RunTimeout
+		runErr = fmt.Errorf("the run exceeded its timeout of %v", e.Timeout)
+	case runErr != nil:
+		status = RunError
+	}
+	e.finish(r, status, runErr, cps)
+	if runErr != nil && status != RunInterrupted && status != "rollback" {
+		lr.events.publish("error", map[string]any{"error": errorName(status, runErr), "message": runErr.Error()})
+	}
+	lr.events.close()
+	close(lr.done)
+	// Keep finished runs' events briefly for late joiners, then let go.
+	time.AfterFunc(time.Minute, func() {
+		e.mu.Lock()
+		if e.live[r.RunID] == lr {
+			delete(e.live, r.RunID)
+		}
+		e.mu.Unlock()
+	})
+}
+
+func errorName(status string, err error) string {
+	if status == RunTimeout {
+		return "TimeoutError"
+	}
+	if errors.Is(err, ErrProtocol) {
+		return "GraphProtocolError"
+	}
+	return "GraphError"
+}
+
+type pendingCheckpoint struct {
+	values map[string]any
+	source string
+	step   int
+	writes any
+}
+
+func inputUpdate(in map[string]any) map[string]any {
+	up := map[string]any{}
+	for k, v := range in {
+		if k != "sleep" {
+			up[k] = v
+		}
+	}
+	return up
+}
+
+func merge(a, b map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// finish records a run's end. A rolled-back run disappears with what it
+// wrote; any other run keeps the states it produced.
+func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pendingCheckpoint) {
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, r.ThreadID)
+		if err != nil {
+			return nil // the thread was deleted meanwhile
+		}
+		if t.Active == r.RunID {
+			t.Active = ""
+		}
+		now := time.Now().UTC()
+		if status == "rollback" {
+			if err := tx.Bucket([]byte(bRuns)).Delete([]byte(r.RunID)); err != nil {
+				return err
+			}
+			if err := tx.Bucket([]byte(bThreadRuns)).Delete(idxKey(r.ThreadID, r.RunID)); err != nil {
+				return err
+			}
+		} else {
+			for _, cp := range cps {
+				if _, err := writeCheckpoint(tx, t, cp.values, cp.source, cp.step, cp.writes); err != nil {
+					return err
+				}
+			}
+			cur, err := getRun(tx, r.RunID)
+			if err != nil {
+				cur = r
+			}
+			cur.Status, cur.UpdatedAt = status, now
+			if runErr != nil && status != RunInterrupted {
+				cur.Error = runErr.Error()
+			}
+			if err := putJSON(tx.Bucket([]byte(bRuns)), r.RunID, cur); err != nil {
+				return err
+			}
+		}
+		switch {
+		case t.busy():
+			t.Status = ThreadBusy
+		case status == RunError || status == RunTimeout:
+			t.Status = ThreadError
+		case status == RunInterrupted:
+			t.Status = ThreadInterrupted
+		default:
+			t.Status = ThreadIdle
+		}
+		t.UpdatedAt = now
+		if r.Temporary && !t.busy() {
+			return deleteThreadData(tx, r.ThreadID)
+		}
+		return putJSON(tx.Bucket([]byte(bThreads)), r.ThreadID, t)
+	})
+	if err != nil {
+		e.Log.Error().Err(err).Str("run_id", r.RunID).Msg("record the end of a run")
+	}
+}
+
+// cancelLive stops a running run (or marks a pending one to stop when it starts).
+func (e *Engine) cancelLive(runID, action string, cause error) {
+	e.mu.Lock()
+	lr := e.live[runID]
+	if lr == nil {
+		lr = &liveRun{events: newEventLog(), done: make(chan struct{})}
+		e.live[runID] = lr
+	}
+	lr.action = action
+	cancel := lr.cancel
+	e.mu.Unlock()
+	if cancel != nil {
+		cancel(cause)
+	}
+}
+
+// GetRun returns a run of a thread.
+func (e *Engine) GetRun(threadID, runID string) (Run, error) {
+	var out Run
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		if _, err := getThread(tx, threadID); err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
+		}
+		r, err := getRun(tx, runID)
+		if err != nil || r.ThreadID != threadID {
+			return fmt.Errorf("%w: run %s", ErrNotFound, runID)
+		}
+		out = r.Run
+		return nil
+	})
+	return out, err
+}
+
+// ListRuns lists a thread's runs, newest first.
+func (e *Engine) ListRuns(threadID string, limit, offset int, status string) ([]Run, error) {
+	out := []Run{}
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		if _, err := getThread(tx, threadID); err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
+		}
+		tid := uuid.MustParse(threadID)
+		c := tx.Bucket([]byte(bThreadRuns)).Cursor()
+		var all []Run
+		for k, _ := c.Seek(tid[:]); k != nil && strings.HasPrefix(string(k), string(tid[:])); k, _ = c.Next() {
+			r, err := getRun(tx, uuid.UUID(k[16:]).String())
+			if err != nil {
+				continue
+			}
+			if status == "" || r.Status == status {
+				all = append(all, r.Run)
+			}
+		}
+		sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) })
+		for i := offset; i < len(all) && len(out) < limit; i++ {
+			out = append(out, all[i])
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeleteRun deletes a run that is not pending or running.
+func (e *Engine) DeleteRun(threadID, runID string) error {
+	return e.w.Update(func(tx *bolt.Tx) error {
+		r, err := getRun(tx, runID)
+		if err != nil || r.ThreadID != threadID {
+			return fmt.Errorf("%w: run %s", ErrNotFound, runID)
+		}
+		if r.Status == RunPending || r.Status == RunRunning {
+			return fmt.Errorf("%w: run %s is %s; cancel it first", ErrConflict, runID, r.Status)
+		}
+		if err := tx.Bucket([]byte(bThreadRuns)).Delete(idxKey(threadID, runID)); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte(bRuns)).Delete([]byte(runID))
+	})
+}
+
+// Cancel stops a run: a running one is interrupted (its progress kept) or
+// rolled back (deleted with what it wrote); a pending one never starts.
+func (e *Engine) Cancel(ctx context.Context, threadID, runID, action string, wait bool) error {
+	if action == "" {
+		action = StrategyInterrupt
+	}
+	running := false
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		running = false
+		r, err := getRun(tx, runID)
+		if err != nil || r.ThreadID != threadID {
+			return fmt.Errorf("%w: run %s", ErrNotFound, runID)
+		}
+		t, err := getThread(tx, threadID)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
+		}
+		switch r.Status {
+		case RunRunning:
+			running = true
+			return nil
+		case RunPending:
+			q := t.Queue[:0]
+			for _, id := range t.Queue {
+				if id != runID {
+					q = append(q, id)
+				}
+			}
+			t.Queue = q
+			if !t.busy() {
+				t.Status = ThreadIdle
+			}
+			if action == StrategyRollback {
+				if err := tx.Bucket([]byte(bThreadRuns)).Delete(idxKey(threadID, runID)); err != nil {
+					return err
+				}
+				if err := tx.Bucket([]byte(bRuns)).Delete([]byte(runID)); err != nil {
+					return err
+				}
+			} else {
+				r.Status, r.UpdatedAt = RunInterrupted, time.Now().UTC()
+				if err := putJSON(tx.Bucket([]byte(bRuns)), runID, r); err != nil {
+					return err
+				}
+			}
+			return putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
+		}
+		return fmt.Errorf("%w: run %s has already ended (%s)", ErrConflict, runID, r.Status)
+	})
+	if err != nil {
+		return err
+	}
+	if !running {
+		if lr := e.liveRun(runID); lr != nil {
+			lr.events.close()
+		}
+		return nil
+	}
+	cause := causeCancel
+	if action == StrategyRollback {
+		cause = causeRollback
+	}
+	e.cancelLive(runID, action, cause)
+	if wait {
+		if lr := e.liveRun(runID); lr != nil {
+			select {
+			case <-lr.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// Join waits for a run to end and returns the thread's values.
+func (e *Engine) Join(ctx context.Context, threadID, runID string) (map[string]any, error) {
+	if _, err := e.GetRun(threadID, runID); err != nil {
+		return nil, err
+	}
+	if lr := e.liveRun(runID); lr != nil {
+		if err := e.waitEnd(ctx, threadID, runID, lr); err != nil {
+			return nil, err
+		}
+	}
+	st, err := e.GetState(threadID, "")
+	if err != nil {
+		return nil, err
+	}
+	return st.Values, nil
+}
+
+// waitEnd waits until the run is no longer pending or running.
+func (e *Engine) waitEnd(ctx context.Context, threadID, runID string, lr *liveRun) error {
+	for {
+		select {
+		case <-lr.done:
+			return nil
+		case <-lr.events.closedCh():
+			r, err := e.GetRun(threadID, runID)
+			if err != nil || (r.Status != RunPending && r.Status != RunRunning) {
+				return nil
+			}
+			time.Sleep(10 * time.Millisecond)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Subscribe returns the run's event log, or nil when it is not live.
+func (e *Engine) Subscribe(runID string) *EventLog {
+	lr := e.liveRun(runID)
+	if lr == nil {
+		return nil
+	}
+	return lr.events
+}
+
+// RunResult is the outcome of a run, for /runs/wait.
+func (e *Engine) RunResult(threadID, runID string) (Run, error) { return e.GetRun(threadID, runID) }
+
+// ---- events --------------------------------------------------------------
+
+// EventLog is a run's stream: every event in order, replayable from any
+// id, with waiters woken on each append.
+type EventLog = eventLog
+
+type eventLog struct {
+	mu     sync.Mutex
+	events []StreamEvent
+	closed bool
+	wake   chan struct{}
+}
+
+// StreamEvent is one server-sent event of a run.
+type StreamEvent struct {
+	ID    int
+	Event string
+	Data  json.RawMessage
+}
+
+func newEventLog() *eventLog { return &eventLog{wake: make(chan struct{})} }
+
+func (l *eventLog) publish(event string, data any) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		raw = []byte(`null`)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.events = append(l.events, StreamEvent{ID: len(l.events) + 1, Event: event, Data: raw})
+	close(l.wake)
+	l.wake = make(chan struct{})
+}
+
+func (l *eventLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.closed = true
+		close(l.wake)
+	}
+}
+
+func (l *eventLog) closedCh() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	return l.wake
+}
+
+// Next returns events after id (waiting for at least one), and whether the
+// stream has ended.
+func (l *eventLog) Next(ctx context.Context, after int) ([]StreamEvent, bool, error) {
+	for {
+		l.mu.Lock()
+		if after < len(l.events) {
+			out := append([]StreamEvent(nil), l.events[after:]...)
+			l.mu.Unlock()
+			return out, false, nil
+		}
+		if l.closed {
+			l.mu.Unlock()
+			return nil, true, nil
+		}
+		wake := l.wake
+		l.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package agentapi
+
+import (
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+
+	"slipway/runtime/agent"
+	"slipway/server/httpx"
+)
+
+func (a *API) assistantRoutes(rt *httprouter.Router, h func(httpx.Handle) httprouter.Handle) {
+	rt.POST("/assistants", h(a.createAssistant))
+	rt.POST("/assistants/:assistant_id", h(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+		switch ps.ByName("assistant_id") {
+		case "search":
+			return a.searchAssistants(w, r, false)
+		case "count":
+			return a.searchAssistants(w, r, true)
+		}
+		return httpx.Errorf(http.StatusMethodNotAllowed, "Method Not Allowed")
+	}))
+	rt.GET("/assistants/:assistant_id", h(a.getAssistant))
+	rt.PATCH("/assistants/:assistant_id", h(a.patchAssistant))
+	rt.DELETE("/assistants/:assistant_id", h(a.deleteAssistant))
+	rt.GET("/assistants/:assistant_id/graph", h(a.assistantGraph))
+	rt.GET("/assistants/:assistant_id/schemas", h(a.assistantSchemas))
+}
+
+type assistantBody struct {
+	AssistantID string         `json:"assistant_id"`
+	GraphID     string         `json:"graph_id"`
+	Name        string         `json:"name"`
+	Description *string        `json:"description"`
+	Config      map[string]any `json:"config"`
+	Context     map[string]any `json:"context"`
+	Metadata    map[string]any `json:"metadata"`
+	IfExists    string         `json:"if_exists"`
+}
+
+func (b assistantBody) assistant() agent.Assistant {
+	return agent.Assistant{AssistantID: b.AssistantID, GraphID: b.GraphID, Name: b.Name, Description: b.Description,
+		Config: b.Config, Context: b.Context, Metadata: b.Metadata}
+}
+
+func (a *API) createAssistant(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var b assistantBody
+	if err := decode(r, &b); err != nil {
+		return err
+	}
+	if b.GraphID == "" {
+		return httpx.Errorf(http.StatusUnprocessableEntity, "graph_id is required")
+	}
+	if err := oneOf(b.IfExists, "if_exists", "raise", "do_nothing"); err != nil {
+		return err
+	}
+	as, err := a.Engine.CreateAssistant(b.assistant(), b.IfExists)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, as)
+	return nil
+}
+
+func (a *API) getAssistant(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	as, err := a.Engine.GetAssistant(ps.ByName("assistant_id"))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, as)
+	return nil
+}
+
+func (a *API) patchAssistant(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	var b assistantBody
+	if err := decode(r, &b); err != nil {
+		return err
+	}
+	as, err := a.Engine.PatchAssistant(ps.ByName("assistant_id"), b.assistant())
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, as)
+	return nil
+}
+
+func (a *API) deleteAssistant(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	if err := a.Engine.DeleteAssistant(ps.ByName("assistant_id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *API) searchAssistants(w http.ResponseWriter, r *http.Request, count bool) error {
+	var b struct {
+		GraphID  string         `json:"graph_id"`
+		Name     string         `json:"name"`
+		Metadata map[string]any `json:"metadata"`
+		Limit    int            `json:"limit"`
+		Offset   int            `json:"offset"`
+	}
+	if err := decode(r, &b); err != nil {
+		return err
+	}
+	if err := limitOffset(&b.Limit, &b.Offset, 10); err != nil {
+		return err
+	}
+	list, n, err := a.Engine.SearchAssistants(b.GraphID, b.Name, b.Metadata, b.Limit, b.Offset)
+	if err != nil {
+		return err
+	}
+	if count {
+		httpx.WriteJSON(w, http.StatusOK, n)
+		return nil
+	}
+	httpx.WriteJSON(w, http.StatusOK, list)
+	return nil
+}
+
+// assistantGraph describes the graph's nodes: input → the graph → end.
+func (a *API) assistantGraph(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	as, err := a.Engine.GetAssistant(ps.ByName("assistant_id"))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{
+		"nodes": []any{map[string]any{"id": "__start__"}, map[string]any{"id": as.GraphID}, map[string]any{"id": "__end__"}},
+		"edges": []any{map[string]any{"source": "__start__", "target": as.GraphID}, map[string]any{"source": as.GraphID, "target": "__end__"}},
+	})
+	return nil
+}
+
+func (a *API) assistantSchemas(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	as, err := a.Engine.GetAssistant(ps.ByName("assistant_id"))
+	if err != nil {
+		return err
+	}
+	state := map[string]any{"type": "object", "properties": map[string]any{"messages": map[string]any{"type": "array"}}}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"graph_id": as.GraphID, "input_schema": state, "output_schema": state,
+		"state_schema": state, "config_schema": map[string]any{"type": "object"}, "context_schema": map[string]any{"type": "object"}})
+	return nil
+}
