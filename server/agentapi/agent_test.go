@@ -1,0 +1,277 @@
+package agentapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"slipway/server/servertest"
+)
+
+func newThread(t *testing.T, a *servertest.Agent) string {
+	t.Helper()
+	r := a.Do("POST", "/threads", map[string]any{})
+	if r.Status != 200 {
+		t.Fatalf("create thread: %d %s", r.Status, r.Body)
+	}
+	return r.Map()["thread_id"].(string)
+}
+
+func runBody(text string, sleep float64, strategy string) map[string]any {
+	in := map[string]any{"messages": []any{map[string]any{"role": "user", "content": text}}}
+	if sleep > 0 {
+		in["sleep"] = sleep
+	}
+	b := map[string]any{"assistant_id": "echo", "input": in}
+	if strategy != "" {
+		b["multitask_strategy"] = strategy
+	}
+	return b
+}
+
+func messages(t *testing.T, a *servertest.Agent, thread string) []map[string]any {
+	t.Helper()
+	r := a.Do("GET", "/threads/"+thread+"/state", nil)
+	if r.Status != 200 {
+		t.Fatalf("state: %d %s", r.Status, r.Body)
+	}
+	var out []map[string]any
+	ms, _ := r.Map()["values"].(map[string]any)["messages"].([]any)
+	for _, m := range ms {
+		out = append(out, m.(map[string]any))
+	}
+	return out
+}
+
+// TestRejectIsAtomic fires 50 concurrent reject runs at a busy thread and
+// at an idle one, 20 times: none is accepted on the busy thread, exactly
+// one on the idle thread.
+func TestRejectIsAtomic(t *testing.T) {
+	a := servertest.StartAgent(t, map[string]string{"SLIPWAY_LOG_LEVEL": "warn", "SLIPWAY_AGENT_WORKERS": "64"})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
+	fire := func(thread string) (accepted, rejected int) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for i := 0; i < 50; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				// Slow runs: "exactly one on an idle thread" needs the accepted
+				// run to still be running when the others arrive.
+				body := fmt.Sprintf(`{"assistant_id":"echo","input":{"messages":[{"role":"user","content":"r%d"}],"sleep":2},"multitask_strategy":"reject"}`, i)
+				resp, err := client.Post(a.URL+"/threads/"+thread+"/runs", "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				mu.Lock()
+				defer mu.Unlock()
+				switch resp.StatusCode {
+				case 200:
+					accepted++
+				case 409:
+					rejected++
+				default:
+					t.Errorf("status %d", resp.StatusCode)
+				}
+			}(i)
+		}
+		wg.Wait()
+		return
+	}
+	for round := 0; round < 20; round++ {
+		busy := newThread(t, a)
+		first := a.Do("POST", "/threads/"+busy+"/runs", runBody("slow", 2, ""))
+		if first.Status != 200 {
+			t.Fatalf("first run: %d %s", first.Status, first.Body)
+		}
+		if acc, rej := fire(busy); acc != 0 || rej != 50 {
+			t.Fatalf("round %d busy thread: %d accepted, %d rejected", round, acc, rej)
+		}
+		idle := newThread(t, a)
+		if acc, rej := fire(idle); acc != 1 || rej != 49 {
+			t.Fatalf("round %d idle thread: %d accepted, %d rejected", round, acc, rej)
+		}
+	}
+}
+
+// TestRejectScenario is the spec's scenario: the refused run changes
+// nothing and the first run finishes with exactly its own messages.
+func TestRejectScenario(t *testing.T) {
+	a := servertest.StartAgent(t, nil)
+	th := newThread(t, a)
+	first := a.Do("POST", "/threads/"+th+"/runs", runBody("hello", 1, ""))
+	if first.Status != 200 || !strings.HasPrefix(first.Header.Get("Content-Location"), "/threads/"+th+"/runs/") {
+		t.Fatalf("first: %d %v", first.Status, first.Header)
+	}
+	r := a.Do("POST", "/threads/"+th+"/runs", runBody("second", 0, "reject"))
+	if r.Status != 409 || r.Map()["detail"] != "Thread is already running a task. Wait for it to finish or choose a different multitask strategy." {
+		t.Fatalf("second: %d %s", r.Status, r.Body)
+	}
+	rid := first.Map()["run_id"].(string)
+	j := a.Do("GET", "/threads/"+th+"/runs/"+rid+"/join", nil)
+	if j.Status != 200 {
+		t.Fatalf("join: %d %s", j.Status, j.Body)
+	}
+	ms := messages(t, a, th)
+	if len(ms) != 2 || ms[0]["type"] != "human" || ms[0]["content"] != "hello" || ms[1]["type"] != "ai" || ms[1]["content"] != "hello" {
+		t.Fatalf("state: %v", ms)
+	}
+	if got := a.Do("GET", "/threads/"+th+"/runs/"+rid, nil).Map()["status"]; got != "success" {
+		t.Fatalf("first run status %v", got)
+	}
+	if runs := a.Do("GET", "/threads/"+th+"/runs", nil).JSON().([]any); len(runs) != 1 {
+		t.Fatalf("%d runs recorded, want 1", len(runs))
+	}
+}
+
+func TestMultitaskStrategies(t *testing.T) {
+	a := servertest.StartAgent(t, nil)
+	wait := func(th, rid string) {
+		t.Helper()
+		if r := a.Do("GET", "/threads/"+th+"/runs/"+rid+"/join", nil); r.Status != 200 {
+			t.Fatalf("join %s: %d %s", rid, r.Status, r.Body)
+		}
+	}
+	t.Run("interrupt", func(t *testing.T) {
+		th := newThread(t, a)
+		first := a.Do("POST", "/threads/"+th+"/runs", runBody("one", 5, "")).Map()["run_id"].(string)
+		time.Sleep(200 * time.Millisecond)
+		second := a.Do("POST", "/threads/"+th+"/runs", runBody("two", 0, "interrupt")).Map()["run_id"].(string)
+		wait(th, second)
+		if st := a.Do("GET", "/threads/"+th+"/runs/"+first, nil).Map()["status"]; st != "interrupted" {
+			t.Fatalf("first run %v", st)
+		}
+		// The interrupted run keeps its progress (its input), then the second run's.
+		ms := messages(t, a, th)
+		if len(ms) != 3 || ms[0]["content"] != "one" || ms[1]["content"] != "two" || ms[2]["content"] != "two" {
+			t.Fatalf("state: %v", ms)
+		}
+	})
+	t.Run("rollback", func(t *testing.T) {
+		th := newThread(t, a)
+		first := a.Do("POST", "/threads/"+th+"/runs", runBody("one", 5, "")).Map()["run_id"].(string)
+		time.Sleep(200 * time.Millisecond)
+		second := a.Do("POST", "/threads/"+th+"/runs", runBody("two", 0, "rollback")).Map()["run_id"].(string)
+		wait(th, second)
+		if r := a.Do("GET", "/threads/"+th+"/runs/"+first, nil); r.Status != 404 {
+			t.Fatalf("rolled back run still there: %d", r.Status)
+		}
+		ms := messages(t, a, th)
+		if len(ms) != 2 || ms[0]["content"] != "two" {
+			t.Fatalf("state: %v", ms)
+		}
+	})
+	t.Run("enqueue", func(t *testing.T) {
+		th := newThread(t, a)
+		first := a.Do("POST", "/threads/"+th+"/runs", runBody("one", 0.5, "")).Map()["run_id"].(string)
+		second := a.Do("POST", "/threads/"+th+"/runs", runBody("two", 0, "enqueue"))
+		if second.Map()["status"] != "pending" {
+			t.Fatalf("queued run: %s", second.Body)
+		}
+		wait(th, second.Map()["run_id"].(string))
+		for _, id := range []string{first, second.Map()["run_id"].(string)} {
+			if st := a.Do("GET", "/threads/"+th+"/runs/"+id, nil).Map()["status"]; st != "success" {
+				t.Fatalf("run %s: %v", id, st)
+			}
+		}
+		ms := messages(t, a, th)
+		if len(ms) != 4 || ms[0]["content"] != "one" || ms[2]["content"] != "two" {
+			t.Fatalf("state: %v", ms)
+		}
+	})
+	t.Run("cancel", func(t *testing.T) {
+		th := newThread(t, a)
+		id := a.Do("POST", "/threads/"+th+"/runs", runBody("one", 5, "")).Map()["run_id"].(string)
+		time.Sleep(100 * time.Millisecond)
+		if r := a.Do("POST", "/threads/"+th+"/runs/"+id+"/cancel?wait=1", nil); r.Status != 204 {
+			t.Fatalf("cancel: %d %s", r.Status, r.Body)
+		}
+		if st := a.Do("GET", "/threads/"+th+"/runs/"+id, nil).Map()["status"]; st != "interrupted" {
+			t.Fatalf("cancelled run: %v", st)
+		}
+		if st := a.Do("GET", "/threads/"+th, nil).Map()["status"]; st == "busy" {
+			t.Fatal("thread still busy")
+		}
+	})
+}
+
+// TestCrashRecovery kills the agent while one run is running and another
+// is queued: after a restart the running one ended in error saying the
+// server restarted, the queued one runs, and every thread and run is there.
+func TestCrashRecovery(t *testing.T) {
+	a := servertest.StartAgent(t, nil)
+	th := newThread(t, a)
+	running := a.Do("POST", "/threads/"+th+"/runs", runBody("one", 30, "")).Map()["run_id"].(string)
+	queued := a.Do("POST", "/threads/"+th+"/runs", runBody("two", 0, "enqueue")).Map()["run_id"].(string)
+	other := newThread(t, a)
+	time.Sleep(300 * time.Millisecond)
+	a.Kill()
+	a.Restart()
+	r := a.Do("GET", "/threads/"+th+"/runs/"+running, nil).Map()
+	if r["status"] != "error" || !strings.Contains(fmt.Sprint(r["error"]), "restarted") {
+		t.Fatalf("running run after crash: %v", r)
+	}
+	if j := a.Do("GET", "/threads/"+th+"/runs/"+queued+"/join", nil); j.Status != 200 {
+		t.Fatalf("join queued: %d %s", j.Status, j.Body)
+	}
+	if st := a.Do("GET", "/threads/"+th+"/runs/"+queued, nil).Map()["status"]; st != "success" {
+		t.Fatalf("queued run after crash: %v", st)
+	}
+	if r := a.Do("GET", "/threads/"+other, nil); r.Status != 200 {
+		t.Fatal("thread lost in the crash")
+	}
+	if ms := messages(t, a, th); len(ms) != 2 || ms[0]["content"] != "two" {
+		t.Fatalf("state after recovery: %v", ms)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	a := servertest.StartAgent(t, map[string]string{"SLIPWAY_AGENT_MAX_BODY_MB": "1"})
+	th := newThread(t, a)
+	cases := []struct {
+		name, method, path string
+		body               any
+		want               int
+	}{
+		{"malformed json", "POST", "/threads/" + th + "/runs", `{"assistant_id": `, 422},
+		{"wrong type", "POST", "/threads/" + th + "/runs", `{"assistant_id": 5}`, 422},
+		{"missing assistant", "POST", "/threads/" + th + "/runs", `{}`, 422},
+		{"unknown assistant", "POST", "/threads/" + th + "/runs", `{"assistant_id": "nope"}`, 404},
+		{"unknown thread", "POST", "/threads/0190f0f0-0000-7000-8000-000000000000/runs", runBody("x", 0, ""), 404},
+		{"thread id not uuid", "GET", "/threads/xyz", nil, 422},
+		{"bad strategy", "POST", "/threads/" + th + "/runs", `{"assistant_id":"echo","multitask_strategy":"maybe"}`, 422},
+		{"bad stream mode", "POST", "/threads/" + th + "/runs", `{"assistant_id":"echo","stream_mode":["nope"]}`, 422},
+		{"bad message role", "POST", "/threads/" + th + "/runs", `{"assistant_id":"echo","input":{"messages":[{"role":"wizard","content":"x"}]}}`, 422},
+		{"messages not a list", "POST", "/threads/" + th + "/runs", `{"assistant_id":"echo","input":{"messages":"hi"}}`, 422},
+		{"oversized body", "POST", "/threads", `{"metadata":{"x":"` + strings.Repeat("a", 2<<20) + `"}}`, 413},
+		{"duplicate thread", "POST", "/threads", map[string]any{"thread_id": th}, 409},
+		{"bad sleep", "POST", "/runs/wait", `{"assistant_id":"echo","input":{"sleep":"long"}}`, 200},
+		{"unknown run", "GET", "/threads/" + th + "/runs/0190f0f0-0000-7000-8000-000000000000", nil, 404},
+		{"store without namespace", "PUT", "/store/items", `{"key":"k","value":{}}`, 422},
+		{"store item missing", "GET", "/store/items?namespace=a&key=nope", nil, 404},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := a.Do(tc.method, tc.path, tc.body)
+			if r.Status != tc.want {
+				t.Fatalf("status %d, want %d: %.200s", r.Status, tc.want, r.Body)
+			}
+			if tc.want >= 400 && tc.want != 413 {
+				if d, ok := r.Map()["detail"]; !ok || d == "" {
+					t.Fatalf("no detail: %s", r.Body)
+				}
+			}
+			if tc.name == "bad sleep" && !strings.Contains(string(r.Body), "__error__") {
+				t.Fatalf("failed run via /runs/wait: %s", r.Body)
+			}
+		})
+	}
+	if r := a.Do("GET", "/ok", nil); r.Status != 200 {
+		t.Fatal("agent unhealthy after bad input")
+	}
+}
