@@ -178,6 +178,9 @@ func putJSON(b *bolt.Bucket, key string, v any) error {
 	if err != nil {
 		return err
 	}
+	// Keys are mostly time-ordered (UUIDv7 ids, checkpoint sequences), so
+	// inserts land at the end: fill pages instead of splitting them in half.
+	b.FillPercent = 0.9
 	return b.Put([]byte(key), raw)
 }
 
@@ -220,7 +223,7 @@ func cpKey(thread string, seq uint64) []byte {
 // CreateThread creates a thread; with ifExists "do_nothing" an existing one is returned.
 func (e *Engine) CreateThread(id string, metadata map[string]any, ifExists string) (Thread, error) {
 	if id == "" {
-		id = uuid.NewString()
+		id = storage.NewID().String() // time-ordered: new threads append to the B-trees
 	}
 	var out Thread
 	err := e.w.Update(func(tx *bolt.Tx) error {
@@ -550,7 +553,7 @@ func (e *Engine) CopyThread(id string) (Thread, error) {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
 		nt := threadRecord{Thread: t.Thread, Seq: t.Seq}
-		nt.ThreadID = uuid.NewString()
+		nt.ThreadID = storage.NewID().String()
 		nt.Status = ThreadIdle
 		nt.CreatedAt, nt.UpdatedAt = time.Now().UTC(), time.Now().UTC()
 		old := uuid.MustParse(id)

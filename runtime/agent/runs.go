@@ -50,14 +50,17 @@ func (e *Engine) ResolveAssistant(tx *bolt.Tx, id string) (*Assistant, error) {
 // CreateRun admits a run on thread threadID ("" for a stateless run on a
 // temporary thread). The multitask check and the insert are one
 // transaction, so concurrent requests on a busy thread see each other.
-func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, error) {
+//
+// It returns the run's event log, created before the run can start, so a
+// streaming caller sees every event even of a run that ends at once.
+func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error) {
 	strategy := rc.MultitaskStrategy
 	if strategy == "" {
 		strategy = StrategyEnqueue
 	}
 	temporary := threadID == ""
 	if temporary {
-		threadID = uuid.NewString()
+		threadID = storage.NewID().String()
 	}
 	var out Run
 	var victim string
@@ -101,16 +104,18 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, error) {
 		if err := putJSON(tx.Bucket([]byte(bRuns)), r.RunID, &r); err != nil {
 			return err
 		}
-		if err := tx.Bucket([]byte(bThreadRuns)).Put(idxKey(threadID, r.RunID), nil); err != nil {
+		idx := tx.Bucket([]byte(bThreadRuns))
+		idx.FillPercent = 0.9
+		if err := idx.Put(idxKey(threadID, r.RunID), nil); err != nil {
 			return err
 		}
 		out = r.Run
 		return putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
 	})
 	if err != nil {
-		return Run{}, err
+		return Run{}, nil, err
 	}
-	e.prepareEvents(out.RunID)
+	lr := e.prepareEvents(out.RunID)
 	if victim != "" {
 		if strategy == StrategyRollback {
 			e.cancelLive(victim, StrategyRollback, causeRollback)
@@ -119,11 +124,14 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, error) {
 		}
 	}
 	e.dispatch(threadID)
-	return out, nil
+	return out, lr.events, nil
 }
 
 func kwargs(rc RunCreate) map[string]any {
 	k := map[string]any{"input": rc.Input, "config": rc.Config, "context": rc.Context, "stream_mode": rc.StreamMode}
+	if rc.StreamResumable {
+		k["stream_resumable"] = true
+	}
 	if rc.Command != nil {
 		k["command"] = rc.Command
 	}
@@ -333,14 +341,20 @@ func (e *Engine) execute(r *runRecord) {
 	}
 	lr.events.close()
 	close(lr.done)
-	// Keep finished runs' events briefly for late joiners, then let go.
-	time.AfterFunc(time.Minute, func() {
+	// Subscribers hold the log itself; the engine keeps it only for
+	// resumable streams, whose clients may come back with Last-Event-ID.
+	forget := func() {
 		e.mu.Lock()
 		if e.live[r.RunID] == lr {
 			delete(e.live, r.RunID)
 		}
 		e.mu.Unlock()
-	})
+	}
+	if resumable, _ := r.Kwargs["stream_resumable"].(bool); resumable {
+		time.AfterFunc(10*time.Minute, forget)
+	} else {
+		forget()
+	}
 }
 
 func errorName(status string, err error) string {
@@ -616,11 +630,17 @@ func (e *Engine) waitEnd(ctx context.Context, threadID, runID string, lr *liveRu
 		case <-lr.done:
 			return nil
 		case <-lr.events.closedCh():
+			// Closed without running: a pending run was cancelled.
 			r, err := e.GetRun(threadID, runID)
 			if err != nil || (r.Status != RunPending && r.Status != RunRunning) {
 				return nil
 			}
-			time.Sleep(10 * time.Millisecond)
+			select {
+			case <-lr.done:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -646,10 +666,11 @@ func (e *Engine) RunResult(threadID, runID string) (Run, error) { return e.GetRu
 type EventLog = eventLog
 
 type eventLog struct {
-	mu     sync.Mutex
-	events []StreamEvent
-	closed bool
-	wake   chan struct{}
+	mu      sync.Mutex
+	events  []StreamEvent
+	closed  bool
+	wake    chan struct{} // closed and replaced on every append
+	closedC chan struct{} // closed once, when the stream ends
 }
 
 // StreamEvent is one server-sent event of a run.
@@ -659,7 +680,9 @@ type StreamEvent struct {
 	Data  json.RawMessage
 }
 
-func newEventLog() *eventLog { return &eventLog{wake: make(chan struct{})} }
+func newEventLog() *eventLog {
+	return &eventLog{wake: make(chan struct{}), closedC: make(chan struct{})}
+}
 
 func (l *eventLog) publish(event string, data any) {
 	raw, err := json.Marshal(data)
@@ -682,19 +705,11 @@ func (l *eventLog) close() {
 	if !l.closed {
 		l.closed = true
 		close(l.wake)
+		close(l.closedC)
 	}
 }
 
-func (l *eventLog) closedCh() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		ch := make(chan struct{})
-		close(ch)
-		return ch
-	}
-	return l.wake
-}
+func (l *eventLog) closedCh() <-chan struct{} { return l.closedC }
 
 // Next returns events after id (waiting for at least one), and whether the
 // stream has ended.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -25,6 +26,11 @@ import (
 // next start finds them (error: the server restarted), pending ones stay
 // queued and run after the restart.
 func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version string) error {
+	// Agents share a host with each other and with the control plane: keep
+	// the Go heap near a soft limit unless the operator chose one.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(40 << 20)
+	}
 	graphs, warnings, err := agent.LoadGraphs(cfg.GraphConfig, os.Environ())
 	if err != nil {
 		return err

@@ -61,7 +61,7 @@ func (a *API) createRun(w http.ResponseWriter, r *http.Request, thread, action s
 	if err != nil {
 		return err
 	}
-	run, err := a.Engine.CreateRun(thread, rc)
+	run, events, err := a.Engine.CreateRun(thread, rc)
 	if err != nil {
 		return err
 	}
@@ -75,9 +75,9 @@ func (a *API) createRun(w http.ResponseWriter, r *http.Request, thread, action s
 		if rc.StreamResumable {
 			w.Header().Set("Location", "/threads/"+run.ThreadID+"/runs/"+run.RunID+"/stream")
 		}
-		return a.stream(w, r, run, rc.StreamMode, 0, rc.OnDisconnect == "cancel")
+		return a.stream(w, r, run, events, rc.StreamMode, 0, rc.OnDisconnect == "cancel")
 	case "wait":
-		return a.wait(w, r, run, rc.OnDisconnect == "cancel")
+		return a.wait(w, r, run, events, rc.OnDisconnect == "cancel")
 	}
 	httpx.WriteJSON(w, http.StatusOK, run)
 	return nil
@@ -85,8 +85,7 @@ func (a *API) createRun(w http.ResponseWriter, r *http.Request, thread, action s
 
 // wait answers with the run's final values; a failed run still answers 200
 // with {"__error__": {error, message}}, as the reference server does.
-func (a *API) wait(w http.ResponseWriter, r *http.Request, run agent.Run, cancelOnDisconnect bool) error {
-	log := a.Engine.Subscribe(run.RunID)
+func (a *API) wait(w http.ResponseWriter, r *http.Request, run agent.Run, log *agent.EventLog, cancelOnDisconnect bool) error {
 	var last json.RawMessage
 	var failure map[string]any
 	after := 0
@@ -131,7 +130,7 @@ func (a *API) wait(w http.ResponseWriter, r *http.Request, run agent.Run, cancel
 
 // stream writes the run's events as server-sent events: metadata first,
 // then the requested modes, `error` on failure; it ends with the run.
-func (a *API) stream(w http.ResponseWriter, r *http.Request, run agent.Run, modes []string, after int, cancelOnDisconnect bool) error {
+func (a *API) stream(w http.ResponseWriter, r *http.Request, run agent.Run, log *agent.EventLog, modes []string, after int, cancelOnDisconnect bool) error {
 	want := map[string]bool{"metadata": true, "error": true}
 	for _, m := range modes {
 		if m == "messages-tuple" {
@@ -149,7 +148,6 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request, run agent.Run, mode
 		}
 	}
 	flush()
-	log := a.Engine.Subscribe(run.RunID)
 	if log == nil {
 		return nil // the run ended long ago: nothing to replay
 	}
@@ -271,7 +269,7 @@ func (a *API) joinStream(w http.ResponseWriter, r *http.Request, ps httprouter.P
 		modes = []string{"values", "updates", "messages", "custom"}
 	}
 	cancel := r.URL.Query().Get("cancel_on_disconnect")
-	return a.stream(w, r, run, modes, after, cancel == "1" || strings.EqualFold(cancel, "true"))
+	return a.stream(w, r, run, a.Engine.Subscribe(rid), modes, after, cancel == "1" || strings.EqualFold(cancel, "true"))
 }
 
 func (a *API) cancelRun(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {

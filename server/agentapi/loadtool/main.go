@@ -1,0 +1,242 @@
+// Command loadtool measures an agent server over HTTP the way the
+// acceptance asks: sequential create-run-plus-join on fresh threads,
+// the same with concurrent clients, run-creation latency percentiles, and
+// the server's RSS after many runs. It measures `slipway agent` (started
+// here unless -url is given) and, with -reference-url, a second server
+// (the reference JS development server) in the same invocation, printing
+// the ratios.
+//
+//	go run ./server/agentapi/loadtool -bin ./slipway
+//	go run ./server/agentapi/loadtool -bin ./slipway -reference-url http://127.0.0.1:2024 -reference-pid PID
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+type result struct {
+	name       string
+	seqRate    float64
+	concRate   float64
+	p50, p99   time.Duration
+	rssMB      float64
+	anonMB     float64 // RssAnon: the process's own memory
+	fileMB     float64 // RssFile: pages of the memory-mapped database the kernel keeps resident
+	totalRuns  int
+	rssMeasure bool
+}
+
+func main() {
+	bin := flag.String("bin", "", "slipway binary to start as `slipway agent` (when -url is empty)")
+	url := flag.String("url", "", "an already running slipway agent")
+	pid := flag.Int("pid", 0, "pid of the agent at -url, for RSS")
+	refURL := flag.String("reference-url", "", "reference server to measure the same way")
+	refPID := flag.Int("reference-pid", 0, "pid of the reference server, for RSS")
+	refGraph := flag.String("reference-graph", "echo", "assistant/graph id on the reference server")
+	seq := flag.Int("seq", 1000, "sequential runs")
+	conc := flag.Int("concurrency", 16, "concurrent clients")
+	concRuns := flag.Int("conc-runs", 4000, "runs in the concurrent phase")
+	rssRuns := flag.Int("rss-runs", 10000, "runs before RSS is read (counting all phases)")
+	flag.Parse()
+
+	if *url == "" {
+		if *bin == "" {
+			fmt.Fprintln(os.Stderr, "loadtool: give -bin (to start slipway agent) or -url")
+			os.Exit(2)
+		}
+		u, p, stop, err := startAgent(*bin)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtool:", err)
+			os.Exit(1)
+		}
+		defer stop()
+		*url, *pid = u, p
+	}
+	results := []result{measure("slipway agent", *url, "echo", *pid, *seq, *conc, *concRuns, *rssRuns)}
+	if *refURL != "" {
+		results = append(results, measure("reference", *refURL, *refGraph, *refPID, *seq, *conc, *concRuns, *rssRuns))
+	}
+	fmt.Println()
+	fmt.Printf("%-16s %12s %14s %10s %10s %10s %18s\n", "server", "seq runs/s", "16-conc runs/s", "p50 create", "p99 create", "RSS MB", "(anon + file MB)")
+	for _, r := range results {
+		rss, split := "-", ""
+		if r.rssMeasure {
+			rss, split = fmt.Sprintf("%.1f", r.rssMB), fmt.Sprintf("(%.1f + %.1f)", r.anonMB, r.fileMB)
+		}
+		fmt.Printf("%-16s %12.1f %14.1f %10s %10s %10s %18s\n", r.name, r.seqRate, r.concRate, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), rss, split)
+	}
+	if len(results) == 2 {
+		s, ref := results[0], results[1]
+		fmt.Printf("\nratios (slipway / reference): sequential %.1f×, concurrent %.1f×, p99 latency %.2f×", s.seqRate/ref.seqRate, s.concRate/ref.concRate, float64(s.p99)/float64(ref.p99))
+		if s.rssMeasure && ref.rssMeasure {
+			fmt.Printf(", RSS %.2f×", s.rssMB/ref.rssMB)
+		}
+		fmt.Println()
+	}
+}
+
+func startAgent(bin string) (string, int, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", 0, nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dir, err := os.MkdirTemp("", "loadtool-agent-")
+	if err != nil {
+		return "", 0, nil, err
+	}
+	cmd := exec.Command(bin, "agent")
+	cmd.Env = append(os.Environ(), "SLIPWAY_AGENT_ADDR="+addr, "SLIPWAY_AGENT_DATA_DIR="+dir, "SLIPWAY_LOG_LEVEL=warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", 0, nil, err
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		os.RemoveAll(dir)
+	}
+	u := "http://" + addr
+	for i := 0; i < 500; i++ {
+		if resp, err := http.Get(u + "/ok"); err == nil {
+			resp.Body.Close()
+			return u, cmd.Process.Pid, stop, nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	return "", 0, nil, fmt.Errorf("slipway agent did not start")
+}
+
+var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 60 * time.Second}
+
+func post(url string, body any) (map[string]any, time.Duration, error) {
+	raw, _ := json.Marshal(body)
+	start := time.Now()
+	resp, err := client.Post(url, "application/json", bytes.NewReader(raw))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	d := time.Since(start)
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return nil, d, fmt.Errorf("POST %s: %d %s", url, resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m, d, nil
+}
+
+// oneRun creates a thread, a run on it (timed), and joins the run.
+func oneRun(base, graph string, i int) (time.Duration, error) {
+	th, _, err := post(base+"/threads", map[string]any{})
+	if err != nil {
+		return 0, err
+	}
+	tid, _ := th["thread_id"].(string)
+	run, d, err := post(base+"/threads/"+tid+"/runs", map[string]any{"assistant_id": graph,
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": fmt.Sprintf("message %d", i)}}}})
+	if err != nil {
+		return 0, err
+	}
+	rid, _ := run["run_id"].(string)
+	resp, err := client.Get(base + "/threads/" + tid + "/runs/" + rid + "/join")
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return 0, fmt.Errorf("join: %d", resp.StatusCode)
+	}
+	return d, nil
+}
+
+func measure(name, base, graph string, pid, seq, conc, concRuns, rssRuns int) result {
+	r := result{name: name}
+	var lat []time.Duration
+	var mu sync.Mutex
+	fmt.Printf("%s: %d sequential runs ...\n", name, seq)
+	start := time.Now()
+	for i := 0; i < seq; i++ {
+		d, err := oneRun(base, graph, i)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtool:", err)
+			os.Exit(1)
+		}
+		lat = append(lat, d)
+	}
+	r.seqRate = float64(seq) / time.Since(start).Seconds()
+	fmt.Printf("%s: %d runs from %d concurrent clients ...\n", name, concRuns, conc)
+	start = time.Now()
+	var wg sync.WaitGroup
+	next := make(chan int)
+	var failed error
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				d, err := oneRun(base, graph, i)
+				mu.Lock()
+				if err != nil && failed == nil {
+					failed = err
+				}
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := 0; i < concRuns; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if failed != nil {
+		fmt.Fprintln(os.Stderr, "loadtool:", failed)
+		os.Exit(1)
+	}
+	r.concRate = float64(concRuns) / time.Since(start).Seconds()
+	r.totalRuns = seq + concRuns
+	for r.totalRuns < rssRuns {
+		if _, err := oneRun(base, graph, r.totalRuns); err != nil {
+			fmt.Fprintln(os.Stderr, "loadtool:", err)
+			os.Exit(1)
+		}
+		r.totalRuns++
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	r.p50, r.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	if pid > 0 {
+		if raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+			for _, line := range strings.Split(string(raw), "\n") {
+				for _, f := range []struct {
+					name string
+					dst  *float64
+				}{{"VmRSS:", &r.rssMB}, {"RssAnon:", &r.anonMB}, {"RssFile:", &r.fileMB}} {
+					if rest, ok := strings.CutPrefix(line, f.name); ok {
+						var kb float64
+						fmt.Sscanf(strings.TrimSpace(rest), "%f kB", &kb)
+						*f.dst, r.rssMeasure = kb/1024, true
+					}
+				}
+			}
+		}
+	}
+	return r
+}
