@@ -50,6 +50,9 @@ func main() {
 	conc := flag.Int("concurrency", 16, "concurrent clients")
 	concRuns := flag.Int("conc-runs", 4000, "runs in the concurrent phase")
 	rssRuns := flag.Int("rss-runs", 10000, "runs before RSS is read (counting all phases)")
+	refSeq := flag.Int("reference-seq", 100, "sequential runs on the reference (it is much slower)")
+	refConcRuns := flag.Int("reference-conc-runs", 1000, "concurrent-phase runs on the reference")
+	refRSSRuns := flag.Int("reference-rss-runs", 10000, "runs on the reference before its RSS is read")
 	flag.Parse()
 
 	if *url == "" {
@@ -67,7 +70,7 @@ func main() {
 	}
 	results := []result{measure("slipway agent", *url, "echo", *pid, *seq, *conc, *concRuns, *rssRuns)}
 	if *refURL != "" {
-		results = append(results, measure("reference", *refURL, *refGraph, *refPID, *seq, *conc, *concRuns, *rssRuns))
+		results = append(results, measure("reference", *refURL, *refGraph, *refPID, *refSeq, *conc, *refConcRuns, *refRSSRuns))
 	}
 	fmt.Println()
 	fmt.Printf("%-16s %12s %14s %10s %10s %10s %18s\n", "server", "seq runs/s", "16-conc runs/s", "p50 create", "p99 create", "RSS MB", "(anon + file MB)")
@@ -213,12 +216,27 @@ func measure(name, base, graph string, pid, seq, conc, concRuns, rssRuns int) re
 	}
 	r.concRate = float64(concRuns) / time.Since(start).Seconds()
 	r.totalRuns = seq + concRuns
-	for r.totalRuns < rssRuns {
-		if _, err := oneRun(base, graph, r.totalRuns); err != nil {
-			fmt.Fprintln(os.Stderr, "loadtool:", err)
-			os.Exit(1)
+	if fill := rssRuns - r.totalRuns; fill > 0 {
+		fmt.Printf("%s: %d more runs before reading RSS ...\n", name, fill)
+		next := make(chan int)
+		for w := 0; w < conc; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					if _, err := oneRun(base, graph, i); err != nil {
+						fmt.Fprintln(os.Stderr, "loadtool:", err)
+						os.Exit(1)
+					}
+				}
+			}()
 		}
-		r.totalRuns++
+		for i := 0; i < fill; i++ {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		r.totalRuns = rssRuns
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	r.p50, r.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
