@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"slipway/server/audit/ocsfcheck"
 	"slipway/server/servertest"
 )
 
@@ -95,6 +96,10 @@ func TestEveryTrackedOperation(t *testing.T) {
 			return as(patKey, "DELETE", "/v2/deployments/0190f0f0-0000-7000-8000-000000000000", nil)
 		}, refusedAs: 404},
 	}
+	schema, err := ocsfcheck.Load(ocsfcheck.Dir())
+	if err != nil {
+		t.Fatalf("load the OCSF 1.7.0 schema from ../shared: %v", err)
+	}
 	resources := map[string]string{}
 	for _, tc := range cases {
 		resources[tc.op] = tc.succeed()
@@ -158,6 +163,11 @@ func TestEveryTrackedOperation(t *testing.T) {
 			}
 			if code := bad["http_response"].(map[string]any)["code"].(float64); int(code) != tc.refusedAs {
 				t.Fatalf("failure recorded code %v, want %d", code, tc.refusedAs)
+			}
+			for _, it := range items {
+				if v := schema.ValidateAPIActivity(it.(map[string]any)); len(v) > 0 {
+					t.Fatalf("event is not valid OCSF 1.7.0 API Activity: %v", v)
+				}
 			}
 			raw := fmt.Sprint(items)
 			for _, secret := range []string{"hunter2-secret", patKeyOf(pat), roKey} {
