@@ -168,16 +168,21 @@ func TestDecodeCreateHappyPaths(t *testing.T) {
 	}
 }
 
-func TestDecodeCreateRules(t *testing.T) {
+// createRuleCase is one create request that a rule refuses.
+type createRuleCase struct {
+	name string
+	src  string
+	mut  func(m map[string]any)
+	raw  string // used instead of base+mut when vSet
+	want []vWantErr
+}
+
+// createRuleCases has one case per create rule; validate_http_test.go
+// replays them against a real server.
+func createRuleCases() []createRuleCase {
 	rs := func(m map[string]any, val any, key string) { vSet(m, val, "source_config", "resource_spec", key) }
 	rsLoc := func(parts ...any) []any { return vLocOf(append([]any{"source_config", "resource_spec"}, parts...)...) }
-	cases := []struct {
-		name string
-		src  string
-		mut  func(m map[string]any)
-		raw  string // used instead of base+mut when vSet
-		want []vWantErr
-	}{
+	return []createRuleCase{
 		// decoding
 		{name: "empty body", raw: " ", want: []vWantErr{{vLocOf(), "missing"}}},
 		{name: "invalid json", raw: `{"name":`, want: []vWantErr{{vLocOf(), "json_invalid"}}},
@@ -394,6 +399,10 @@ func TestDecodeCreateRules(t *testing.T) {
 			vSet(m, "https://x", "source_config", "custom_url")
 		}, want: []vWantErr{{vLocOf("name"), "string_pattern_mismatch"}, {rsLoc("cpu"), "less_than_equal"}, {vLocOf("source_config", "custom_url"), "value_error"}}},
 	}
+}
+
+func TestDecodeCreateRules(t *testing.T) {
+	cases := createRuleCases()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			body := []byte(tc.raw)
@@ -567,14 +576,19 @@ func vCurDeployment(src string) *Deployment {
 	return d
 }
 
-func TestDecodePatch(t *testing.T) {
+// patchRuleCase is one PATCH body against a deployment of source src.
+type patchRuleCase struct {
+	name string
+	src  string
+	body string
+	want []vWantErr // nil: accepted
+}
+
+// patchRuleCases has one case per PATCH rule; validate_http_test.go
+// replays the refused ones against a real server.
+func patchRuleCases() []patchRuleCase {
 	upperUUID := strings.ToUpper(vTestUUID)
-	cases := []struct {
-		name string
-		src  string
-		body string
-		want []vWantErr
-	}{
+	return []patchRuleCase{
 		// accepted
 		{"official client source upload", SourceInternalSource, `{"revision_source":"internal_source","source_revision_config":{"source_tarball_path":"uploads/a.tgz","langgraph_config_path":"langgraph.json"},"source_config":{"install_command":"npm ci","build_command":null}}`, nil},
 		{"official client image route", SourceInternalDocker, `{"revision_source":"internal_docker","source_revision_config":{"image_uri":"img:2"}}`, nil},
@@ -617,6 +631,11 @@ func TestDecodePatch(t *testing.T) {
 		{"secret reference clashes with secret", SourceExternalDocker, `{"secret_references":[{"name":"OPENAI_API_KEY","secret_name":"s","secret_key":"k"}]}`, []vWantErr{{vLocOf("secret_references", 0, "name"), "value_error"}}},
 		{"cpu bound", SourceExternalDocker, `{"source_config":{"resource_spec":{"cpu":0.01}}}`, []vWantErr{{vLocOf("source_config", "resource_spec", "cpu"), "greater_than_equal"}}},
 	}
+}
+
+func TestDecodePatch(t *testing.T) {
+	upperUUID := strings.ToUpper(vTestUUID)
+	cases := patchRuleCases()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := DecodePatch([]byte(tc.body), vCurDeployment(tc.src))
@@ -639,13 +658,18 @@ func TestDecodePatch(t *testing.T) {
 	}
 }
 
-func TestDecodeListenerRules(t *testing.T) {
-	cur := &Listener{ID: vTestUUID, ComputeType: "k8s", ComputeID: "cluster-1", ComputeConfig: ListenerComputeConfig{K8sNamespaces: []string{"a"}}}
-	create := []struct {
-		name string
-		body string
-		want []vWantErr
-	}{
+// listenerCase is one listener request body.
+type listenerCase struct {
+	name string
+	body string
+	want []vWantErr // nil: accepted
+}
+
+// listenerCreateCases and listenerPatchCases are replayed over HTTP by
+// validate_http_test.go; patch cases apply to a listener with compute_id
+// cluster-1 and compute type k8s.
+func listenerCreateCases() []listenerCase {
+	return []listenerCase{
 		{"ok", `{"compute_type":"k8s","compute_id":"cluster-1","compute_config":{"k8s_namespaces":["default","agents"]},"version":"1"}`, nil},
 		{"ok null namespaces", `{"compute_type":"k8s","compute_id":"c","compute_config":{"k8s_namespaces":null}}`, nil},
 		{"missing", `{}`, []vWantErr{{vLocOf("compute_type"), "missing"}, {vLocOf("compute_id"), "missing"}, {vLocOf("compute_config"), "missing"}}},
@@ -656,23 +680,28 @@ func TestDecodeListenerRules(t *testing.T) {
 		{"namespace type", `{"compute_type":"k8s","compute_id":"c","compute_config":{"k8s_namespaces":[1]}}`, []vWantErr{{vLocOf("compute_config", "k8s_namespaces", 0), "string_type"}}},
 		{"unknown field", `{"compute_type":"k8s","compute_id":"c","compute_config":{},"id":"x"}`, []vWantErr{{vLocOf("id"), "extra_forbidden"}}},
 	}
-	for _, tc := range create {
-		t.Run("create "+tc.name, func(t *testing.T) {
-			_, err := DecodeListenerCreate([]byte(tc.body))
-			vCheckErrs(t, err, tc.want...)
-		})
-	}
-	patch := []struct {
-		name string
-		body string
-		want []vWantErr
-	}{
+}
+
+func listenerPatchCases() []listenerCase {
+	return []listenerCase{
 		{"ok", `{"compute_config":{"k8s_namespaces":["b"]}}`, nil},
 		{"same immutable values", `{"compute_type":"k8s","compute_id":"cluster-1"}`, nil},
 		{"compute_type changed", `{"compute_type":"ecs"}`, []vWantErr{{vLocOf("compute_type"), "value_error"}}},
 		{"compute_id changed", `{"compute_id":"cluster-2"}`, []vWantErr{{vLocOf("compute_id"), "value_error"}}},
 		{"namespace not label", `{"compute_config":{"k8s_namespaces":["-x"]}}`, []vWantErr{{vLocOf("compute_config", "k8s_namespaces", 0), "string_pattern_mismatch"}}},
 	}
+}
+
+func TestDecodeListenerRules(t *testing.T) {
+	cur := &Listener{ID: vTestUUID, ComputeType: "k8s", ComputeID: "cluster-1", ComputeConfig: ListenerComputeConfig{K8sNamespaces: []string{"a"}}}
+	create := listenerCreateCases()
+	for _, tc := range create {
+		t.Run("create "+tc.name, func(t *testing.T) {
+			_, err := DecodeListenerCreate([]byte(tc.body))
+			vCheckErrs(t, err, tc.want...)
+		})
+	}
+	patch := listenerPatchCases()
 	for _, tc := range patch {
 		t.Run("patch "+tc.name, func(t *testing.T) {
 			_, err := DecodeListenerPatch([]byte(tc.body), cur)
