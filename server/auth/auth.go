@@ -106,6 +106,22 @@ func Require(res Resolver, needWorkspace bool, h httpx.Handle) httprouter.Handle
 	})
 }
 
+// RequireRead is Require with a workspace for endpoints that only read,
+// whatever their method (the deploy client POSTs its log queries), so
+// read-only credentials may use them.
+func RequireRead(res Resolver, h httpx.Handle) httprouter.Handle {
+	return httpx.Adapt(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+		p, err := res.Authenticate(r)
+		if err != nil {
+			return err
+		}
+		if p.WorkspaceID == uuid.Nil {
+			return httpx.Forbidden("This API key is organization-scoped and requires workspace specification: send the X-Tenant-Id header.")
+		}
+		return h(w, r.WithContext(With(r.Context(), p)), ps)
+	})
+}
+
 // NewKey returns a fresh API key with the given prefix ("slw_sk", "slw_pt").
 func NewKey(prefix string) string {
 	var b [24]byte

@@ -519,3 +519,60 @@ func TestListenerReference(t *testing.T) {
 	// A listener in use cannot be deleted.
 	mustStatus(t, s.Do("DELETE", "/v2/listeners/"+lid, nil), 400)
 }
+
+// TestRevisionLogs reads build and deploy logs the way the official deploy
+// client does, and follows them as a person tailing a deploy would.
+func TestRevisionLogs(t *testing.T) {
+	s := servertest.Start(t, nil)
+	d := s.Do("POST", "/v2/deployments", dockerDeployment("logged")).Map()
+	id, rev := d["id"].(string), d["latest_revision_id"].(string)
+	if st := waitRevision(t, s, id, rev); st != "DEPLOYED" {
+		t.Fatalf("ended %s", st)
+	}
+	logs := func(phase string, body any) map[string]any {
+		r := s.Do("POST", "/v1/projects/"+id+"/revisions/"+rev+"/"+phase, body)
+		mustStatus(t, r, 200)
+		return r.Map()
+	}
+	build := logs("build_logs", map[string]any{"limit": 100, "order": "asc"})
+	if !strings.Contains(fmt.Sprint(build["logs"]), "fake build") || strings.Contains(fmt.Sprint(build["logs"]), "fake deploy") {
+		t.Fatalf("build logs: %v", build["logs"])
+	}
+	deploy := logs("deploy_logs", map[string]any{})
+	if !strings.Contains(fmt.Sprint(deploy["logs"]), "fake deploy") {
+		t.Fatalf("deploy logs: %v", deploy["logs"])
+	}
+	// Paging: one entry at a time until next_offset is null.
+	n, offset := 0, any(nil)
+	for i := 0; i < 20; i++ {
+		page := logs("deploy_logs", map[string]any{"limit": 1, "offset": offset})
+		n += len(page["logs"].([]any))
+		if page["next_offset"] == nil {
+			break
+		}
+		offset = page["next_offset"]
+	}
+	if n != len(deploy["logs"].([]any)) {
+		t.Fatalf("paged %d entries, want %d", n, len(deploy["logs"].([]any)))
+	}
+	if got := logs("deploy_logs", map[string]any{"query": "healthy"})["logs"].([]any); len(got) != 1 {
+		t.Fatalf("query filter: %v", got)
+	}
+	mustStatus(t, s.Do("POST", "/v1/projects/"+id+"/revisions/"+rev+"/build_logs", map[string]any{"order": "sideways"}), 422)
+	// A read-only key may read logs.
+	ro := s.Do("POST", "/api/v1/api-key", map[string]any{"read_only": true}).Map()["key"].(string)
+	mustStatus(t, s.Do("POST", "/v1/projects/"+id+"/revisions/"+rev+"/build_logs", map[string]any{}, "X-Api-Key", ro), 200)
+	// follow=true streams and ends with the revision.
+	r := s.Do("GET", "/v2/deployments/"+id+"/revisions/"+rev+"/logs?follow=true", nil)
+	if r.Status != 200 || !strings.Contains(string(r.Body), "event: log") || !strings.Contains(string(r.Body), `event: end`) {
+		t.Fatalf("follow: %d %s", r.Status, r.Body)
+	}
+	// A failed build says why.
+	p := s.Do("PATCH", "/v2/deployments/"+id, map[string]any{"source_revision_config": map[string]any{"image_uri": "registry.local/fail-build:1"}})
+	bad := p.Map()["latest_revision_id"].(string)
+	waitRevision(t, s, id, bad)
+	r = s.Do("POST", "/v1/projects/"+id+"/revisions/"+bad+"/build_logs", map[string]any{"level": "error"})
+	if !strings.Contains(string(r.Body), "build failed") {
+		t.Fatalf("failed build logs: %s", r.Body)
+	}
+}

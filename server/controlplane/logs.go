@@ -13,9 +13,13 @@ import (
 
 // LogEntry is one line of a revision's build or deploy output.
 type LogEntry struct {
+	ID        int64     `json:"id"`
 	Timestamp time.Time `json:"timestamp"`
 	Level     string    `json:"level"`
 	Message   string    `json:"message"`
+	// Phase is "build" or "deploy": the official deploy client reads them
+	// from separate endpoints.
+	Phase string `json:"phase"`
 }
 
 // revisionLog buffers a revision's log lines and writes them in batches, so
@@ -23,6 +27,7 @@ type LogEntry struct {
 type revisionLog struct {
 	s       *Service
 	revID   string
+	phase   string // set before each step; "build" until the deploy starts
 	mu      sync.Mutex
 	pending []LogEntry
 	partial bytes.Buffer
@@ -30,7 +35,7 @@ type revisionLog struct {
 
 func (l *revisionLog) Add(level, msg string) {
 	l.mu.Lock()
-	l.pending = append(l.pending, LogEntry{Timestamp: l.s.now(), Level: level, Message: msg})
+	l.pending = append(l.pending, LogEntry{Timestamp: l.s.now(), Level: level, Message: msg, Phase: l.phaseLocked()})
 	full := len(l.pending) >= 256
 	l.mu.Unlock()
 	if full {
@@ -64,11 +69,26 @@ func (w levelWriter) Write(p []byte) (int, error) {
 
 func (l *revisionLog) Writer(level string) levelWriter { return levelWriter{l: l, level: level} }
 
+// SetPhase switches the phase later lines are recorded under.
+func (l *revisionLog) SetPhase(phase string) {
+	l.Flush() // a partial line belongs to the phase that wrote it
+	l.mu.Lock()
+	l.phase = phase
+	l.mu.Unlock()
+}
+
+func (l *revisionLog) phaseLocked() string {
+	if l.phase == "" {
+		return "build"
+	}
+	return l.phase
+}
+
 // Flush writes the buffered lines (and any unterminated last line).
 func (l *revisionLog) Flush() {
 	l.mu.Lock()
 	if l.partial.Len() > 0 {
-		l.pending = append(l.pending, LogEntry{Timestamp: l.s.now(), Level: "info", Message: l.partial.String()})
+		l.pending = append(l.pending, LogEntry{Timestamp: l.s.now(), Level: "info", Message: l.partial.String(), Phase: l.phaseLocked()})
 		l.partial.Reset()
 	}
 	batch := l.pending
@@ -85,6 +105,7 @@ func (l *revisionLog) Flush() {
 			if err != nil {
 				return err
 			}
+			e.ID = int64(seq)
 			if err := storage.Put(tx, storage.BucketRevisionLogs, storage.Key(rid, storage.U64(seq)), &e); err != nil {
 				return err
 			}

@@ -196,6 +196,7 @@ func (s *Service) restore(ctx context.Context, dep *deploymentRecord, rev *revis
 		var artifact string
 		logs.Add("info", "restarting the active revision after a restart of Slipway")
 		if artifact, err = s.Driver.Build(ctx, spec, logs.Writer("info")); err == nil {
+			logs.SetPhase("deploy")
 			_, err = s.Driver.Deploy(ctx, spec, artifact, logs.Writer("info"))
 		}
 	}
@@ -436,6 +437,7 @@ func (s *Service) rollOut(ctx context.Context, dep *deploymentRecord, rev *revis
 		s.transition(rev.ID, []string{RevisionAwaitingDeploy}, RevisionDeploying, "") != nil {
 		return
 	}
+	logs.SetPhase("deploy")
 	logs.Add("info", "deploy started")
 	endpoint, err := s.Driver.Deploy(ctx, spec, artifact, logs.Writer("info"))
 	switch {

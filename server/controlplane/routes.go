@@ -24,6 +24,9 @@ func (s *Service) Routes(rt *httprouter.Router, res auth.Resolver, prefix string
 	rt.GET(prefix+"/v2/deployments/:id/revisions/:rid", ws(s.getRevisionHandler))
 	// A redeploy changes which revision the deployment runs: an update.
 	rt.POST(prefix+"/v2/deployments/:id/revisions/:rid/redeploy", ws(s.Audit.Track("update_deployment", s.redeploy)))
+	rt.GET(prefix+"/v2/deployments/:id/revisions/:rid/logs", ws(s.revisionLogs))
+	rt.POST(prefix+"/v1/projects/:id/revisions/:rid/build_logs", auth.RequireRead(res, s.phaseLogs("build")))
+	rt.POST(prefix+"/v1/projects/:id/revisions/:rid/deploy_logs", auth.RequireRead(res, s.phaseLogs("deploy")))
 	rt.POST(prefix+"/v2/deployments/:id/upload-url", ws(s.createUploadURL))
 	rt.POST(prefix+"/deployments/:id/upload-url", ws(s.createUploadURL))
 	rt.GET(prefix+"/v2/listeners", ws(s.listListeners))
