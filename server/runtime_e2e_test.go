@@ -212,3 +212,43 @@ func waitActive(t *testing.T, s *servertest.Server, dep, rev string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestKilledDuringBuildIsInterruptedAndRetried kills Slipway with SIGKILL
+// while a revision builds; after a restart the revision is recorded as
+// interrupted and retried until it is deployed.
+func TestKilledDuringBuildIsInterruptedAndRetried(t *testing.T) {
+	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "process"})
+	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "crashy", "source": "internal_source",
+		"source_config":          map[string]any{"install_command": "sleep 2 && touch installed"},
+		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
+	dep := d.Map()["id"].(string)
+	rev := deploySource(t, s, dep, map[string]string{"langgraph.json": `{"graphs": {"agent": {"builtin": "echo"}}}`})
+	deadline := time.Now().Add(20 * time.Second)
+	for s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev, nil).Map()["status"] != "BUILDING" {
+		if time.Now().After(deadline) {
+			t.Fatal("never saw BUILDING")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Mid-build (the install command takes 2 s), after the log's periodic
+	// flush has written the first attempt's lines.
+	time.Sleep(500 * time.Millisecond)
+	s.Kill()
+	s.Restart()
+	if st := waitStatus(t, s, dep, rev); st != "DEPLOYED" {
+		t.Fatalf("retried revision ended %s:\n%s", st, s.Logs())
+	}
+	logs := s.Do("POST", "/v1/projects/"+dep+"/revisions/"+rev+"/build_logs", map[string]any{}).Body
+	if !strings.Contains(string(logs), "build started") {
+		t.Fatalf("build logs: %s", logs)
+	}
+	history := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev, nil).Map()
+	if history["status"] != "DEPLOYED" {
+		t.Fatalf("revision: %v", history)
+	}
+	// The log shows the first attempt was interrupted by the restart.
+	all := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil)
+	if strings.Count(string(all.Body), "build started") < 2 || !strings.Contains(string(all.Body), "interrupted by a restart") {
+		t.Fatalf("expected the interrupted attempt and its retry in the log: %s", all.Body)
+	}
+}

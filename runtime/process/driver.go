@@ -81,7 +81,8 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 		cmd := exec.CommandContext(ctx, "sh", "-c", step.cmd)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = step.dir, log, log
 		cmd.Env = environ(s.Env)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// Pdeathsig: a build must not outlive a Slipway that was killed.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		if err := cmd.Run(); err != nil {
 			return "", fmt.Errorf("%s command failed: %w", step.name, err)

@@ -275,3 +275,85 @@ func TestBadInput(t *testing.T) {
 		t.Fatal("agent unhealthy after bad input")
 	}
 }
+
+// TestCrashRecoveryUnderLoad kills the agent with SIGKILL while 24 threads
+// each have a running or pending sleeper and two queued runs behind it, on
+// top of finished runs: after a restart every acknowledged thread and run is
+// there, every run that was running ended error ("server restarted"),
+// every other run that was pending runs to success, and finished runs kept
+// their status.
+func TestCrashRecoveryUnderLoad(t *testing.T) {
+	a := servertest.StartAgent(t, map[string]string{"SLIPWAY_LOG_LEVEL": "warn", "SLIPWAY_AGENT_WORKERS": "8"})
+	type ack struct {
+		thread, run string
+		sleeper     bool
+	}
+	var finished, busy []ack
+	for i := 0; i < 24; i++ {
+		th := newThread(t, a)
+		w := a.Do("POST", "/threads/"+th+"/runs", runBody(fmt.Sprint("done ", i), 0, ""))
+		finished = append(finished, ack{th, w.Map()["run_id"].(string), false})
+		a.Do("GET", "/threads/"+th+"/runs/"+w.Map()["run_id"].(string)+"/join", nil)
+	}
+	// Only then saturate the 8 workers with sleepers.
+	for i, f := range finished {
+		th := f.thread
+		for j, sleep := range []float64{30, 0, 0} {
+			r := a.Do("POST", "/threads/"+th+"/runs", runBody(fmt.Sprint("queued ", i, j), sleep, "enqueue"))
+			if r.Status != 200 {
+				t.Fatalf("create run: %d %s", r.Status, r.Body)
+			}
+			busy = append(busy, ack{th, r.Map()["run_id"].(string), sleep > 0})
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // let the 8 workers pick up sleepers
+	before := map[string]string{}
+	for _, b := range busy {
+		before[b.run] = a.Do("GET", "/threads/"+b.thread+"/runs/"+b.run, nil).Map()["status"].(string)
+	}
+	a.Kill()
+	a.Restart()
+	for _, f := range finished {
+		if st := a.Do("GET", "/threads/"+f.thread+"/runs/"+f.run, nil).Map()["status"]; st != "success" {
+			t.Fatalf("finished run %s after crash: %v", f.run, st)
+		}
+	}
+	// A sleeper still pending would sleep its 30 s after the restart:
+	// cancel those rather than wait; the runs queued behind them then run.
+	for _, b := range busy {
+		if b.sleeper && before[b.run] == "pending" {
+			if r := a.Do("POST", "/threads/"+b.thread+"/runs/"+b.run+"/cancel", nil); r.Status >= 300 {
+				t.Fatalf("cancel pending sleeper: %d %s", r.Status, r.Body)
+			}
+		}
+	}
+	running, pending := 0, 0
+	for _, b := range busy {
+		a.Do("GET", "/threads/"+b.thread+"/runs/"+b.run+"/join", nil)
+		r := a.Do("GET", "/threads/"+b.thread+"/runs/"+b.run, nil)
+		if r.Status != 200 {
+			t.Fatalf("acknowledged run %s lost: %d %s", b.run, r.Status, r.Body)
+		}
+		st := r.Map()["status"]
+		switch before[b.run] {
+		case "running":
+			running++
+			if st != "error" || !strings.Contains(fmt.Sprint(r.Map()["error"]), "server restarted") {
+				t.Fatalf("run running at the crash: %v", r.Map())
+			}
+		case "pending":
+			if want := map[bool]string{true: "interrupted", false: "success"}[b.sleeper]; st != want {
+				t.Fatalf("run pending at the crash ended %v", st)
+			}
+			pending++
+		default:
+			t.Fatalf("run %s was %q before the crash", b.run, before[b.run])
+		}
+	}
+	if running == 0 || pending == 0 {
+		t.Fatalf("the crash hit %d running and %d pending runs: want both", running, pending)
+	}
+	if n := a.Do("POST", "/threads/count", map[string]any{}); fmt.Sprint(n.JSON()) != "24" {
+		t.Fatalf("threads after crash: %s", n.Body)
+	}
+}

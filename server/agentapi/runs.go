@@ -3,10 +3,8 @@ package agentapi
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -128,53 +126,6 @@ func (a *API) wait(w http.ResponseWriter, r *http.Request, run agent.Run, log *a
 	return nil
 }
 
-// stream writes the run's events as server-sent events: metadata first,
-// then the requested modes, `error` on failure; it ends with the run.
-func (a *API) stream(w http.ResponseWriter, r *http.Request, run agent.Run, log *agent.EventLog, modes []string, after int, cancelOnDisconnect bool) error {
-	want := map[string]bool{"metadata": true, "error": true}
-	for _, m := range modes {
-		if m == "messages-tuple" {
-			m = "messages"
-		}
-		want[m] = true
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flush := func() {
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
-		}
-	}
-	flush()
-	if log == nil {
-		return nil // the run ended long ago: nothing to replay
-	}
-	for {
-		evs, done, err := log.Next(r.Context(), after)
-		if err != nil {
-			if cancelOnDisconnect {
-				_ = a.Engine.Cancel(context.Background(), run.ThreadID, run.RunID, agent.StrategyInterrupt, false)
-			}
-			return nil
-		}
-		if done {
-			return nil
-		}
-		for _, ev := range evs {
-			after = ev.ID
-			if !want[ev.Event] {
-				continue
-			}
-			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\nid: %d\n\n", ev.Event, ev.Data, ev.ID); err != nil {
-				return nil
-			}
-		}
-		flush()
-	}
-}
-
 func (a *API) ids(ps httprouter.Params) (string, string, error) {
 	t, err := threadID(ps)
 	if err != nil {
@@ -245,31 +196,6 @@ func (a *API) joinRun(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	}
 	httpx.WriteJSON(w, http.StatusOK, values)
 	return nil
-}
-
-// joinStream: GET /threads/{id}/runs/{rid}/stream, resuming after
-// Last-Event-ID when given.
-func (a *API) joinStream(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	t, rid, err := a.ids(ps)
-	if err != nil {
-		return err
-	}
-	run, err := a.Engine.GetRun(t, rid)
-	if err != nil {
-		return err
-	}
-	after := 0
-	if v := r.Header.Get("Last-Event-ID"); v != "" {
-		if after, err = strconv.Atoi(v); err != nil || after < 0 {
-			return httpx.Errorf(http.StatusUnprocessableEntity, "Last-Event-ID must be an event id from this stream")
-		}
-	}
-	modes := r.URL.Query()["stream_mode"]
-	if len(modes) == 0 {
-		modes = []string{"values", "updates", "messages", "custom"}
-	}
-	cancel := r.URL.Query().Get("cancel_on_disconnect")
-	return a.stream(w, r, run, a.Engine.Subscribe(rid), modes, after, cancel == "1" || strings.EqualFold(cancel, "true"))
 }
 
 func (a *API) cancelRun(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {

@@ -31,6 +31,35 @@ type revisionLog struct {
 	mu      sync.Mutex
 	pending []LogEntry
 	partial bytes.Buffer
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// newRevisionLog starts a log that flushes every 300 ms, so someone
+// following a deploy sees its output as it happens.
+func (s *Service) newRevisionLog(revID string) *revisionLog {
+	l := &revisionLog{s: s, revID: revID, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(300 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-t.C:
+				l.Flush()
+			}
+		}
+	}()
+	return l
+}
+
+// Close stops the periodic flush and writes what is left.
+func (l *revisionLog) Close() {
+	close(l.stop)
+	<-l.done
+	l.Flush()
 }
 
 func (l *revisionLog) Add(level, msg string) {
@@ -97,16 +126,9 @@ func (l *revisionLog) Flush() {
 	if len(batch) == 0 {
 		return
 	}
-	rid := uuid.MustParse(l.revID)
 	err := l.s.update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(storage.BucketRevisionLogs))
 		for _, e := range batch {
-			seq, err := b.NextSequence()
-			if err != nil {
-				return err
-			}
-			e.ID = int64(seq)
-			if err := storage.Put(tx, storage.BucketRevisionLogs, storage.Key(rid, storage.U64(seq)), &e); err != nil {
+			if err := appendLog(tx, l.revID, e); err != nil {
 				return err
 			}
 		}
@@ -115,4 +137,15 @@ func (l *revisionLog) Flush() {
 	if err != nil {
 		l.s.Log.Error().Err(err).Str("revision_id", l.revID).Msg("write revision log")
 	}
+}
+
+// appendLog writes one log line of a revision in the caller's transaction.
+func appendLog(tx *bolt.Tx, revID string, e LogEntry) error {
+	b := tx.Bucket([]byte(storage.BucketRevisionLogs))
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	e.ID = int64(seq)
+	return storage.Put(tx, storage.BucketRevisionLogs, storage.Key(uuid.MustParse(revID), storage.U64(seq)), &e)
 }

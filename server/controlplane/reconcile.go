@@ -104,7 +104,9 @@ func (s *Service) markInterrupted() error {
 		}
 		for _, rev := range revs {
 			rev.Status, rev.UpdatedAt, rev.StatusMessage = RevisionInterrupted, s.now(), "interrupted by a restart of Slipway"
-			if err := errors.Join(putRevision(tx, rev), markPending(tx, rev.DeploymentID)); err != nil {
+			if err := errors.Join(putRevision(tx, rev), markPending(tx, rev.DeploymentID),
+				appendLog(tx, rev.ID, LogEntry{Timestamp: s.now(), Level: "warning", Phase: "build",
+					Message: "this attempt was interrupted by a restart of Slipway; the revision will be retried"})); err != nil {
 				return err
 			}
 		}
@@ -179,8 +181,8 @@ func (s *Service) markActivePending() error {
 // DEPLOYED; a failure marks the deployment UNKNOWN until a retry succeeds.
 func (s *Service) restore(ctx context.Context, dep *deploymentRecord, rev *revisionRecord) {
 	log := s.Log.With().Str("deployment_id", dep.ID).Str("revision_id", rev.ID).Logger()
-	logs := &revisionLog{s: s, revID: rev.ID}
-	defer logs.Flush()
+	logs := s.newRevisionLog(rev.ID)
+	defer logs.Close()
 	setStatus := func(status string) {
 		_ = s.update(func(tx *bolt.Tx) error {
 			var d deploymentRecord
@@ -395,8 +397,8 @@ func (s *Service) spec(rev *revisionRecord) (runtime.Spec, error) {
 // active revision serving.
 func (s *Service) rollOut(ctx context.Context, dep *deploymentRecord, rev *revisionRecord) {
 	log := s.Log.With().Str("deployment_id", dep.ID).Str("revision_id", rev.ID).Logger()
-	logs := &revisionLog{s: s, revID: rev.ID}
-	defer logs.Flush()
+	logs := s.newRevisionLog(rev.ID)
+	defer logs.Close()
 	fail := func(status string, err error) {
 		logs.Add("error", err.Error())
 		if terr := s.transition(rev.ID, []string{RevisionBuilding, RevisionDeploying, RevisionAwaitingDeploy}, status, err.Error()); terr != nil && !errors.Is(terr, errStale) {

@@ -2,12 +2,15 @@
 // acceptance asks: sequential create-run-plus-join on fresh threads,
 // the same with concurrent clients, run-creation latency percentiles, and
 // the server's RSS after many runs. It measures `slipway agent` (started
-// here unless -url is given) and, with -reference-url, a second server
-// (the reference JS development server) in the same invocation, printing
-// the ratios.
+// here unless -url is given) and, in the same invocation, the reference
+// JavaScript development server (@langchain/langgraph-api, run by
+// `langgraphjs dev` from the reference/ directory beside this file, which
+// serves an equivalent echo graph; `npm ci` there first), printing the
+// ratios. -reference "" skips it; -reference-url (with -reference-pid)
+// measures one already running instead.
 //
-//	go run ./server/agentapi/loadtool -bin ./slipway
-//	go run ./server/agentapi/loadtool -bin ./slipway -reference-url http://127.0.0.1:2024 -reference-pid PID
+//	(cd server/agentapi/loadtool/reference && npm ci)
+//	go build -o slipway . && go run ./server/agentapi/loadtool -bin ./slipway
 package main
 
 import (
@@ -20,7 +23,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,7 +48,8 @@ func main() {
 	bin := flag.String("bin", "", "slipway binary to start as `slipway agent` (when -url is empty)")
 	url := flag.String("url", "", "an already running slipway agent")
 	pid := flag.Int("pid", 0, "pid of the agent at -url, for RSS")
-	refURL := flag.String("reference-url", "", "reference server to measure the same way")
+	refDir := flag.String("reference", "server/agentapi/loadtool/reference", "directory of the reference server to start (after `npm ci` there); empty: none")
+	refURL := flag.String("reference-url", "", "an already running reference server to measure instead of starting one")
 	refPID := flag.Int("reference-pid", 0, "pid of the reference server, for RSS")
 	refGraph := flag.String("reference-graph", "echo", "assistant/graph id on the reference server")
 	seq := flag.Int("seq", 1000, "sequential runs")
@@ -68,9 +74,26 @@ func main() {
 		defer stop()
 		*url, *pid = u, p
 	}
-	results := []result{measure("slipway agent", *url, "echo", *pid, *seq, *conc, *concRuns, *rssRuns)}
+	// Check the reference can start before spending minutes on slipway.
+	if *refURL == "" && *refDir != "" {
+		if _, err := os.Stat(filepath.Join(*refDir, "node_modules", ".bin", "langgraphjs")); err != nil {
+			fmt.Fprintf(os.Stderr, "loadtool: the reference server is not installed: run `npm ci` in %s (or pass -reference '')\n", *refDir)
+			os.Exit(2)
+		}
+	}
+	results := []result{measure("slipway agent", *url, "echo", []int{*pid}, *seq, *conc, *concRuns, *rssRuns)}
+	refPIDs := []int{*refPID}
+	if *refURL == "" && *refDir != "" {
+		u, pids, stop, err := startReference(*refDir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtool:", err)
+			os.Exit(1)
+		}
+		defer stop()
+		*refURL, refPIDs = u, pids()
+	}
 	if *refURL != "" {
-		results = append(results, measure("reference", *refURL, *refGraph, *refPID, *refSeq, *conc, *refConcRuns, *refRSSRuns))
+		results = append(results, measure("reference", *refURL, *refGraph, refPIDs, *refSeq, *conc, *refConcRuns, *refRSSRuns))
 	}
 	fmt.Println()
 	fmt.Printf("%-16s %12s %14s %10s %10s %10s %18s\n", "server", "seq runs/s", "16-conc runs/s", "p50 create", "p99 create", "RSS MB", "(anon + file MB)")
@@ -125,6 +148,74 @@ func startAgent(bin string) (string, int, func(), error) {
 	return "", 0, nil, fmt.Errorf("slipway agent did not start")
 }
 
+// startReference runs `langgraphjs dev` in dir on a free port, in its own
+// process group (it forks the API server) so stop ends all of it; pids
+// lists the group's processes for the RSS reading.
+func startReference(dir string) (string, func() []int, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	// Start from an empty database: the dev server persists its in-memory
+	// state under .langgraph_api between runs.
+	_ = os.RemoveAll(filepath.Join(dir, ".langgraph_api"))
+	cmd := exec.Command(filepath.Join("node_modules", ".bin", "langgraphjs"), "dev", "--port", strconv.Itoa(port), "--host", "127.0.0.1", "--no-browser")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logf, err := os.CreateTemp("", "loadtool-reference-*.log")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return "", nil, nil, fmt.Errorf("start the reference server: %w", err)
+	}
+	pgid := cmd.Process.Pid
+	stop := func() {
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-done
+		}
+		logf.Close()
+		os.Remove(logf.Name())
+	}
+	pids := func() []int {
+		var out []int
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if g, err := syscall.Getpgid(pid); err == nil && g == pgid {
+				out = append(out, pid)
+			}
+		}
+		return out
+	}
+	u := fmt.Sprintf("http://127.0.0.1:%d", port)
+	fmt.Printf("reference: starting langgraphjs dev in %s (log %s) ...\n", dir, logf.Name())
+	for i := 0; i < 1200; i++ {
+		if resp, err := http.Get(u + "/ok"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return u, pids, stop, nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	return "", nil, nil, fmt.Errorf("the reference server did not answer /ok within 60s")
+}
+
 var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 60 * time.Second}
 
 func post(url string, body any) (map[string]any, time.Duration, error) {
@@ -170,7 +261,7 @@ func oneRun(base, graph string, i int) (time.Duration, error) {
 	return d, nil
 }
 
-func measure(name, base, graph string, pid, seq, conc, concRuns, rssRuns int) result {
+func measure(name, base, graph string, pids []int, seq, conc, concRuns, rssRuns int) result {
 	r := result{name: name}
 	var lat []time.Duration
 	var mu sync.Mutex
@@ -240,18 +331,26 @@ func measure(name, base, graph string, pid, seq, conc, concRuns, rssRuns int) re
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	r.p50, r.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
-	if pid > 0 {
-		if raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-			for _, line := range strings.Split(string(raw), "\n") {
-				for _, f := range []struct {
-					name string
-					dst  *float64
-				}{{"VmRSS:", &r.rssMB}, {"RssAnon:", &r.anonMB}, {"RssFile:", &r.fileMB}} {
-					if rest, ok := strings.CutPrefix(line, f.name); ok {
-						var kb float64
-						fmt.Sscanf(strings.TrimSpace(rest), "%f kB", &kb)
-						*f.dst, r.rssMeasure = kb/1024, true
-					}
+	// A server may be several processes (the reference runs its API in a
+	// child of the CLI): its memory is theirs together.
+	for _, pid := range pids {
+		if pid <= 0 {
+			continue
+		}
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(raw), "\n") {
+			for _, f := range []struct {
+				name string
+				dst  *float64
+			}{{"VmRSS:", &r.rssMB}, {"RssAnon:", &r.anonMB}, {"RssFile:", &r.fileMB}} {
+				if rest, ok := strings.CutPrefix(line, f.name); ok {
+					var kb float64
+					fmt.Sscanf(strings.TrimSpace(rest), "%f kB", &kb)
+					*f.dst += kb / 1024
+					r.rssMeasure = true
 				}
 			}
 		}
