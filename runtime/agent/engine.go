@@ -90,9 +90,15 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err := e.ensureAssistants(); err != nil {
 		return err
 	}
-	threads, err := e.recover()
+	threads, pending, err := e.recover()
 	if err != nil {
 		return err
+	}
+	// Runs left pending get their event logs before any dispatcher starts,
+	// so a join or stream after the restart waits for them like for a run
+	// created now instead of answering at once.
+	for _, id := range pending {
+		e.prepareEvents(id)
 	}
 	for _, t := range threads {
 		e.dispatch(t)
@@ -127,11 +133,12 @@ func (e *Engine) ensureAssistants() error {
 	})
 }
 
-// recover ends runs a crash left running, and returns threads with queued runs.
-func (e *Engine) recover() ([]string, error) {
-	var queued []string
+// recover ends runs a crash left running, and returns the threads with
+// queued runs and those runs.
+func (e *Engine) recover() ([]string, []string, error) {
+	var queued, pending []string
 	err := e.w.Update(func(tx *bolt.Tx) error {
-		queued = queued[:0]
+		queued, pending = queued[:0], pending[:0]
 		threads := tx.Bucket([]byte(bThreads))
 		var recs []threadRecord
 		err := threads.ForEach(func(_, v []byte) error {
@@ -163,6 +170,7 @@ func (e *Engine) recover() ([]string, error) {
 			if len(t.Queue) > 0 {
 				t.Status = ThreadBusy
 				queued = append(queued, t.ThreadID)
+				pending = append(pending, t.Queue...)
 			}
 			if err := putJSON(threads, t.ThreadID, t); err != nil {
 				return err
@@ -170,7 +178,7 @@ func (e *Engine) recover() ([]string, error) {
 		}
 		return nil
 	})
-	return queued, err
+	return queued, pending, err
 }
 
 func putJSON(b *bolt.Bucket, key string, v any) error {

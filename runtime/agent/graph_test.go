@@ -65,6 +65,14 @@ func TestCommandGraphProtocol(t *testing.T) {
 	if _, _, err := run(ctx, map[string]any{"sleep": 30.0}); err == nil || time.Since(start) > 5*time.Second {
 		t.Fatalf("cancelled graph: %v after %v", err, time.Since(start))
 	}
+	// A program that ignores SIGTERM is killed once the grace period ends.
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	_, _, err = run(ctx, map[string]any{"sleep": 30.0, "stubborn": true})
+	if took := time.Since(start); err == nil || took < g.Grace || took > g.Grace+3*time.Second {
+		t.Fatalf("stubborn graph: %v after %v (grace %v)", err, took, g.Grace)
+	}
 }
 
 func TestLoadGraphs(t *testing.T) {

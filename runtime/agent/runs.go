@@ -62,10 +62,20 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 	if temporary {
 		threadID = storage.NewID().String()
 	}
+	// An idle thread's run with a free worker is claimed in the admission
+	// transaction itself: one commit fewer per run than queueing it for
+	// the dispatcher, which claims in a commit of its own.
+	slot := false
+	select {
+	case e.sem <- struct{}{}:
+		slot = true
+	default:
+	}
 	var out Run
 	var victim string
+	var claimed *runRecord
 	err := e.w.Update(func(tx *bolt.Tx) error {
-		victim = ""
+		victim, claimed = "", nil
 		a, err := e.ResolveAssistant(tx, rc.AssistantID)
 		if err != nil {
 			return err
@@ -97,6 +107,10 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 			default:
 				t.Queue = append(t.Queue, r.RunID)
 			}
+		} else if slot {
+			r.Status, r.FirstSeq = RunRunning, t.Seq
+			t.Active = r.RunID
+			claimed = &r
 		} else {
 			t.Queue = append(t.Queue, r.RunID)
 		}
@@ -112,10 +126,24 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 		out = r.Run
 		return putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
 	})
+	if slot && claimed == nil {
+		<-e.sem
+	}
 	if err != nil {
 		return Run{}, nil, err
 	}
 	lr := e.prepareEvents(out.RunID)
+	if claimed != nil {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.execute(claimed)
+			<-e.sem
+			// Runs queued behind this one meanwhile are the dispatcher's.
+			e.dispatch(threadID)
+		}()
+		return out, lr.events, nil
+	}
 	if victim != "" {
 		if strategy == StrategyRollback {
 			e.cancelLive(victim, StrategyRollback, causeRollback)

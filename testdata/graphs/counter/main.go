@@ -6,7 +6,8 @@
 // Its input may ask it to misbehave, for tests of the protocol:
 // {"fail": "message"} exits non-zero with that message on stderr,
 // {"garbage": true} prints a line that is not JSON, and {"sleep": seconds}
-// waits first (and honours SIGTERM).
+// waits first (and honours SIGTERM, unless {"stubborn": true}: then only
+// SIGKILL stops it).
 package main
 
 import (
@@ -38,6 +39,10 @@ func main() {
 	if s, ok := req.Input["sleep"].(float64); ok {
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGTERM)
+		if req.Input["stubborn"] == true {
+			// Swallow SIGTERM: the agent must fall back to SIGKILL.
+			signal.Ignore(syscall.SIGTERM)
+		}
 		select {
 		case <-time.After(time.Duration(s * float64(time.Second))):
 		case <-sig:
