@@ -6,6 +6,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -26,6 +27,43 @@ type proxy struct {
 	gate   *runtime.Gate
 	// handoverWait bounds how long a request waits for a handover.
 	handoverWait time.Duration
+
+	once sync.Once
+	rp   *httputil.ReverseProxy
+}
+
+type targetKey struct{}
+
+type target struct {
+	base *url.URL
+	path string
+}
+
+// reverseProxy is built once: one keep-alive transport for every agent.
+// Server-sent events still stream: ReverseProxy flushes text/event-stream
+// responses as they are written.
+func (p *proxy) reverseProxy() *httputil.ReverseProxy {
+	p.once.Do(func() {
+		p.rp = &httputil.ReverseProxy{
+			Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, DisableCompression: true},
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				t := pr.In.Context().Value(targetKey{}).(target)
+				pr.SetURL(t.base)
+				pr.Out.URL.Path = t.path
+				pr.Out.URL.RawPath = ""
+				pr.Out.Header.Del("X-Api-Key")
+				pr.Out.Header.Del("X-Tenant-Id")
+				pr.SetXForwarded()
+			},
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				if r.Context().Err() != nil {
+					return // the client went away; its disconnect reached the agent
+				}
+				httpx.WriteJSON(w, http.StatusBadGateway, map[string]any{"detail": "The deployment's agent server did not answer: " + err.Error()})
+			},
+		}
+	})
+	return p.rp
 }
 
 func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
@@ -45,28 +83,13 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	if !ok {
 		return httpx.Errorf(http.StatusServiceUnavailable, "Deployment %q has no running revision.", name)
 	}
-	target, err := url.Parse(endpoint)
+	base, err := url.Parse(endpoint)
 	if err != nil {
 		return err
 	}
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			pr.Out.URL.Path = "/" + strings.TrimPrefix(ps.ByName("path"), "/")
-			pr.Out.URL.RawPath = ""
-			pr.Out.Header.Del("X-Api-Key")
-			pr.Out.Header.Del("X-Tenant-Id")
-			pr.SetXForwarded()
-		},
-		// Flush every write: run streams are server-sent events.
-		FlushInterval: -1,
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if r.Context().Err() != nil {
-				return // the client went away; its disconnect reached the agent
-			}
-			httpx.WriteJSON(w, http.StatusBadGateway, map[string]any{"detail": "The deployment's agent server did not answer: " + err.Error()})
-		},
-	}
+	t := target{base: base, path: "/" + strings.TrimPrefix(ps.ByName("path"), "/")}
+	r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
+	rp := p.reverseProxy()
 	rp.ServeHTTP(w, r)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,12 +19,16 @@ import (
 
 func sourceTarball(t *testing.T, files map[string]string) []byte {
 	t.Helper()
+	return sourceTarballBytes(files)
+}
+
+func sourceTarballBytes(files map[string]string) []byte {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
 	for name, body := range files {
 		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
+			panic(err)
 		}
 		_, _ = tw.Write([]byte(body))
 	}
@@ -110,6 +115,28 @@ func TestProcessRuntimeEndToEnd(t *testing.T) {
 	msgs := agent("GET", "/threads/"+th+"/state", nil).Map()["values"].(map[string]any)["messages"].([]any)
 	if len(msgs) != 2 {
 		t.Fatalf("state: %v", msgs)
+	}
+
+	// SSE passes through unbuffered: the first event of a one-second run
+	// arrives long before the run ends.
+	req, _ := http.NewRequest("POST", url+"/threads/"+th+"/runs/stream", strings.NewReader(
+		`{"assistant_id":"agent","input":{"messages":[{"role":"user","content":"s"}],"sleep":1},"stream_mode":["values"]}`))
+	req.Header.Set("X-Api-Key", s.Key)
+	req.Header.Set("Content-Type", "application/json")
+	started := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream through the proxy: %v %v", err, resp)
+	}
+	head := make([]byte, 64)
+	n, _ := resp.Body.Read(head)
+	if !strings.Contains(string(head[:n]), "event: metadata") || time.Since(started) > 700*time.Millisecond {
+		t.Fatalf("first event %q after %v: the proxy buffers the stream", head[:n], time.Since(started))
+	}
+	rest, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(rest), "event: values") {
+		t.Fatalf("stream: %s", rest)
 	}
 
 	// PATCH to a new revision while a client keeps creating runs: none fails.

@@ -77,9 +77,13 @@ type Store struct {
 	// DefaultAuditLogs is DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS.
 	DefaultAuditLogs bool
 	Now              func() time.Time
+
+	cache authCache
 }
 
 func (s *Store) update(fn func(*bolt.Tx) error) error {
+	// Any identity write may change what a credential resolves to.
+	defer s.cache.invalidate()
 	if s.Writer == nil {
 		return s.DB.Update(fn)
 	}
@@ -167,34 +171,52 @@ func (s *Store) Authenticate(r *http.Request) (*auth.Principal, error) {
 	if key == "" {
 		return nil, httpx.Unauthorized("Not authenticated: send an API key in the X-Api-Key header or a token as Authorization: Bearer.")
 	}
+	tenant, org := r.Header.Get("X-Tenant-Id"), r.Header.Get("X-Organization-Id")
+	ck := keyOf(key, tenant, org)
+	if p, ok := s.cache.get(ck, s.now()); ok {
+		return p, nil
+	}
+	gen := s.cache.gen.Load()
 	var p *auth.Principal
+	var expires *time.Time
 	err := s.DB.View(func(tx *bolt.Tx) error {
 		var err error
-		p, err = s.principal(tx, key, r.Header.Get("X-Tenant-Id"), r.Header.Get("X-Organization-Id"))
+		p, expires, err = s.principal(tx, key, tenant, org)
 		return err
 	})
+	if err == nil {
+		s.cache.put(ck, p, gen, expires)
+	}
 	return p, err
 }
 
-func (s *Store) principal(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*auth.Principal, error) {
+func (s *Store) principal(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*auth.Principal, *time.Time, error) {
+	p, k, err := s.resolve(tx, key, tenantHeader, orgHeader)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, k.ExpiresAt, nil
+}
+
+func (s *Store) resolve(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*auth.Principal, *APIKey, error) {
 	idRaw := tx.Bucket([]byte(storage.IdxAPIKeyHash)).Get(auth.Hash(key))
 	invalid := httpx.Unauthorized("Invalid API key or token.")
 	if idRaw == nil {
-		return nil, invalid
+		return nil, nil, invalid
 	}
 	var k APIKey
 	if err := storage.Get(tx, storage.BucketAPIKeys, idRaw, &k); err != nil {
-		return nil, fmt.Errorf("api key record: %w", err)
+		return nil, nil, fmt.Errorf("api key record: %w", err)
 	}
 	if k.ExpiresAt != nil && !s.now().Before(*k.ExpiresAt) {
-		return nil, httpx.Unauthorized("This API key has expired.")
+		return nil, nil, httpx.Unauthorized("This API key has expired.")
 	}
 	var user User
 	if err := storage.Get(tx, storage.BucketUsers, storage.Key(k.UserID), &user); err != nil {
-		return nil, fmt.Errorf("user of api key %s: %w", k.ID, err)
+		return nil, nil, fmt.Errorf("user of api key %s: %w", k.ID, err)
 	}
 	if orgHeader != "" && !strings.EqualFold(orgHeader, k.OrgID.String()) {
-		return nil, httpx.Forbidden("This credential does not belong to organization %s.", orgHeader)
+		return nil, nil, httpx.Forbidden("This credential does not belong to organization %s.", orgHeader)
 	}
 	cred := k.ID
 	p := &auth.Principal{OrgID: k.OrgID, UserID: k.UserID, CredentialID: &cred, Kind: k.Kind, ReadOnly: k.ReadOnly, Service: user.Service}
@@ -211,28 +233,28 @@ func (s *Store) principal(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*au
 	case k.Kind == auth.KindServiceKey && k.WorkspaceID != nil:
 		ws = *k.WorkspaceID
 		if tenantHeader != "" && !strings.EqualFold(tenantHeader, ws.String()) {
-			return nil, httpx.Forbidden("This API key is scoped to workspace %s and cannot act in workspace %s.", ws, tenantHeader)
+			return nil, nil, httpx.Forbidden("This API key is scoped to workspace %s and cannot act in workspace %s.", ws, tenantHeader)
 		}
 		p.WorkspaceID, p.WorkspaceRole = ws, k.Role
-		return p, nil
+		return p, &k, nil
 	case tenantHeader != "":
 		id, err := uuid.Parse(tenantHeader)
 		if err != nil {
-			return nil, httpx.Forbidden("X-Tenant-Id %q is not a workspace this credential can use.", tenantHeader)
+			return nil, nil, httpx.Forbidden("X-Tenant-Id %q is not a workspace this credential can use.", tenantHeader)
 		}
 		ws = id
 	case k.DefaultWorkspaceID != nil:
 		ws = *k.DefaultWorkspaceID
 	}
 	if ws == uuid.Nil {
-		return p, nil
+		return p, &k, nil
 	}
 	if !workspaceInOrg(tx, k.OrgID, ws) {
 		if tenantHeader == "" {
 			// The default workspace was deleted: act without one.
-			return p, nil
+			return p, &k, nil
 		}
-		return nil, httpx.Forbidden("X-Tenant-Id %q is not a workspace this credential can use.", tenantHeader)
+		return nil, nil, httpx.Forbidden("X-Tenant-Id %q is not a workspace this credential can use.", tenantHeader)
 	}
 	role := user.WorkspaceRoles[ws]
 	if k.Kind == auth.KindServiceKey {
@@ -242,10 +264,10 @@ func (s *Store) principal(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*au
 		role = auth.WSAdmin
 	}
 	if role == "" && !p.OrgManage() {
-		return nil, httpx.Forbidden("This credential has no role in workspace %s.", ws)
+		return nil, nil, httpx.Forbidden("This credential has no role in workspace %s.", ws)
 	}
 	p.WorkspaceID, p.WorkspaceRole = ws, role
-	return p, nil
+	return p, &k, nil
 }
 
 func workspaceInOrg(tx *bolt.Tx, org, ws uuid.UUID) bool {

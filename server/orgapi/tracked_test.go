@@ -1,6 +1,7 @@
 package orgapi_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"sort"
@@ -8,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"slipway/server/audit/ocsfcheck"
+	"slipway/server/audit/ocsftest"
 	"slipway/server/servertest"
 )
 
@@ -96,7 +97,7 @@ func TestEveryTrackedOperation(t *testing.T) {
 			return as(patKey, "DELETE", "/v2/deployments/0190f0f0-0000-7000-8000-000000000000", nil)
 		}, refusedAs: 404},
 	}
-	schema, err := ocsfcheck.Load(ocsfcheck.Dir())
+	schema, err := ocsftest.Load(ocsftest.SchemaDir())
 	if err != nil {
 		t.Fatalf("load the OCSF 1.7.0 schema from ../shared: %v", err)
 	}
@@ -165,7 +166,8 @@ func TestEveryTrackedOperation(t *testing.T) {
 				t.Fatalf("failure recorded code %v, want %d", code, tc.refusedAs)
 			}
 			for _, it := range items {
-				if v := schema.ValidateAPIActivity(it.(map[string]any)); len(v) > 0 {
+				raw, _ := json.Marshal(it)
+				if v := schema.ValidateJSON(raw); len(v) > 0 {
 					t.Fatalf("event is not valid OCSF 1.7.0 API Activity: %v", v)
 				}
 			}
