@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -116,6 +117,10 @@ func TestProcessRuntimeEndToEnd(t *testing.T) {
 	if len(msgs) != 2 {
 		t.Fatalf("state: %v", msgs)
 	}
+
+	// The official JS SDK's suite, through the deployment URL (the SDK sends
+	// LANGGRAPH_API_KEY as x-api-key).
+	runSDKSuite(t, url, s.Key)
 
 	// SSE passes through unbuffered: the first event of a one-second run
 	// arrives long before the run ends.
@@ -277,5 +282,27 @@ func TestKilledDuringBuildIsInterruptedAndRetried(t *testing.T) {
 	all := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil)
 	if strings.Count(string(all.Body), "build started") < 2 || !strings.Contains(string(all.Body), "interrupted by a restart") {
 		t.Fatalf("expected the interrupted attempt and its retry in the log: %s", all.Body)
+	}
+}
+
+// runSDKSuite runs server/agentapi/sdktest against url with the JS SDK;
+// without Node it fails in CI and skips elsewhere.
+func runSDKSuite(t *testing.T, url, key string) {
+	t.Helper()
+	dir, _ := filepath.Abs(filepath.Join("agentapi", "sdktest"))
+	_, nodeErr := osexec.LookPath("node")
+	_, modErr := os.Stat(filepath.Join(dir, "node_modules", "@langchain", "langgraph-sdk"))
+	if nodeErr != nil || modErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node and `npm ci` in server/agentapi/sdktest are needed")
+		}
+		t.Log("skipping the JS SDK suite through the proxy: node or its packages are missing")
+		return
+	}
+	cmd := osexec.Command("node", "--test", "agent.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "AGENT_URL="+url, "LANGGRAPH_API_KEY="+key)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("JS SDK suite through the proxy: %v\n%s", err, out)
 	}
 }
