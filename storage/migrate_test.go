@@ -15,7 +15,9 @@ func TestUpgradeFromEveryVersion(t *testing.T) {
 	buckets := []string{BucketOrgs, BucketWorkspaces, IdxOrgWorkspaces, BucketUsers, BucketAPIKeys, IdxAPIKeyHash,
 		BucketDeployments, IdxWorkspaceDeployments, IdxDeploymentName, IdxPendingDeployments, BucketRevisions,
 		IdxDeploymentRevisions, BucketListeners, IdxWorkspaceListeners, IdxListenerCompute, BucketRevisionLogs,
-		BucketUploads, BucketTracingProjects, IdxTracingProjectName, BucketAuditEvents, IdxAuditOp, BucketAuditAnchors}
+		BucketUploads, BucketTracingProjects, IdxTracingProjectName, BucketAuditEvents, IdxAuditOp, BucketAuditAnchors,
+		BucketAuditForward, IdxOrgUsers, IdxLoginEmail, BucketSessions, BucketRoles, IdxOrgRoles, BucketPendingMembers,
+		IdxOrgPending, BucketWorkspaceSecrets, BucketTTLSettings}
 	for from := 0; from < len(ControlPlaneMigrations); from++ {
 		path := filepath.Join(t.TempDir(), "db")
 		db, err := Open(path, time.Second, ControlPlaneMigrations[:from])

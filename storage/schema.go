@@ -43,6 +43,16 @@ import (
 //	uploads                   upload id → Upload (sha256 of its token)
 //	tracing_projects          project id → TracingProject
 //	idx_tracing_project_name  workspace id ‖ name → project id
+//	idx_org_users             org id ‖ user id → nil: the organization's members (v5)
+//	idx_login_email           lower-case email → user id of the basic-auth user who logs in with it (v5)
+//	sessions                  sha256(session token) → Session of a basic-auth login (v5)
+//	roles                     role id → Role: custom workspace roles (built-ins are not stored) (v5)
+//	idx_org_roles             org id ‖ role id → nil (v5)
+//	pending_members           invite id → PendingMember: an invitation not yet accepted (v5)
+//	idx_org_pending           org id ‖ invite id → nil (v5)
+//	workspace_secrets         workspace id ‖ secret key → value sealed under the master key (v5)
+//	ttl_settings              org id ‖ (workspace id, or 16 zero bytes for the organization) →
+//	                          TTLSettings, incl. the organization's audit-log retention (v5)
 const (
 	BucketOrgs              = "orgs"
 	BucketWorkspaces        = "workspaces"
@@ -67,6 +77,15 @@ const (
 	BucketUploads           = "uploads"
 	BucketTracingProjects   = "tracing_projects"
 	IdxTracingProjectName   = "idx_tracing_project_name"
+	IdxOrgUsers             = "idx_org_users"
+	IdxLoginEmail           = "idx_login_email"
+	BucketSessions          = "sessions"
+	BucketRoles             = "roles"
+	IdxOrgRoles             = "idx_org_roles"
+	BucketPendingMembers    = "pending_members"
+	IdxOrgPending           = "idx_org_pending"
+	BucketWorkspaceSecrets  = "workspace_secrets"
+	BucketTTLSettings       = "ttl_settings"
 )
 
 // ControlPlaneMigrations is the ordered history of the control-plane schema.
@@ -97,6 +116,24 @@ var ControlPlaneMigrations = []Migration{
 		// Per organization: the last window and event the forwarder
 		// delivered, and the retry state of the window after it.
 		return CreateBuckets(tx, BucketAuditForward)
+	}},
+	{Version: 5, Name: "organization members, roles, sessions, secrets and retention", Apply: func(tx *bolt.Tx) error {
+		if err := CreateBuckets(tx, IdxOrgUsers, IdxLoginEmail, BucketSessions, BucketRoles, IdxOrgRoles,
+			BucketPendingMembers, IdxOrgPending, BucketWorkspaceSecrets, BucketTTLSettings); err != nil {
+			return err
+		}
+		// Members used to be found by scanning every user; index the
+		// existing ones under their organization.
+		idx := tx.Bucket([]byte(IdxOrgUsers))
+		return tx.Bucket([]byte(BucketUsers)).ForEach(func(k, v []byte) error {
+			var u struct {
+				OrgID uuid.UUID `json:"organization_id"`
+			}
+			if err := json.Unmarshal(v, &u); err != nil {
+				return fmt.Errorf("user %x: %w", k, err)
+			}
+			return idx.Put(Key(u.OrgID, k), nil)
+		})
 	}},
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -82,6 +83,58 @@ func TestMigrationV4AddsForwardBucket(t *testing.T) {
 		}
 		if string(tx.Bucket([]byte(BucketAuditEvents)).Get(Key(org, U64(1)))) != `{"seq":1}` {
 			t.Error("migration 4 touched the audit events")
+		}
+		return nil
+	})
+}
+
+// TestMigrationV5IndexesExistingMembers upgrades a version-4 database
+// holding users of two organizations and checks that migration 5 lists
+// each user under its own organization only.
+func TestMigrationV5IndexesExistingMembers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	db, err := Open(path, time.Second, ControlPlaneMigrations[:4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	orgA, orgB := NewID(), NewID()
+	users := map[uuid.UUID]uuid.UUID{NewID(): orgA, NewID(): orgA, NewID(): orgB}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for u, org := range users {
+			if err := tx.Bucket([]byte(BucketUsers)).Put(Key(u), []byte(`{"organization_id":"`+org.String()+`"}`)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = Open(path, time.Second, ControlPlaneMigrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		for _, org := range []uuid.UUID{orgA, orgB} {
+			got := PrefixIDs(tx, IdxOrgUsers, Key(org), false)
+			want := 0
+			for u, o := range users {
+				if o == org {
+					want++
+					found := false
+					for _, g := range got {
+						found = found || g == u
+					}
+					if !found {
+						t.Errorf("user %s not indexed under organization %s", u, org)
+					}
+				}
+			}
+			if len(got) != want {
+				t.Errorf("organization %s: %d members indexed, want %d", org, len(got), want)
+			}
 		}
 		return nil
 	})
