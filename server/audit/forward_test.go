@@ -332,3 +332,50 @@ func TestRetentionPerOrganization(t *testing.T) {
 		t.Fatalf("prune before: %v, %v", pruned, err)
 	}
 }
+
+// TestRetentionRunsOnItsInterval checks the scheduled job, not just one
+// run: it prunes at start, then again on each tick as events age past the
+// organization's retention (hourly in production; 20 ms here), and stops
+// with its context.
+func TestRetentionRunsOnItsInterval(t *testing.T) {
+	db, w := fwdDB(t)
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	l := &Log{Key: []byte("0123456789abcdef0123456789abcdef"), Version: "test", Now: clk.Now}
+	org := storage.NewID()
+	fwdAppend(t, l, w, org, 1) // day 0
+	clk.Set(clk.Now().Add(20 * 24 * time.Hour))
+	fwdAppend(t, l, w, org, 1) // day 20
+	clk.Set(clk.Now().Add(20 * 24 * time.Hour))
+	count := func() int {
+		n := 0
+		_ = db.View(func(tx *bolt.Tx) error { n = l.Verify(tx).Events; return nil })
+		return n
+	}
+	r := &Retention{Log: l, DB: db, Update: w.Update, Now: clk.Now, Interval: 20 * time.Millisecond,
+		For: func(*bolt.Tx, uuid.UUID) time.Duration { return 30 * 24 * time.Hour }}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.Start(ctx)
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// Day 40: the day-0 event is older than 30 days, the day-20 one is not.
+	waitUntil("the start-up run", func() bool { return count() == 1 })
+	// Day 60: a later tick prunes the day-20 event without another call.
+	clk.Set(clk.Now().Add(20 * 24 * time.Hour))
+	waitUntil("a scheduled run", func() bool { return count() == 0 })
+	cancel()
+	r.Wait()
+	_ = db.View(func(tx *bolt.Tx) error {
+		if rep := l.Verify(tx); len(rep.Breaks) != 0 {
+			t.Fatalf("chain after scheduled pruning: %+v", rep)
+		}
+		return nil
+	})
+}
