@@ -168,7 +168,7 @@ func (s *Store) CreateOrgAdminKey(id uuid.UUID) (string, APIKey, error) {
 			k.DefaultWorkspaceID = &ws
 			svc.WorkspaceRoles[ws] = auth.WSAdmin
 		}
-		if err := storage.Put(tx, storage.BucketUsers, storage.Key(svc.ID), &svc); err != nil {
+		if err := putUser(tx, &svc); err != nil {
 			return err
 		}
 		return putKey(tx, &k)

@@ -116,7 +116,7 @@ func (s *Store) createServiceKey(w http.ResponseWriter, r *http.Request, _ httpr
 	k.UserID = svc.ID
 	var resp keyResponse
 	err = s.update(func(tx *bolt.Tx) error {
-		if err := storage.Put(tx, storage.BucketUsers, storage.Key(svc.ID), &svc); err != nil {
+		if err := putUser(tx, &svc); err != nil {
 			return err
 		}
 		if err := putKey(tx, &k); err != nil {

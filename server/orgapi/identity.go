@@ -47,7 +47,9 @@ type User struct {
 	OrgRole        string               `json:"org_role"`
 	WorkspaceRoles map[uuid.UUID]string `json:"workspace_roles"`
 	Service        bool                 `json:"service"`
-	CreatedAt      time.Time            `json:"created_at"`
+	// Password is set for basic-auth users, who log in with their email.
+	Password  *Password `json:"password,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // APIKey is a stored credential. Only the hash of the key is kept.
@@ -74,6 +76,8 @@ type Store struct {
 	// Writer group-commits writes (shared with the control plane).
 	Writer *storage.Committer
 	Audit  *audit.Recorder
+	// Sealer encrypts workspace secrets under the master key.
+	Sealer *storage.Sealer
 	// DefaultAuditLogs is DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS.
 	DefaultAuditLogs bool
 	Now              func() time.Time
@@ -125,7 +129,7 @@ func (s *Store) Bootstrap(fixedKey string) (string, error) {
 		}
 		if err := errors.Join(
 			storage.Put(tx, storage.BucketOrgs, storage.Key(org.ID), &org),
-			storage.Put(tx, storage.BucketUsers, storage.Key(user.ID), &user),
+			putUser(tx, &user),
 			putKey(tx, &k),
 		); err != nil {
 			return fmt.Errorf("bootstrap: %w", err)
@@ -144,6 +148,15 @@ func putWorkspace(tx *bolt.Tx, ws *Workspace) error {
 		return err
 	}
 	return tx.Bucket([]byte(storage.IdxOrgWorkspaces)).Put(storage.Key(ws.OrgID, ws.ID), nil)
+}
+
+// putUser writes a user with its membership index entry; every user write
+// goes through here so the organization's member list never misses one.
+func putUser(tx *bolt.Tx, u *User) error {
+	if err := storage.Put(tx, storage.BucketUsers, storage.Key(u.ID), u); err != nil {
+		return err
+	}
+	return tx.Bucket([]byte(storage.IdxOrgUsers)).Put(storage.Key(u.OrgID, u.ID), nil)
 }
 
 func putKey(tx *bolt.Tx, k *APIKey) error {
@@ -199,6 +212,9 @@ func (s *Store) principal(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*au
 }
 
 func (s *Store) resolve(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*auth.Principal, *APIKey, error) {
+	if strings.HasPrefix(key, sessionPrefix) {
+		return s.resolveSession(tx, key, tenantHeader, orgHeader)
+	}
 	idRaw := tx.Bucket([]byte(storage.IdxAPIKeyHash)).Get(auth.Hash(key))
 	invalid := httpx.Unauthorized("Invalid API key or token.")
 	if idRaw == nil {
@@ -215,13 +231,57 @@ func (s *Store) resolve(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*auth
 	if err := storage.Get(tx, storage.BucketUsers, storage.Key(k.UserID), &user); err != nil {
 		return nil, nil, fmt.Errorf("user of api key %s: %w", k.ID, err)
 	}
+	cred := k.ID
+	return s.place(tx, &k, &user, &cred, tenantHeader, orgHeader)
+}
+
+// resolveSession resolves a basic-auth login session. It is treated as a
+// credential of the user without an id of its own, so events record a null
+// credential_uid; its default workspace is the organization's default if
+// the user has a role there, else the first workspace they have one in.
+func (s *Store) resolveSession(tx *bolt.Tx, token, tenantHeader, orgHeader string) (*auth.Principal, *APIKey, error) {
+	var sess Session
+	if storage.Get(tx, storage.BucketSessions, auth.Hash(token), &sess) != nil {
+		return nil, nil, httpx.Unauthorized("Invalid or expired session; log in again.")
+	}
+	if !s.now().Before(sess.ExpiresAt) {
+		return nil, nil, httpx.Unauthorized("Invalid or expired session; log in again.")
+	}
+	var user User
+	if storage.Get(tx, storage.BucketUsers, storage.Key(sess.UserID), &user) != nil {
+		return nil, nil, httpx.Unauthorized("Invalid or expired session; log in again.")
+	}
+	var org Org
+	if err := getOrg(tx, user.OrgID, &org); err != nil {
+		return nil, nil, fmt.Errorf("organization of user %s: %w", user.ID, err)
+	}
+	k := APIKey{Kind: auth.KindSession, OrgID: user.OrgID, UserID: user.ID, ExpiresAt: &sess.ExpiresAt}
+	var def *uuid.UUID
+	if _, ok := user.WorkspaceRoles[org.DefaultWorkspaceID]; ok || user.OrgRole == auth.OrgAdmin {
+		ws := org.DefaultWorkspaceID
+		def = &ws
+	} else {
+		for _, id := range storage.PrefixIDs(tx, storage.IdxOrgWorkspaces, storage.Key(org.ID), false) {
+			if roleLevel(tx, user.WorkspaceRoles[id]) != "" {
+				ws := id
+				def = &ws
+				break
+			}
+		}
+	}
+	k.DefaultWorkspaceID = def
+	return s.place(tx, &k, &user, nil, tenantHeader, orgHeader)
+}
+
+// place builds the principal of credential k of user: its organization
+// role and the workspace the request acts in, with the role there.
+func (s *Store) place(tx *bolt.Tx, k *APIKey, user *User, cred *uuid.UUID, tenantHeader, orgHeader string) (*auth.Principal, *APIKey, error) {
 	if orgHeader != "" && !strings.EqualFold(orgHeader, k.OrgID.String()) {
 		return nil, nil, httpx.Forbidden("This credential does not belong to organization %s.", orgHeader)
 	}
-	cred := k.ID
-	p := &auth.Principal{OrgID: k.OrgID, UserID: k.UserID, CredentialID: &cred, Kind: k.Kind, ReadOnly: k.ReadOnly, Service: user.Service}
+	p := &auth.Principal{OrgID: k.OrgID, UserID: k.UserID, CredentialID: cred, Kind: k.Kind, ReadOnly: k.ReadOnly, Service: user.Service}
 	switch {
-	case k.Kind == auth.KindPAT:
+	case k.Kind == auth.KindPAT || k.Kind == auth.KindSession:
 		p.OrgRole = user.OrgRole
 	case k.WorkspaceID == nil:
 		p.OrgRole = k.OrgRole
@@ -235,8 +295,8 @@ func (s *Store) resolve(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*auth
 		if tenantHeader != "" && !strings.EqualFold(tenantHeader, ws.String()) {
 			return nil, nil, httpx.Forbidden("This API key is scoped to workspace %s and cannot act in workspace %s.", ws, tenantHeader)
 		}
-		p.WorkspaceID, p.WorkspaceRole = ws, k.Role
-		return p, &k, nil
+		p.WorkspaceID, p.WorkspaceRole = ws, roleLevel(tx, k.Role)
+		return p, k, nil
 	case tenantHeader != "":
 		id, err := uuid.Parse(tenantHeader)
 		if err != nil {
@@ -247,16 +307,16 @@ func (s *Store) resolve(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*auth
 		ws = *k.DefaultWorkspaceID
 	}
 	if ws == uuid.Nil {
-		return p, &k, nil
+		return p, k, nil
 	}
 	if !workspaceInOrg(tx, k.OrgID, ws) {
 		if tenantHeader == "" {
 			// The default workspace was deleted: act without one.
-			return p, &k, nil
+			return p, k, nil
 		}
 		return nil, nil, httpx.Forbidden("X-Tenant-Id %q is not a workspace this credential can use.", tenantHeader)
 	}
-	role := user.WorkspaceRoles[ws]
+	role := roleLevel(tx, user.WorkspaceRoles[ws])
 	if k.Kind == auth.KindServiceKey {
 		role = ""
 	}
@@ -267,7 +327,7 @@ func (s *Store) resolve(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*auth
 		return nil, nil, httpx.Forbidden("This credential has no role in workspace %s.", ws)
 	}
 	p.WorkspaceID, p.WorkspaceRole = ws, role
-	return p, &k, nil
+	return p, k, nil
 }
 
 func workspaceInOrg(tx *bolt.Tx, org, ws uuid.UUID) bool {
