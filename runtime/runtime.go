@@ -50,3 +50,12 @@ type Driver interface {
 // ErrUnsupported marks a spec the driver cannot run (e.g. a docker-only
 // source on the process driver); the revision fails with its message.
 var ErrUnsupported = errors.New("unsupported by this runtime")
+
+// Reconciler is implemented by drivers whose agents outlive Slipway (the
+// docker driver's containers). Reconcile runs once at start-up, before any
+// build or deploy: deployments maps every deployment on record to its
+// active revision ("" for none), and the driver removes what no record
+// claims. Active revisions are then adopted or restarted by Deploy.
+type Reconciler interface {
+	Reconcile(ctx context.Context, deployments map[string]string) error
+}

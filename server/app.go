@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"slipway/config"
 	"slipway/runtime"
+	"slipway/runtime/docker"
 	"slipway/runtime/fake"
 	"slipway/runtime/process"
 	"slipway/server/admin"
@@ -77,25 +79,38 @@ func (a *app) adminServer() *admin.Server {
 		Logger: a.log.With().Str("component", "admin").Logger()}
 }
 
-// chooseDriver picks the runtime: the process driver runs agents as
-// supervised child processes; the docker driver plugs in here next.
+// chooseDriver picks the runtime: docker when SLIPWAY_RUNTIME says so or,
+// with auto, when an engine answers; the process driver otherwise.
 func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger) (runtime.Driver, string) {
-	switch cfg.Runtime {
-	case "fake":
+	if cfg.Runtime == "fake" {
 		return fake.New(50 * time.Millisecond), "SLIPWAY_RUNTIME=fake (test driver: runs nothing)"
-	case "docker":
-		return unavailable{name: cfg.Runtime}, "SLIPWAY_RUNTIME=docker, but the docker driver is not built yet"
 	}
 	bin, err := os.Executable()
 	if err != nil {
 		return unavailable{name: cfg.Runtime}, "cannot locate the slipway binary to run agents: " + err.Error()
+	}
+	var engineErr error
+	if cfg.Runtime == "docker" || cfg.Runtime == "auto" {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		c, api, err := docker.Connect(ctx)
+		cancel()
+		if err == nil {
+			d := &docker.Driver{Client: c, Bin: bin, Root: filepath.Join(cfg.DataDir, "builds"),
+				SecretsDir: filepath.Join(cfg.DataDir, "secrets"), Gate: gate,
+				Log: log.With().Str("component", "docker-runtime").Logger()}
+			return d, fmt.Sprintf("SLIPWAY_RUNTIME=%s: a Docker engine answers at %s (API %s)", cfg.Runtime, c.DaemonHost(), api)
+		}
+		engineErr = err
+		if cfg.Runtime == "docker" {
+			return unavailable{name: cfg.Runtime}, "SLIPWAY_RUNTIME=docker, but " + err.Error()
+		}
 	}
 	d := &process.Driver{Bin: bin, Root: filepath.Join(cfg.DataDir, "deployments"), Gate: gate,
 		Log: log.With().Str("component", "process-runtime").Logger()}
 	if cfg.Runtime == "process" {
 		return d, "SLIPWAY_RUNTIME=process"
 	}
-	return d, "SLIPWAY_RUNTIME=auto: the docker driver is not built yet, so agents run as child processes"
+	return d, "SLIPWAY_RUNTIME=auto and " + engineErr.Error() + ": agents run as child processes"
 }
 
 // Start begins background work bound to ctx: the reconciler, audit

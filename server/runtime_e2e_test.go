@@ -28,7 +28,11 @@ func sourceTarballBytes(files map[string]string) []byte {
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
 	for name, body := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+		mode := int64(0o644)
+		if strings.HasPrefix(name, "bin/") {
+			mode = 0o755
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
 			panic(err)
 		}
 		_, _ = tw.Write([]byte(body))
@@ -72,12 +76,25 @@ func waitStatus(t *testing.T, s *servertest.Server, dep, rev string) string {
 	return ""
 }
 
-// TestProcessRuntimeEndToEnd is the spec's recommended flow on the process
-// runtime: create, upload, poll until DEPLOYED, use the deployment through
-// its URL (the reject scenario), PATCH while a client keeps creating runs,
-// roll back, delete — and nothing of the deployment remains.
-func TestProcessRuntimeEndToEnd(t *testing.T) {
-	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "process"})
+// TestRuntimeEndToEnd is the spec's recommended flow on each real runtime:
+// create, upload (the echo built-in and a static Go command graph), poll
+// until DEPLOYED, use the deployment through its URL (the reject scenario,
+// the official JS SDK), PATCH while a client keeps creating runs, roll back,
+// delete — and nothing of the deployment remains.
+func TestRuntimeEndToEnd(t *testing.T) {
+	for _, driver := range drivers {
+		t.Run(driver, func(t *testing.T) {
+			requireRuntime(t, driver)
+			runtimeEndToEnd(t, driver)
+		})
+	}
+}
+
+func runtimeEndToEnd(t *testing.T, driver string) {
+	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": driver})
+	if info := s.Do("GET", "/info", nil).Map()["runtime"].(map[string]any); info["driver"] != driver {
+		t.Fatalf("runtime: %v", info)
+	}
 	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "e2e-agent", "source": "internal_source", "source_config": map[string]any{},
 		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"},
 		"secrets":                []any{map[string]any{"name": "GREETING", "value": "s3cr3t"}}})
@@ -85,10 +102,9 @@ func TestProcessRuntimeEndToEnd(t *testing.T) {
 		t.Fatalf("create: %d %s", d.Status, d.Body)
 	}
 	dep := d.Map()["id"].(string)
-	cfg := map[string]string{"langgraph.json": `{"graphs": {"agent": {"builtin": "echo"}}}`}
-	rev1 := deploySource(t, s, dep, cfg)
+	rev1 := deploySource(t, s, dep, appFiles(t, ""))
 	if st := waitStatus(t, s, dep, rev1); st != "DEPLOYED" {
-		t.Fatalf("revision 1 ended %s:\n%s", st, s.Logs())
+		t.Fatalf("revision 1 ended %s:\n%s\n%s", st, s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev1+"/logs", nil).Body, s.Logs())
 	}
 	got := s.Do("GET", "/v2/deployments/"+dep, nil).Map()
 	url, _ := got["url"].(string)
@@ -114,8 +130,15 @@ func TestProcessRuntimeEndToEnd(t *testing.T) {
 	}
 	agent("GET", "/threads/"+th+"/runs/"+first.Map()["run_id"].(string)+"/join", nil)
 	msgs := agent("GET", "/threads/"+th+"/state", nil).Map()["values"].(map[string]any)["messages"].([]any)
-	if len(msgs) != 2 {
+	if len(msgs) != 2 || msgs[0].(map[string]any)["content"] != "hi" || msgs[1].(map[string]any)["type"] != "ai" {
 		t.Fatalf("state: %v", msgs)
+	}
+	// The command graph (a static Go program inside the archive) runs too.
+	ct := agent("POST", "/threads", map[string]any{}).Map()["thread_id"].(string)
+	cw := agent("POST", "/threads/"+ct+"/runs/wait", map[string]any{"assistant_id": "counter",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "four"}}}})
+	if cw.Status != 200 || !strings.Contains(string(cw.Body), "4 characters") || cw.Map()["count"] != 1.0 {
+		t.Fatalf("command graph: %d %s", cw.Status, cw.Body)
 	}
 
 	// The official JS SDK's suite, through the deployment URL (the SDK sends
@@ -175,8 +198,7 @@ func TestProcessRuntimeEndToEnd(t *testing.T) {
 		}
 	}()
 	time.Sleep(200 * time.Millisecond)
-	cfg2 := map[string]string{"langgraph.json": `{"graphs": {"agent": {"builtin": "echo"}, "second": {"builtin": "echo"}}}`}
-	rev2 := deploySource(t, s, dep, cfg2)
+	rev2 := deploySource(t, s, dep, appFiles(t, `, "second": {"builtin": "echo"}`))
 	if st := waitStatus(t, s, dep, rev2); st != "DEPLOYED" {
 		t.Fatalf("revision 2 ended %s", st)
 	}
@@ -219,11 +241,12 @@ func TestProcessRuntimeEndToEnd(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if _, err := os.Stat(filepath.Join(s.DataDir, "deployments", dep)); !os.IsNotExist(err) {
-		t.Fatalf("deployment files remain: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(s.DataDir, "uploads", dep)); !os.IsNotExist(err) {
-		t.Fatalf("uploads remain: %v", err)
+	// Files go right after the records (see removeDeployment).
+	for left := leftovers(t, s, driver, dep); len(left) > 0; left = leftovers(t, s, driver, dep) {
+		if time.Now().After(deadline) {
+			t.Fatalf("deleting the deployment left: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if r := servertest.Do(t, "GET", url+"/ok", nil, "X-Api-Key", s.Key); r.Status != 404 {
 		t.Fatalf("the deployment URL still answers: %d", r.Status)
@@ -304,5 +327,98 @@ func runSDKSuite(t *testing.T, url, key string) {
 	cmd.Env = append(os.Environ(), "AGENT_URL="+url, "LANGGRAPH_API_KEY="+key)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("JS SDK suite through the proxy: %v\n%s", err, out)
+	}
+}
+
+func rawTarball(t *testing.T, entries []tar.Header, bodies map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, h := range entries {
+		h := h
+		body := bodies[h.Name]
+		h.Size = int64(len(body))
+		if h.Typeflag != tar.TypeReg {
+			h.Size = 0
+		}
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tw.Write([]byte(body))
+	}
+	_ = tw.Close()
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+// TestRuntimeFailures, on each runtime: unsafe archives fail the build with a reason
+// and write nothing outside their directory; a revision whose agent never
+// becomes healthy fails its deploy while the previous revision keeps serving.
+func TestRuntimeFailures(t *testing.T) {
+	for _, driver := range drivers {
+		t.Run(driver, func(t *testing.T) {
+			requireRuntime(t, driver)
+			runtimeFailures(t, driver)
+		})
+	}
+}
+
+func runtimeFailures(t *testing.T, driver string) {
+	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": driver})
+	dep := s.Do("POST", "/v2/deployments", map[string]any{"name": "fragile", "source": "internal_source", "source_config": map[string]any{},
+		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}}).Map()["id"].(string)
+	good := deploySource(t, s, dep, map[string]string{"langgraph.json": `{"graphs": {"agent": {"builtin": "echo"}}}`})
+	if st := waitStatus(t, s, dep, good); st != "DEPLOYED" {
+		t.Fatalf("good revision ended %s", st)
+	}
+	url := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
+	cfg := map[string]string{"langgraph.json": `{"graphs": {"agent": {"builtin": "echo"}}}`}
+	upload := func(archive []byte) string {
+		up := s.Do("POST", "/v2/deployments/"+dep+"/upload-url", nil).Map()
+		if r := servertest.Do(t, "PUT", up["upload_url"].(string), archive); r.Status != 200 {
+			t.Fatalf("upload: %d %s", r.Status, r.Body)
+		}
+		return s.Do("PATCH", "/v2/deployments/"+dep, map[string]any{"source_revision_config": map[string]any{
+			"source_tarball_path": up["object_path"]}}).Map()["latest_revision_id"].(string)
+	}
+	cases := []struct {
+		name    string
+		archive []byte
+		want    string
+	}{
+		{"dot-dot path", rawTarball(t, []tar.Header{{Name: "langgraph.json", Typeflag: tar.TypeReg, Mode: 0o644},
+			{Name: "../../escaped.txt", Typeflag: tar.TypeReg, Mode: 0o644}}, map[string]string{"langgraph.json": cfg["langgraph.json"], "../../escaped.txt": "x"}), "escapes"},
+		{"symlink out", rawTarball(t, []tar.Header{{Name: "langgraph.json", Typeflag: tar.TypeReg, Mode: 0o644},
+			{Name: "etc", Typeflag: tar.TypeSymlink, Linkname: "/etc"}}, cfg), "outside the archive"},
+	}
+	for _, tc := range cases {
+		rev := upload(tc.archive)
+		if st := waitStatus(t, s, dep, rev); st != "BUILD_FAILED" {
+			t.Fatalf("%s: ended %s", tc.name, st)
+		}
+		logs := string(s.Do("POST", "/v1/projects/"+dep+"/revisions/"+rev+"/build_logs", map[string]any{"level": "error"}).Body)
+		if !strings.Contains(logs, tc.want) {
+			t.Fatalf("%s: build log does not say why: %s", tc.name, logs)
+		}
+	}
+	for _, p := range []string{filepath.Join(s.DataDir, "escaped.txt"), filepath.Join(s.DataDir, "deployments", "escaped.txt"),
+		filepath.Join(s.DataDir, "deployments", dep, "escaped.txt"), filepath.Join(s.DataDir, "builds", "escaped.txt"),
+		filepath.Join(s.DataDir, "builds", dep, "escaped.txt")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Fatalf("an archive wrote %s", p)
+		}
+	}
+	// An agent that cannot start never passes its health check.
+	bad := deploySource(t, s, dep, map[string]string{"langgraph.json": `{"graphs": {"agent": {"builtin": "no-such-graph"}}}`})
+	if st := waitStatus(t, s, dep, bad); st != "DEPLOY_FAILED" {
+		t.Fatalf("unhealthy revision ended %s", st)
+	}
+	d := s.Do("GET", "/v2/deployments/"+dep, nil).Map()
+	if d["active_revision_id"] != good || d["status"] != "READY" {
+		t.Fatalf("after failures: %v", d)
+	}
+	if r := servertest.Do(t, "GET", url+"/ok", nil, "X-Api-Key", s.Key); r.Status != 200 {
+		t.Fatalf("the previous revision stopped serving: %d %s", r.Status, r.Body)
 	}
 }

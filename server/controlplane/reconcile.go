@@ -56,6 +56,11 @@ func (s *Service) Start(ctx context.Context) {
 	if err := s.markActivePending(); err != nil {
 		s.Log.Error().Err(err).Msg("queue active revisions for restore")
 	}
+	if r, ok := s.Driver.(runtime.Reconciler); ok {
+		if err := s.reconcileRuntime(ctx, r); err != nil {
+			s.Log.Error().Err(err).Msg("reconcile the runtime with the records")
+		}
+	}
 	s.rec.wg.Add(1)
 	go s.rec.loop(ctx)
 }
@@ -177,6 +182,29 @@ func (s *Service) markActivePending() error {
 	})
 }
 
+// reconcileRuntime tells the driver which deployments and active revisions
+// exist, so it removes what a crash left behind before any new work starts.
+func (s *Service) reconcileRuntime(ctx context.Context, r runtime.Reconciler) error {
+	deps := map[string]string{}
+	err := s.DB.View(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(storage.BucketDeployments)).ForEach(func(_, v []byte) error {
+			var d deploymentRecord
+			if err := json.Unmarshal(v, &d); err != nil {
+				return err
+			}
+			deps[d.ID] = ""
+			if d.ActiveRevisionID != nil {
+				deps[d.ID] = *d.ActiveRevisionID
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("read deployments: %w", err)
+	}
+	return r.Reconcile(ctx, deps)
+}
+
 // restore starts a deployment's active revision again. Its status stays
 // DEPLOYED; a failure marks the deployment UNKNOWN until a retry succeeds.
 func (s *Service) restore(ctx context.Context, dep *deploymentRecord, rev *revisionRecord) {
@@ -262,8 +290,11 @@ func (rc *reconciler) scan(ctx context.Context) {
 	for _, w := range todo {
 		cur := rc.busy[w.dep.ID]
 		if cur != nil {
-			// A newer revision or a deletion supersedes the running job.
-			if w.rev == nil && cur.revision != "" || w.rev != nil && cur.revision != w.rev.ID {
+			// A newer revision or a deletion supersedes the running job. A
+			// restore never does: while a rollout runs, the deployment may
+			// have no endpoint (its old agent is stopped for the handover),
+			// which is not a reason to bring the old revision back.
+			if w.rev == nil && cur.revision != "" || w.rev != nil && !w.restore && cur.revision != w.rev.ID {
 				cur.cancel()
 			}
 			continue

@@ -5,7 +5,8 @@
 //
 // Its input may ask it to misbehave, for tests of the protocol:
 // {"fail": "message"} exits non-zero with that message on stderr,
-// {"garbage": true} prints a line that is not JSON, and {"sleep": seconds}
+// {"garbage": true} prints a line that is not JSON, {"interrupt": question}
+// stops to ask it (a later run with command {"resume": answer} answers), and {"sleep": seconds}
 // waits first (and honours SIGTERM, unless {"stubborn": true}: then only
 // SIGKILL stops it).
 package main
@@ -20,9 +21,10 @@ import (
 )
 
 type request struct {
-	Input  map[string]any `json:"input"`
-	Values map[string]any `json:"values"`
-	RunID  string         `json:"run_id"`
+	Input   map[string]any `json:"input"`
+	Command map[string]any `json:"command"`
+	Values  map[string]any `json:"values"`
+	RunID   string         `json:"run_id"`
 }
 
 func emit(v any) {
@@ -31,6 +33,17 @@ func emit(v any) {
 }
 
 func main() {
+	// `counter --wait SECONDS` sleeps and exits 0: a slow init container
+	// for deploy tests.
+	if len(os.Args) == 3 && os.Args[1] == "--wait" {
+		d, err := time.ParseDuration(os.Args[2] + "s")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "counter: --wait takes seconds:", err)
+			os.Exit(2)
+		}
+		time.Sleep(d)
+		return
+	}
 	var req request
 	if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
 		fmt.Fprintln(os.Stderr, "counter: bad request:", err)
@@ -53,6 +66,16 @@ func main() {
 	if msg, ok := req.Input["fail"].(string); ok {
 		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(1)
+	}
+	if q, ok := req.Input["interrupt"]; ok {
+		emit(map[string]any{"event": "interrupt", "data": q})
+		return
+	}
+	if answer, ok := req.Command["resume"]; ok {
+		emit(map[string]any{"event": "updates", "node": "counter", "data": map[string]any{
+			"messages": []any{map[string]any{"type": "ai", "content": fmt.Sprintf("resumed with %v", answer)}},
+		}})
+		return
 	}
 	if req.Input["garbage"] == true {
 		fmt.Println("this is not json")

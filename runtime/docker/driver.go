@@ -1,0 +1,685 @@
+// Package docker runs deployments with a Docker engine: it builds an image
+// per revision from the uploaded source (or uses a given image), and runs
+// it as a container on a network of the deployment's own, beside a volume
+// that holds the agent's database across revisions.
+//
+// Names of what it creates, all labelled (see LabelManaged and friends):
+//
+//	network   slipway-<deployment>
+//	volume    slipway-<deployment>-data                 the agent database
+//	volume    slipway-<deployment>-<revision>-<name>    an emptyDir
+//	volume    slipway-<deployment>-pvc-<claim>          a persistentVolumeClaim
+//	image     slipway-agent:<binary hash>               FROM scratch + slipway
+//	image     slipway/<deployment>:<revision>           an internal_source build
+//	container slipway-<deployment>-<revision>[-<init or sidecar name>]
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/rs/zerolog"
+
+	"slipway/runtime"
+	"slipway/runtime/build"
+)
+
+// Engine is the part of the Docker API the driver uses.
+type Engine interface {
+	client.ContainerAPIClient
+	client.ImageAPIClient
+	client.ImageBuildAPIClient
+	client.NetworkAPIClient
+	client.VolumeAPIClient
+	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
+}
+
+// Driver is the docker runtime.
+type Driver struct {
+	Client Engine
+	Bin    string // the static slipway binary copied into the agent image
+	Root   string // scratch space for unpacking sources
+	// SecretsDir holds secret objects for secret_references:
+	// <dir>/<secret name>/<key>.
+	SecretsDir string
+	Gate       *runtime.Gate
+	Log        zerolog.Logger
+	// HealthTimeout bounds how long a new revision may take to answer GET /ok.
+	HealthTimeout time.Duration
+	// StopGrace is how long an agent gets to finish after SIGTERM.
+	StopGrace time.Duration
+
+	baseMu sync.Mutex
+	base   string // the agent image tag, once built
+
+	mu   sync.Mutex
+	deps map[string]serving // deployment → its serving revision
+}
+
+type serving struct {
+	rev, container, endpoint string
+}
+
+// Connect returns a client for the engine named by the environment
+// (DOCKER_HOST, default the local socket), negotiating the API version so
+// that old engines (Debian's, API 1.41) and current ones both work, and
+// pings it.
+func Connect(ctx context.Context) (*client.Client, string, error) {
+	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, "", fmt.Errorf("docker client: %w", err)
+	}
+	ping, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
+	if err != nil {
+		c.Close()
+		return nil, "", fmt.Errorf("no Docker engine answers at %s: %w", c.DaemonHost(), err)
+	}
+	return c, ping.APIVersion, nil
+}
+
+func (d *Driver) Name() string { return "docker" }
+
+func labels(dep, rev, role string) map[string]string {
+	l := map[string]string{LabelManaged: "true", LabelDeployment: dep, LabelRole: role}
+	if rev != "" {
+		l[LabelRevision] = rev
+	}
+	return l
+}
+
+func networkName(dep string) string    { return "slipway-" + dep }
+func dataVolume(dep string) string     { return "slipway-" + dep + "-data" }
+func agentName(dep, rev string) string { return "slipway-" + dep + "-" + rev }
+func imageTag(dep, rev string) string  { return "slipway/" + dep + ":" + rev }
+
+// Build produces the revision's image: for internal_source, an image built
+// from the uploaded archive; for docker sources, the given image, pulled
+// only when absent.
+func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (string, error) {
+	if s.Source != "internal_source" {
+		if s.ImageURI == "" {
+			return "", fmt.Errorf("%w: source %s needs source_revision_config.image_uri", runtime.ErrUnsupported, s.Source)
+		}
+		if err := d.ensureImage(ctx, s.ImageURI, "IfNotPresent", log); err != nil {
+			return "", err
+		}
+		return s.ImageURI, nil
+	}
+	tag := imageTag(s.DeploymentID, s.RevisionID)
+	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
+		fmt.Fprintf(log, "image %s was built before\n", tag)
+		return tag, nil // builds are deterministic per revision
+	}
+	base, err := d.agentImage(ctx, log)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(d.Root, s.DeploymentID, s.RevisionID)
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("clear %s: %w", dir, err)
+	}
+	defer os.RemoveAll(dir) // the image holds the source from here on
+	app := filepath.Join(dir, "app")
+	fmt.Fprintf(log, "unpacking source archive\n")
+	if err := build.Unpack(s.TarballPath, app, build.DefaultLimits); err != nil {
+		return "", err
+	}
+	cfgPath, err := graphConfig(s.GraphConfig)
+	if err != nil {
+		return "", err
+	}
+	raw, err := os.ReadFile(filepath.Join(app, filepath.FromSlash(cfgPath)))
+	if err != nil {
+		return "", fmt.Errorf("graph configuration file %q is not in the uploaded source", cfgPath)
+	}
+	g, err := ParseGraphFile(raw)
+	if err != nil {
+		return "", err
+	}
+	df, err := dockerfile(base, g, cfgPath, s.InstallCommand, s.BuildCommand)
+	if err != nil {
+		return "", err
+	}
+	if g.BaseImage != "" {
+		if err := d.ensureImage(ctx, g.BaseImage, "IfNotPresent", log); err != nil {
+			return "", err
+		}
+	}
+	bc, err := contextTar(app, df)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(log, "building image %s\n", tag)
+	if err := d.build(ctx, bc, tag, labels(s.DeploymentID, s.RevisionID, "image"), log); err != nil {
+		return "", err
+	}
+	return tag, nil
+}
+
+// graphConfig cleans the graph configuration path, which must stay inside
+// the source tree.
+func graphConfig(rel string) (string, error) {
+	if rel == "" {
+		rel = "langgraph.json"
+	}
+	clean := path.Clean(strings.ReplaceAll(rel, "\\", "/"))
+	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("graph configuration path %q leaves the source tree", rel)
+	}
+	return clean, nil
+}
+
+// agents lists the deployment's containers of one role (all when "").
+func (d *Driver) containers(ctx context.Context, dep, rev, role string) ([]container.Summary, error) {
+	f := client.Filters{}.Add("label", LabelManaged+"=true")
+	if dep != "" {
+		f = f.Add("label", LabelDeployment+"="+dep)
+	}
+	if rev != "" {
+		f = f.Add("label", LabelRevision+"="+rev)
+	}
+	if role != "" {
+		f = f.Add("label", LabelRole+"="+role)
+	}
+	res, err := d.Client.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	return res.Items, nil
+}
+
+// Deploy hands the deployment over to this revision. A deployment's agent
+// database is one file only one agent may hold, so new requests wait at the
+// gate while the serving container stops and this one starts on the same
+// volume; if this one never becomes healthy, the previous one starts again.
+func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log io.Writer) (string, error) {
+	p, err := makePlan(s, d.SecretsDir)
+	if err != nil {
+		return "", err
+	}
+	if err := d.ensureShared(ctx, s.DeploymentID, s.DeploymentName); err != nil {
+		return "", err
+	}
+	agents, err := d.containers(ctx, s.DeploymentID, "", "agent")
+	if err != nil {
+		return "", err
+	}
+	var prev []container.Summary
+	for _, c := range agents {
+		if c.Labels[LabelRevision] == s.RevisionID {
+			if c.State == container.StateRunning {
+				if ep, err := d.endpointOf(ctx, c.ID, s.DeploymentID, false); err == nil && healthy(ep) {
+					// Already serving (adopted after a restart of Slipway).
+					d.set(s.DeploymentID, serving{rev: s.RevisionID, container: c.ID, endpoint: ep})
+					fmt.Fprintf(log, "revision %s is already serving on %s\n", s.RevisionID, ep)
+					return ep, nil
+				}
+			}
+			continue
+		}
+		if c.State == container.StateRunning || c.State == container.StateRestarting {
+			prev = append(prev, c)
+		}
+	}
+	for _, sc := range append(append([]sidecar(nil), p.inits...), p.sidecars...) {
+		if err := d.ensureImage(ctx, sc.image, sc.pullPolicy, log); err != nil {
+			return "", fmt.Errorf("container %q: %w", sc.name, err)
+		}
+	}
+	// Leftovers of an earlier attempt at this revision would clash by name.
+	if err := d.removeContainers(ctx, s.DeploymentID, s.RevisionID); err != nil {
+		return "", err
+	}
+	for _, v := range p.volumes {
+		if err := d.ensureVolume(ctx, v.name, s.DeploymentID, map[bool]string{true: s.RevisionID}[v.perRevison]); err != nil {
+			return "", err
+		}
+	}
+
+	resume := d.Gate.Pause(s.DeploymentID)
+	defer resume()
+	for _, c := range prev {
+		fmt.Fprintf(log, "stopping revision %s\n", c.Labels[LabelRevision])
+		if err := d.stop(ctx, c.ID); err != nil {
+			return "", err
+		}
+	}
+	ep, id, err := d.start(ctx, s, image, p, log)
+	if err != nil {
+		if rerr := d.removeContainers(context.Background(), s.DeploymentID, s.RevisionID); rerr != nil {
+			d.Log.Warn().Err(rerr).Msg("remove failed revision containers")
+		}
+		for _, c := range prev {
+			fmt.Fprintf(log, "starting revision %s again\n", c.Labels[LabelRevision])
+			d.restart(c)
+		}
+		return "", err
+	}
+	d.set(s.DeploymentID, serving{rev: s.RevisionID, container: id, endpoint: ep})
+	fmt.Fprintf(log, "revision %s is serving on %s\n", s.RevisionID, ep)
+	return ep, nil
+}
+
+// restart brings a previous revision's container back after a failed
+// handover, and makes it the deployment's endpoint again.
+func (d *Driver) restart(c container.Summary) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.healthTimeout())
+	defer cancel()
+	dep := c.Labels[LabelDeployment]
+	if _, err := d.Client.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+		d.Log.Error().Err(err).Str("container", c.ID).Msg("restart previous revision")
+		return
+	}
+	ep, err := d.waitHealthy(ctx, c.ID, dep)
+	if err != nil {
+		d.Log.Error().Err(err).Str("container", c.ID).Msg("previous revision did not become healthy again")
+		return
+	}
+	d.set(dep, serving{rev: c.Labels[LabelRevision], container: c.ID, endpoint: ep})
+}
+
+// ensureShared creates the deployment's network and data volume.
+func (d *Driver) ensureShared(ctx context.Context, dep, name string) error {
+	l := labels(dep, "", "network")
+	l[LabelName] = name
+	if _, err := d.Client.NetworkInspect(ctx, networkName(dep), client.NetworkInspectOptions{}); cerrdefs.IsNotFound(err) {
+		_, err = d.Client.NetworkCreate(ctx, networkName(dep), client.NetworkCreateOptions{Driver: "bridge", Labels: l})
+		if err != nil && !cerrdefs.IsConflict(err) {
+			return fmt.Errorf("create network: %w", err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("inspect network: %w", err)
+	}
+	return d.ensureVolume(ctx, dataVolume(dep), dep, "")
+}
+
+func (d *Driver) ensureVolume(ctx context.Context, name, dep, rev string) error {
+	if _, err := d.Client.VolumeInspect(ctx, name, client.VolumeInspectOptions{}); err == nil {
+		return nil
+	}
+	role := "volume"
+	if name == dataVolume(dep) {
+		role = "data"
+	}
+	if _, err := d.Client.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Labels: labels(dep, rev, role)}); err != nil {
+		return fmt.Errorf("create volume %s: %w", name, err)
+	}
+	return nil
+}
+
+// start runs the init containers to completion, then the agent and its
+// sidecars, and waits for the agent's health check.
+func (d *Driver) start(ctx context.Context, s runtime.Spec, image string, p *plan, log io.Writer) (endpoint, id string, err error) {
+	dep, rev := s.DeploymentID, s.RevisionID
+	netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{networkName(dep): {}}}
+	for _, ic := range p.inits {
+		fmt.Fprintf(log, "running init container %s\n", ic.name)
+		cid, err := d.create(ctx, agentName(dep, rev)+"-"+ic.name, ic.config(labels(dep, rev, "init"), p.labels),
+			ic.hostConfig(container.NetworkMode(networkName(dep))), netcfg)
+		if err != nil {
+			return "", "", err
+		}
+		if err := d.runToCompletion(ctx, cid, ic.name, log); err != nil {
+			return "", "", err
+		}
+	}
+	cfg := &container.Config{
+		Image:  image,
+		Env:    append([]string{"SLIPWAY_AGENT_DATA_DIR=/data"}, p.env...),
+		Labels: merge(p.labels, labels(dep, rev, "agent")),
+	}
+	cfg.Labels[LabelName] = s.DeploymentName
+	hc := &container.HostConfig{
+		NetworkMode: container.NetworkMode(networkName(dep)),
+		Resources:   p.resources,
+		Mounts: append([]mount.Mount{{Type: mount.TypeVolume, Source: dataVolume(dep), Target: "/data"}},
+			p.mounts...),
+		SecurityOpt:   []string{"no-new-privileges"},
+		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyUnlessStopped},
+	}
+	id, err = d.create(ctx, agentName(dep, rev), cfg, hc, netcfg)
+	if err != nil {
+		return "", "", err
+	}
+	if _, err := d.Client.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return "", "", fmt.Errorf("start the agent container: %w", err)
+	}
+	for _, sc := range p.sidecars {
+		fmt.Fprintf(log, "starting sidecar %s\n", sc.name)
+		// Sidecars share the agent's network namespace, as in a pod.
+		sid, err := d.create(ctx, agentName(dep, rev)+"-"+sc.name, sc.config(labels(dep, rev, "sidecar"), p.labels),
+			sc.hostConfig(container.NetworkMode("container:"+id)), nil)
+		if err != nil {
+			return "", "", err
+		}
+		if _, err := d.Client.ContainerStart(ctx, sid, client.ContainerStartOptions{}); err != nil {
+			return "", "", fmt.Errorf("start sidecar %s: %w", sc.name, err)
+		}
+	}
+	hctx, cancel := context.WithTimeout(ctx, d.healthTimeout())
+	defer cancel()
+	ep, err := d.waitHealthy(hctx, id, dep)
+	if err != nil {
+		if tail := d.logTail(id); tail != "" {
+			fmt.Fprintf(log, "agent output:\n%s\n", tail)
+		}
+		return "", "", err
+	}
+	return ep, id, nil
+}
+
+func merge(user, ours map[string]string) map[string]string {
+	out := make(map[string]string, len(user)+len(ours))
+	for k, v := range user {
+		out[k] = v
+	}
+	for k, v := range ours {
+		out[k] = v // ours win: reconciliation depends on them
+	}
+	return out
+}
+
+func (sc sidecar) config(ours, user map[string]string) *container.Config {
+	c := &container.Config{Image: sc.image, Env: sc.env, Labels: merge(user, ours), WorkingDir: sc.workingDir}
+	c.Labels["dev.slipway.container"] = sc.name
+	if len(sc.entrypoint) > 0 {
+		c.Entrypoint = sc.entrypoint
+	}
+	if len(sc.cmd) > 0 {
+		c.Cmd = sc.cmd
+	}
+	return c
+}
+
+func (sc sidecar) hostConfig(nm container.NetworkMode) *container.HostConfig {
+	return &container.HostConfig{NetworkMode: nm, Resources: sc.resources, Mounts: sc.mounts,
+		SecurityOpt: []string{"no-new-privileges"}, RestartPolicy: container.RestartPolicy{Name: sc.restart}}
+}
+
+func (d *Driver) create(ctx context.Context, name string, cfg *container.Config, hc *container.HostConfig, nc *network.NetworkingConfig) (string, error) {
+	res, err := d.Client.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc, NetworkingConfig: nc})
+	if err != nil {
+		return "", fmt.Errorf("create container %s: %w", name, err)
+	}
+	return res.ID, nil
+}
+
+// runToCompletion starts an init container and waits for it to exit 0.
+func (d *Driver) runToCompletion(ctx context.Context, id, name string, log io.Writer) error {
+	wait := d.Client.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := d.Client.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("start init container %s: %w", name, err)
+	}
+	select {
+	case r := <-wait.Result:
+		if tail := d.logTail(id); tail != "" {
+			fmt.Fprintf(log, "%s output:\n%s\n", name, tail)
+		}
+		if r.StatusCode != 0 {
+			return fmt.Errorf("init container %s exited with status %d", name, r.StatusCode)
+		}
+		return nil
+	case err := <-wait.Error:
+		return fmt.Errorf("wait for init container %s: %w", name, err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// logTail is the last few KiB of a container's output, for failure logs.
+func (d *Driver) logTail(id string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rc, err := d.Client.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: "40"})
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	var out strings.Builder
+	// Without a TTY the stream is multiplexed; demultiplex into one.
+	_, _ = stdcopy.StdCopy(&out, &out, io.LimitReader(rc, 64<<10))
+	return strings.TrimSpace(out.String())
+}
+
+// endpointOf is the agent's address on the deployment network.
+// A fresh container (starting) that restarted has exited at least once: its
+// restart policy must not hide that from the health check.
+func (d *Driver) endpointOf(ctx context.Context, id, dep string, starting bool) (string, error) {
+	res, err := d.Client.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return "", fmt.Errorf("inspect the agent container: %w", err)
+	}
+	c := res.Container
+	if starting && c.RestartCount > 0 {
+		return "", fmt.Errorf("the agent container exited (restarted %d times)", c.RestartCount)
+	}
+	if c.State == nil || !c.State.Running || c.State.Restarting {
+		msg := "the agent container is not running"
+		if c.State != nil && c.State.Status == container.StateExited || c.State != nil && c.State.Restarting {
+			msg = fmt.Sprintf("the agent container exited with status %d", c.State.ExitCode)
+		}
+		return "", errors.New(msg)
+	}
+	if c.NetworkSettings == nil || c.NetworkSettings.Networks[networkName(dep)] == nil ||
+		!c.NetworkSettings.Networks[networkName(dep)].IPAddress.IsValid() {
+		return "", errors.New("the agent container has no address on the deployment network yet")
+	}
+	return "http://" + c.NetworkSettings.Networks[networkName(dep)].IPAddress.String() + ":8000", nil
+}
+
+var healthClient = &http.Client{Timeout: 2 * time.Second}
+
+func healthy(endpoint string) bool {
+	resp, err := healthClient.Get(endpoint + "/ok")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// waitHealthy polls the agent's GET /ok; a container that exits fails at
+// once instead of waiting out the timeout.
+func (d *Driver) waitHealthy(ctx context.Context, id, dep string) (string, error) {
+	var last error
+	for {
+		ep, err := d.endpointOf(ctx, id, dep, true)
+		if err == nil && healthy(ep) {
+			return ep, nil
+		}
+		if err != nil && strings.Contains(err.Error(), "exited") {
+			return "", fmt.Errorf("the agent did not become healthy: %w", err)
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last == nil {
+				last = errors.New("GET /ok did not answer 200")
+			}
+			return "", fmt.Errorf("health check did not pass within %v: %w", d.healthTimeout(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (d *Driver) stop(ctx context.Context, id string) error {
+	secs := int(d.grace() / time.Second)
+	if _, err := d.Client.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("stop container: %w", err)
+	}
+	return nil
+}
+
+// removeContainers force-removes a deployment's containers: one revision's,
+// or all when rev is "".
+func (d *Driver) removeContainers(ctx context.Context, dep, rev string) error {
+	cs, err := d.containers(ctx, dep, rev, "")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range cs {
+		if c.State == container.StateRunning && c.Labels[LabelRole] == "agent" {
+			_ = d.stop(ctx, c.ID) // let the agent close its database cleanly
+		}
+		if _, err := d.Client.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", c.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (d *Driver) set(dep string, s serving) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.deps == nil {
+		d.deps = map[string]serving{}
+	}
+	d.deps[dep] = s
+}
+
+// Stop removes one revision's containers and its emptyDir volumes; its
+// image stays for a quick rollback until the deployment is removed.
+func (d *Driver) Stop(ctx context.Context, dep, rev string) error {
+	d.mu.Lock()
+	if s, ok := d.deps[dep]; ok && s.rev == rev {
+		delete(d.deps, dep)
+	}
+	d.mu.Unlock()
+	if err := d.removeContainers(ctx, dep, rev); err != nil {
+		return err
+	}
+	return d.removeVolumes(ctx, dep, rev)
+}
+
+func (d *Driver) removeVolumes(ctx context.Context, dep, rev string) error {
+	f := client.Filters{}.Add("label", LabelManaged+"=true").Add("label", LabelDeployment+"="+dep)
+	if rev != "" {
+		f = f.Add("label", LabelRevision+"="+rev)
+	}
+	vs, err := d.Client.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		return fmt.Errorf("list volumes: %w", err)
+	}
+	var errs []error
+	for _, v := range vs.Items {
+		if _, err := d.Client.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Remove deletes everything the deployment owns: containers, volumes (its
+// agent database included), its network and its images.
+func (d *Driver) Remove(ctx context.Context, dep string) error {
+	d.mu.Lock()
+	delete(d.deps, dep)
+	d.mu.Unlock()
+	if err := d.removeContainers(ctx, dep, ""); err != nil {
+		return err
+	}
+	if err := d.removeVolumes(ctx, dep, ""); err != nil {
+		return err
+	}
+	if _, err := d.Client.NetworkRemove(ctx, networkName(dep), client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("remove network: %w", err)
+	}
+	imgs, err := d.Client.ImageList(ctx, client.ImageListOptions{
+		Filters: client.Filters{}.Add("label", LabelManaged+"=true").Add("label", LabelDeployment+"="+dep)})
+	if err != nil {
+		return fmt.Errorf("list images: %w", err)
+	}
+	for _, img := range imgs.Items {
+		if _, err := d.Client.ImageRemove(ctx, img.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("remove image %s: %w", img.ID, err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(d.Root, dep)); err != nil {
+		return fmt.Errorf("remove build files: %w", err)
+	}
+	return nil
+}
+
+// Endpoint is where the deployment's serving revision listens.
+func (d *Driver) Endpoint(dep string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, ok := d.deps[dep]
+	return s.endpoint, ok
+}
+
+// Reconcile runs once at start-up, before any deploy: deployments maps
+// every deployment Slipway has a record of to its active revision ("" for
+// none). Containers of other revisions (a deploy a crash interrupted) are
+// removed; everything of a deployment without a record is removed. The
+// active revisions' containers are left for Deploy to adopt or restart.
+func (d *Driver) Reconcile(ctx context.Context, deployments map[string]string) error {
+	cs, err := d.containers(ctx, "", "", "")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	orphans := map[string]bool{}
+	for _, c := range cs {
+		dep, rev := c.Labels[LabelDeployment], c.Labels[LabelRevision]
+		active, known := deployments[dep]
+		switch {
+		case !known:
+			orphans[dep] = true
+		case rev != active:
+			d.Log.Info().Str("deployment_id", dep).Str("revision_id", rev).Str("container", c.Names[0]).Msg("removing a container no record claims")
+			if _, err := d.Client.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	// Networks and volumes can outlive their containers.
+	ns, err := d.Client.NetworkList(ctx, client.NetworkListOptions{Filters: client.Filters{}.Add("label", LabelManaged+"=true")})
+	if err != nil {
+		return fmt.Errorf("list networks: %w", err)
+	}
+	for _, n := range ns.Items {
+		if dep := n.Labels[LabelDeployment]; dep != "" {
+			if _, known := deployments[dep]; !known {
+				orphans[dep] = true
+			}
+		}
+	}
+	for dep := range orphans {
+		d.Log.Info().Str("deployment_id", dep).Msg("removing a deployment no record claims")
+		errs = append(errs, d.Remove(ctx, dep))
+	}
+	return errors.Join(errs...)
+}
+
+func (d *Driver) grace() time.Duration {
+	if d.StopGrace > 0 {
+		return d.StopGrace
+	}
+	return 10 * time.Second
+}
+
+func (d *Driver) healthTimeout() time.Duration {
+	if d.HealthTimeout > 0 {
+		return d.HealthTimeout
+	}
+	return 30 * time.Second
+}

@@ -1,0 +1,269 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/client"
+
+	"slipway/runtime"
+)
+
+// agentUser runs the agent in every image Slipway builds: an unprivileged
+// uid that owns only the agent's data and scratch directories.
+const agentUser = "65534:65534"
+
+// graphFile is the part of the graph configuration file (langgraph.json
+// format) that shapes the image.
+type graphFile struct {
+	BaseImage       string   `json:"base_image"`
+	DockerfileLines []string `json:"dockerfile_lines"`
+}
+
+// ParseGraphFile reads the image-related keys of a graph configuration.
+func ParseGraphFile(raw []byte) (graphFile, error) {
+	var g graphFile
+	if err := json.Unmarshal(raw, &g); err != nil {
+		return g, fmt.Errorf("graph configuration is not valid JSON: %w", err)
+	}
+	if strings.ContainsAny(g.BaseImage, " \t\r\n") {
+		return g, fmt.Errorf("base_image %q must be one image reference", g.BaseImage)
+	}
+	for i, l := range g.DockerfileLines {
+		if strings.ContainsAny(l, "\r\n") {
+			return g, fmt.Errorf("dockerfile_lines[%d] spans several lines; give one instruction per entry", i)
+		}
+	}
+	return g, nil
+}
+
+// dockerfile is the recipe of a revision image. The default base is the
+// agent image (FROM scratch plus the static slipway binary), which has no
+// shell; a base_image brings its own userland and gets the binary copied in.
+func dockerfile(agentImage string, g graphFile, graphConfig, install, buildCmd string) (string, error) {
+	var b strings.Builder
+	custom := g.BaseImage != ""
+	if !custom && (strings.TrimSpace(install) != "" || strings.TrimSpace(buildCmd) != "") {
+		return "", fmt.Errorf("%w: install_command and build_command run in a shell, and the default agent image is FROM scratch without one: set base_image in the graph configuration to an image with a shell", runtime.ErrUnsupported)
+	}
+	if custom {
+		fmt.Fprintf(&b, "FROM %s AS slipway\nFROM %s\n", agentImage, g.BaseImage)
+		fmt.Fprintf(&b, "COPY --from=slipway /slipway /slipway\n")
+		fmt.Fprintf(&b, "COPY --from=slipway --chown=%s /data /data\nCOPY --from=slipway --chown=%s /tmp /tmp\n", agentUser, agentUser)
+	} else {
+		fmt.Fprintf(&b, "FROM %s\n", agentImage)
+	}
+	b.WriteString("COPY app /app\nWORKDIR /app\n")
+	if strings.TrimSpace(install) != "" {
+		fmt.Fprintf(&b, "RUN %s\n", oneLine(install))
+	}
+	cfgDir := path.Dir(graphConfig)
+	if strings.TrimSpace(buildCmd) != "" {
+		fmt.Fprintf(&b, "WORKDIR %s\nRUN %s\nWORKDIR /app\n", path.Join("/app", cfgDir), oneLine(buildCmd))
+	}
+	for _, l := range g.DockerfileLines {
+		b.WriteString(l + "\n")
+	}
+	fmt.Fprintf(&b, "ENV SLIPWAY_AGENT_ADDR=0.0.0.0:8000 SLIPWAY_AGENT_DATA_DIR=/data SLIPWAY_GRAPH_CONFIG=%s\n", path.Join("/app", graphConfig))
+	fmt.Fprintf(&b, "USER %s\nENTRYPOINT [\"/slipway\", \"agent\"]\n", agentUser)
+	return b.String(), nil
+}
+
+// oneLine keeps a shell command inside its RUN instruction.
+func oneLine(cmd string) string {
+	return strings.ReplaceAll(strings.TrimSpace(cmd), "\n", " \\\n  ")
+}
+
+// checkStatic refuses a dynamically linked binary: the agent image has no
+// libc, so it would fail at start with a baffling "no such file".
+func checkStatic(bin string) error {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", bin, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%w: %s is dynamically linked; build slipway with CGO_ENABLED=0 for the docker runtime", runtime.ErrUnsupported, bin)
+		}
+	}
+	return nil
+}
+
+// agentImage builds (once per binary) the image every revision starts
+// from: the static slipway binary in an otherwise empty filesystem, with
+// data and scratch directories owned by the agent's user.
+func (d *Driver) agentImage(ctx context.Context, log io.Writer) (string, error) {
+	d.baseMu.Lock()
+	defer d.baseMu.Unlock()
+	if d.base != "" {
+		return d.base, nil
+	}
+	if err := checkStatic(d.Bin); err != nil {
+		return "", err
+	}
+	bin, err := os.ReadFile(d.Bin)
+	if err != nil {
+		return "", fmt.Errorf("read the slipway binary: %w", err)
+	}
+	sum := sha256.Sum256(bin)
+	tag := "slipway-agent:" + hex.EncodeToString(sum[:6])
+	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
+		d.base = tag
+		return tag, nil
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	df := "FROM scratch\nCOPY slipway /slipway\n" +
+		"COPY --chown=" + agentUser + " data /data\nCOPY --chown=" + agentUser + " tmp /tmp\n" +
+		"ENV HOME=/tmp TMPDIR=/tmp\nUSER " + agentUser + "\nENTRYPOINT [\"/slipway\", \"agent\"]\n"
+	files := []struct {
+		name string
+		mode int64
+		body []byte
+	}{{"Dockerfile", 0o644, []byte(df)}, {"slipway", 0o755, bin}, {"data/.keep", 0o600, nil}, {"tmp/.keep", 0o600, nil}}
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.body)), Typeflag: tar.TypeReg}); err != nil {
+			return "", err
+		}
+		if _, err := tw.Write(f.body); err != nil {
+			return "", err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(log, "building the agent base image %s\n", tag)
+	if err := d.build(ctx, &buf, tag, map[string]string{LabelManaged: "true", LabelRole: "base"}, log); err != nil {
+		return "", fmt.Errorf("build the agent base image: %w", err)
+	}
+	d.base = tag
+	return tag, nil
+}
+
+// build runs one image build and reads its whole output stream: a failed
+// build is not an API error but an errorDetail line in that stream.
+func (d *Driver) build(ctx context.Context, context io.Reader, tag string, labels map[string]string, log io.Writer) error {
+	res, err := d.Client.ImageBuild(ctx, context, client.ImageBuildOptions{
+		Tags: []string{tag}, Labels: labels, Remove: true, ForceRemove: true, Dockerfile: "Dockerfile",
+	})
+	if err != nil {
+		return fmt.Errorf("start image build: %w", err)
+	}
+	defer res.Body.Close()
+	dec := json.NewDecoder(res.Body)
+	for {
+		var m jsonstream.Message
+		if err := dec.Decode(&m); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("read build output: %w", err)
+		}
+		if m.Stream != "" {
+			io.WriteString(log, m.Stream)
+		}
+		if m.Error != nil {
+			return errors.New(strings.TrimSpace(m.Error.Message))
+		}
+	}
+}
+
+// contextTar packs the build context: the generated Dockerfile and the
+// unpacked application under app/. The unpacker already refused links
+// that leave the tree, so links are copied as they are.
+func contextTar(app, df string) (io.Reader, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df)), Typeflag: tar.TypeReg}); err != nil {
+		return nil, err
+	}
+	if _, err := io.WriteString(tw, df); err != nil {
+		return nil, err
+	}
+	err := filepath.WalkDir(app, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(app, p)
+		if err != nil {
+			return err
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		if info.Mode()&fs.ModeSymlink != 0 {
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		}
+		h, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		h.Name = path.Join("app", filepath.ToSlash(rel))
+		if e.IsDir() {
+			h.Name += "/"
+		}
+		h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if _, err := io.Copy(tw, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pack build context: %w", err)
+	}
+	return &buf, tw.Close()
+}
+
+// ensureImage makes an image given by reference available: used as it is
+// when present, pulled otherwise (or always, or never, per policy).
+func (d *Driver) ensureImage(ctx context.Context, ref, policy string, log io.Writer) error {
+	if policy != "Always" {
+		if _, err := d.Client.ImageInspect(ctx, ref); err == nil {
+			return nil
+		} else if !cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("inspect image %s: %w", ref, err)
+		}
+		if policy == "Never" {
+			return fmt.Errorf("%w: image %s is not present and its imagePullPolicy is Never", runtime.ErrUnsupported, ref)
+		}
+	}
+	fmt.Fprintf(log, "pulling image %s\n", ref)
+	resp, err := d.Client.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return fmt.Errorf("pull image %s: %w", ref, err)
+	}
+	defer resp.Close()
+	if err := resp.Wait(ctx); err != nil {
+		return fmt.Errorf("pull image %s: %w", ref, err)
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+package server_test
+
+import (
+	"context"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"slipway/runtime/docker"
+	"slipway/server/servertest"
+)
+
+// drivers are the real runtimes the end-to-end tests run against.
+var drivers = []string{"process", "docker"}
+
+// requireRuntime skips (or, in CI, fails) a docker test when no engine
+// answers; the process runtime needs nothing.
+func requireRuntime(t *testing.T, driver string) {
+	t.Helper()
+	if driver != "docker" {
+		return
+	}
+	engine(t)
+}
+
+var (
+	engineOnce sync.Once
+	engineCli  *client.Client
+	engineErr  error
+)
+
+// engine is a client of the local Docker engine, for inspecting what the
+// docker runtime created.
+func engine(t *testing.T) *client.Client {
+	t.Helper()
+	engineOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		engineCli, _, engineErr = docker.Connect(ctx)
+	})
+	if engineErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the docker runtime tests need a Docker engine (CI starts dockerd): %v", engineErr)
+		}
+		t.Skipf("skipping: %v", engineErr)
+	}
+	return engineCli
+}
+
+var (
+	counterOnce sync.Once
+	counterBin  []byte
+	counterErr  error
+)
+
+// counterBinary is testdata/graphs/counter built static, to ship inside
+// source archives as a command graph (the agent image has no libc).
+func counterBinary(t *testing.T) string {
+	t.Helper()
+	counterOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "counter-")
+		if err != nil {
+			counterErr = err
+			return
+		}
+		out := filepath.Join(dir, "counter")
+		cmd := osexec.Command("go", "build", "-o", out, "./testdata/graphs/counter")
+		cmd.Dir = ".."
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			counterErr = err
+			counterBin = b
+			return
+		}
+		counterBin, counterErr = os.ReadFile(out)
+		os.RemoveAll(dir)
+	})
+	if counterErr != nil {
+		t.Fatalf("build the counter graph: %v\n%s", counterErr, counterBin)
+	}
+	return string(counterBin)
+}
+
+// appFiles is a source tree with the echo built-in and the counter command
+// graph; files under bin/ are packed executable.
+func appFiles(t *testing.T, extraGraphs string) map[string]string {
+	return map[string]string{
+		"langgraph.json": `{"graphs": {"agent": {"builtin": "echo"}, "counter": {"command": ["./bin/counter"]}` + extraGraphs + `}}`,
+		"bin/counter":    counterBinary(t),
+	}
+}
+
+// leftovers lists what of a deployment remains in the runtime: docker
+// objects carrying its label, or its process-runtime files.
+func leftovers(t *testing.T, s *servertest.Server, driver, dep string) []string {
+	t.Helper()
+	var out []string
+	for _, dir := range []string{filepath.Join(s.DataDir, "deployments", dep), filepath.Join(s.DataDir, "builds", dep),
+		filepath.Join(s.DataDir, "uploads", dep)} {
+		if _, err := os.Stat(dir); err == nil {
+			out = append(out, "file "+dir)
+		}
+	}
+	if driver != "docker" {
+		return out
+	}
+	e := engine(t)
+	ctx := context.Background()
+	f := client.Filters{}.Add("label", docker.LabelDeployment+"="+dep)
+	cs, err := e.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs.Items {
+		out = append(out, "container "+c.Names[0])
+	}
+	vs, err := e.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs.Items {
+		out = append(out, "volume "+v.Name)
+	}
+	ns, err := e.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns.Items {
+		out = append(out, "network "+n.Name)
+	}
+	is, err := e.ImageList(ctx, client.ImageListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range is.Items {
+		out = append(out, "image "+i.ID)
+	}
+	return out
+}
+
+// agentContainers lists a deployment's containers by role.
+func agentContainers(t *testing.T, dep, role string) []string {
+	t.Helper()
+	f := client.Filters{}.Add("label", docker.LabelDeployment+"="+dep).Add("label", docker.LabelRole+"="+role)
+	cs, err := engine(t).ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range cs.Items {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+// waitRevision polls until the revision reaches want (or fails the test).
+func waitRevision(t *testing.T, s *servertest.Server, dep, rev, want string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev, nil).Map()["status"]
+		if st == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("revision %s never reached %s (last %v)", rev, want, st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
