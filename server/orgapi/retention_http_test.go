@@ -36,17 +36,21 @@ func seedOldEvents(t *testing.T, dataDir string, master []byte, org uuid.UUID, a
 	}
 	var now time.Time
 	l := &audit.Log{Key: sealer.Key("slipway audit chain v1"), Version: "test", Now: func() time.Time { return now }}
-	for _, age := range ages {
-		now = time.Now().Add(-age)
-		err := db.Update(func(tx *bolt.Tx) error {
-			return l.Append(tx, audit.Entry{Op: "create_deployment", OK: true,
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, age := range ages {
+			now = time.Now().Add(-age)
+			err := l.Append(tx, audit.Entry{Op: "create_deployment", OK: true,
 				Actor:     audit.Actor{OrgID: org.String(), UserID: uuid.NewString()},
 				Request:   audit.Request{Method: "POST", Path: "/v2/deployments", ClientIP: "127.0.0.1", Status: 201},
 				Resources: []audit.Resource{{UID: age.String(), Type: "deployment"}}})
-		})
-		if err != nil {
-			t.Fatal(err)
+			if err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -119,10 +123,8 @@ func TestAuditRetentionOverHTTP(t *testing.T) {
 	day := 24 * time.Hour
 	seedOldEvents(t, dir, master, org, 500*day, 401*day, 300*day, 10*day)
 	s.Restart()
-	// The start-up run pruned what the 400-day default does not keep.
-	if got, want := strings.Join(auditAges(t, s), ","), (300*day).String()+","+(10*day).String(); got != want {
-		t.Fatalf("after the default retention: events %s, want %s", got, want)
-	}
+	// The start-up run prunes what the 400-day default does not keep.
+	eventuallyAges(t, s, "after the default retention", 300*day, 10*day)
 	if out := verifyChain(t, dir); !strings.Contains(out, "intact") {
 		t.Fatalf("verify after default pruning: %s", out)
 	}
