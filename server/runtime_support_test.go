@@ -20,7 +20,7 @@ var drivers = []string{"process", "docker"}
 
 // requireRuntime skips (or, in CI, fails) a docker test when no engine
 // answers; the process runtime needs nothing.
-func requireRuntime(t *testing.T, driver string) {
+func requireRuntime(t testing.TB, driver string) {
 	t.Helper()
 	if driver != "docker" {
 		return
@@ -36,7 +36,7 @@ var (
 
 // engine is a client of the local Docker engine, for inspecting what the
 // docker runtime created.
-func engine(t *testing.T) *client.Client {
+func engine(t testing.TB) *client.Client {
 	t.Helper()
 	engineOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -60,7 +60,7 @@ var (
 
 // counterBinary is testdata/graphs/counter built static, to ship inside
 // source archives as a command graph (the agent image has no libc).
-func counterBinary(t *testing.T) string {
+func counterBinary(t testing.TB) string {
 	t.Helper()
 	counterOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "counter-")
@@ -88,7 +88,7 @@ func counterBinary(t *testing.T) string {
 
 // appFiles is a source tree with the echo built-in and the counter command
 // graph; files under bin/ are packed executable.
-func appFiles(t *testing.T, extraGraphs string) map[string]string {
+func appFiles(t testing.TB, extraGraphs string) map[string]string {
 	return map[string]string{
 		"langgraph.json": `{"graphs": {"agent": {"builtin": "echo"}, "counter": {"command": ["./bin/counter"]}` + extraGraphs + `}}`,
 		"bin/counter":    counterBinary(t),

@@ -151,7 +151,7 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 	if err != nil {
 		return "", err
 	}
-	df, err := dockerfile(base, g, cfgPath, s.InstallCommand, s.BuildCommand)
+	df, err := dockerfile(base, g, cfgPath, s.InstallCommand, s.BuildCommand, labels(s.DeploymentID, s.RevisionID, "image"))
 	if err != nil {
 		return "", err
 	}
@@ -165,7 +165,7 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 		return "", err
 	}
 	fmt.Fprintf(log, "building image %s\n", tag)
-	if err := d.build(ctx, bc, tag, labels(s.DeploymentID, s.RevisionID, "image"), log); err != nil {
+	if err := d.build(ctx, bc, tag, nil, log); err != nil {
 		return "", err
 	}
 	return tag, nil

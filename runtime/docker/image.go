@@ -15,6 +15,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -55,7 +57,10 @@ func ParseGraphFile(raw []byte) (graphFile, error) {
 // dockerfile is the recipe of a revision image. The default base is the
 // agent image (FROM scratch plus the static slipway binary), which has no
 // shell; a base_image brings its own userland and gets the binary copied in.
-func dockerfile(agentImage string, g graphFile, graphConfig, install, buildCmd string) (string, error) {
+// The classic builder runs a container per instruction, so the default
+// recipe inherits its working directory, user and entrypoint from the agent
+// image and sets every label in one instruction.
+func dockerfile(agentImage string, g graphFile, graphConfig, install, buildCmd string, labels map[string]string) (string, error) {
 	var b strings.Builder
 	custom := g.BaseImage != ""
 	if !custom && (strings.TrimSpace(install) != "" || strings.TrimSpace(buildCmd) != "") {
@@ -65,10 +70,10 @@ func dockerfile(agentImage string, g graphFile, graphConfig, install, buildCmd s
 		fmt.Fprintf(&b, "FROM %s AS slipway\nFROM %s\n", agentImage, g.BaseImage)
 		fmt.Fprintf(&b, "COPY --from=slipway /slipway /slipway\n")
 		fmt.Fprintf(&b, "COPY --from=slipway --chown=%s /data /data\nCOPY --from=slipway --chown=%s /tmp /tmp\n", agentUser, agentUser)
+		b.WriteString("COPY app /app\nWORKDIR /app\n")
 	} else {
-		fmt.Fprintf(&b, "FROM %s\n", agentImage)
+		fmt.Fprintf(&b, "FROM %s\nCOPY app /app\n", agentImage)
 	}
-	b.WriteString("COPY app /app\nWORKDIR /app\n")
 	if strings.TrimSpace(install) != "" {
 		fmt.Fprintf(&b, "RUN %s\n", oneLine(install))
 	}
@@ -79,9 +84,27 @@ func dockerfile(agentImage string, g graphFile, graphConfig, install, buildCmd s
 	for _, l := range g.DockerfileLines {
 		b.WriteString(l + "\n")
 	}
-	fmt.Fprintf(&b, "ENV SLIPWAY_AGENT_ADDR=0.0.0.0:8000 SLIPWAY_AGENT_DATA_DIR=/data SLIPWAY_GRAPH_CONFIG=%s\n", path.Join("/app", graphConfig))
-	fmt.Fprintf(&b, "USER %s\nENTRYPOINT [\"/slipway\", \"agent\"]\n", agentUser)
+	fmt.Fprintf(&b, "ENV SLIPWAY_AGENT_ADDR=0.0.0.0:8000 SLIPWAY_AGENT_DATA_DIR=/data SLIPWAY_GRAPH_CONFIG=%s\n", quote(path.Join("/app", graphConfig)))
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b.WriteString("LABEL")
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%s", quote(k), quote(labels[k]))
+	}
+	b.WriteString("\n")
+	if custom || len(g.DockerfileLines) > 0 {
+		// A base image or a dockerfile line may have changed them.
+		fmt.Fprintf(&b, "WORKDIR /app\nUSER %s\nENTRYPOINT [\"/slipway\", \"agent\"]\n", agentUser)
+	}
 	return b.String(), nil
+}
+
+// quote makes a value one Dockerfile word that the builder does not expand.
+func quote(v string) string {
+	return strings.ReplaceAll(strconv.Quote(v), "$", `\$`)
 }
 
 // oneLine keeps a shell command inside its RUN instruction.
@@ -121,17 +144,19 @@ func (d *Driver) agentImage(ctx context.Context, log io.Writer) (string, error) 
 	if err != nil {
 		return "", fmt.Errorf("read the slipway binary: %w", err)
 	}
-	sum := sha256.Sum256(bin)
-	tag := "slipway-agent:" + hex.EncodeToString(sum[:6])
+	df := "FROM scratch\nCOPY slipway /slipway\n" +
+		"COPY --chown=" + agentUser + " data /data\nCOPY --chown=" + agentUser + " tmp /tmp\n" +
+		"ENV HOME=/tmp TMPDIR=/tmp\nWORKDIR /app\nUSER " + agentUser + "\nENTRYPOINT [\"/slipway\", \"agent\"]\n"
+	h := sha256.New()
+	h.Write(bin)
+	h.Write([]byte(df))
+	tag := "slipway-agent:" + hex.EncodeToString(h.Sum(nil)[:6])
 	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
 		d.base = tag
 		return tag, nil
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	df := "FROM scratch\nCOPY slipway /slipway\n" +
-		"COPY --chown=" + agentUser + " data /data\nCOPY --chown=" + agentUser + " tmp /tmp\n" +
-		"ENV HOME=/tmp TMPDIR=/tmp\nUSER " + agentUser + "\nENTRYPOINT [\"/slipway\", \"agent\"]\n"
 	files := []struct {
 		name string
 		mode int64

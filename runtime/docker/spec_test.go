@@ -134,17 +134,18 @@ func TestMakePlan(t *testing.T) {
 }
 
 func TestDockerfile(t *testing.T) {
-	df, err := dockerfile("slipway-agent:x", graphFile{}, "sub/langgraph.json", "", "")
-	if err != nil || !strings.HasPrefix(df, "FROM slipway-agent:x\n") || !strings.Contains(df, "SLIPWAY_GRAPH_CONFIG=/app/sub/langgraph.json") ||
-		!strings.HasSuffix(df, "USER 65534:65534\nENTRYPOINT [\"/slipway\", \"agent\"]\n") {
+	df, err := dockerfile("slipway-agent:x", graphFile{}, "sub/$HOME.json", "", "", map[string]string{"b": "2", "a": "1"})
+	if err != nil || df != "FROM slipway-agent:x\nCOPY app /app\n"+
+		"ENV SLIPWAY_AGENT_ADDR=0.0.0.0:8000 SLIPWAY_AGENT_DATA_DIR=/data SLIPWAY_GRAPH_CONFIG=\"/app/sub/\\$HOME.json\"\n"+
+		"LABEL \"a\"=\"1\" \"b\"=\"2\"\n" {
 		t.Fatalf("default: %v\n%s", err, df)
 	}
-	if _, err := dockerfile("b", graphFile{}, "langgraph.json", "npm ci", ""); err == nil || !strings.Contains(err.Error(), "base_image") {
+	if _, err := dockerfile("b", graphFile{}, "langgraph.json", "npm ci", "", nil); err == nil || !strings.Contains(err.Error(), "base_image") {
 		t.Fatalf("install command on the shell-less default image: %v", err)
 	}
-	df, err = dockerfile("b", graphFile{BaseImage: "debian:12", DockerfileLines: []string{"RUN echo hi"}}, "app/langgraph.json", "make deps", "make")
+	df, err = dockerfile("b", graphFile{BaseImage: "debian:12", DockerfileLines: []string{"RUN echo hi"}}, "app/langgraph.json", "make deps", "make", nil)
 	for _, want := range []string{"FROM b AS slipway\nFROM debian:12\n", "COPY --from=slipway /slipway /slipway", "RUN make deps\n",
-		"WORKDIR /app/app\nRUN make\n", "RUN echo hi\n"} {
+		"WORKDIR /app/app\nRUN make\n", "RUN echo hi\n", "USER 65534:65534\nENTRYPOINT [\"/slipway\", \"agent\"]\n"} {
 		if err != nil || !strings.Contains(df, want) {
 			t.Fatalf("custom base lacks %q: %v\n%s", want, err, df)
 		}
@@ -177,16 +178,20 @@ func FuzzGraphFile(f *testing.F) {
 		if err != nil {
 			return
 		}
-		df, err := dockerfile("base", g, "langgraph.json", "", "")
+		df, err := dockerfile("base", g, "langgraph.json", "", "", map[string]string{"k": "v"})
 		if err != nil {
 			return
 		}
 		lines := strings.Split(strings.TrimSuffix(df, "\n"), "\n")
-		if lines[len(lines)-1] != `ENTRYPOINT ["/slipway", "agent"]` {
-			t.Fatalf("entrypoint is not last:\n%s", df)
+		last, want := `LABEL "k"="v"`, 4+len(g.DockerfileLines)
+		if g.BaseImage != "" || len(g.DockerfileLines) > 0 {
+			last, want = `ENTRYPOINT ["/slipway", "agent"]`, want+3
 		}
-		if want := len(g.DockerfileLines) + 6 + map[bool]int{true: 4}[g.BaseImage != ""]; len(lines) != want {
-			t.Fatalf("%d lines, want %d:\n%s", len(lines), want, df)
+		if g.BaseImage != "" {
+			want += 5
+		}
+		if lines[len(lines)-1] != last || len(lines) != want {
+			t.Fatalf("%d lines (want %d), last %q:\n%s", len(lines), want, lines[len(lines)-1], df)
 		}
 	})
 }
