@@ -26,9 +26,34 @@ import (
 //	idx_thread_runs   thread id ‖ run id (16 bytes each) → nil
 //	checkpoints       thread id ‖ uint64 seq → Checkpoint
 //	store             namespace (joined by 0x1f) ‖ 0x00 ‖ key → Item
+//	assistant_versions assistant id ‖ 0x00 ‖ uint32 version → Assistant (every version kept)
 var Migrations = []storage.Migration{
 	{Version: 1, Name: "initial buckets", Apply: func(tx *bolt.Tx) error {
 		return storage.CreateBuckets(tx, bAssistants, bThreads, bRuns, bThreadRuns, bCheckpoints, bStore)
+	}},
+	{Version: 2, Name: "assistant versions", Apply: func(tx *bolt.Tx) error {
+		if err := storage.CreateBuckets(tx, bAssistantVersions); err != nil {
+			return err
+		}
+		// Existing assistants keep their current version as their history.
+		var all []Assistant
+		err := tx.Bucket([]byte(bAssistants)).ForEach(func(_, v []byte) error {
+			var a Assistant
+			if err := json.Unmarshal(v, &a); err != nil {
+				return err
+			}
+			all = append(all, a)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i := range all {
+			if err := putVersion(tx, &all[i]); err != nil {
+				return err
+			}
+		}
+		return nil
 	}},
 }
 
@@ -39,6 +64,8 @@ const (
 	bThreadRuns  = "idx_thread_runs"
 	bCheckpoints = "checkpoints"
 	bStore       = "store"
+
+	bAssistantVersions = "assistant_versions"
 )
 
 // Errors the API maps to statuses.
@@ -126,6 +153,9 @@ func (e *Engine) ensureAssistants() error {
 			a := Assistant{AssistantID: aid, GraphID: id, Name: id, Config: map[string]any{}, Context: map[string]any{},
 				Metadata: map[string]any{"created_by": "system"}, Version: 1, CreatedAt: now, UpdatedAt: now}
 			if err := putJSON(b, aid, &a); err != nil {
+				return err
+			}
+			if err := putVersion(tx, &a); err != nil {
 				return err
 			}
 		}
@@ -504,7 +534,10 @@ func (e *Engine) History(id string, limit int, before string) ([]Checkpoint, err
 }
 
 // writeCheckpoint appends a checkpoint to the thread (in the caller's tx).
-func writeCheckpoint(tx *bolt.Tx, t *threadRecord, values map[string]any, source string, step int, writes any) (Checkpoint, error) {
+func writeCheckpoint(tx *bolt.Tx, t *threadRecord, values map[string]any, source string, step int, writes any, interrupts []any) (Checkpoint, error) {
+	if interrupts == nil {
+		interrupts = []any{}
+	}
 	var parent *CheckpointRef
 	if t.Seq > 0 {
 		var prev Checkpoint
@@ -517,7 +550,7 @@ func writeCheckpoint(tx *bolt.Tx, t *threadRecord, values map[string]any, source
 	cp := Checkpoint{Values: values, Next: []string{}, Tasks: []any{},
 		Checkpoint: CheckpointRef{ThreadID: t.ThreadID, CheckpointID: storage.NewID().String()},
 		Metadata:   map[string]any{"source": source, "step": step, "writes": writes},
-		CreatedAt:  time.Now().UTC(), ParentConfig: parent, Interrupts: []any{}}
+		CreatedAt:  time.Now().UTC(), ParentConfig: parent, Interrupts: interrupts}
 	t.Values = values
 	return cp, putJSON(tx.Bucket([]byte(bCheckpoints)), string(cpKey(t.ThreadID, t.Seq)), &cp)
 }
@@ -541,7 +574,7 @@ func (e *Engine) UpdateState(id string, values map[string]any, asNode string) (C
 		if asNode == "" {
 			asNode = "__update__"
 		}
-		cp, err := writeCheckpoint(tx, t, merged, "update", int(t.Seq), map[string]any{asNode: values})
+		cp, err := writeCheckpoint(tx, t, merged, "update", int(t.Seq), map[string]any{asNode: values}, nil)
 		if err != nil {
 			return err
 		}

@@ -97,7 +97,10 @@ func contentText(c any) string {
 // JSON Lines on stdout, each {"event": "updates", "node": "...", "data":
 // {...}} (folded into the state), {"event": "values", "data": {...}}
 // (replaces the state), or {"event": "custom"|"messages", "data": ...}
-// (streamed as is); exit status 0 is success, anything else an error whose
+// (streamed as is), or {"event": "interrupt", "data": ...} (the run stops
+// to ask for input: the thread becomes interrupted until a run answers it,
+// typically with command {"resume": ...}, which the program receives in
+// "command"); exit status 0 is success, anything else an error whose
 // message is the tail of stderr. Cancellation sends SIGTERM, then SIGKILL
 // after Grace.
 type Command struct {
@@ -147,6 +150,8 @@ func (c *Command) Run(ctx context.Context, req Request, emit func(string, map[st
 			return emit(e.Node, e.Data.(map[string]any), nil)
 		case "values":
 			return emit("", e.Data.(map[string]any), []Event{{Mode: "__replace__"}})
+		case "interrupt":
+			return emit("", nil, []Event{{Mode: "__interrupt__", Data: e.Data}})
 		default:
 			return emit("", nil, []Event{{Mode: e.Event, Data: e.Data}})
 		}
@@ -206,9 +211,9 @@ func ReadEvents(r io.Reader, fn func(ProtocolEvent) error) error {
 			if _, ok := e.Data.(map[string]any); !ok {
 				return fmt.Errorf("%w: line %d: %s data must be an object", ErrProtocol, line, e.Event)
 			}
-		case "messages", "custom":
+		case "messages", "custom", "interrupt":
 		default:
-			return fmt.Errorf("%w: line %d: unknown event %q (want values, updates, messages or custom)", ErrProtocol, line, e.Event)
+			return fmt.Errorf("%w: line %d: unknown event %q (want values, updates, messages, custom or interrupt)", ErrProtocol, line, e.Event)
 		}
 		if err := fn(e); err != nil {
 			return err

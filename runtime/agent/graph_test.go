@@ -134,6 +134,7 @@ func FuzzReadEvents(f *testing.F) {
 	f.Add([]byte("not json\n"))
 	f.Add([]byte(`{"event":"values","data":"nope"}`))
 	f.Add([]byte("\n\n" + `{"event":"messages","data":null}`))
+	f.Add([]byte(`{"event":"interrupt","data":{"question":"ok?"}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		_ = ReadEvents(strings.NewReader(string(raw)), func(e ProtocolEvent) error {
 			if e.Event == "updates" || e.Event == "values" {

@@ -178,7 +178,96 @@ func (e *Engine) CreateAssistant(a Assistant, ifExists string) (Assistant, error
 			return fmt.Errorf("%w: assistant %s already exists", ErrConflict, a.AssistantID)
 		}
 		out = a
-		return putJSON(b, a.AssistantID, &a)
+		if err := putJSON(b, a.AssistantID, &a); err != nil {
+			return err
+		}
+		return putVersion(tx, &a)
+	})
+	return out, err
+}
+
+// versionKey is id ‖ 0x00 ‖ big-endian version: the separator keeps one
+// id's versions apart from a longer id that starts with it.
+func versionKey(id string, v int) []byte {
+	return append([]byte(id+"\x00"), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
+
+// putVersion records a as its version in the assistant's history.
+func putVersion(tx *bolt.Tx, a *Assistant) error {
+	raw, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("encode assistant version: %w", err)
+	}
+	return tx.Bucket([]byte(bAssistantVersions)).Put(versionKey(a.AssistantID, a.Version), raw)
+}
+
+// versions returns an assistant's versions, newest first.
+func versions(tx *bolt.Tx, id string) ([]Assistant, error) {
+	var out []Assistant
+	prefix := []byte(id + "\x00")
+	c := tx.Bucket([]byte(bAssistantVersions)).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var a Assistant
+		if err := json.Unmarshal(v, &a); err != nil {
+			return nil, fmt.Errorf("decode assistant version: %w", err)
+		}
+		out = append(out, a)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// AssistantVersions lists an assistant's versions, newest first, filtered
+// by metadata.
+func (e *Engine) AssistantVersions(id string, metadata map[string]any, limit, offset int) ([]Assistant, error) {
+	var out []Assistant
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		a, err := e.ResolveAssistant(tx, id)
+		if err != nil {
+			return err
+		}
+		all, err := versions(tx, a.AssistantID)
+		if err != nil {
+			return err
+		}
+		for _, v := range all {
+			if matches(v.Metadata, metadata) {
+				out = append(out, v)
+			}
+		}
+		return nil
+	})
+	if offset > len(out) {
+		offset = len(out)
+	}
+	out = out[offset:]
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	if out == nil {
+		out = []Assistant{}
+	}
+	return out, err
+}
+
+// SetLatestVersion makes an earlier (or later) version the assistant's
+// current one; the history is unchanged.
+func (e *Engine) SetLatestVersion(id string, version int) (Assistant, error) {
+	var out Assistant
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		a, err := e.ResolveAssistant(tx, id)
+		if err != nil {
+			return err
+		}
+		var v Assistant
+		if err := getJSON(tx.Bucket([]byte(bAssistantVersions)), string(versionKey(a.AssistantID, version)), &v); err != nil {
+			return fmt.Errorf("%w: assistant %s has no version %d", ErrNotFound, a.AssistantID, version)
+		}
+		v.CreatedAt, v.UpdatedAt = a.CreatedAt, time.Now().UTC()
+		out = v
+		return putJSON(tx.Bucket([]byte(bAssistants)), a.AssistantID, &v)
 	})
 	return out, err
 }
@@ -226,10 +315,22 @@ func (e *Engine) PatchAssistant(id string, patch Assistant) (Assistant, error) {
 		for k, v := range patch.Metadata {
 			a.Metadata[k] = v
 		}
+		// The new version follows the newest one, which is not the current
+		// one after SetLatestVersion went back.
+		all, err := versions(tx, a.AssistantID)
+		if err != nil {
+			return err
+		}
+		if len(all) > 0 && all[0].Version >= a.Version {
+			a.Version = all[0].Version
+		}
 		a.Version++
 		a.UpdatedAt = time.Now().UTC()
 		out = *a
-		return putJSON(tx.Bucket([]byte(bAssistants)), a.AssistantID, a)
+		if err := putJSON(tx.Bucket([]byte(bAssistants)), a.AssistantID, a); err != nil {
+			return err
+		}
+		return putVersion(tx, a)
 	})
 	return out, err
 }
@@ -240,6 +341,15 @@ func (e *Engine) DeleteAssistant(id string) error {
 		b := tx.Bucket([]byte(bAssistants))
 		if b.Get([]byte(id)) == nil {
 			return fmt.Errorf("%w: assistant %s", ErrNotFound, id)
+		}
+		all, err := versions(tx, id)
+		if err != nil {
+			return err
+		}
+		for _, v := range all {
+			if err := tx.Bucket([]byte(bAssistantVersions)).Delete(versionKey(id, v.Version)); err != nil {
+				return err
+			}
 		}
 		return b.Delete([]byte(id))
 	})

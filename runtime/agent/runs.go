@@ -281,11 +281,12 @@ func (e *Engine) execute(r *runRecord) {
 	defer stop()
 
 	var (
-		values map[string]any
-		graph  Graph
-		req    Request
-		cps    []pendingCheckpoint
-		runErr error
+		values     map[string]any
+		graph      Graph
+		req        Request
+		cps        []pendingCheckpoint
+		interrupts []any
+		runErr     error
 	)
 	err := e.DB.View(func(tx *bolt.Tx) error {
 		t, err := getThread(tx, r.ThreadID)
@@ -325,6 +326,15 @@ func (e *Engine) execute(r *runRecord) {
 		req.Values = clone(values)
 		err = graph.Run(ctx, req, func(node string, update map[string]any, extra []Event) error {
 			for _, ev := range extra {
+				if ev.Mode == "__interrupt__" {
+					// The graph stopped to ask for input: the run still
+					// succeeds, and its last state carries the interrupt
+					// for the client to answer with command.resume.
+					intr := map[string]any{"value": ev.Data, "id": storage.NewID().String()}
+					interrupts = append(interrupts, intr)
+					lr.events.publish("updates", map[string]any{"__interrupt__": []any{intr}})
+					continue
+				}
 				if ev.Mode == "__replace__" {
 					values = clone(update)
 					step++
@@ -348,6 +358,11 @@ func (e *Engine) execute(r *runRecord) {
 			lr.events.publish("values", values)
 			return nil
 		})
+	}
+	if err == nil && len(interrupts) > 0 {
+		step++
+		cps = append(cps, pendingCheckpoint{values: clone(values), source: "loop", step: step,
+			writes: map[string]any{"__interrupt__": interrupts}, interrupts: interrupts})
 	}
 	runErr = err
 	cause := context.Cause(ctx)
@@ -396,10 +411,11 @@ func errorName(status string, err error) string {
 }
 
 type pendingCheckpoint struct {
-	values map[string]any
-	source string
-	step   int
-	writes any
+	values     map[string]any
+	source     string
+	step       int
+	writes     any
+	interrupts []any
 }
 
 func inputUpdate(in map[string]any) map[string]any {
@@ -444,7 +460,7 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 			}
 		} else {
 			for _, cp := range cps {
-				if _, err := writeCheckpoint(tx, t, cp.values, cp.source, cp.step, cp.writes); err != nil {
+				if _, err := writeCheckpoint(tx, t, cp.values, cp.source, cp.step, cp.writes, cp.interrupts); err != nil {
 					return err
 				}
 			}
@@ -460,9 +476,23 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 				return err
 			}
 		}
+		// A finished run's interrupts are the thread's open questions; any
+		// later successful run answered (or dropped) them.
+		var open []any
+		if status == RunSuccess && len(cps) > 0 {
+			open = cps[len(cps)-1].interrupts
+		}
+		if status == RunSuccess {
+			t.Interrupts = map[string]any{}
+			if len(open) > 0 {
+				t.Interrupts[r.RunID] = open
+			}
+		}
 		switch {
 		case t.busy():
 			t.Status = ThreadBusy
+		case len(open) > 0:
+			t.Status = ThreadInterrupted
 		case status == RunError || status == RunTimeout:
 			t.Status = ThreadError
 		case status == RunInterrupted:

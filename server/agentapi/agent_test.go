@@ -357,3 +357,89 @@ func TestCrashRecoveryUnderLoad(t *testing.T) {
 		t.Fatalf("threads after crash: %s", n.Body)
 	}
 }
+
+// TestBatchAndCheckpointState: POST /runs/batch creates stateless runs (and
+// none when an item is invalid); POST /threads/{id}/state/checkpoint reads
+// an earlier state, as the SDK's getState with a checkpoint object does.
+func TestBatchAndCheckpointState(t *testing.T) {
+	a := servertest.StartAgent(t, map[string]string{"SLIPWAY_LOG_LEVEL": "warn"})
+	r := a.Do("POST", "/runs/batch", []any{runBody("one", 0, ""), runBody("two", 0, "")})
+	runs, _ := r.JSON().([]any)
+	if r.Status != 200 || len(runs) != 2 || runs[0].(map[string]any)["run_id"] == runs[1].(map[string]any)["run_id"] {
+		t.Fatalf("batch: %d %s", r.Status, r.Body)
+	}
+	bad := a.Do("POST", "/runs/batch", []any{runBody("one", 0, ""), map[string]any{"input": map[string]any{}}})
+	if bad.Status != 422 || !strings.Contains(string(bad.Body), "run request 1") {
+		t.Fatalf("batch with a bad item: %d %s", bad.Status, bad.Body)
+	}
+	if e := a.Do("POST", "/runs/batch", map[string]any{}); e.Status != 422 {
+		t.Fatalf("batch of an object: %d %s", e.Status, e.Body)
+	}
+
+	th := newThread(t, a)
+	a.Do("POST", "/threads/"+th+"/runs/wait", runBody("first", 0, ""))
+	a.Do("POST", "/threads/"+th+"/runs/wait", runBody("second", 0, ""))
+	hist, _ := a.Do("POST", "/threads/"+th+"/history", map[string]any{"limit": 10}).JSON().([]any)
+	if len(hist) < 3 {
+		t.Fatalf("history: %v", hist)
+	}
+	// history is newest first: the last entry is the first run's input.
+	oldest := hist[len(hist)-1].(map[string]any)["checkpoint"].(map[string]any)["checkpoint_id"]
+	st := a.Do("POST", "/threads/"+th+"/state/checkpoint", map[string]any{"checkpoint": map[string]any{"checkpoint_id": oldest}})
+	ms, _ := st.Map()["values"].(map[string]any)["messages"].([]any)
+	if st.Status != 200 || len(ms) != 1 || ms[0].(map[string]any)["content"] != "first" {
+		t.Fatalf("state at the oldest checkpoint: %d %s", st.Status, st.Body)
+	}
+	if nf := a.Do("POST", "/threads/"+th+"/state/checkpoint", map[string]any{"checkpoint": map[string]any{"checkpoint_id": "01a00000-0000-7000-8000-000000000000"}}); nf.Status != 404 {
+		t.Fatalf("unknown checkpoint: %d %s", nf.Status, nf.Body)
+	}
+}
+
+// TestAssistantVersions: every patch is a version; /latest goes back to one
+// and the next patch still gets a new number.
+func TestAssistantVersions(t *testing.T) {
+	a := servertest.StartAgent(t, map[string]string{"SLIPWAY_LOG_LEVEL": "warn"})
+	c := a.Do("POST", "/assistants", map[string]any{"graph_id": "echo", "name": "v1", "config": map[string]any{"configurable": map[string]any{"tone": "dry"}}})
+	if c.Status != 200 {
+		t.Fatalf("create: %d %s", c.Status, c.Body)
+	}
+	id := c.Map()["assistant_id"].(string)
+	for _, name := range []string{"v2", "v3"} {
+		if p := a.Do("PATCH", "/assistants/"+id, map[string]any{"name": name}); p.Status != 200 {
+			t.Fatalf("patch: %d %s", p.Status, p.Body)
+		}
+	}
+	names := func() []string {
+		var out []string
+		vs, _ := a.Do("POST", "/assistants/"+id+"/versions", map[string]any{}).JSON().([]any)
+		for _, v := range vs {
+			m := v.(map[string]any)
+			out = append(out, fmt.Sprint(m["version"], m["name"]))
+		}
+		return out
+	}
+	if got := strings.Join(names(), ","); got != "3v3,2v2,1v1" {
+		t.Fatalf("versions: %s", got)
+	}
+	l := a.Do("POST", "/assistants/"+id+"/latest", map[string]any{"version": 1})
+	if l.Status != 200 || l.Map()["name"] != "v1" || a.Do("GET", "/assistants/"+id, nil).Map()["version"] != 1.0 {
+		t.Fatalf("latest: %d %s", l.Status, l.Body)
+	}
+	if p := a.Do("PATCH", "/assistants/"+id, map[string]any{"name": "v4"}); p.Map()["version"] != 4.0 {
+		t.Fatalf("patch after going back: %s", p.Body)
+	}
+	for _, bad := range []struct {
+		body   any
+		status int
+	}{{map[string]any{"version": 9}, 404}, {map[string]any{}, 422}, {map[string]any{"version": "1"}, 422}} {
+		if r := a.Do("POST", "/assistants/"+id+"/latest", bad.body); r.Status != bad.status {
+			t.Fatalf("latest %v: %d %s", bad.body, r.Status, r.Body)
+		}
+	}
+	if r := a.Do("DELETE", "/assistants/"+id, nil); r.Status >= 300 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("POST", "/assistants/"+id+"/versions", map[string]any{}); r.Status != 404 {
+		t.Fatalf("versions of a deleted assistant: %d %s", r.Status, r.Body)
+	}
+}

@@ -25,6 +25,48 @@ func (a *API) assistantRoutes(rt *httprouter.Router, h func(httpx.Handle) httpro
 	rt.DELETE("/assistants/:assistant_id", h(a.deleteAssistant))
 	rt.GET("/assistants/:assistant_id/graph", h(a.assistantGraph))
 	rt.GET("/assistants/:assistant_id/schemas", h(a.assistantSchemas))
+	rt.POST("/assistants/:assistant_id/versions", h(a.assistantVersions))
+	rt.POST("/assistants/:assistant_id/latest", h(a.setLatestVersion))
+}
+
+// assistantVersions: POST /assistants/{id}/versions {metadata, limit, offset}.
+func (a *API) assistantVersions(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	var b struct {
+		Metadata map[string]any `json:"metadata"`
+		Limit    int            `json:"limit"`
+		Offset   int            `json:"offset"`
+	}
+	if err := decode(r, &b); err != nil {
+		return err
+	}
+	if err := limitOffset(&b.Limit, &b.Offset, 10); err != nil {
+		return err
+	}
+	vs, err := a.Engine.AssistantVersions(ps.ByName("assistant_id"), b.Metadata, b.Limit, b.Offset)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, vs)
+	return nil
+}
+
+// setLatestVersion: POST /assistants/{id}/latest {version}.
+func (a *API) setLatestVersion(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	var b struct {
+		Version *int `json:"version"`
+	}
+	if err := decode(r, &b); err != nil {
+		return err
+	}
+	if b.Version == nil || *b.Version < 1 {
+		return httpx.Errorf(http.StatusUnprocessableEntity, "version is required and must be at least 1")
+	}
+	as, err := a.Engine.SetLatestVersion(ps.ByName("assistant_id"), *b.Version)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, as)
+	return nil
 }
 
 type assistantBody struct {

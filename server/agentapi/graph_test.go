@@ -12,10 +12,10 @@ import (
 	"slipway/server/servertest"
 )
 
-// startWithCounter serves testdata/graphs/counter as the command graph
-// "counter", next to a "path:attr" graph that needs a language host, with
-// a short per-run timeout.
-func startWithCounter(t *testing.T) *servertest.Agent {
+// counterApp builds testdata/graphs/counter into a fresh app directory
+// whose langgraph.json serves it as the command graph "counter", plus the
+// extra graphs given (id → spec JSON); it returns the configuration's path.
+func counterApp(t *testing.T, extra map[string]string) string {
 	t.Helper()
 	app := t.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(app, "counter"), "./testdata/graphs/counter")
@@ -23,12 +23,24 @@ func startWithCounter(t *testing.T) *servertest.Agent {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build counter graph: %v\n%s", err, out)
 	}
-	cfg := `{"graphs": {"counter": {"command": ["./counter"]}, "pyagent": "./agent.py:graph"}, "dependencies": ["."]}`
-	if err := os.WriteFile(filepath.Join(app, "langgraph.json"), []byte(cfg), 0o644); err != nil {
+	graphs := `"counter": {"command": ["./counter"]}`
+	for id, spec := range extra {
+		graphs += fmt.Sprintf(", %q: %s", id, spec)
+	}
+	cfg := `{"graphs": {` + graphs + `}, "dependencies": ["."]}`
+	path := filepath.Join(app, "langgraph.json")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// startWithCounter serves the counter graph next to a "path:attr" graph
+// that needs a language host, with a short per-run timeout.
+func startWithCounter(t *testing.T) *servertest.Agent {
+	t.Helper()
 	return servertest.StartAgent(t, map[string]string{
-		"SLIPWAY_GRAPH_CONFIG":              filepath.Join(app, "langgraph.json"),
+		"SLIPWAY_GRAPH_CONFIG":              counterApp(t, map[string]string{"pyagent": `"./agent.py:graph"`}),
 		"SLIPWAY_AGENT_RUN_TIMEOUT_SECONDS": "1",
 	})
 }
@@ -76,6 +88,29 @@ func TestCommandGraphs(t *testing.T) {
 		ms := messages(t, a, th)
 		if len(ms) != 4 || ms[1]["type"] != "ai" || ms[1]["content"] != "5 characters" || ms[1]["id"] == "" {
 			t.Fatalf("messages: %v", ms)
+		}
+	})
+	t.Run("interrupt", func(t *testing.T) {
+		th, run := counterRun(t, a, map[string]any{"interrupt": "approve the refund?"})
+		if run["status"] != "success" {
+			t.Fatalf("interrupting run: %v", run)
+		}
+		thread := a.Do("GET", "/threads/"+th, nil).Map()
+		if thread["status"] != "interrupted" || !strings.Contains(fmt.Sprint(thread["interrupts"]), "approve the refund?") {
+			t.Fatalf("thread after interrupt: %v", thread)
+		}
+		st := a.Do("GET", "/threads/"+th+"/state", nil).Map()
+		intr, _ := st["interrupts"].([]any)
+		if len(intr) != 1 || intr[0].(map[string]any)["value"] != "approve the refund?" {
+			t.Fatalf("state interrupts: %v", st["interrupts"])
+		}
+		w := a.Do("POST", "/threads/"+th+"/runs/wait", map[string]any{"assistant_id": "counter", "command": map[string]any{"resume": "yes"}})
+		if w.Status != 200 || !strings.Contains(string(w.Body), "resumed with yes") {
+			t.Fatalf("resume: %d %s", w.Status, w.Body)
+		}
+		thread = a.Do("GET", "/threads/"+th, nil).Map()
+		if thread["status"] != "idle" || fmt.Sprint(thread["interrupts"]) != "map[]" {
+			t.Fatalf("thread after resume: %v", thread)
 		}
 	})
 	t.Run("exit_status", func(t *testing.T) {

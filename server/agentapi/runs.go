@@ -3,6 +3,8 @@ package agentapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -19,6 +21,9 @@ func (a *API) runRoutes(rt *httprouter.Router, h func(httpx.Handle) httprouter.H
 		return a.createRun(w, r, "", "")
 	}))
 	rt.POST("/runs/:action", h(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+		if ps.ByName("action") == "batch" {
+			return a.batchRuns(w, r)
+		}
 		return a.createRun(w, r, "", ps.ByName("action"))
 	}))
 	rt.POST("/threads/:thread_id/runs", h(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
@@ -78,6 +83,42 @@ func (a *API) createRun(w http.ResponseWriter, r *http.Request, thread, action s
 		return a.wait(w, r, run, events, rc.OnDisconnect == "cancel")
 	}
 	httpx.WriteJSON(w, http.StatusOK, run)
+	return nil
+}
+
+// batchRuns: POST /runs/batch, a list of stateless run requests. Every
+// request is validated before any run is created, so a bad item creates
+// nothing.
+func (a *API) batchRuns(w http.ResponseWriter, r *http.Request) error {
+	var items []json.RawMessage
+	if err := decode(r, &items); err != nil {
+		return err
+	}
+	if len(items) == 0 {
+		return httpx.Errorf(http.StatusUnprocessableEntity, "the body must be a non-empty list of run requests")
+	}
+	reqs := make([]agent.RunCreate, len(items))
+	for i, raw := range items {
+		rc, err := DecodeRunCreate(raw)
+		if err != nil {
+			var he *httpx.Error
+			if errors.As(err, &he) {
+				return httpx.Errorf(he.Status, "run request %d: %s", i, he.Detail)
+			}
+			return err
+		}
+		reqs[i] = rc
+	}
+	runs := make([]agent.Run, 0, len(reqs))
+	for i, rc := range reqs {
+		run, _, err := a.Engine.CreateRun("", rc)
+		if err != nil {
+			// Earlier items already run: say which one failed.
+			return fmt.Errorf("run request %d: %w", i, err)
+		}
+		runs = append(runs, run)
+	}
+	httpx.WriteJSON(w, http.StatusOK, runs)
 	return nil
 }
 

@@ -28,6 +28,8 @@ func (a *API) threadRoutes(rt *httprouter.Router, h func(httpx.Handle) httproute
 	rt.GET("/threads/:thread_id/state", h(a.getState))
 	rt.GET("/threads/:thread_id/state/:checkpoint_id", h(a.getState))
 	rt.POST("/threads/:thread_id/state", h(a.updateState))
+	// The SDK asks for a state by checkpoint object at .../state/checkpoint.
+	rt.POST("/threads/:thread_id/state/:checkpoint_id", h(a.stateAtCheckpoint))
 	rt.GET("/threads/:thread_id/history", h(a.history))
 	rt.POST("/threads/:thread_id/history", h(a.history))
 	rt.POST("/threads/:thread_id/copy", h(a.copyThread))
@@ -156,6 +158,32 @@ func (a *API) getState(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 		return err
 	}
 	st, err := a.Engine.GetState(id, ps.ByName("checkpoint_id"))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// stateAtCheckpoint: POST /threads/{id}/state/checkpoint with
+// {"checkpoint": {"checkpoint_id": ...}}.
+func (a *API) stateAtCheckpoint(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	if ps.ByName("checkpoint_id") != "checkpoint" {
+		return httpx.Errorf(http.StatusMethodNotAllowed, "Method Not Allowed")
+	}
+	id, err := threadID(ps)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Checkpoint struct {
+			CheckpointID string `json:"checkpoint_id"`
+		} `json:"checkpoint"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	st, err := a.Engine.GetState(id, body.Checkpoint.CheckpointID)
 	if err != nil {
 		return err
 	}
