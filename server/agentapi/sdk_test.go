@@ -23,7 +23,9 @@ func TestOfficialJSSDK(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	a := servertest.StartAgent(t, map[string]string{"SLIPWAY_LOG_LEVEL": "warn"})
+	// The built-in echo graph, and the counter command graph for the
+	// human-in-the-loop test (echo never interrupts).
+	a := servertest.StartAgent(t, map[string]string{"SLIPWAY_LOG_LEVEL": "warn", "SLIPWAY_GRAPH_CONFIG": counterApp(t, nil)})
 	cmd := exec.Command("node", "--test", "--test-reporter=spec", "agent.test.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "AGENT_URL="+a.URL)

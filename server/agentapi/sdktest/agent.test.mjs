@@ -12,7 +12,7 @@ test("reject while the first run finishes; state holds only its messages", async
   const first = await client.runs.create(thread.thread_id, "echo", { input: { ...human("hello"), sleep: 1 } });
   await assert.rejects(
     client.runs.create(thread.thread_id, "echo", { input: human("second"), multitaskStrategy: "reject" }),
-    (err) => String(err).includes("409"),
+    (err) => err.status === 409 && err.message.includes("Thread is already running a task"),
   );
   await client.runs.join(thread.thread_id, first.run_id);
   const state = await client.threads.getState(thread.thread_id);
@@ -127,4 +127,52 @@ test("assistants: the graph's default assistant, and a new one", async () => {
   const thread = await client.threads.create();
   const values = await client.runs.wait(thread.thread_id, created.assistant_id, { input: human("via assistant") });
   assert.equal(values.messages.at(-1).content, "via assistant");
+});
+
+test("assistants: versions, and going back to one", async () => {
+  const a = await client.assistants.create({ graphId: "echo", name: "v1" });
+  await client.assistants.update(a.assistant_id, { name: "v2" });
+  const versions = await client.assistants.getVersions(a.assistant_id);
+  assert.deepEqual(versions.map((v) => [v.version, v.name]), [[2, "v2"], [1, "v1"]]);
+  const back = await client.assistants.setLatest(a.assistant_id, 1);
+  assert.equal(back.name, "v1");
+  assert.equal((await client.assistants.get(a.assistant_id)).version, 1);
+  await assert.rejects(client.assistants.setLatest(a.assistant_id, 7), (err) => err.status === 404);
+});
+
+test("runs.createBatch and the state at an earlier checkpoint", async () => {
+  const runs = await client.runs.createBatch([
+    { assistantId: "echo", input: human("b1") },
+    { assistantId: "echo", input: human("b2") },
+  ]);
+  assert.equal(runs.length, 2);
+  assert.notEqual(runs[0].run_id, runs[1].run_id);
+  assert.notEqual(runs[0].thread_id, runs[1].thread_id, "each stateless run has its own thread");
+
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "echo", { input: human("first") });
+  await client.runs.wait(thread.thread_id, "echo", { input: human("second") });
+  const history = await client.threads.getHistory(thread.thread_id, { limit: 10 });
+  const afterFirst = history.find((s) => s.values.messages?.length === 2);
+  assert.ok(afterFirst, "history holds the state after the first run");
+  for (const at of [afterFirst.checkpoint, afterFirst.checkpoint.checkpoint_id]) {
+    const then = await client.threads.getState(thread.thread_id, at);
+    assert.deepEqual(then.values.messages.map((m) => m.content), ["first", "first"]);
+  }
+  assert.equal((await client.threads.getState(thread.thread_id)).values.messages.length, 4);
+});
+
+test("human in the loop: a command graph interrupts, command.resume answers", async () => {
+  const thread = await client.threads.create();
+  const run = await client.runs.create(thread.thread_id, "counter", { input: { interrupt: "approve the refund?" } });
+  await client.runs.join(thread.thread_id, run.run_id);
+  const asking = await client.threads.get(thread.thread_id);
+  assert.equal(asking.status, "interrupted");
+  const state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(state.interrupts.map((i) => i.value), ["approve the refund?"]);
+  const values = await client.runs.wait(thread.thread_id, "counter", { command: { resume: "yes" } });
+  assert.equal(values.messages.at(-1).content, "resumed with yes");
+  const answered = await client.threads.get(thread.thread_id);
+  assert.equal(answered.status, "idle");
+  assert.deepEqual(answered.interrupts, {});
 });
