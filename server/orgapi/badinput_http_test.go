@@ -30,6 +30,7 @@ func TestBadInputNeverFails(t *testing.T) {
 		{"PATCH", "/api/v1/workspaces/current/members/x"},
 		{"POST", "/api/v1/workspaces/current/secrets"},
 		{"PUT", "/api/v1/orgs/ttl-settings"},
+		{"PATCH", "/api/v1/orgs/current/info"},
 		{"POST", "/api/v1/orgs/current/service-keys"},
 		{"DELETE", "/api/v1/orgs/current/service-keys/x"},
 		{"POST", "/api/v1/orgs/current/personal-access-tokens"},

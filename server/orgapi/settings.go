@@ -644,6 +644,85 @@ func (s *Store) deleteOrgServiceKey(w http.ResponseWriter, r *http.Request, ps h
 	return nil
 }
 
+// ---- organization info ----
+
+// orgInfo is the part of the hosted OrganizationInfo shape Slipway has.
+type orgInfo struct {
+	ID          uuid.UUID      `json:"id"`
+	DisplayName string         `json:"display_name"`
+	Config      map[string]any `json:"config"`
+	IsPersonal  bool           `json:"is_personal"`
+	Tier        string         `json:"tier"`
+	Permissions []string       `json:"permissions"`
+	Disabled    bool           `json:"disabled"`
+}
+
+func infoOf(org *Org, p *auth.Principal) orgInfo {
+	perms := []string{"organization:read"}
+	if p.OrgManage() {
+		perms = append(perms, "organization:manage")
+	}
+	cfg := org.Config
+	if cfg == nil {
+		cfg = map[string]any{}
+	}
+	return orgInfo{ID: org.ID, DisplayName: org.DisplayName, Config: cfg, IsPersonal: org.IsPersonal, Tier: org.Plan, Permissions: perms}
+}
+
+// getOrgInfo: GET /api/v1/orgs/current/info.
+func (s *Store) getOrgInfo(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	p := auth.From(r)
+	var out orgInfo
+	err := s.DB.View(func(tx *bolt.Tx) error {
+		var org Org
+		if err := getOrg(tx, p.OrgID, &org); err != nil {
+			return err
+		}
+		out = infoOf(&org, p)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// updateOrgInfo: PATCH /api/v1/orgs/current/info (update_organization_info).
+// Only the display name is Slipway's to change; the plan and feature flags
+// belong to the host administrator (slipway admin org ...).
+func (s *Store) updateOrgInfo(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	p := auth.From(r)
+	if err := orgManager(p, "Changing the organization"); err != nil {
+		return err
+	}
+	var req struct {
+		DisplayName *string `json:"display_name"`
+	}
+	if err := httpx.DecodeJSON(r, &req, true); err != nil {
+		return err
+	}
+	if err := validateDisplayName(req.DisplayName); err != nil {
+		return err
+	}
+	var out orgInfo
+	err := s.update(func(tx *bolt.Tx) error {
+		var org Org
+		if err := getOrg(tx, p.OrgID, &org); err != nil {
+			return err
+		}
+		org.DisplayName = strings.TrimSpace(*req.DisplayName)
+		out = infoOf(&org, p)
+		return errors.Join(storage.Put(tx, storage.BucketOrgs, storage.Key(org.ID), &org),
+			audit.Success(tx, r, http.StatusOK, audit.Res(org.ID, "organization")))
+	})
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
 // onWorkspaceCurrent passes requests on /api/v1/workspaces/{id}/... only
 // for id "current": httprouter cannot hold the static "current" segment
 // beside the :id wildcard of PATCH and DELETE /api/v1/workspaces/{id}.
@@ -670,6 +749,8 @@ func (s *Store) settingsRoutes(rt *httprouter.Router, prefix string, req func(ht
 	rt.POST(prefix+"/api/v1/workspaces/current/secrets", req(track("update_workspace_secrets", s.upsertWorkspaceSecrets)))
 	rt.GET(prefix+"/api/v1/orgs/ttl-settings", req(s.listTTLSettings))
 	rt.PUT(prefix+"/api/v1/orgs/ttl-settings", req(track("update_ttl_settings", s.upsertTTLSettings)))
+	rt.GET(prefix+"/api/v1/orgs/current/info", req(s.getOrgInfo))
+	rt.PATCH(prefix+"/api/v1/orgs/current/info", req(track("update_organization_info", s.updateOrgInfo)))
 	rt.GET(prefix+"/api/v1/orgs/current/service-keys", req(s.listOrgServiceKeys))
 	rt.POST(prefix+"/api/v1/orgs/current/service-keys", req(track("create_service_key", s.createOrgServiceKey)))
 	rt.DELETE(prefix+"/api/v1/orgs/current/service-keys/:api_key_id", req(track("delete_service_key", s.deleteOrgServiceKey)))

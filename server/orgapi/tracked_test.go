@@ -257,6 +257,12 @@ func TestEveryTrackedOperation(t *testing.T) {
 		}, refuse: func() *servertest.Response {
 			return as(patKey, "PUT", "/api/v1/orgs/ttl-settings", map[string]any{"default_trace_tier": "longlived", "audit_log_retention_days": 401})
 		}, refusedAs: 422},
+		{op: "update_organization_info", succeed: func() string {
+			ok(as(patKey, "PATCH", "/api/v1/orgs/current/info", map[string]any{"display_name": "Acme"}), 200)
+			return orgID
+		}, refuse: func() *servertest.Response {
+			return as(roKey, "PATCH", "/api/v1/orgs/current/info", map[string]any{"display_name": "Hijacked"})
+		}, refusedAs: 403},
 		{op: "update_tracer_session", succeed: func() string {
 			projID = unowned("audited")
 			ok(as(patKey, "PATCH", "/api/v1/sessions/"+projID, map[string]any{"name": "audited-archive", "description": "kept"}), 200)
