@@ -34,6 +34,10 @@ type Password struct {
 
 const passwordIter = 210_000
 
+// decoy is checked against when the email is unknown; it matches nothing
+// (its hash is not the PBKDF2 of any password one would send).
+var decoy = &Password{Salt: make([]byte, 16), Iter: passwordIter, Hash: make([]byte, 32)}
+
 func hashPassword(pw string) (*Password, error) {
 	salt := make([]byte, 16)
 	if _, err := rand.Read(salt); err != nil {
@@ -495,7 +499,13 @@ func (s *Store) addBasicAuthUsers(w http.ResponseWriter, r *http.Request, _ http
 					inv.wsRole = pm.WorkspaceRole
 				}
 				if reqs[i].WorkspaceIDs == nil {
-					inv.workspaces = pm.WorkspaceIDs
+					// Workspaces deleted since the invitation are dropped.
+					inv.workspaces = nil
+					for _, ws := range pm.WorkspaceIDs {
+						if workspaceInOrg(tx, p.OrgID, ws) {
+							inv.workspaces = append(inv.workspaces, ws)
+						}
+					}
 				}
 				if err := deletePending(tx, pm); err != nil {
 					return err
@@ -850,10 +860,16 @@ func (s *Store) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		}
 		return storage.Get(tx, storage.BucketUsers, id, &u)
 	})
+	if errors.Is(err, invalid) || err == nil && u.Password == nil {
+		// Spend the time a password check takes, so the answer's timing
+		// does not tell which emails have an account.
+		decoy.matches(password)
+		return invalid
+	}
 	if err != nil {
 		return err
 	}
-	if u.Password == nil || !u.Password.matches(password) {
+	if !u.Password.matches(password) {
 		return invalid
 	}
 	var b [24]byte
