@@ -52,11 +52,46 @@ func TestAuditLogEnvDefaultAndRoleDenialsOverHTTP(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("add basic-auth user: %d %s", r.Status, r.Body)
 	}
+	memberID := r.JSON().([]any)[0].(map[string]any)["id"].(string)
 	login := s.Do("POST", "/api/v1/login", map[string]any{"email": "wsadmin@example.com", "password": "workspace-admin-pw"}, "X-Api-Key", "")
 	if login.Status != 200 {
 		t.Fatalf("login: %d %s", login.Status, login.Body)
 	}
 	tok := login.Map()["access_token"].(string)
+
+	// Another organization's members, roles, invitations and keys are
+	// answered as missing, never 403, and stay untouched.
+	role := s.Do("POST", "/api/v1/orgs/current/roles", map[string]any{"display_name": "Team role", "description": "",
+		"permissions": []string{"deployments:read"}}, "X-Api-Key", teamKey).Map()["id"].(string)
+	invite := s.Do("POST", "/api/v1/orgs/current/members", map[string]any{"email": "later@example.com"}, "X-Api-Key", teamKey).Map()["id"].(string)
+	svc := s.Do("POST", "/api/v1/orgs/current/service-keys", map[string]any{}, "X-Api-Key", teamKey).Map()["id"].(string)
+	for _, req := range []struct {
+		method, path string
+		body         any
+	}{
+		{"PATCH", "/api/v1/orgs/current/members/" + memberID, map[string]any{"full_name": "x"}},
+		{"DELETE", "/api/v1/orgs/current/members/" + memberID, nil},
+		{"DELETE", "/api/v1/orgs/current/members/" + invite + "/pending", nil},
+		{"PATCH", "/api/v1/orgs/current/roles/" + role, map[string]any{"display_name": "x", "description": "", "permissions": []string{}}},
+		{"DELETE", "/api/v1/orgs/current/roles/" + role, nil},
+		{"DELETE", "/api/v1/orgs/current/service-keys/" + svc, nil},
+		{"PATCH", "/api/v1/workspaces/current/members/" + memberID, map[string]any{"role_id": wsAdmin}},
+		{"DELETE", "/api/v1/workspaces/current/members/" + memberID, nil},
+	} {
+		if r := s.Do(req.method, req.path, req.body); r.Status != 404 {
+			t.Fatalf("%s %s from another organization: %d %s", req.method, req.path, r.Status, r.Body)
+		}
+	}
+	if r := s.Do("POST", "/api/v1/workspaces/current/members", map[string]any{"user_id": memberID}); r.Status != 404 {
+		t.Fatalf("adding another organization's member: %d %s", r.Status, r.Body)
+	}
+	if r := s.Do("POST", "/api/v1/orgs/current/members/basic/batch", []any{map[string]any{"email": "z@example.com", "workspace_role_id": role}}); r.Status != 422 {
+		t.Fatalf("another organization's role: %d %s", r.Status, r.Body)
+	}
+	members := string(s.Do("GET", "/api/v1/orgs/current/members", nil).Body)
+	if strings.Contains(members, "wsadmin@example.com") || strings.Contains(members, "later@example.com") {
+		t.Fatalf("the Default organization lists Team's people: %s", members)
+	}
 	q := "/api/v1/audit-logs?start_time=2000-01-01T00:00:00Z&end_time=2100-01-01T00:00:00Z"
 	for _, headers := range [][]string{
 		{"X-Api-Key", "", "Authorization", "Bearer " + tok, "X-Organization-Id", team},
