@@ -59,3 +59,10 @@ var ErrUnsupported = errors.New("unsupported by this runtime")
 type Reconciler interface {
 	Reconcile(ctx context.Context, deployments map[string]string) error
 }
+
+// Refresher is implemented by drivers whose agents can move while they
+// serve (a restarted container gets a new address). The proxy calls
+// Refresh when a deployment's endpoint stops answering.
+type Refresher interface {
+	Refresh(deploymentID string)
+}

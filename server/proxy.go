@@ -35,6 +35,7 @@ type proxy struct {
 type targetKey struct{}
 
 type target struct {
+	dep  string
 	base *url.URL
 	path string
 }
@@ -58,6 +59,11 @@ func (p *proxy) reverseProxy() *httputil.ReverseProxy {
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 				if r.Context().Err() != nil {
 					return // the client went away; its disconnect reached the agent
+				}
+				// A container restarted by its restart policy may come back
+				// at another address: look it up again for the next request.
+				if rf, ok := p.driver.(runtime.Refresher); ok {
+					rf.Refresh(r.Context().Value(targetKey{}).(target).dep)
 				}
 				httpx.WriteJSON(w, http.StatusBadGateway, map[string]any{"detail": "The deployment's agent server did not answer: " + err.Error()})
 			},
@@ -87,7 +93,7 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	if err != nil {
 		return err
 	}
-	t := target{base: base, path: "/" + strings.TrimPrefix(ps.ByName("path"), "/")}
+	t := target{dep: dep, base: base, path: "/" + strings.TrimPrefix(ps.ByName("path"), "/")}
 	r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
 	rp := p.reverseProxy()
 	rp.ServeHTTP(w, r)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
@@ -143,6 +144,9 @@ func TestDockerResourceMapping(t *testing.T) {
 		var out []container.InspectResponse
 		for _, id := range agentContainers(t, dep, role) {
 			r, err := engine(t).ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+			if cerrdefs.IsNotFound(err) {
+				continue // revision 1's, removed meanwhile
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,6 +217,21 @@ func TestDockerResourceMapping(t *testing.T) {
 	// The secret value is in the container, never in Slipway's log.
 	if strings.Contains(s.Logs(), "tok-123") {
 		t.Error("a secret value reached the server log")
+	}
+
+	// An agent that dies is restarted by its restart policy, and the proxy
+	// finds it again even if it came back at another address.
+	if _, err := engine(t).ContainerKill(ctx, agent.ID, client.ContainerKillOptions{Signal: "SIGKILL"}); err != nil {
+		t.Fatal(err)
+	}
+	url := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if r := servertest.Do(t, "GET", url+"/ok", nil, "X-Api-Key", s.Key); r.Status == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the deployment did not serve again after its agent was killed")
+		}
 	}
 
 	// external_docker: the image as it is, secret_references read from

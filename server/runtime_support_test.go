@@ -25,7 +25,15 @@ func requireRuntime(t testing.TB, driver string) {
 	if driver != "docker" {
 		return
 	}
-	engine(t)
+	e := engine(t)
+	// Containers outlive the server: whatever a test leaves behind (it
+	// failed half-way) goes, as if no deployment were on record.
+	t.Cleanup(func() {
+		d := &docker.Driver{Client: e, Root: t.TempDir()}
+		if err := d.Reconcile(context.Background(), map[string]string{}); err != nil {
+			t.Logf("clean up docker objects: %v", err)
+		}
+	})
 }
 
 var (

@@ -67,8 +67,9 @@ type Driver struct {
 	baseMu sync.Mutex
 	base   string // the agent image tag, once built
 
-	mu   sync.Mutex
-	deps map[string]serving // deployment → its serving revision
+	mu         sync.Mutex
+	deps       map[string]serving // deployment → its serving revision
+	refreshing map[string]bool
 }
 
 type serving struct {
@@ -285,7 +286,7 @@ func (d *Driver) restart(c container.Summary) {
 		d.Log.Error().Err(err).Str("container", c.ID).Msg("restart previous revision")
 		return
 	}
-	ep, err := d.waitHealthy(ctx, c.ID, dep)
+	ep, err := d.waitHealthy(ctx, c.ID, dep, false)
 	if err != nil {
 		d.Log.Error().Err(err).Str("container", c.ID).Msg("previous revision did not become healthy again")
 		return
@@ -373,7 +374,7 @@ func (d *Driver) start(ctx context.Context, s runtime.Spec, image string, p *pla
 	}
 	hctx, cancel := context.WithTimeout(ctx, d.healthTimeout())
 	defer cancel()
-	ep, err := d.waitHealthy(hctx, id, dep)
+	ep, err := d.waitHealthy(hctx, id, dep, true)
 	if err != nil {
 		if tail := d.logTail(id); tail != "" {
 			fmt.Fprintf(log, "agent output:\n%s\n", tail)
@@ -495,10 +496,10 @@ func healthy(endpoint string) bool {
 
 // waitHealthy polls the agent's GET /ok; a container that exits fails at
 // once instead of waiting out the timeout.
-func (d *Driver) waitHealthy(ctx context.Context, id, dep string) (string, error) {
+func (d *Driver) waitHealthy(ctx context.Context, id, dep string, fresh bool) (string, error) {
 	var last error
 	for {
-		ep, err := d.endpointOf(ctx, id, dep, true)
+		ep, err := d.endpointOf(ctx, id, dep, fresh)
 		if err == nil && healthy(ep) {
 			return ep, nil
 		}
@@ -553,6 +554,54 @@ func (d *Driver) set(dep string, s serving) {
 		d.deps = map[string]serving{}
 	}
 	d.deps[dep] = s
+}
+
+// Refresh finds the serving agent again after it stopped answering: its
+// address may have changed (a restart by its restart policy), or it may
+// have been stopped or killed outside Slipway, which the restart policy
+// does not undo; then it is started again. One refresh per deployment runs
+// at a time; the others return at once.
+func (d *Driver) Refresh(dep string) {
+	d.mu.Lock()
+	s, ok := d.deps[dep]
+	if !ok || d.refreshing[dep] {
+		d.mu.Unlock()
+		return
+	}
+	if d.refreshing == nil {
+		d.refreshing = map[string]bool{}
+	}
+	d.refreshing[dep] = true
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.refreshing, dep)
+		d.mu.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), d.healthTimeout())
+	defer cancel()
+	ep, err := d.endpointOf(ctx, s.container, dep, false)
+	if err != nil {
+		d.Log.Warn().Err(err).Str("deployment_id", dep).Msg("the serving agent is down; starting it again")
+		if _, err := d.Client.ContainerStart(ctx, s.container, client.ContainerStartOptions{}); err != nil {
+			d.Log.Error().Err(err).Str("deployment_id", dep).Msg("start the serving agent")
+			return
+		}
+		if ep, err = d.waitHealthy(ctx, s.container, dep, false); err != nil {
+			d.Log.Error().Err(err).Str("deployment_id", dep).Msg("the serving agent did not become healthy")
+			return
+		}
+	}
+	if ep == s.endpoint {
+		return
+	}
+	d.mu.Lock()
+	if cur, ok := d.deps[dep]; ok && cur.container == s.container {
+		cur.endpoint = ep
+		d.deps[dep] = cur
+	}
+	d.mu.Unlock()
+	d.Log.Info().Str("deployment_id", dep).Str("endpoint", ep).Msg("the serving agent moved")
 }
 
 // Stop removes one revision's containers and its emptyDir volumes; its
