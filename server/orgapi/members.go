@@ -795,8 +795,13 @@ func (s *Store) updateBasicAuthUser(w http.ResponseWriter, r *http.Request, _ ht
 }
 
 // listOrgMembers: GET /api/v1/orgs/current/members (OrganizationMembers).
+// Everyone with an organization role (organization:read) may list the
+// members; a workspace-scoped key has none and sees only its workspace's.
 func (s *Store) listOrgMembers(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := auth.From(r)
+	if p.OrgRole == "" {
+		return httpx.Forbidden("Listing the organization's members requires an organization role; use GET /api/v1/workspaces/current/members.")
+	}
 	out := map[string]any{"organization_id": p.OrgID}
 	err := s.DB.View(func(tx *bolt.Tx) error {
 		users, err := orgUsers(tx, p.OrgID)

@@ -189,6 +189,7 @@ func TestBasicAuthUsersRolesAndSessions(t *testing.T) {
 		{"DELETE", "/api/v1/orgs/current/members/" + adaID, nil},
 		{"POST", "/api/v1/orgs/current/roles", map[string]any{"display_name": "x", "description": "", "permissions": []string{}}},
 		{"GET", "/api/v1/orgs/current/service-keys", nil},
+		{"GET", "/api/v1/orgs/current/members", nil},
 	} {
 		mustForbidden(t, s.Do(req.method, req.path, req.body, "X-Api-Key", wsKey))
 	}
