@@ -1,7 +1,10 @@
 package orgapi_test
 
 import (
+	"bytes"
 	"encoding/base64"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -136,6 +139,13 @@ func TestBasicAuthUsersRolesAndSessions(t *testing.T) {
 	if string(sec.Body) != "[{\"key\":\"B_KEY\"}]\n" {
 		t.Fatalf("secrets %s", sec.Body)
 	}
+	// Sealed at rest: the value is nowhere in the database file.
+	s.Stop()
+	raw, err := os.ReadFile(filepath.Join(s.DataDir, "slipway.db"))
+	if err != nil || bytes.Contains(raw, []byte("value-two-secret")) || bytes.Contains(raw, []byte(adaPW)) {
+		t.Fatalf("a workspace secret or password is stored in clear (read error %v)", err)
+	}
+	s.Restart()
 
 	// Validation: one case per rule, with status, loc and type.
 	foreign := "0190f0f0-0000-7000-8000-000000000000"
