@@ -48,12 +48,19 @@ func (d *Driver) revDir(dep, rev string) string {
 	return filepath.Join(d.Root, dep, "revisions", rev)
 }
 
+// needsDocker is why a docker-image source cannot run here.
+func needsDocker(s runtime.Spec) error {
+	return fmt.Errorf("%w: source %s needs the docker runtime (SLIPWAY_RUNTIME=docker with a Docker engine); the process runtime runs only internal_source deployments",
+		runtime.ErrUnsupported, s.Source)
+}
+
 // Build unpacks the revision's archive and runs its install and build
-// commands. Docker-image sources cannot run here.
+// commands. A docker-image source has nothing to build; it is refused at
+// deploy, where an image would be started.
 func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (string, error) {
 	if s.Source != "internal_source" {
-		return "", fmt.Errorf("%w: source %s needs the docker runtime (SLIPWAY_RUNTIME=docker with a Docker engine); the process runtime runs only internal_source deployments",
-			runtime.ErrUnsupported, s.Source)
+		fmt.Fprintf(log, "nothing to build for source %s\n", s.Source)
+		return "", nil
 	}
 	app := filepath.Join(d.revDir(s.DeploymentID, s.RevisionID), "app")
 	if _, err := os.Stat(filepath.Join(app, ".slipway-built")); err == nil {
@@ -126,6 +133,9 @@ func environ(env map[string]string) []string {
 // agent database and must answer GET /ok. On failure the previous
 // revision is started again.
 func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, app string, log io.Writer) (string, error) {
+	if s.Source != "internal_source" {
+		return "", needsDocker(s)
+	}
 	d.mu.Lock()
 	if d.deps == nil {
 		d.deps = map[string]*child{}

@@ -192,10 +192,17 @@ func TestBuildFailures(t *testing.T) {
 		s    runtime.Spec
 		want string
 	}{
-		{"docker source", runtime.Spec{DeploymentID: "d", RevisionID: "r", Source: "internal_docker"}, "docker runtime"},
 		{"missing graph config", func() runtime.Spec { s := spec(t, "r1", "{}", nil); s.GraphConfig = "nope.json"; return s }(), "not in the uploaded source"},
 		{"escaping graph config", func() runtime.Spec { s := spec(t, "r2", "{}", nil); s.GraphConfig = "../x.json"; return s }(), "leaves the source tree"},
 		{"install command fails", func() runtime.Spec { s := spec(t, "r3", "{}", nil); s.InstallCommand = "exit 7"; return s }(), "install command failed"},
+	}
+	// A docker source builds nothing and is refused at deploy (DEPLOY_FAILED).
+	docker := runtime.Spec{DeploymentID: "d", RevisionID: "r", Source: "internal_docker", ImageURI: "img:1"}
+	if art, err := d.Build(context.Background(), docker, io.Discard); err != nil || art != "" {
+		t.Fatalf("build of a docker source: %q, %v", art, err)
+	}
+	if _, err := d.Deploy(context.Background(), docker, "", io.Discard); err == nil || !strings.Contains(err.Error(), "docker runtime") {
+		t.Fatalf("deploy of a docker source: %v", err)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
