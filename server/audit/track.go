@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"sort"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
@@ -23,6 +25,22 @@ type Recorder struct {
 	Update func(func(*bolt.Tx) error) error
 	// Trusted are the proxies whose X-Forwarded-For is believed.
 	Trusted []netip.Prefix
+
+	mu      sync.Mutex
+	tracked map[string]bool
+}
+
+// Tracked lists, sorted, the operations Track has wrapped handlers for:
+// what this server exposes, so a test can insist that each one is covered.
+func (rc *Recorder) Tracked() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := make([]string, 0, len(rc.tracked))
+	for op := range rc.tracked {
+		out = append(out, op)
+	}
+	sort.Strings(out)
+	return out
 }
 
 type slotKey struct{}
@@ -42,6 +60,12 @@ func (rc *Recorder) Track(op string, h httpx.Handle) httpx.Handle {
 	if !Known(op) {
 		panic(fmt.Sprintf("audit: %q is not an operation of the spec", op))
 	}
+	rc.mu.Lock()
+	if rc.tracked == nil {
+		rc.tracked = map[string]bool{}
+	}
+	rc.tracked[op] = true
+	rc.mu.Unlock()
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 		r = r.WithContext(context.WithValue(r.Context(), slotKey{}, &slot{rec: rc, op: op}))
 		err := h(w, r, ps)

@@ -9,7 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/julienschmidt/httprouter"
+
+	"slipway/server/audit"
 	"slipway/server/audit/ocsftest"
+	"slipway/server/controlplane"
+	"slipway/server/orgapi"
 	"slipway/server/servertest"
 )
 
@@ -283,6 +288,20 @@ func TestEveryTrackedOperation(t *testing.T) {
 		}, refuse: func() *servertest.Response {
 			return as(patKey, "DELETE", "/api/v1/sessions?session_ids=not-a-uuid", nil)
 		}, refusedAs: 422},
+	}
+	// The cases must cover every operation the server's routes track: a
+	// newly tracked endpoint without a case fails here.
+	rec := &audit.Recorder{}
+	rt := httprouter.New()
+	(&orgapi.Store{Audit: rec}).Routes(rt, "")
+	(&controlplane.Service{Audit: rec}).Routes(rt, &orgapi.Store{}, "")
+	var covered []string
+	for _, tc := range cases {
+		covered = append(covered, tc.op)
+	}
+	sort.Strings(covered)
+	if got, want := strings.Join(rec.Tracked(), " "), strings.Join(covered, " "); got != want {
+		t.Fatalf("tracked operations of the routes:\n  %s\ncases:\n  %s", got, want)
 	}
 	schema, err := ocsftest.Load(ocsftest.SchemaDir())
 	if err != nil {
