@@ -46,6 +46,7 @@ type target struct {
 func (p *proxy) reverseProxy() *httputil.ReverseProxy {
 	p.once.Do(func() {
 		p.rp = &httputil.ReverseProxy{
+			BufferPool: bufferPool{},
 			Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, DisableCompression: true},
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				t := pr.In.Context().Value(targetKey{}).(target)
@@ -99,3 +100,12 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	rp.ServeHTTP(w, r)
 	return nil
 }
+
+// bufferPool reuses the proxy's copy buffers; without one, ReverseProxy
+// allocates 32 KiB per request.
+type bufferPool struct{}
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *copyBuffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }
