@@ -47,7 +47,7 @@ func (p *proxy) reverseProxy() *httputil.ReverseProxy {
 	p.once.Do(func() {
 		p.rp = &httputil.ReverseProxy{
 			BufferPool: bufferPool{},
-			Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, DisableCompression: true},
+			Transport:  &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, DisableCompression: true},
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				t := pr.In.Context().Value(targetKey{}).(target)
 				pr.SetURL(t.base)
