@@ -422,3 +422,52 @@ func runtimeFailures(t *testing.T, driver string) {
 		t.Fatalf("the previous revision stopped serving: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestProcessKilledDuringDeploy kills Slipway with SIGKILL while the process
+// runtime hands a deployment over to a new revision; after a restart the
+// revision is recorded as interrupted, retried to DEPLOYED, and exactly one
+// agent process of the deployment runs. A deploy takes a fraction of a
+// second here, so a revision that finishes before the kill lands is
+// followed by another.
+func TestProcessKilledDuringDeploy(t *testing.T) {
+	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "process"})
+	dep := s.Do("POST", "/v2/deployments", map[string]any{"name": "handover", "source": "internal_source", "source_config": map[string]any{},
+		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}}).Map()["id"].(string)
+	files := map[string]string{"langgraph.json": `{"graphs": {"agent": {"builtin": "echo"}}}`}
+	if st := waitStatus(t, s, dep, deploySource(t, s, dep, files)); st != "DEPLOYED" {
+		t.Fatalf("first revision ended %s", st)
+	}
+	for attempt := 0; attempt < 10; attempt++ {
+		rev := deploySource(t, s, dep, files)
+		var st any
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+			st = s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev, nil).Map()["status"]
+			if st == "DEPLOYING" || st == "DEPLOYED" {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if st != "DEPLOYING" {
+			continue // missed the window
+		}
+		t.Logf("killed while revision %d deployed", attempt+2)
+		s.Kill()
+		s.Restart()
+		if st := waitStatus(t, s, dep, rev); st != "DEPLOYED" {
+			t.Fatalf("retried revision ended %s", st)
+		}
+		if logs := string(s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil).Body); !strings.Contains(logs, "interrupted by a restart") {
+			t.Fatalf("the log does not record the interrupted deploy: %s", logs)
+		}
+		waitActive(t, s, dep, rev)
+		url := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
+		if r := servertest.Do(t, "GET", url+"/ok", nil, "X-Api-Key", s.Key); r.Status != 200 {
+			t.Fatalf("not serving after the crash: %d", r.Status)
+		}
+		if pids := agentProcesses(t, filepath.Join(s.DataDir, "deployments", dep)); len(pids) != 1 {
+			t.Fatalf("agent processes of the deployment: %v, want exactly one", pids)
+		}
+		return
+	}
+	t.Fatal("no attempt was caught while DEPLOYING")
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,6 +115,9 @@ func leftovers(t *testing.T, s *servertest.Server, driver, dep string) []string 
 			out = append(out, "file "+dir)
 		}
 	}
+	for _, pid := range agentProcesses(t, filepath.Join(s.DataDir, "deployments", dep)) {
+		out = append(out, "process "+pid)
+	}
 	if driver != "docker" {
 		return out
 	}
@@ -180,4 +184,22 @@ func waitRevision(t *testing.T, s *servertest.Server, dep, rev, want string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// agentProcesses lists the pids of processes working in dir or below it:
+// the process runtime runs each agent from its revision's directory.
+func agentProcesses(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []string
+	for _, e := range entries {
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil &&
+			(cwd == dir || strings.HasPrefix(cwd, dir+string(filepath.Separator))) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
 }
