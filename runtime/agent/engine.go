@@ -238,6 +238,12 @@ func getThread(tx *bolt.Tx, id string) (*threadRecord, error) {
 	return &t, nil
 }
 
+// threadExists answers without decoding the record, whose values grow
+// with the conversation.
+func threadExists(tx *bolt.Tx, id string) bool {
+	return tx.Bucket([]byte(bThreads)).Get([]byte(id)) != nil
+}
+
 func getRun(tx *bolt.Tx, id string) (*runRecord, error) {
 	var r runRecord
 	if err := getJSON(tx.Bucket([]byte(bRuns)), id, &r); err != nil {
@@ -520,7 +526,7 @@ func history(tx *bolt.Tx, id string, limit int, before string) ([]Checkpoint, er
 func (e *Engine) History(id string, limit int, before string) ([]Checkpoint, error) {
 	var out []Checkpoint
 	err := e.DB.View(func(tx *bolt.Tx) error {
-		if _, err := getThread(tx, id); err != nil {
+		if !threadExists(tx, id) {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
 		var err error
