@@ -57,15 +57,15 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 		Trusted: cfg.Prefixes(),
 	}
 	a.audit = rec
-	a.orgs = &orgapi.Store{DB: db, Writer: writer, Audit: rec, DefaultAuditLogs: cfg.DefaultOrgAuditLogs}
+	a.orgs = &orgapi.Store{DB: db, Writer: writer, Audit: rec, Sealer: sealer, DefaultAuditLogs: cfg.DefaultOrgAuditLogs}
 	a.cp = &controlplane.Service{DB: db, Sealer: sealer, Driver: a.driver, PublicURL: cfg.PublicURL,
 		DataDir: cfg.DataDir, MaxUpload: int64(cfg.MaxUploadMB) << 20, Log: log, Writer: writer, Audit: rec}
 	a.db = db
 	a.retention = &audit.Retention{Log: rec.Log, DB: db, Update: writer.Update,
 		Logger: log.With().Str("component", "audit-retention").Logger()}
-	// Per-organization retention: once orgapi.Store.AuditRetention exists,
-	// wire it here (nil means audit.DefaultRetention, 400 days):
-	//	a.retention.For = a.orgs.AuditRetention
+	// Per-organization retention (PUT /api/v1/orgs/ttl-settings); an
+	// organization that set none keeps audit.DefaultRetention, 400 days.
+	a.retention.For = a.orgs.AuditRetention
 	a.forward = &audit.Forwarder{Log: rec.Log, DB: db, Update: writer.Update, URL: cfg.AuditForwardURL,
 		Interval: cfg.AuditForwardInterval, UserAgent: "slipway/" + version,
 		Logger: log.With().Str("component", "audit-forwarder").Logger()}
