@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -47,7 +49,8 @@ func (p *proxy) reverseProxy() *httputil.ReverseProxy {
 	p.once.Do(func() {
 		p.rp = &httputil.ReverseProxy{
 			BufferPool: bufferPool{},
-			Transport:  &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, DisableCompression: true},
+			Transport: &redialTransport{p: p,
+				base: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, DisableCompression: true}},
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				t := pr.In.Context().Value(targetKey{}).(target)
 				pr.SetURL(t.base)
@@ -60,11 +63,6 @@ func (p *proxy) reverseProxy() *httputil.ReverseProxy {
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 				if r.Context().Err() != nil {
 					return // the client went away; its disconnect reached the agent
-				}
-				// A container restarted by its restart policy may come back
-				// at another address: look it up again for the next request.
-				if rf, ok := p.driver.(runtime.Refresher); ok {
-					rf.Refresh(r.Context().Value(targetKey{}).(target).dep)
 				}
 				httpx.WriteJSON(w, http.StatusBadGateway, map[string]any{"detail": "The deployment's agent server did not answer: " + err.Error()})
 			},
@@ -109,3 +107,41 @@ var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return 
 
 func (bufferPool) Get() []byte  { return *copyBuffers.Get().(*[]byte) }
 func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }
+
+// redialTransport retries a request whose connection to the agent was
+// refused. That happens when a request passed the gate and read the
+// endpoint just before a handover stopped that agent, or when an agent
+// restarted (a container may come back at another address). A refused
+// dial never reached the agent, so even a POST is safe to send again, to
+// the endpoint serving once the gate opens.
+type redialTransport struct {
+	p    *proxy
+	base http.RoundTripper
+}
+
+func (t *redialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tg, _ := req.Context().Value(targetKey{}).(target)
+	for attempt := 0; ; attempt++ {
+		resp, err := t.base.RoundTrip(req)
+		var op *net.OpError
+		if err == nil || attempt == 2 || tg.dep == "" || req.Context().Err() != nil || !errors.As(err, &op) || op.Op != "dial" {
+			return resp, err
+		}
+		if rf, ok := t.p.driver.(runtime.Refresher); ok {
+			rf.Refresh(tg.dep)
+		}
+		ctx, cancel := context.WithTimeout(req.Context(), t.p.handoverWait)
+		werr := t.p.gate.Wait(ctx, tg.dep)
+		cancel()
+		endpoint, ok := t.p.driver.Endpoint(tg.dep)
+		if werr != nil || !ok {
+			return resp, err
+		}
+		base, perr := url.Parse(endpoint)
+		if perr != nil {
+			return resp, err
+		}
+		req.URL.Scheme, req.URL.Host = base.Scheme, base.Host
+		req.Host = ""
+	}
+}
