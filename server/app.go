@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,7 +155,34 @@ func (a *app) Handler() http.Handler {
 		httpx.WriteJSON(w, http.StatusInternalServerError, map[string]any{"detail": "Internal server error."})
 	}
 	// API bodies are small; uploads stream through their own cap.
-	return limitNonUpload(rt, 1<<20)
+	return a.byHost(limitNonUpload(rt, 1<<20), auth.Require(a.orgs, true, px.serve))
+}
+
+// byHost serves a deployment whose custom_url names the request's host as
+// if it were /agents/{name}/{path}. The deployment's workspace is the one
+// the credential must be able to use; Slipway's own host never routes.
+func (a *app) byHost(next http.Handler, serve httprouter.Handle) http.Handler {
+	own := ""
+	if u, err := url.Parse(a.cfg.PublicURL); err == nil {
+		own = strings.ToLower(u.Hostname())
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if host == "" || strings.EqualFold(host, own) || net.ParseIP(host) != nil || strings.EqualFold(host, "localhost") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		route, ok := a.cp.DeploymentByHost(host)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		r.Header.Set("X-Tenant-Id", route.WorkspaceID)
+		serve(w, r, httprouter.Params{{Key: "name", Value: route.Name}, {Key: "path", Value: r.URL.Path}})
+	})
 }
 
 func limitNonUpload(h http.Handler, max int64) http.Handler {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -242,7 +243,8 @@ func TestDockerResourceMapping(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(s.DataDir, "secrets", "vendor-creds", "token"), []byte("ref-456\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ext := s.Do("POST", "/v2/deployments", map[string]any{"name": "external", "source": "external_docker", "source_config": map[string]any{},
+	ext := s.Do("POST", "/v2/deployments", map[string]any{"name": "external", "source": "external_docker",
+		"source_config":          map[string]any{"custom_url": "https://Agent.Example.test"},
 		"source_revision_config": map[string]any{"image_uri": img}, "secrets": []any{},
 		"secret_references": []any{map[string]any{"name": "VENDOR_TOKEN", "secret_name": "vendor-creds", "secret_key": "token"}}})
 	if ext.Status != 201 {
@@ -256,6 +258,27 @@ func TestDockerResourceMapping(t *testing.T) {
 	r, err := engine(t).ContainerInspect(ctx, ids[0], client.ContainerInspectOptions{})
 	if err != nil || !slices.Contains(r.Container.Config.Env, "VENDOR_TOKEN=ref-456") {
 		t.Fatalf("secret reference not in the environment: %v", err)
+	}
+	// custom_url: the deployment is also served by host name, with the
+	// same credentials as its path.
+	byHost := func(key string) int {
+		req, _ := http.NewRequest("GET", s.URL+"/assistants/echo", nil)
+		req.Host = "agent.example.test:8443"
+		if key != "" {
+			req.Header.Set("X-Api-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := byHost(s.Key); got != 200 {
+		t.Fatalf("by host name: %d", got)
+	}
+	if got := byHost(""); got != 401 {
+		t.Fatalf("by host name without a key: %d", got)
 	}
 	for _, id := range []string{extID, dep} {
 		s.Do("DELETE", "/v2/deployments/"+id, nil)

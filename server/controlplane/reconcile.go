@@ -564,6 +564,7 @@ func (s *Service) removeDeployment(ctx context.Context, dep *deploymentRecord) {
 				return err
 			}
 		}
+		deploymentsChanged(tx)
 		return errors.Join(
 			tx.Bucket([]byte(storage.IdxPendingDeployments)).Delete(storage.Key(id)),
 			storage.Delete(tx, storage.BucketDeployments, storage.Key(id)),

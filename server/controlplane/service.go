@@ -31,7 +31,8 @@ type Service struct {
 	// Audit records tracked operations.
 	Audit *audit.Recorder
 
-	rec *reconciler
+	rec   *reconciler
+	hosts hostTable
 }
 
 // update runs fn in a durable write transaction that concurrent requests
