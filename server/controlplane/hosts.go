@@ -53,7 +53,7 @@ func CustomHost(custom string) string {
 	if err != nil {
 		return ""
 	}
-	return strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	return strings.ToLower(strings.TrimRight(u.Hostname(), "."))
 }
 
 // DeploymentByHost finds the deployment whose custom_url names host (a
@@ -62,7 +62,7 @@ func (s *Service) DeploymentByHost(host string) (HostRoute, bool) {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	host = strings.ToLower(strings.TrimRight(host, "."))
 	s.hosts.mu.Lock()
 	defer s.hosts.mu.Unlock()
 	if g := hostsGen.Load(); !s.hosts.ok || s.hosts.gen != g {
