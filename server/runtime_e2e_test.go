@@ -167,6 +167,36 @@ func runtimeEndToEnd(t *testing.T, driver string) {
 		t.Fatalf("stream: %s", rest)
 	}
 
+	// A client that disconnects from a stream with on_disconnect=cancel
+	// cancels its run: the disconnect crosses the proxy.
+	dt := agent("POST", "/threads", map[string]any{}).Map()["thread_id"].(string)
+	req, _ = http.NewRequest("POST", url+"/threads/"+dt+"/runs/stream", strings.NewReader(
+		`{"assistant_id":"agent","input":{"messages":[{"role":"user","content":"long"}],"sleep":5},"on_disconnect":"cancel"}`))
+	req.Header.Set("X-Api-Key", s.Key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream to abandon: %v %v", err, resp)
+	}
+	n, _ = resp.Body.Read(head)
+	resp.Body.Close() // hang up after the first event
+	runID := ""
+	if i := strings.Index(string(head[:n]), `"run_id":"`); i >= 0 {
+		runID = strings.SplitN(string(head[i+len(`"run_id":"`):n]), `"`, 2)[0]
+	}
+	if runID == "" {
+		t.Fatalf("no run id in the first event %q", head[:n])
+	}
+	var status any
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if status = agent("GET", "/threads/"+dt+"/runs/"+runID, nil).Map()["status"]; status != "pending" && status != "running" {
+			break
+		}
+	}
+	if status == "pending" || status == "running" || status == "success" {
+		t.Fatalf("abandoned run is %v 3 s into a 5 s run: the disconnect did not reach the agent", status)
+	}
+
 	// PATCH to a new revision while a client keeps creating runs: none fails.
 	var failures, calls atomic.Int64
 	stop := make(chan struct{})
