@@ -546,10 +546,13 @@ func writeCheckpoint(tx *bolt.Tx, t *threadRecord, values map[string]any, source
 	}
 	var parent *CheckpointRef
 	if t.Seq > 0 {
-		var prev Checkpoint
+		// Only the parent's id is needed: decoding its values would
+		// allocate the whole conversation again for every checkpoint.
+		var prev struct {
+			Checkpoint CheckpointRef `json:"checkpoint"`
+		}
 		if err := getJSON(tx.Bucket([]byte(bCheckpoints)), string(cpKey(t.ThreadID, t.Seq)), &prev); err == nil {
-			ref := prev.Checkpoint
-			parent = &ref
+			parent = &prev.Checkpoint
 		}
 	}
 	t.Seq++
