@@ -5,12 +5,16 @@
 // here unless -url is given) and, in the same invocation, the reference
 // JavaScript development server (@langchain/langgraph-api, run by
 // `langgraphjs dev` from the reference/ directory beside this file, which
-// serves an equivalent echo graph; `npm ci` there first), printing the
+// serves an equivalent echo graph; install it there first), printing the
 // ratios. -reference "" skips it; -reference-url (with -reference-pid)
 // measures one already running instead.
 //
-//	(cd server/agentapi/loadtool/reference && npm ci)
-//	go build -o slipway . && go run ./server/agentapi/loadtool -bin ./slipway
+// The reference is installed with `npm install`, not `npm ci`: where the
+// registry lacks some of its platform-optional packages, npm ci refuses
+// the lock while npm install resolves it.
+//
+//	(cd server/agentapi/loadtool/reference && npm install --no-audit --no-fund)
+//	go build -o /tmp/slipway . && go run ./server/agentapi/loadtool -bin /tmp/slipway
 package main
 
 import (
@@ -32,23 +36,33 @@ import (
 	"time"
 )
 
+type latency struct{ p50, p99 time.Duration }
+
+func percentiles(ds []time.Duration) latency {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return latency{ds[len(ds)/2], ds[len(ds)*99/100]}
+}
+
 type result struct {
-	name       string
-	seqRate    float64
-	concRate   float64
-	p50, p99   time.Duration
-	rssMB      float64
-	anonMB     float64 // RssAnon: the process's own memory
-	fileMB     float64 // RssFile: pages of the memory-mapped database the kernel keeps resident
-	totalRuns  int
-	rssMeasure bool
+	name     string
+	seqRate  float64
+	concRate float64
+	// Run-creation latency, apart for the two phases: sequential requests
+	// measure the request itself, concurrent ones add queueing behind the
+	// other clients' commits.
+	seqLat, concLat, allLat latency
+	rssMB                   float64
+	anonMB                  float64 // RssAnon: the process's own memory
+	fileMB                  float64 // RssFile: pages of the memory-mapped database the kernel keeps resident
+	totalRuns               int
+	rssMeasure              bool
 }
 
 func main() {
 	bin := flag.String("bin", "", "slipway binary to start as `slipway agent` (when -url is empty)")
 	url := flag.String("url", "", "an already running slipway agent")
 	pid := flag.Int("pid", 0, "pid of the agent at -url, for RSS")
-	refDir := flag.String("reference", "server/agentapi/loadtool/reference", "directory of the reference server to start (after `npm ci` there); empty: none")
+	refDir := flag.String("reference", "server/agentapi/loadtool/reference", "directory of the reference server to start (after `npm install` there); empty: none")
 	refURL := flag.String("reference-url", "", "an already running reference server to measure instead of starting one")
 	refPID := flag.Int("reference-pid", 0, "pid of the reference server, for RSS")
 	refGraph := flag.String("reference-graph", "echo", "assistant/graph id on the reference server")
@@ -77,7 +91,7 @@ func main() {
 	// Check the reference can start before spending minutes on slipway.
 	if *refURL == "" && *refDir != "" {
 		if _, err := os.Stat(filepath.Join(*refDir, "node_modules", ".bin", "langgraphjs")); err != nil {
-			fmt.Fprintf(os.Stderr, "loadtool: the reference server is not installed: run `npm ci` in %s (or pass -reference '')\n", *refDir)
+			fmt.Fprintf(os.Stderr, "loadtool: the reference server is not installed: run `npm install --no-audit --no-fund` in %s (or pass -reference '')\n", *refDir)
 			os.Exit(2)
 		}
 	}
@@ -95,18 +109,45 @@ func main() {
 	if *refURL != "" {
 		results = append(results, measure("reference", *refURL, *refGraph, refPIDs, *refSeq, *conc, *refConcRuns, *refRSSRuns))
 	}
+	// The closed loop above runs each server as fast as it goes, so the
+	// concurrent phase's creation latency is that of a saturated slipway
+	// against a reference serving a few dozen runs a second. At the
+	// reference's own rate the two see the same load.
+	var pacedLat latency
+	if len(results) == 2 && results[1].concRate > 0 {
+		rate := results[1].concRate
+		fmt.Printf("slipway agent: %d runs from %d clients at the reference's rate, %.1f runs/s ...\n", *refConcRuns, *conc, rate)
+		lat, err := concurrent(*url, "echo", *conc, *refConcRuns, time.Duration(float64(time.Second)/rate))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtool:", err)
+			os.Exit(1)
+		}
+		pacedLat = percentiles(lat)
+	}
 	fmt.Println()
-	fmt.Printf("%-16s %12s %14s %10s %10s %10s %18s\n", "server", "seq runs/s", "16-conc runs/s", "p50 create", "p99 create", "RSS MB", "(anon + file MB)")
+	ms := func(l latency) string {
+		return fmt.Sprintf("%.2f/%.2f", float64(l.p50)/float64(time.Millisecond), float64(l.p99)/float64(time.Millisecond))
+	}
+	fmt.Printf("%-14s %10s %10s %13s %13s %13s %8s %16s\n", "server", "seq run/s", "conc run/s", "seq p50/p99", "conc p50/p99", "all p50/p99", "RSS MB", "(anon + file)")
 	for _, r := range results {
 		rss, split := "-", ""
 		if r.rssMeasure {
 			rss, split = fmt.Sprintf("%.1f", r.rssMB), fmt.Sprintf("(%.1f + %.1f)", r.anonMB, r.fileMB)
 		}
-		fmt.Printf("%-16s %12.1f %14.1f %10s %10s %10s %18s\n", r.name, r.seqRate, r.concRate, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), rss, split)
+		fmt.Printf("%-14s %10.1f %10.1f %13s %13s %13s %8s %16s\n", r.name, r.seqRate, r.concRate,
+			ms(r.seqLat), ms(r.concLat), ms(r.allLat), rss, split)
 	}
+	fmt.Println("(run-creation latency in ms: sequential phase, concurrent phase,", *conc, "clients, and both)")
 	if len(results) == 2 {
 		s, ref := results[0], results[1]
-		fmt.Printf("\nratios (slipway / reference): sequential %.1f×, concurrent %.1f×, p99 latency %.2f×", s.seqRate/ref.seqRate, s.concRate/ref.concRate, float64(s.p99)/float64(ref.p99))
+		ratio := func(a, b time.Duration) float64 { return float64(a) / float64(b) }
+		fmt.Printf("slipway agent at the reference's concurrent rate (%.1f runs/s, %d clients): creation p50/p99 %s ms\n", ref.concRate, *conc, ms(pacedLat))
+		fmt.Printf("\nratios (slipway / reference): sequential %.1f×, concurrent %.1f×", s.seqRate/ref.seqRate, s.concRate/ref.concRate)
+		fmt.Printf(", creation latency p50/p99: sequential %.2f×/%.2f×, concurrent %.2f×/%.2f×, all %.2f×/%.2f×, at the same rate %.2f×/%.2f×",
+			ratio(s.seqLat.p50, ref.seqLat.p50), ratio(s.seqLat.p99, ref.seqLat.p99),
+			ratio(s.concLat.p50, ref.concLat.p50), ratio(s.concLat.p99, ref.concLat.p99),
+			ratio(s.allLat.p50, ref.allLat.p50), ratio(s.allLat.p99, ref.allLat.p99),
+			ratio(pacedLat.p50, ref.concLat.p50), ratio(pacedLat.p99, ref.concLat.p99))
 		if s.rssMeasure && ref.rssMeasure {
 			fmt.Printf(", RSS %.2f×", s.rssMB/ref.rssMB)
 		}
@@ -261,26 +302,18 @@ func oneRun(base, graph string, i int) (time.Duration, error) {
 	return d, nil
 }
 
-func measure(name, base, graph string, pids []int, seq, conc, concRuns, rssRuns int) result {
-	r := result{name: name}
-	var lat []time.Duration
-	var mu sync.Mutex
-	fmt.Printf("%s: %d sequential runs ...\n", name, seq)
-	start := time.Now()
-	for i := 0; i < seq; i++ {
-		d, err := oneRun(base, graph, i)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "loadtool:", err)
-			os.Exit(1)
-		}
-		lat = append(lat, d)
-	}
-	r.seqRate = float64(seq) / time.Since(start).Seconds()
-	fmt.Printf("%s: %d runs from %d concurrent clients ...\n", name, concRuns, conc)
-	start = time.Now()
-	var wg sync.WaitGroup
+// concurrent runs n create-run-plus-join runs from conc clients and
+// returns their creation latencies. With a pace, a run starts at most
+// every pace: the clients are then an open load at a chosen rate instead
+// of a closed loop that saturates the server.
+func concurrent(base, graph string, conc, n int, pace time.Duration) ([]time.Duration, error) {
+	var (
+		mu     sync.Mutex
+		lat    []time.Duration
+		failed error
+		wg     sync.WaitGroup
+	)
 	next := make(chan int)
-	var failed error
 	for w := 0; w < conc; w++ {
 		wg.Add(1)
 		go func() {
@@ -296,41 +329,62 @@ func measure(name, base, graph string, pids []int, seq, conc, concRuns, rssRuns 
 			}
 		}()
 	}
-	for i := 0; i < concRuns; i++ {
+	var tick <-chan time.Time
+	if pace > 0 {
+		t := time.NewTicker(pace)
+		defer t.Stop()
+		tick = t.C
+	}
+	for i := 0; i < n; i++ {
+		if tick != nil {
+			<-tick
+		}
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	if failed != nil {
-		fmt.Fprintln(os.Stderr, "loadtool:", failed)
+	return lat, failed
+}
+
+func measure(name, base, graph string, pids []int, seq, conc, concRuns, rssRuns int) result {
+	r := result{name: name}
+	var lat []time.Duration
+	// A load average taken now says how busy the machine was.
+	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("%s: load average %s\n", name, strings.Join(strings.Fields(string(raw))[:3], " "))
+	}
+	fmt.Printf("%s: %d sequential runs ...\n", name, seq)
+	start := time.Now()
+	for i := 0; i < seq; i++ {
+		d, err := oneRun(base, graph, i)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtool:", err)
+			os.Exit(1)
+		}
+		lat = append(lat, d)
+	}
+	r.seqRate = float64(seq) / time.Since(start).Seconds()
+	seqLat := append([]time.Duration(nil), lat...)
+	r.seqLat = percentiles(lat)
+	fmt.Printf("%s: %d runs from %d concurrent clients ...\n", name, concRuns, conc)
+	start = time.Now()
+	conLat, err := concurrent(base, graph, conc, concRuns, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadtool:", err)
 		os.Exit(1)
 	}
 	r.concRate = float64(concRuns) / time.Since(start).Seconds()
+	r.concLat = percentiles(conLat)
+	r.allLat = percentiles(append(seqLat, conLat...))
 	r.totalRuns = seq + concRuns
 	if fill := rssRuns - r.totalRuns; fill > 0 {
 		fmt.Printf("%s: %d more runs before reading RSS ...\n", name, fill)
-		next := make(chan int)
-		for w := 0; w < conc; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					if _, err := oneRun(base, graph, i); err != nil {
-						fmt.Fprintln(os.Stderr, "loadtool:", err)
-						os.Exit(1)
-					}
-				}
-			}()
+		if _, err := concurrent(base, graph, conc, fill, 0); err != nil {
+			fmt.Fprintln(os.Stderr, "loadtool:", err)
+			os.Exit(1)
 		}
-		for i := 0; i < fill; i++ {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
 		r.totalRuns = rssRuns
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	r.p50, r.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
 	// A server may be several processes (the reference runs its API in a
 	// child of the CLI): its memory is theirs together.
 	for _, pid := range pids {
