@@ -110,13 +110,8 @@ func (s *Store) addWorkspaceMember(w http.ResponseWriter, r *http.Request, _ htt
 		if _, in := u.WorkspaceRoles[p.WorkspaceID]; in {
 			return httpx.Conflict("%s is already a member of workspace %s.", u.DisplayName, p.WorkspaceID)
 		}
-		if u.WorkspaceRoles == nil {
-			u.WorkspaceRoles = map[uuid.UUID]string{}
-		}
-		u.WorkspaceRoles[p.WorkspaceID] = role
-		ws := p.WorkspaceID
-		out = memberOf(tx, u, &ws)
-		return errors.Join(putUser(tx, u), audit.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user"), audit.Res(ws, "workspace")))
+		out, err = grantWorkspaceRole(tx, r, u, p.WorkspaceID, role)
+		return err
 	})
 	if err != nil {
 		return err
@@ -231,10 +226,8 @@ func (s *Store) updateWorkspaceMember(w http.ResponseWriter, r *http.Request, ps
 		if err != nil {
 			return err
 		}
-		u.WorkspaceRoles[p.WorkspaceID] = role
-		ws := p.WorkspaceID
-		out = memberOf(tx, u, &ws)
-		return errors.Join(putUser(tx, u), audit.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user"), audit.Res(ws, "workspace")))
+		out, err = grantWorkspaceRole(tx, r, u, p.WorkspaceID, role)
+		return err
 	})
 	if err != nil {
 		return err
@@ -765,4 +758,15 @@ func (s *Store) renameParam(from, to string, h httpx.Handle) httpx.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 		return h(w, r, httprouter.Params{{Key: to, Value: ps.ByName(from)}})
 	}
+}
+
+// grantWorkspaceRole gives u role in workspace ws and writes the user with
+// its audit event, in the caller's transaction.
+func grantWorkspaceRole(tx *bolt.Tx, r *http.Request, u *User, ws uuid.UUID, role string) (memberView, error) {
+	if u.WorkspaceRoles == nil {
+		u.WorkspaceRoles = map[uuid.UUID]string{}
+	}
+	u.WorkspaceRoles[ws] = role
+	out := memberOf(tx, u, &ws)
+	return out, errors.Join(putUser(tx, u), audit.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user"), audit.Res(ws, "workspace")))
 }
