@@ -66,3 +66,22 @@ type Reconciler interface {
 type Refresher interface {
 	Refresh(deploymentID string)
 }
+
+// Isolation says what separates deployment code from Slipway and from
+// other deployments on this host, as the driver found it at start-up. It
+// is logged and shown at GET /info so that an operator sees the isolation
+// actually in force, never an assumed one.
+type Isolation struct {
+	// Mode names the mechanism in one phrase, e.g. "per-deployment uid,
+	// namespaces" or "same user as slipway (none)".
+	Mode string `json:"mode"`
+	// Guarantees lists what holds, one sentence each.
+	Guarantees []string `json:"guarantees"`
+	// Missing lists what does not hold on this host and why.
+	Missing []string `json:"missing"`
+}
+
+// Isolator is implemented by drivers that run deployment code.
+type Isolator interface {
+	Isolation() Isolation
+}

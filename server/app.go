@@ -52,6 +52,11 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 	a.gate = &runtime.Gate{}
 	a.driver, a.why = chooseDriver(cfg, a.gate, log)
 	log.Info().Str("runtime", a.driver.Name()).Str("reason", a.why).Msg("runtime driver chosen")
+	if iso, ok := a.driver.(runtime.Isolator); ok {
+		i := iso.Isolation()
+		log.Info().Str("mode", i.Mode).Strs("guarantees", i.Guarantees).Strs("missing", i.Missing).
+			Msg("deployment code isolation")
+	}
 	writer := &storage.Committer{DB: db}
 	rec := &audit.Recorder{
 		Log:     &audit.Log{Key: sealer.Key("slipway audit chain v1"), Version: version},
@@ -202,8 +207,9 @@ func (a *app) ok(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 }
 
 func (a *app) info(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{
-		"version": a.version,
-		"runtime": map[string]any{"driver": a.driver.Name(), "reason": a.why},
-	})
+	rt := map[string]any{"driver": a.driver.Name(), "reason": a.why}
+	if iso, ok := a.driver.(runtime.Isolator); ok {
+		rt["isolation"] = iso.Isolation()
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"version": a.version, "runtime": rt})
 }
