@@ -105,9 +105,11 @@ type dataType struct {
 
 var primitives = map[string]bool{"string_t": true, "integer_t": true, "long_t": true, "float_t": true, "boolean_t": true, "json_t": true}
 
-// SchemaDir locates ../shared/ocsf-schema-1.7.0 relative to the module root
-// (the nearest directory at or above the working directory that holds
-// go.mod). It returns "" when there is no module root or no schema there.
+// SchemaDir locates the OCSF 1.7.0 schema the repository carries in
+// testdata/ocsf-schema-1.7.0 (Apache-2.0, its LICENSE beside it), relative
+// to the module root: the nearest directory at or above the working
+// directory that holds go.mod. It returns "" when there is no module root
+// or no schema there.
 func SchemaDir() string {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -115,7 +117,7 @@ func SchemaDir() string {
 	}
 	for d := wd; ; d = filepath.Dir(d) {
 		if st, err := os.Stat(filepath.Join(d, "go.mod")); err == nil && !st.IsDir() {
-			dir := filepath.Join(d, "..", "shared", "ocsf-schema-1.7.0")
+			dir := filepath.Join(d, "testdata", "ocsf-schema-1.7.0")
 			if st, err := os.Stat(filepath.Join(dir, "dictionary.json")); err == nil && !st.IsDir() {
 				return dir
 			}
