@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
@@ -75,6 +76,13 @@ func LoadServe(environ map[string]string) (Serve, error) {
 	if c.DataDir == "" {
 		return c, &Error{"SLIPWAY_DATA_DIR: must not be empty"}
 	}
+	// Resolved once, here: child processes run in other working
+	// directories, so a relative data dir would name another place there.
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return c, &Error{fmt.Sprintf("SLIPWAY_DATA_DIR: %q: %v", c.DataDir, err)}
+	}
+	c.DataDir = abs
 	if err := checkLog(c.LogLevel, c.LogFormat); err != nil {
 		return c, err
 	}

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -20,6 +22,12 @@ func TestLoadServe(t *testing.T) {
 		{name: "public url from wildcard addr", env: map[string]string{"SLIPWAY_ADDR": "0.0.0.0:9000"}, check: func(t *testing.T, c Serve) {
 			if c.PublicURL != "http://127.0.0.1:9000" {
 				t.Errorf("public url %q", c.PublicURL)
+			}
+		}},
+		{name: "relative data dir made absolute", env: map[string]string{"SLIPWAY_DATA_DIR": "./some/data"}, check: func(t *testing.T, c Serve) {
+			wd, _ := os.Getwd()
+			if c.DataDir != filepath.Join(wd, "some", "data") {
+				t.Errorf("data dir %q, want it absolute under %q", c.DataDir, wd)
 			}
 		}},
 		{name: "bad int", env: map[string]string{"SLIPWAY_MAX_UPLOAD_MB": "lots"}, wantErr: "SLIPWAY_MAX_UPLOAD_MB"},
