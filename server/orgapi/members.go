@@ -922,19 +922,19 @@ func bearer(r *http.Request) string {
 
 // memberRoutes registers organization members, basic-auth users, login
 // sessions and roles.
-func (s *Store) memberRoutes(rt *httprouter.Router, prefix string, req func(httpx.Handle) httprouter.Handle, track func(string, httpx.Handle) httpx.Handle) {
+func (s *Store) memberRoutes(rt *httpx.Router, prefix string, req func(httpx.Handle) httprouter.Handle, tr func(string, httpx.Handle) httprouter.Handle) {
 	rt.POST(prefix+"/api/v1/login", httpx.Adapt(s.login))
 	rt.POST(prefix+"/api/v1/logout", req(s.logout))
 	rt.GET(prefix+"/api/v1/orgs/current/members", req(s.listOrgMembers))
-	rt.POST(prefix+"/api/v1/orgs/current/members", req(track("invite_user_to_org", s.inviteHandler(false))))
-	rt.POST(prefix+"/api/v1/orgs/current/members/batch", req(track("invite_users_to_org_batch", s.inviteHandler(true))))
-	rt.POST(prefix+"/api/v1/orgs/current/members/basic/batch", req(track("add_basic_auth_users_to_org", s.addBasicAuthUsers)))
-	rt.PATCH(prefix+"/api/v1/orgs/current/members/:identity_id", req(track("update_org_member", s.updateOrgMember)))
-	rt.DELETE(prefix+"/api/v1/orgs/current/members/:identity_id", req(track("delete_org_member", s.deleteOrgMember)))
-	rt.DELETE(prefix+"/api/v1/orgs/current/members/:identity_id/pending", req(track("delete_org_pending_member", s.deleteOrgPending)))
-	rt.PATCH(prefix+"/api/v1/orgs/members/basic", req(track("update_basic_auth_user", s.updateBasicAuthUser)))
+	rt.POST(prefix+"/api/v1/orgs/current/members", tr("invite_user_to_org", s.inviteHandler(false)))
+	rt.POST(prefix+"/api/v1/orgs/current/members/batch", tr("invite_users_to_org_batch", s.inviteHandler(true)))
+	rt.POST(prefix+"/api/v1/orgs/current/members/basic/batch", tr("add_basic_auth_users_to_org", s.addBasicAuthUsers))
+	rt.PATCH(prefix+"/api/v1/orgs/current/members/:identity_id", tr("update_org_member", s.updateOrgMember))
+	rt.DELETE(prefix+"/api/v1/orgs/current/members/:identity_id", tr("delete_org_member", s.deleteOrgMember))
+	rt.DELETE(prefix+"/api/v1/orgs/current/members/:identity_id/pending", tr("delete_org_pending_member", s.deleteOrgPending))
+	rt.PATCH(prefix+"/api/v1/orgs/members/basic", tr("update_basic_auth_user", s.updateBasicAuthUser))
 	rt.GET(prefix+"/api/v1/orgs/current/roles", req(s.listRoles))
-	rt.POST(prefix+"/api/v1/orgs/current/roles", req(track("create_role", s.createRole)))
-	rt.PATCH(prefix+"/api/v1/orgs/current/roles/:role_id", req(track("update_role", s.updateRole)))
-	rt.DELETE(prefix+"/api/v1/orgs/current/roles/:role_id", req(track("delete_role", s.deleteRole)))
+	rt.POST(prefix+"/api/v1/orgs/current/roles", tr("create_role", s.createRole))
+	rt.PATCH(prefix+"/api/v1/orgs/current/roles/:role_id", tr("update_role", s.updateRole))
+	rt.DELETE(prefix+"/api/v1/orgs/current/roles/:role_id", tr("delete_role", s.deleteRole))
 }
