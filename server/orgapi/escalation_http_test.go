@@ -119,3 +119,85 @@ func TestCredentialsMintOnlyWithinTheirRights(t *testing.T) {
 	opPAT := r.Map()["key"].(string)
 	mustStatus(t, s.Do("POST", "/api/v1/orgs/current/service-keys", map[string]any{"org_role_id": roles["Organization Admin"]}, "X-Api-Key", opPAT), 403)
 }
+
+// TestWorkspaceRoutesGrantNoOrganizationRole replays the attack: an
+// Organization User who administers a workspace invited an email through
+// the workspace batch route with an Organization Operator role_id, and the
+// invitee joined as Operator. Workspace routes carry workspace roles only;
+// organization roles come from organization:manage, Admin from Admins,
+// also when an invitation is taken up.
+func TestWorkspaceRoutesGrantNoOrganizationRole(t *testing.T) {
+	s := servertest.Start(t, nil)
+	roles := roleIDs(t, s)
+	const pw = "workspace-admin-password"
+	wsAdminID := basicUser(t, s, roles, "wsadmin@example.com", "Organization User", pw)
+	mustStatus(t, s.Do("PATCH", "/api/v1/workspaces/current/members/"+wsAdminID, map[string]any{"role_id": roles["Admin"]}), 200)
+	as := []string{"X-Api-Key", "", "Authorization", "Bearer " + login(t, s, "wsadmin@example.com", pw)}
+
+	attempts := []struct {
+		name         string
+		method, path string
+		body         any
+		want         int
+	}{
+		{"batch: operator role_id beside a workspace role", "POST", "/api/v1/workspaces/current/members/batch",
+			[]any{map[string]any{"email": "mallory@example.com", "role_id": roles["Organization Operator"], "workspace_role_id": roles["Viewer"]}}, 422},
+		{"batch: operator role_id as the workspace role", "POST", "/api/v1/workspaces/current/members/batch",
+			[]any{map[string]any{"email": "mallory@example.com", "role_id": roles["Organization Operator"]}}, 422},
+		{"batch: admin workspace_role_id", "POST", "/api/v1/workspaces/current/members/batch",
+			[]any{map[string]any{"email": "mallory@example.com", "workspace_role_id": roles["Organization Admin"]}}, 422},
+		{"add member with an organization role", "POST", "/api/v1/workspaces/current/members",
+			map[string]any{"user_id": wsAdminID, "role_id": roles["Organization Operator"]}, 422},
+		{"update member to an organization role", "PATCH", "/api/v1/workspaces/current/members/" + wsAdminID,
+			map[string]any{"role_id": roles["Organization Operator"]}, 422},
+		{"organization invitation", "POST", "/api/v1/orgs/current/members",
+			map[string]any{"email": "mallory@example.com", "role_id": roles["Organization Operator"]}, 403},
+		{"organization batch invitation", "POST", "/api/v1/orgs/current/members/batch",
+			[]any{map[string]any{"email": "mallory@example.com", "role_id": roles["Organization Operator"]}}, 403},
+		{"basic-auth users", "POST", "/api/v1/orgs/current/members/basic/batch",
+			[]any{map[string]any{"email": "mallory@example.com", "role_id": roles["Organization Operator"]}}, 403},
+		{"own organization role", "PATCH", "/api/v1/orgs/current/members/" + wsAdminID,
+			map[string]any{"role_id": roles["Organization Operator"]}, 403},
+	}
+	for _, a := range attempts {
+		t.Run(a.name, func(t *testing.T) {
+			r := s.Do(a.method, a.path, a.body, as...)
+			mustStatus(t, r, a.want)
+		})
+	}
+	// The workspace invitation that is allowed makes an Organization User.
+	mustStatus(t, s.Do("POST", "/api/v1/workspaces/current/members/batch",
+		[]any{map[string]any{"email": "mallory@example.com", "role_id": roles["Editor"]}}, as...), 200)
+	r := s.Do("POST", "/api/v1/orgs/current/members/basic/batch", []any{map[string]any{"email": "mallory@example.com", "password": "mallory-password-1"}})
+	mustStatus(t, r, 200)
+	if role := orgRoleOf(t, s, "mallory@example.com"); role != "Organization User" {
+		t.Fatalf("the invitee joined as %q", role)
+	}
+
+	// An Operator cannot take up an Admin's invitation: that would make an
+	// Organization Admin whose password the Operator chose.
+	const opPW = "operator-password-long"
+	basicUser(t, s, roles, "op@example.com", "Organization Operator", opPW)
+	op := []string{"X-Api-Key", "", "Authorization", "Bearer " + login(t, s, "op@example.com", opPW)}
+	mustStatus(t, s.Do("POST", "/api/v1/orgs/current/members", map[string]any{"email": "boss@example.com", "role_id": roles["Organization Admin"]}), 200)
+	r = s.Do("POST", "/api/v1/orgs/current/members/basic/batch", []any{map[string]any{"email": "boss@example.com", "password": "operator-chosen-pw"}}, op...)
+	mustStatus(t, r, 403)
+	detail(t, r)
+	if role := orgRoleOf(t, s, "boss@example.com"); role != "" {
+		t.Fatalf("boss@example.com became a member as %q", role)
+	}
+}
+
+// orgRoleOf is the organization role of the member with email ("" if none).
+func orgRoleOf(t *testing.T, s *servertest.Server, email string) string {
+	t.Helper()
+	r := s.Do("GET", "/api/v1/orgs/current/members", nil)
+	mustStatus(t, r, 200)
+	for _, m := range r.Map()["members"].([]any) {
+		if m := m.(map[string]any); m["email"] == email {
+			name, _ := m["org_role_name"].(string)
+			return name
+		}
+	}
+	return ""
+}

@@ -289,8 +289,10 @@ func (s *Store) checkInvite(tx *bolt.Tx, p *auth.Principal, req *inviteRequest, 
 	if err != nil {
 		return nil, err
 	}
-	if orgRole == auth.OrgAdmin && p.OrgRole != auth.OrgAdmin {
-		return nil, httpx.Forbidden("Only an Organization Admin can grant the Organization Admin role.")
+	if req.RoleID != nil {
+		if err := mayGrantOrgRole(p, orgRole); err != nil {
+			return nil, err
+		}
 	}
 	wsRole, err := workspaceRoleFor(tx, p.OrgID, req.WorkspaceRoleID, auth.WSViewer, at("workspace_role_id")...)
 	if err != nil {
@@ -316,6 +318,21 @@ func uuidStrings(ids []uuid.UUID) []string {
 		out[i] = id.String()
 	}
 	return out
+}
+
+// mayGrantOrgRole refuses to let p hand out the organization role role:
+// organization roles come only from callers with organization:manage, and
+// Organization Admin only from an Admin (operators manage the
+// organization but do not own it). Workspace Admins manage their
+// workspace, never the organization.
+func mayGrantOrgRole(p *auth.Principal, role string) error {
+	if !p.OrgManage() || p.ReadOnly {
+		return httpx.Forbidden("Granting an organization role requires organization:manage; workspace routes grant workspace roles only.")
+	}
+	if role == auth.OrgAdmin && p.OrgRole != auth.OrgAdmin {
+		return httpx.Forbidden("Only an Organization Admin can grant the Organization Admin role.")
+	}
+	return nil
 }
 
 // invite records one invitation, refusing an email that is already a
@@ -493,6 +510,11 @@ func (s *Store) addBasicAuthUsers(w http.ResponseWriter, r *http.Request, _ http
 					continue
 				}
 				if reqs[i].RoleID == nil {
+					// Taking up an invitation grants its role: the caller
+					// must be one who could have granted it.
+					if err := mayGrantOrgRole(p, pm.OrgRole); err != nil {
+						return err
+					}
 					inv.orgRole = pm.OrgRole
 				}
 				if reqs[i].WorkspaceRoleID == nil {

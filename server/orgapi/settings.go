@@ -141,8 +141,14 @@ func (s *Store) addWorkspaceMembersBatch(w http.ResponseWriter, r *http.Request,
 			if reqs[i].WorkspaceIDs != nil {
 				return httpx.Invalid("value_error", "the workspace is the current one; leave workspace_ids out", "body", i, "workspace_ids")
 			}
+			// Workspace endpoints name the workspace role as role_id (or
+			// workspace_role_id); they never carry an organization role,
+			// which only organization:manage may grant. Invitees join the
+			// organization as Organization User.
+			if reqs[i].RoleID != nil && reqs[i].WorkspaceRoleID != nil {
+				return httpx.Invalid("value_error", "a workspace invitation carries one workspace role: send role_id or workspace_role_id, not both; organization roles are granted through /api/v1/orgs/current/members", "body", i, "role_id")
+			}
 			if reqs[i].WorkspaceRoleID == nil {
-				// Workspace endpoints name the workspace role as role_id.
 				reqs[i].WorkspaceRoleID, reqs[i].RoleID = reqs[i].RoleID, nil
 			}
 			inv, err := s.checkInvite(tx, p, &reqs[i], false, []any{"body", i})
