@@ -65,6 +65,9 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 	}
 	a.audit = rec
 	a.orgs = &orgapi.Store{DB: db, Writer: writer, Audit: rec, Sealer: sealer, DefaultAuditLogs: cfg.DefaultOrgAuditLogs}
+	a.orgs.Login = &orgapi.LoginThrottle{
+		PerAddress: orgapi.Limit{Burst: cfg.LoginAttempts, Window: cfg.LoginWindow},
+		PerAccount: orgapi.Limit{Burst: cfg.LoginAccountAttempts, Window: cfg.LoginWindow}}
 	a.cp = &controlplane.Service{DB: db, Sealer: sealer, Driver: a.driver, PublicURL: cfg.PublicURL,
 		DataDir: cfg.DataDir, MaxUpload: int64(cfg.MaxUploadMB) << 20, Log: log, Writer: writer, Audit: rec}
 	a.db = db

@@ -878,10 +878,20 @@ func (s *Store) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		}
 		email, password = *req.Email, *req.Password
 	}
+	account := strings.ToLower(strings.TrimSpace(email))
+	// The throttle decides before the account is looked up, so a
+	// throttled answer takes as long whether or not the email exists.
+	var pass *Pass
+	if s.Login != nil {
+		var wait time.Duration
+		if pass, wait = s.Login.Attempt(s.clientAddress(r), account); pass == nil {
+			return s.throttled(w, r, account, wait)
+		}
+	}
 	invalid := httpx.Unauthorized("Invalid email or password.")
 	var u User
 	err := s.DB.View(func(tx *bolt.Tx) error {
-		id := tx.Bucket([]byte(storage.IdxLoginEmail)).Get([]byte(strings.ToLower(strings.TrimSpace(email))))
+		id := tx.Bucket([]byte(storage.IdxLoginEmail)).Get([]byte(account))
 		if id == nil {
 			return invalid
 		}
@@ -898,6 +908,9 @@ func (s *Store) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	}
 	if !u.Password.matches(password) {
 		return invalid
+	}
+	if pass != nil {
+		pass.Succeeded()
 	}
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {
