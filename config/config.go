@@ -44,6 +44,13 @@ type Serve struct {
 	AuditForwardURL string `env:"SLIPWAY_AUDIT_FORWARD_URL"`
 	// AuditForwardInterval is the forwarding window (and how often it runs).
 	AuditForwardInterval time.Duration `env:"SLIPWAY_AUDIT_FORWARD_INTERVAL" envDefault:"1h"`
+	// LoginAttempts is how many failed logins one client address may make
+	// per LoginWindow, and LoginAccountAttempts how many one account (an
+	// email, known or not) may receive: more, so that a single address
+	// cannot keep a real user's account throttled.
+	LoginAttempts        int           `env:"SLIPWAY_LOGIN_ATTEMPTS" envDefault:"10"`
+	LoginAccountAttempts int           `env:"SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS" envDefault:"20"`
+	LoginWindow          time.Duration `env:"SLIPWAY_LOGIN_WINDOW" envDefault:"10m"`
 }
 
 // Agent configures `slipway agent`: one deployment's agent server.
@@ -117,6 +124,15 @@ func LoadServe(environ map[string]string) (Serve, error) {
 	}
 	if c.AuditForwardInterval < time.Second || c.AuditForwardInterval > 24*time.Hour {
 		return c, &Error{fmt.Sprintf("SLIPWAY_AUDIT_FORWARD_INTERVAL: %s is outside 1s..24h", c.AuditForwardInterval)}
+	}
+	if c.LoginAttempts < 1 || c.LoginAttempts > 10000 {
+		return c, &Error{fmt.Sprintf("SLIPWAY_LOGIN_ATTEMPTS: %d is outside 1..10000", c.LoginAttempts)}
+	}
+	if c.LoginAccountAttempts < 1 || c.LoginAccountAttempts > 10000 {
+		return c, &Error{fmt.Sprintf("SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS: %d is outside 1..10000", c.LoginAccountAttempts)}
+	}
+	if c.LoginWindow < time.Second || c.LoginWindow > 24*time.Hour {
+		return c, &Error{fmt.Sprintf("SLIPWAY_LOGIN_WINDOW: %s is outside 1s..24h", c.LoginWindow)}
 	}
 	if c.PublicURL == "" {
 		host, port, _ := net.SplitHostPort(c.Addr)

@@ -38,6 +38,15 @@ func TestLoadServe(t *testing.T) {
 		{name: "bad runtime", env: map[string]string{"SLIPWAY_RUNTIME": "k8s"}, wantErr: "SLIPWAY_RUNTIME"},
 		{name: "bad bool", env: map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "maybe"}, wantErr: "DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS"},
 		{name: "bad public url", env: map[string]string{"SLIPWAY_PUBLIC_URL": "ftp://x"}, wantErr: "SLIPWAY_PUBLIC_URL"},
+		{name: "login throttle defaults", env: map[string]string{}, check: func(t *testing.T, c Serve) {
+			if c.LoginAttempts != 10 || c.LoginAccountAttempts != 20 || c.LoginWindow.Minutes() != 10 {
+				t.Errorf("login throttle %d/%d per %s", c.LoginAttempts, c.LoginAccountAttempts, c.LoginWindow)
+			}
+		}},
+		{name: "zero login attempts", env: map[string]string{"SLIPWAY_LOGIN_ATTEMPTS": "0"}, wantErr: "SLIPWAY_LOGIN_ATTEMPTS"},
+		{name: "too many account attempts", env: map[string]string{"SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS": "100000"}, wantErr: "SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS"},
+		{name: "short login window", env: map[string]string{"SLIPWAY_LOGIN_WINDOW": "10ms"}, wantErr: "SLIPWAY_LOGIN_WINDOW"},
+		{name: "bad login window", env: map[string]string{"SLIPWAY_LOGIN_WINDOW": "soon"}, wantErr: "SLIPWAY_LOGIN_WINDOW"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,6 +65,9 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 	}
 	a.audit = rec
 	a.orgs = &orgapi.Store{DB: db, Writer: writer, Audit: rec, Sealer: sealer, DefaultAuditLogs: cfg.DefaultOrgAuditLogs}
+	a.orgs.Login = &orgapi.LoginThrottle{
+		PerAddress: orgapi.Limit{Burst: cfg.LoginAttempts, Window: cfg.LoginWindow},
+		PerAccount: orgapi.Limit{Burst: cfg.LoginAccountAttempts, Window: cfg.LoginWindow}}
 	a.cp = &controlplane.Service{DB: db, Sealer: sealer, Driver: a.driver, PublicURL: cfg.PublicURL,
 		DataDir: cfg.DataDir, MaxUpload: int64(cfg.MaxUploadMB) << 20, Log: log, Writer: writer, Audit: rec}
 	a.db = db
@@ -144,7 +147,19 @@ func (a *app) Close() {
 
 // Handler is the whole HTTP surface of `serve`.
 func (a *app) Handler() http.Handler {
-	rt := httpx.NewRouter()
+	rt := httpx.Record(httpx.NewRouter())
+	px := a.register(rt)
+	rt.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
+		httpx.LogFrom(r).Error().Interface("panic", v).Msg("handler panic")
+		httpx.WriteJSON(w, http.StatusInternalServerError, map[string]any{"detail": "Internal server error."})
+	}
+	// API bodies are small; uploads stream through their own cap.
+	return a.byHost(limitNonUpload(rt, 1<<20), auth.Require(a.orgs, true, px.serve))
+}
+
+// register puts every route of `serve` on rt (the authorization tests read
+// them back from rt) and returns the proxy to deployments.
+func (a *app) register(rt *httpx.Router) *proxy {
 	for _, prefix := range []string{"", "/api-host"} {
 		a.orgs.Routes(rt, prefix)
 		a.cp.Routes(rt, a.orgs, prefix)
@@ -155,12 +170,7 @@ func (a *app) Handler() http.Handler {
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
 		rt.Handle(m, "/agents/:name/*path", auth.Require(a.orgs, true, px.serve))
 	}
-	rt.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
-		httpx.LogFrom(r).Error().Interface("panic", v).Msg("handler panic")
-		httpx.WriteJSON(w, http.StatusInternalServerError, map[string]any{"detail": "Internal server error."})
-	}
-	// API bodies are small; uploads stream through their own cap.
-	return a.byHost(limitNonUpload(rt, 1<<20), auth.Require(a.orgs, true, px.serve))
+	return px
 }
 
 // byHost serves a deployment whose custom_url names the request's host as

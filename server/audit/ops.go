@@ -11,7 +11,8 @@ const (
 	ActivityOther  = 99
 )
 
-// Operations is every api.operation value the spec lists, in its order.
+// Operations is every api.operation value the spec lists, in its order,
+// then Slipway's own.
 // Queries validate `operations` against it, so a filter on an operation
 // Slipway does not (yet) perform is valid and simply matches nothing.
 var Operations = []string{
@@ -67,6 +68,9 @@ var Operations = []string{
 	"create_org_chart_section", "update_org_chart_section", "delete_org_chart_section",
 	// Model pricing
 	"create_model_price_map", "update_model_price_map", "delete_model_price_map",
+	// Slipway's own (the spec says the set may grow): login attempts
+	// refused by throttling, recorded in the claimed account's organization.
+	"login",
 }
 
 var known = func() map[string]bool {

@@ -93,6 +93,19 @@ func Success(tx *bolt.Tx, r *http.Request, status int, resources ...Resource) er
 	return s.rec.Log.Append(tx, s.rec.entry(r, s.op, true, status, resources))
 }
 
+// Refused records a refused attempt by a caller who has no principal in
+// org's log: a throttled login names the account it claimed as the actor
+// (with no credential) and as the resource.
+func (rc *Recorder) Refused(r *http.Request, op string, org, user uuid.UUID, status int, detail string) error {
+	if !Known(op) {
+		return fmt.Errorf("audit: %q is not an operation", op)
+	}
+	e := rc.entry(r, op, false, status, []Resource{Res(user, "user")})
+	e.Actor = Actor{OrgID: org.String(), UserID: user.String()}
+	e.Detail = detail
+	return rc.Update(func(tx *bolt.Tx) error { return rc.Log.Append(tx, e) })
+}
+
 // Res is shorthand for a resource with a type.
 func Res(uid any, typ string) Resource {
 	switch v := uid.(type) {

@@ -87,39 +87,86 @@ type Resolver interface {
 	Authenticate(r *http.Request) (*Principal, error)
 }
 
-// Require authenticates before running h. With needWorkspace, a principal
-// without a workspace gets the 403 the official deploy client recognises
-// ("requires workspace specification") and answers by sending X-Tenant-Id.
-func Require(res Resolver, needWorkspace bool, h httpx.Handle) httprouter.Handle {
+// Access says what a route does to what it reaches, which decides whether
+// a read-only credential may call it.
+type Access uint8
+
+const (
+	// ByMethod is the default: GET and HEAD read, every other method writes.
+	ByMethod Access = iota
+	// Read declares a route that only reads whatever its method (the
+	// deploy client POSTs its log queries).
+	Read
+)
+
+// Policy is what a route demands of an authenticated caller.
+type Policy struct {
+	// Workspace: the caller must act in a workspace; without one it gets
+	// the 403 the official deploy client recognises ("requires workspace
+	// specification") and answers by sending X-Tenant-Id.
+	Workspace bool
+	Access    Access
+}
+
+// Writes reports whether a request with method on a route of access a
+// changes something: anything not declared read, and not GET or HEAD.
+func (a Access) Writes(method string) bool {
+	return a != Read && method != http.MethodGet && method != http.MethodHead
+}
+
+// Authorize is the one place that decides, for every authenticated route,
+// whether p may call it at all: a read-only credential never reaches a
+// route that writes, whatever the handler checks afterwards, and in a
+// workspace route a write needs a role that writes. Handlers then check
+// the finer permissions (organization:manage, workspace Admin).
+func Authorize(p *Principal, method string, pol Policy) error {
+	if pol.Workspace && p.WorkspaceID == uuid.Nil {
+		return httpx.Forbidden("This API key is organization-scoped and requires workspace specification: send the X-Tenant-Id header.")
+	}
+	if !pol.Access.Writes(method) {
+		return nil
+	}
+	if p.ReadOnly {
+		return httpx.Forbidden("This credential is read-only: it cannot call %s on this endpoint.", method)
+	}
+	if pol.Workspace && !p.CanWrite() {
+		return httpx.Forbidden("This credential has read-only access to the workspace.")
+	}
+	return nil
+}
+
+// Guard authenticates the caller, then runs h under pol. The refusal of
+// Authorize happens inside wrap (an operation's audit tracking, or nil),
+// so a refused call of a tracked operation is recorded like any other
+// refusal; a failed authentication is not, having no actor to record.
+func Guard(res Resolver, pol Policy, wrap func(httpx.Handle) httpx.Handle, h httpx.Handle) httprouter.Handle {
+	inner := func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+		if err := Authorize(From(r), r.Method, pol); err != nil {
+			return err
+		}
+		return h(w, r, ps)
+	}
+	if wrap != nil {
+		inner = wrap(inner)
+	}
 	return httpx.Adapt(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 		p, err := res.Authenticate(r)
 		if err != nil {
 			return err
 		}
-		if needWorkspace && p.WorkspaceID == uuid.Nil {
-			return httpx.Forbidden("This API key is organization-scoped and requires workspace specification: send the X-Tenant-Id header.")
-		}
-		if needWorkspace && r.Method != http.MethodGet && r.Method != http.MethodHead && !p.CanWrite() {
-			return httpx.Forbidden("This credential has read-only access to the workspace.")
-		}
-		return h(w, r.WithContext(With(r.Context(), p)), ps)
+		return inner(w, r.WithContext(With(r.Context(), p)), ps)
 	})
 }
 
-// RequireRead is Require with a workspace for endpoints that only read,
-// whatever their method (the deploy client POSTs its log queries), so
-// read-only credentials may use them.
+// Require is Guard for an untracked route whose access follows its method.
+func Require(res Resolver, needWorkspace bool, h httpx.Handle) httprouter.Handle {
+	return Guard(res, Policy{Workspace: needWorkspace}, nil, h)
+}
+
+// RequireRead is Require with a workspace for a route that only reads
+// whatever its method, so read-only credentials may use it.
 func RequireRead(res Resolver, h httpx.Handle) httprouter.Handle {
-	return httpx.Adapt(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		p, err := res.Authenticate(r)
-		if err != nil {
-			return err
-		}
-		if p.WorkspaceID == uuid.Nil {
-			return httpx.Forbidden("This API key is organization-scoped and requires workspace specification: send the X-Tenant-Id header.")
-		}
-		return h(w, r.WithContext(With(r.Context(), p)), ps)
-	})
+	return Guard(res, Policy{Workspace: true, Access: Read}, nil, h)
 }
 
 // NewKey returns a fresh API key with the given prefix ("slw_sk", "slw_pt").

@@ -13,17 +13,23 @@ import (
 )
 
 // Routes registers the control-plane API under prefix ("" and "/api-host").
-func (s *Service) Routes(rt *httprouter.Router, res auth.Resolver, prefix string) {
+// Every route passes auth.Guard, which decides read-only access from the
+// method (or the route's declared auth.Read); tr routes are tracked
+// operations, whose refusals are audited.
+func (s *Service) Routes(rt *httpx.Router, res auth.Resolver, prefix string) {
 	ws := func(h httpx.Handle) httprouter.Handle { return auth.Require(res, true, h) }
+	tr := func(op string, h httpx.Handle) httprouter.Handle {
+		return auth.Guard(res, auth.Policy{Workspace: true}, func(h httpx.Handle) httpx.Handle { return s.Audit.Track(op, h) }, h)
+	}
 	rt.GET(prefix+"/v2/deployments", ws(s.listDeployments))
-	rt.POST(prefix+"/v2/deployments", ws(s.Audit.Track("create_deployment", s.createDeployment)))
+	rt.POST(prefix+"/v2/deployments", tr("create_deployment", s.createDeployment))
 	rt.GET(prefix+"/v2/deployments/:id", ws(s.getDeployment))
-	rt.PATCH(prefix+"/v2/deployments/:id", ws(s.Audit.Track("update_deployment", s.patchDeployment)))
-	rt.DELETE(prefix+"/v2/deployments/:id", ws(s.Audit.Track("delete_deployment", s.deleteDeployment)))
+	rt.PATCH(prefix+"/v2/deployments/:id", tr("update_deployment", s.patchDeployment))
+	rt.DELETE(prefix+"/v2/deployments/:id", tr("delete_deployment", s.deleteDeployment))
 	rt.GET(prefix+"/v2/deployments/:id/revisions", ws(s.listRevisions))
 	rt.GET(prefix+"/v2/deployments/:id/revisions/:rid", ws(s.getRevisionHandler))
 	// A redeploy changes which revision the deployment runs: an update.
-	rt.POST(prefix+"/v2/deployments/:id/revisions/:rid/redeploy", ws(s.Audit.Track("update_deployment", s.redeploy)))
+	rt.POST(prefix+"/v2/deployments/:id/revisions/:rid/redeploy", tr("update_deployment", s.redeploy))
 	rt.GET(prefix+"/v2/deployments/:id/revisions/:rid/logs", ws(s.revisionLogs))
 	rt.POST(prefix+"/v1/projects/:id/revisions/:rid/build_logs", auth.RequireRead(res, s.phaseLogs("build")))
 	rt.POST(prefix+"/v1/projects/:id/revisions/:rid/deploy_logs", auth.RequireRead(res, s.phaseLogs("deploy")))
@@ -36,7 +42,7 @@ func (s *Service) Routes(rt *httprouter.Router, res auth.Resolver, prefix string
 	rt.DELETE(prefix+"/v2/listeners/:id", ws(s.deleteListener))
 	rt.GET(prefix+"/v1/integrations/github/install", ws(s.githubInstall))
 	rt.GET(prefix+"/api/v1/sessions", ws(s.listTracingProjects))
-	s.tracingRoutes(rt, prefix, ws)
+	s.tracingRoutes(rt, prefix, tr)
 	// Pre-signed: the signature in the URL is the only credential.
 	rt.PUT(prefix+"/v2/uploads/:id", httpx.Adapt(s.putUpload))
 }

@@ -213,8 +213,8 @@ func (s *Service) deleteTracingProjects(w http.ResponseWriter, r *http.Request, 
 
 // tracingRoutes registers the tracing-project (tracer session) endpoints
 // that change projects.
-func (s *Service) tracingRoutes(rt *httprouter.Router, prefix string, ws func(httpx.Handle) httprouter.Handle) {
-	rt.PATCH(prefix+"/api/v1/sessions/:session_id", ws(s.Audit.Track("update_tracer_session", s.updateTracingProject)))
-	rt.DELETE(prefix+"/api/v1/sessions/:session_id", ws(s.Audit.Track("delete_tracer_session", s.deleteTracingProjectHandler)))
-	rt.DELETE(prefix+"/api/v1/sessions", ws(s.Audit.Track("delete_tracer_sessions", s.deleteTracingProjects)))
+func (s *Service) tracingRoutes(rt *httpx.Router, prefix string, tr func(string, httpx.Handle) httprouter.Handle) {
+	rt.PATCH(prefix+"/api/v1/sessions/:session_id", tr("update_tracer_session", s.updateTracingProject))
+	rt.DELETE(prefix+"/api/v1/sessions/:session_id", tr("delete_tracer_session", s.deleteTracingProjectHandler))
+	rt.DELETE(prefix+"/api/v1/sessions", tr("delete_tracer_sessions", s.deleteTracingProjects))
 }

@@ -81,6 +81,8 @@ type Store struct {
 	// DefaultAuditLogs is DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS.
 	DefaultAuditLogs bool
 	Now              func() time.Time
+	// Login throttles POST /api/v1/login; nil leaves it unthrottled.
+	Login *LoginThrottle
 
 	cache authCache
 }

@@ -289,8 +289,10 @@ func (s *Store) checkInvite(tx *bolt.Tx, p *auth.Principal, req *inviteRequest, 
 	if err != nil {
 		return nil, err
 	}
-	if orgRole == auth.OrgAdmin && p.OrgRole != auth.OrgAdmin {
-		return nil, httpx.Forbidden("Only an Organization Admin can grant the Organization Admin role.")
+	if req.RoleID != nil {
+		if err := mayGrantOrgRole(p, orgRole); err != nil {
+			return nil, err
+		}
 	}
 	wsRole, err := workspaceRoleFor(tx, p.OrgID, req.WorkspaceRoleID, auth.WSViewer, at("workspace_role_id")...)
 	if err != nil {
@@ -316,6 +318,21 @@ func uuidStrings(ids []uuid.UUID) []string {
 		out[i] = id.String()
 	}
 	return out
+}
+
+// mayGrantOrgRole refuses to let p hand out the organization role role:
+// organization roles come only from callers with organization:manage, and
+// Organization Admin only from an Admin (operators manage the
+// organization but do not own it). Workspace Admins manage their
+// workspace, never the organization.
+func mayGrantOrgRole(p *auth.Principal, role string) error {
+	if !p.OrgManage() || p.ReadOnly {
+		return httpx.Forbidden("Granting an organization role requires organization:manage; workspace routes grant workspace roles only.")
+	}
+	if role == auth.OrgAdmin && p.OrgRole != auth.OrgAdmin {
+		return httpx.Forbidden("Only an Organization Admin can grant the Organization Admin role.")
+	}
+	return nil
 }
 
 // invite records one invitation, refusing an email that is already a
@@ -493,6 +510,11 @@ func (s *Store) addBasicAuthUsers(w http.ResponseWriter, r *http.Request, _ http
 					continue
 				}
 				if reqs[i].RoleID == nil {
+					// Taking up an invitation grants its role: the caller
+					// must be one who could have granted it.
+					if err := mayGrantOrgRole(p, pm.OrgRole); err != nil {
+						return err
+					}
 					inv.orgRole = pm.OrgRole
 				}
 				if reqs[i].WorkspaceRoleID == nil {
@@ -856,10 +878,20 @@ func (s *Store) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		}
 		email, password = *req.Email, *req.Password
 	}
+	account := strings.ToLower(strings.TrimSpace(email))
+	// The throttle decides before the account is looked up, so a
+	// throttled answer takes as long whether or not the email exists.
+	var pass *Pass
+	if s.Login != nil {
+		var wait time.Duration
+		if pass, wait = s.Login.Attempt(s.clientAddress(r), account); pass == nil {
+			return s.throttled(w, r, account, wait)
+		}
+	}
 	invalid := httpx.Unauthorized("Invalid email or password.")
 	var u User
 	err := s.DB.View(func(tx *bolt.Tx) error {
-		id := tx.Bucket([]byte(storage.IdxLoginEmail)).Get([]byte(strings.ToLower(strings.TrimSpace(email))))
+		id := tx.Bucket([]byte(storage.IdxLoginEmail)).Get([]byte(account))
 		if id == nil {
 			return invalid
 		}
@@ -876,6 +908,9 @@ func (s *Store) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	}
 	if !u.Password.matches(password) {
 		return invalid
+	}
+	if pass != nil {
+		pass.Succeeded()
 	}
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -922,19 +957,19 @@ func bearer(r *http.Request) string {
 
 // memberRoutes registers organization members, basic-auth users, login
 // sessions and roles.
-func (s *Store) memberRoutes(rt *httprouter.Router, prefix string, req func(httpx.Handle) httprouter.Handle, track func(string, httpx.Handle) httpx.Handle) {
+func (s *Store) memberRoutes(rt *httpx.Router, prefix string, req func(httpx.Handle) httprouter.Handle, tr func(string, httpx.Handle) httprouter.Handle) {
 	rt.POST(prefix+"/api/v1/login", httpx.Adapt(s.login))
 	rt.POST(prefix+"/api/v1/logout", req(s.logout))
 	rt.GET(prefix+"/api/v1/orgs/current/members", req(s.listOrgMembers))
-	rt.POST(prefix+"/api/v1/orgs/current/members", req(track("invite_user_to_org", s.inviteHandler(false))))
-	rt.POST(prefix+"/api/v1/orgs/current/members/batch", req(track("invite_users_to_org_batch", s.inviteHandler(true))))
-	rt.POST(prefix+"/api/v1/orgs/current/members/basic/batch", req(track("add_basic_auth_users_to_org", s.addBasicAuthUsers)))
-	rt.PATCH(prefix+"/api/v1/orgs/current/members/:identity_id", req(track("update_org_member", s.updateOrgMember)))
-	rt.DELETE(prefix+"/api/v1/orgs/current/members/:identity_id", req(track("delete_org_member", s.deleteOrgMember)))
-	rt.DELETE(prefix+"/api/v1/orgs/current/members/:identity_id/pending", req(track("delete_org_pending_member", s.deleteOrgPending)))
-	rt.PATCH(prefix+"/api/v1/orgs/members/basic", req(track("update_basic_auth_user", s.updateBasicAuthUser)))
+	rt.POST(prefix+"/api/v1/orgs/current/members", tr("invite_user_to_org", s.inviteHandler(false)))
+	rt.POST(prefix+"/api/v1/orgs/current/members/batch", tr("invite_users_to_org_batch", s.inviteHandler(true)))
+	rt.POST(prefix+"/api/v1/orgs/current/members/basic/batch", tr("add_basic_auth_users_to_org", s.addBasicAuthUsers))
+	rt.PATCH(prefix+"/api/v1/orgs/current/members/:identity_id", tr("update_org_member", s.updateOrgMember))
+	rt.DELETE(prefix+"/api/v1/orgs/current/members/:identity_id", tr("delete_org_member", s.deleteOrgMember))
+	rt.DELETE(prefix+"/api/v1/orgs/current/members/:identity_id/pending", tr("delete_org_pending_member", s.deleteOrgPending))
+	rt.PATCH(prefix+"/api/v1/orgs/members/basic", tr("update_basic_auth_user", s.updateBasicAuthUser))
 	rt.GET(prefix+"/api/v1/orgs/current/roles", req(s.listRoles))
-	rt.POST(prefix+"/api/v1/orgs/current/roles", req(track("create_role", s.createRole)))
-	rt.PATCH(prefix+"/api/v1/orgs/current/roles/:role_id", req(track("update_role", s.updateRole)))
-	rt.DELETE(prefix+"/api/v1/orgs/current/roles/:role_id", req(track("delete_role", s.deleteRole)))
+	rt.POST(prefix+"/api/v1/orgs/current/roles", tr("create_role", s.createRole))
+	rt.PATCH(prefix+"/api/v1/orgs/current/roles/:role_id", tr("update_role", s.updateRole))
+	rt.DELETE(prefix+"/api/v1/orgs/current/roles/:role_id", tr("delete_role", s.deleteRole))
 }

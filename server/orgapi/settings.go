@@ -141,8 +141,14 @@ func (s *Store) addWorkspaceMembersBatch(w http.ResponseWriter, r *http.Request,
 			if reqs[i].WorkspaceIDs != nil {
 				return httpx.Invalid("value_error", "the workspace is the current one; leave workspace_ids out", "body", i, "workspace_ids")
 			}
+			// Workspace endpoints name the workspace role as role_id (or
+			// workspace_role_id); they never carry an organization role,
+			// which only organization:manage may grant. Invitees join the
+			// organization as Organization User.
+			if reqs[i].RoleID != nil && reqs[i].WorkspaceRoleID != nil {
+				return httpx.Invalid("value_error", "a workspace invitation carries one workspace role: send role_id or workspace_role_id, not both; organization roles are granted through /api/v1/orgs/current/members", "body", i, "role_id")
+			}
 			if reqs[i].WorkspaceRoleID == nil {
-				// Workspace endpoints name the workspace role as role_id.
 				reqs[i].WorkspaceRoleID, reqs[i].RoleID = reqs[i].RoleID, nil
 			}
 			inv, err := s.checkInvite(tx, p, &reqs[i], false, []any{"body", i})
@@ -731,26 +737,26 @@ func onWorkspaceCurrent(h httpx.Handle) httpx.Handle {
 // settingsRoutes registers workspace members and secrets, retention (TTL)
 // settings, organization info, organization service keys and personal
 // access tokens.
-func (s *Store) settingsRoutes(rt *httprouter.Router, prefix string, req func(httpx.Handle) httprouter.Handle, track func(string, httpx.Handle) httpx.Handle) {
+func (s *Store) settingsRoutes(rt *httpx.Router, prefix string, req func(httpx.Handle) httprouter.Handle, tr func(string, httpx.Handle) httprouter.Handle) {
 	rt.GET(prefix+"/api/v1/workspaces/current/members", req(s.listWorkspaceMembers))
-	rt.POST(prefix+"/api/v1/workspaces/current/members", req(track("add_member_to_workspace", s.addWorkspaceMember)))
-	rt.POST(prefix+"/api/v1/workspaces/current/members/batch", req(track("add_members_to_workspace_batch", s.addWorkspaceMembersBatch)))
-	rt.PATCH(prefix+"/api/v1/workspaces/:id/members/:identity_id", req(onWorkspaceCurrent(track("update_workspace_member", s.updateWorkspaceMember))))
-	rt.DELETE(prefix+"/api/v1/workspaces/:id/members/:identity_id", req(onWorkspaceCurrent(track("delete_workspace_member", s.deleteWorkspaceMember))))
-	rt.DELETE(prefix+"/api/v1/workspaces/:id/members/:identity_id/pending", req(onWorkspaceCurrent(track("delete_workspace_pending_member", s.deleteWorkspacePending))))
+	rt.POST(prefix+"/api/v1/workspaces/current/members", tr("add_member_to_workspace", s.addWorkspaceMember))
+	rt.POST(prefix+"/api/v1/workspaces/current/members/batch", tr("add_members_to_workspace_batch", s.addWorkspaceMembersBatch))
+	rt.PATCH(prefix+"/api/v1/workspaces/:id/members/:identity_id", tr("update_workspace_member", onWorkspaceCurrent(s.updateWorkspaceMember)))
+	rt.DELETE(prefix+"/api/v1/workspaces/:id/members/:identity_id", tr("delete_workspace_member", onWorkspaceCurrent(s.deleteWorkspaceMember)))
+	rt.DELETE(prefix+"/api/v1/workspaces/:id/members/:identity_id/pending", tr("delete_workspace_pending_member", onWorkspaceCurrent(s.deleteWorkspacePending)))
 	rt.GET(prefix+"/api/v1/workspaces/current/secrets", req(s.listWorkspaceSecrets))
-	rt.POST(prefix+"/api/v1/workspaces/current/secrets", req(track("update_workspace_secrets", s.upsertWorkspaceSecrets)))
+	rt.POST(prefix+"/api/v1/workspaces/current/secrets", tr("update_workspace_secrets", s.upsertWorkspaceSecrets))
 	rt.GET(prefix+"/api/v1/orgs/ttl-settings", req(s.listTTLSettings))
-	rt.PUT(prefix+"/api/v1/orgs/ttl-settings", req(track("update_ttl_settings", s.upsertTTLSettings)))
+	rt.PUT(prefix+"/api/v1/orgs/ttl-settings", tr("update_ttl_settings", s.upsertTTLSettings))
 	rt.GET(prefix+"/api/v1/orgs/current/info", req(s.getOrgInfo))
-	rt.PATCH(prefix+"/api/v1/orgs/current/info", req(track("update_organization_info", s.updateOrgInfo)))
+	rt.PATCH(prefix+"/api/v1/orgs/current/info", tr("update_organization_info", s.updateOrgInfo))
 	rt.GET(prefix+"/api/v1/orgs/current/service-keys", req(s.listOrgServiceKeys))
-	rt.POST(prefix+"/api/v1/orgs/current/service-keys", req(track("create_service_key", s.createOrgServiceKey)))
-	rt.DELETE(prefix+"/api/v1/orgs/current/service-keys/:api_key_id", req(track("delete_service_key", s.deleteOrgServiceKey)))
+	rt.POST(prefix+"/api/v1/orgs/current/service-keys", tr("create_service_key", s.createOrgServiceKey))
+	rt.DELETE(prefix+"/api/v1/orgs/current/service-keys/:api_key_id", tr("delete_service_key", s.deleteOrgServiceKey))
 	rt.GET(prefix+"/api/v1/orgs/current/personal-access-tokens", req(s.listKeys(true)))
-	rt.POST(prefix+"/api/v1/orgs/current/personal-access-tokens", req(track("create_personal_access_token", s.createPAT)))
-	rt.DELETE(prefix+"/api/v1/orgs/current/personal-access-tokens/:pat_id", req(s.renameParam("pat_id", "id",
-		track("delete_personal_access_token", s.deleteKeyHandler(true)))))
+	rt.POST(prefix+"/api/v1/orgs/current/personal-access-tokens", tr("create_personal_access_token", s.createPAT))
+	rt.DELETE(prefix+"/api/v1/orgs/current/personal-access-tokens/:pat_id", tr("delete_personal_access_token",
+		s.renameParam("pat_id", "id", s.deleteKeyHandler(true))))
 }
 
 // renameParam hands h the path parameter from under the name to.

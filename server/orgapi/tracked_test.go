@@ -14,6 +14,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/audit/ocsftest"
 	"slipway/server/controlplane"
+	"slipway/server/httpx"
 	"slipway/server/orgapi"
 	"slipway/server/servertest"
 )
@@ -120,7 +121,10 @@ func TestEveryTrackedOperation(t *testing.T) {
 		{op: "delete_workspace", succeed: func() string {
 			ok(as(patKey, "DELETE", "/api/v1/workspaces/"+wsID, nil), 200)
 			return wsID
-		}, refuse: func() *servertest.Response { return as(roKey, "DELETE", "/api/v1/workspaces/"+wsID, nil) }, refusedAs: 404},
+		}, refuse: func() *servertest.Response {
+			// A read-only credential is refused before the workspace is looked up.
+			return as(roKey, "DELETE", "/api/v1/workspaces/"+wsID, nil)
+		}, refusedAs: 403},
 		{op: "create_deployment", succeed: func() string {
 			depID = ok(as(patKey, "POST", "/v2/deployments", deployment("audited")), 201).Map()["id"].(string)
 			return depID
@@ -292,7 +296,7 @@ func TestEveryTrackedOperation(t *testing.T) {
 	// The cases must cover every operation the server's routes track: a
 	// newly tracked endpoint without a case fails here.
 	rec := &audit.Recorder{}
-	rt := httprouter.New()
+	rt := httpx.Record(httprouter.New())
 	(&orgapi.Store{Audit: rec}).Routes(rt, "")
 	(&controlplane.Service{Audit: rec}).Routes(rt, &orgapi.Store{}, "")
 	var covered []string

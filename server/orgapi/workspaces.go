@@ -213,24 +213,28 @@ func (s *Store) deleteWorkspace(w http.ResponseWriter, r *http.Request, ps httpr
 	return nil
 }
 
-// Routes registers the organization API on rt.
-func (s *Store) Routes(rt *httprouter.Router, prefix string) {
+// Routes registers the organization API on rt. Every route passes
+// auth.Guard, which decides read-only access from the method; tr routes
+// are tracked operations, whose refusals are audited.
+func (s *Store) Routes(rt *httpx.Router, prefix string) {
 	req := func(h httpx.Handle) httprouter.Handle { return auth.Require(s, false, h) }
-	track := s.Audit.Track
-	rt.POST(prefix+"/api/v1/api-key", req(track("create_api_key", s.createServiceKey)))
+	tr := func(op string, h httpx.Handle) httprouter.Handle {
+		return auth.Guard(s, auth.Policy{}, func(h httpx.Handle) httpx.Handle { return s.Audit.Track(op, h) }, h)
+	}
+	rt.POST(prefix+"/api/v1/api-key", tr("create_api_key", s.createServiceKey))
 	rt.GET(prefix+"/api/v1/api-key", req(s.listKeys(false)))
-	rt.DELETE(prefix+"/api/v1/api-key/:id", req(track("delete_api_key", s.deleteKeyHandler(false))))
+	rt.DELETE(prefix+"/api/v1/api-key/:id", tr("delete_api_key", s.deleteKeyHandler(false)))
 	// httprouter cannot hold /api-key/:id beside /api-key/current/..., so the
 	// personal routes hang off the same wildcard and dispatch on its value.
-	rt.POST(prefix+"/api/v1/api-key/:id", req(s.onCurrent(track("create_personal_access_token", s.createPAT))))
+	rt.POST(prefix+"/api/v1/api-key/:id", tr("create_personal_access_token", s.onCurrent(s.createPAT)))
 	rt.GET(prefix+"/api/v1/api-key/:id", req(s.onCurrent(s.listKeys(true))))
-	rt.DELETE(prefix+"/api/v1/api-key/:id/:pat", req(s.onCurrentID(track("delete_personal_access_token", s.deleteKeyHandler(true)))))
-	rt.POST(prefix+"/api/v1/workspaces", req(track("create_workspace", s.createWorkspace)))
+	rt.DELETE(prefix+"/api/v1/api-key/:id/:pat", tr("delete_personal_access_token", s.onCurrentID(s.deleteKeyHandler(true))))
+	rt.POST(prefix+"/api/v1/workspaces", tr("create_workspace", s.createWorkspace))
 	rt.GET(prefix+"/api/v1/workspaces", req(s.listWorkspaces))
-	rt.PATCH(prefix+"/api/v1/workspaces/:id", req(track("update_workspace", s.patchWorkspace)))
-	rt.DELETE(prefix+"/api/v1/workspaces/:id", req(track("delete_workspace", s.deleteWorkspace)))
-	s.memberRoutes(rt, prefix, req, track)
-	s.settingsRoutes(rt, prefix, req, track)
+	rt.PATCH(prefix+"/api/v1/workspaces/:id", tr("update_workspace", s.patchWorkspace))
+	rt.DELETE(prefix+"/api/v1/workspaces/:id", tr("delete_workspace", s.deleteWorkspace))
+	s.memberRoutes(rt, prefix, req, tr)
+	s.settingsRoutes(rt, prefix, req, tr)
 	rt.GET(prefix+"/api/v1/audit-logs", req(s.listAuditLogs))
 	rt.GET(prefix+"/api/v1/audit-logs/operations", req(s.listAuditOperations))
 }
