@@ -65,9 +65,18 @@ func launch(job Job) error {
 		}
 	}
 	if job.Mode.landlock() {
-		if err := restrictLandlock(job); err != nil {
+		exe := ""
+		if target != nil {
+			exe = "/proc/self/fd/" + strconv.Itoa(int(target.Fd()))
+		}
+		if err := restrictLandlock(job, exe); err != nil {
 			return err
 		}
+	}
+	// The ambient capability a user namespace's launcher was given must
+	// not reach the job.
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
 	// Landlock sets no_new_privs itself; other modes need it too, so that
 	// no setuid binary gives back what was dropped.
@@ -202,7 +211,10 @@ func dropPrivileges(uid, gid int) error {
 // Landlock is an allow-list, so "everything but" is each sibling along
 // the path down to the data directory. Best effort: an older kernel
 // enforces what it knows, one without Landlock nothing (Probe reports it).
-func restrictLandlock(job Job) error {
+//
+// exe, the target opened by fd, may lie where no rule reaches it (under a
+// tmpfs the namespaces mounted): it gets a rule of its own.
+func restrictLandlock(job Job, exe string) error {
 	var rules []landlock.Rule
 	for dir := "/"; dir != job.DataDir; {
 		next := nextComponent(dir, job.DataDir)
@@ -226,8 +238,13 @@ func restrictLandlock(job Job) error {
 	rules = append(rules,
 		landlock.RWDirs(job.DeployDir).WithRefer(),
 		landlock.RWDirs("/dev").WithIoctlDev().IgnoreIfMissing())
-	if job.Mode.namespaces() {
+	// /tmp is private in a mount namespace; writable unless the data
+	// directory is under it (then TMPDIR serves).
+	if job.Mode.namespaces() && !within(job.DataDir, "/tmp") {
 		rules = append(rules, landlock.RWDirs("/tmp").WithRefer())
+	}
+	if exe != "" {
+		rules = append(rules, landlock.ROFiles(exe))
 	}
 	cfg, err := landlock.NewConfig(landlock.V11.HandledAccessFS, landlock.V11.Scoped)
 	if err != nil {

@@ -23,6 +23,8 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Subcommand is the argv[1] that makes the slipway binary the launcher. It
@@ -122,6 +124,10 @@ func (l *Launcher) Command(ctx context.Context, job Job) (*exec.Cmd, error) {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
+		// The launcher needs CAP_SYS_ADMIN in its namespace across its own
+		// exec, to mount; it clears it before exec'ing the job, which then
+		// has none (its uid is not 0).
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 	}
 	cmd.SysProcAttr = attr
 	return cmd, nil
