@@ -59,17 +59,19 @@ func launch(job Job) error {
 			return err
 		}
 	}
-	if job.Mode.Privileged() {
-		if err := dropPrivileges(job.UID, job.GID); err != nil {
-			return err
-		}
-	}
 	if job.Mode.landlock() {
 		exe := ""
 		if target != nil {
 			exe = "/proc/self/fd/" + strconv.Itoa(int(target.Fd()))
 		}
 		if err := restrictLandlock(job, exe); err != nil {
+			return err
+		}
+	}
+	// After Landlock, which needs to open every path of its rules (some
+	// only root can), and which the uid change does not undo.
+	if job.Mode.Privileged() {
+		if err := dropPrivileges(job.UID, job.GID); err != nil {
 			return err
 		}
 	}
