@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs Slipway on this host from the checkout it sits in: the static
-# binary, a `slipway` service user, /var/lib/slipway, /etc/slipway/slipway.env
-# and a hardened systemd unit.
+# binary, /var/lib/slipway, /etc/slipway/slipway.env and a hardened systemd
+# unit. The service runs as root with only the capabilities its sandbox
+# needs: the process runtime runs each deployment as a uid of its own, taken
+# from SLIPWAY_SANDBOX_UID_RANGE (default 200000-265535; no user of the host
+# may have a uid in it), inside its own mount, PID and IPC namespaces.
 #
 #   ./install.sh                     build and install under /usr/local, enable the service
 #   ./install.sh --prefix /opt/sw    install the binary under another prefix
@@ -16,7 +19,7 @@ while [ $# -gt 0 ]; do
     --prefix) PREFIX="${2:?--prefix needs a directory}"; shift 2 ;;
     --prefix=*) PREFIX="${1#--prefix=}"; shift ;;
     --uninstall) UNINSTALL=1; shift ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -49,22 +52,12 @@ echo "Building slipway $version ..."
 
 install -d -m 0755 "$(dirname "$BIN")" "$(dirname "$UNIT")"
 install -m 0755 "$tmp/slipway" "$BIN"
-install -d -m 0750 "$DATA"
+# 0711: deployments' uids walk down to their own directory; nobody lists it.
+install -d -m 0711 "$DATA"
 install -d -m 0755 "$(dirname "$ENVFILE")"
-
 if [ -z "$DESTDIR" ] && [ "$(id -u)" = 0 ]; then
-  if ! id slipway >/dev/null 2>&1; then
-    useradd --system --home-dir /var/lib/slipway --no-create-home --shell /usr/sbin/nologin slipway
-  fi
-  chown slipway:slipway "$DATA"
-  if getent group docker >/dev/null; then
-    usermod -aG docker slipway
-    echo "Added the slipway user to the docker group: deployments can run as containers."
-  else
-    echo "No Docker engine here: deployments run as child processes (the process runtime)."
-  fi
-else
-  echo "Not creating the slipway user (staging into DESTDIR or not running as root)."
+  # Earlier versions ran as a `slipway` user; the service is root's now.
+  chown -R root:root "$DATA"
 fi
 
 if [ ! -e "$ENVFILE" ]; then
@@ -98,6 +91,11 @@ if [ ! -e "$ENVFILE" ]; then
 # How deployments run: auto, docker or process.
 #SLIPWAY_RUNTIME=auto
 
+# Process runtime: the uids (and gids of the same numbers) given to deployments, one each.
+# No user or group of this host may have an id in the range; it must start at 1000 or above
+# and leave out 65534 (nobody).
+#SLIPWAY_SANDBOX_UID_RANGE=200000-265535
+
 # Proxies whose X-Forwarded-For is believed for audit records (comma-separated CIDRs or IPs).
 #SLIPWAY_TRUSTED_PROXIES=
 
@@ -124,16 +122,20 @@ NotifyAccess=main
 ExecStart=$PREFIX/bin/slipway serve
 EnvironmentFile=-/etc/slipway/slipway.env
 Environment=SLIPWAY_DATA_DIR=/var/lib/slipway
-User=slipway
-Group=slipway
 Restart=on-failure
 RestartSec=2
 TimeoutStopSec=30
 KillMode=mixed
 LimitNOFILE=65536
 
-# Hardening. Agents run as children of this service (process runtime) or
-# through the Docker socket, so no capability or namespace is needed.
+# Hardening. Slipway runs as root so that the process runtime can contain
+# deployment code: it gives each deployment its own uid (CAP_SETUID,
+# CAP_SETGID; CAP_CHOWN and CAP_FOWNER to hand it its files, CAP_DAC_OVERRIDE
+# and CAP_DAC_READ_SEARCH to remove them, CAP_KILL to stop its processes)
+# and starts it in new mount, PID and IPC namespaces (CAP_SYS_ADMIN). No
+# other capability is kept. NoNewPrivileges does not hinder any of this
+# (nothing gains privileges through exec), and the launcher sets it for
+# deployment code again.
 NoNewPrivileges=yes
 ProtectSystem=strict
 ReadWritePaths=/var/lib/slipway
@@ -149,8 +151,9 @@ ProtectHostname=yes
 RestrictSUIDSGID=yes
 RestrictRealtime=yes
 LockPersonality=yes
-CapabilityBoundingSet=
+CapabilityBoundingSet=CAP_CHOWN CAP_FOWNER CAP_DAC_OVERRIDE CAP_DAC_READ_SEARCH CAP_KILL CAP_SETUID CAP_SETGID CAP_SYS_ADMIN
 AmbientCapabilities=
+RestrictNamespaces=mnt pid ipc
 RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6
 SystemCallArchitectures=native
 UMask=0077

@@ -4,6 +4,10 @@
 //	slipway agent     one deployment's agent server
 //	slipway admin     host administration of the running server (admin socket)
 //	slipway version   print the version
+//
+// and one internal subcommand, never run by hand: `slipway
+// internal-sandbox-exec` is the launcher through which the process runtime
+// starts deployment code (package runtime/sandbox).
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"slipway/config"
+	"slipway/runtime/sandbox"
 	"slipway/server"
 	"slipway/server/admin"
 	"slipway/server/agentapi"
@@ -39,6 +44,8 @@ func run(args []string) int {
 	defer stop()
 
 	switch cmd {
+	case sandbox.Subcommand:
+		return sandbox.Main()
 	case "version", "--version", "-v":
 		fmt.Println("slipway", version)
 		return 0

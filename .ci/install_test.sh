@@ -14,11 +14,11 @@ fail() { echo "install test: $*" >&2; exit 1; }
 file "$root/usr/local/bin/slipway" 2>/dev/null | grep -q 'statically linked' || fail "binary is not static"
 [ "$(stat -c %a "$root/etc/slipway/slipway.env")" = 600 ] || fail "env file is not 0600"
 for v in SLIPWAY_ADDR SLIPWAY_DATA_DIR SLIPWAY_PUBLIC_URL SLIPWAY_LOG_LEVEL SLIPWAY_LOG_FORMAT SLIPWAY_MASTER_KEY \
-         SLIPWAY_MASTER_KEY_FILE SLIPWAY_BOOTSTRAP_API_KEY SLIPWAY_MAX_UPLOAD_MB SLIPWAY_RUNTIME; do
+         SLIPWAY_MASTER_KEY_FILE SLIPWAY_BOOTSTRAP_API_KEY SLIPWAY_MAX_UPLOAD_MB SLIPWAY_RUNTIME SLIPWAY_SANDBOX_UID_RANGE; do
   grep -q "$v" "$root/etc/slipway/slipway.env" || fail "env file does not document $v"
 done
 unit="$root/etc/systemd/system/slipway.service"
-for d in Type=notify Restart=on-failure NoNewPrivileges=yes ProtectSystem=strict ReadWritePaths=/var/lib/slipway; do
+for d in Type=notify Restart=on-failure NoNewPrivileges=yes ProtectSystem=strict ReadWritePaths=/var/lib/slipway "CapabilityBoundingSet=CAP_CHOWN" "RestrictNamespaces=mnt pid ipc"; do
   grep -q "^$d" "$unit" || fail "unit lacks $d"
 done
 # systemd-analyze checks ExecStart's binary exists: verify a copy pointing at the staged one.

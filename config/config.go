@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,12 @@ type Serve struct {
 	LoginAttempts        int           `env:"SLIPWAY_LOGIN_ATTEMPTS" envDefault:"10"`
 	LoginAccountAttempts int           `env:"SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS" envDefault:"20"`
 	LoginWindow          time.Duration `env:"SLIPWAY_LOGIN_WINDOW" envDefault:"10m"`
+	// SandboxUIDRange is "low-high": the uids (and gids of the same
+	// numbers) the process runtime gives deployments, one each, when
+	// Slipway runs as root. They must belong to no user of the host.
+	SandboxUIDRange string `env:"SLIPWAY_SANDBOX_UID_RANGE" envDefault:"200000-265535"`
+	// SandboxUIDLow and SandboxUIDHigh are SandboxUIDRange parsed.
+	SandboxUIDLow, SandboxUIDHigh int
 }
 
 // Agent configures `slipway agent`: one deployment's agent server.
@@ -72,8 +79,7 @@ func (e *Error) Error() string { return e.msg }
 
 // LoadServe parses and validates the serve configuration. environ may be nil
 // (the process environment) or a map for tests.
-func LoadServe(environ map[string]string) (Serve, error) {
-	var c Serve
+func LoadServe(environ map[string]string) (c Serve, err error) {
 	if err := parse(&c, environ); err != nil {
 		return c, err
 	}
@@ -134,6 +140,9 @@ func LoadServe(environ map[string]string) (Serve, error) {
 	if c.LoginWindow < time.Second || c.LoginWindow > 24*time.Hour {
 		return c, &Error{fmt.Sprintf("SLIPWAY_LOGIN_WINDOW: %s is outside 1s..24h", c.LoginWindow)}
 	}
+	if c.SandboxUIDLow, c.SandboxUIDHigh, err = parseUIDRange(c.SandboxUIDRange); err != nil {
+		return c, err
+	}
 	if c.PublicURL == "" {
 		host, port, _ := net.SplitHostPort(c.Addr)
 		if host == "" || host == "0.0.0.0" || host == "::" {
@@ -176,6 +185,34 @@ func checkForwardURL(raw string) error {
 		return bad("must be an http://, https:// or file:/// URL")
 	}
 	return nil
+}
+
+// parseUIDRange reads "low-high". The range stays clear of system users
+// (below 1000), of nobody (65534) and of the invalid uid (2^32-1), and
+// holds at least one uid.
+func parseUIDRange(raw string) (lo, hi int, err error) {
+	bad := func(why string) error {
+		return &Error{fmt.Sprintf("SLIPWAY_SANDBOX_UID_RANGE: %q %s", raw, why)}
+	}
+	a, b, ok := strings.Cut(strings.TrimSpace(raw), "-")
+	if !ok {
+		return 0, 0, bad("is not low-high, e.g. 200000-265535")
+	}
+	l, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 32)
+	h, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 32)
+	switch {
+	case err1 != nil || err2 != nil:
+		return 0, 0, bad("is not low-high with two unsigned 32-bit numbers")
+	case l < 1000:
+		return 0, 0, bad("starts below 1000, among the system's users")
+	case h < l:
+		return 0, 0, bad("ends before it starts")
+	case h >= 1<<32-1:
+		return 0, 0, bad("includes 4294967295, which is no uid")
+	case l <= 65534 && 65534 <= h:
+		return 0, 0, bad("includes 65534 (nobody)")
+	}
+	return int(l), int(h), nil
 }
 
 // LoadAgent parses and validates the agent configuration.

@@ -74,3 +74,46 @@ func TestLoadAgent(t *testing.T) {
 		t.Fatalf("%v %+v", err, c)
 	}
 }
+
+func TestSandboxUIDRange(t *testing.T) {
+	tests := []struct {
+		raw     string
+		lo, hi  int
+		wantErr string
+	}{
+		{raw: "", lo: 200000, hi: 265535}, // unset: the default
+		{raw: "300000-300000", lo: 300000, hi: 300000},
+		{raw: " 1000 - 1999 ", lo: 1000, hi: 1999},
+		{raw: "100000-165533", lo: 100000, hi: 165533},
+		{raw: "200000", wantErr: "is not low-high"},
+		{raw: "a-b", wantErr: "two unsigned 32-bit numbers"},
+		{raw: "-5-10", wantErr: "is not low-high with two"},
+		{raw: "0-100", wantErr: "below 1000"},
+		{raw: "999-5000", wantErr: "below 1000"},
+		{raw: "5000-4000", wantErr: "ends before it starts"},
+		{raw: "60000-70000", wantErr: "65534"},
+		{raw: "4294967000-4294967295", wantErr: "4294967295"},
+		{raw: "1-99999999999", wantErr: "32-bit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			env := map[string]string{}
+			if tt.raw != "" {
+				env["SLIPWAY_SANDBOX_UID_RANGE"] = tt.raw
+			}
+			c, err := LoadServe(env)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), "SLIPWAY_SANDBOX_UID_RANGE") || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want SLIPWAY_SANDBOX_UID_RANGE and %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.SandboxUIDLow != tt.lo || c.SandboxUIDHigh != tt.hi {
+				t.Fatalf("range %d-%d, want %d-%d", c.SandboxUIDLow, c.SandboxUIDHigh, tt.lo, tt.hi)
+			}
+		})
+	}
+}

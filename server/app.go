@@ -115,8 +115,12 @@ func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger) (run
 			return unavailable{name: cfg.Runtime}, "SLIPWAY_RUNTIME=docker, but " + err.Error()
 		}
 	}
-	d := &process.Driver{Bin: bin, Root: filepath.Join(cfg.DataDir, "deployments"), Gate: gate,
+	d := &process.Driver{Bin: bin, Launcher: bin, Root: filepath.Join(cfg.DataDir, "deployments"), DataDir: cfg.DataDir,
+		UIDLow: cfg.SandboxUIDLow, UIDHigh: cfg.SandboxUIDHigh, Gate: gate,
 		Log: log.With().Str("component", "process-runtime").Logger()}
+	if err := d.Init(); err != nil {
+		return unavailable{name: "process"}, err.Error()
+	}
 	if cfg.Runtime == "process" {
 		return d, "SLIPWAY_RUNTIME=process"
 	}

@@ -2,8 +2,19 @@
 // child process of Slipway (`slipway agent`), for hosts without a Docker
 // engine. The layout under Root:
 //
-//	<deployment id>/agent-data/          the agent's database, kept across revisions
-//	<deployment id>/revisions/<rev>/app  the unpacked and built source of one revision
+//	uids.json                              deployment → its own uid (when Slipway is root)
+//	<deployment id>/                       Slipway's (0711 when root)
+//	<deployment id>/agent-data/            the agent's database, kept across revisions
+//	<deployment id>/home/, tmp/            the deployment's HOME and TMPDIR
+//	<deployment id>/revisions/<rev>/       Slipway's: the built marker
+//	<deployment id>/revisions/<rev>/app/   the unpacked and built source of one revision
+//
+// Everything a deployment's code runs (install and build commands, the
+// agent, its command graphs) goes through the sandbox launcher. When
+// Slipway is root the deployment's trees (agent-data, home, tmp, app) are
+// owned by the deployment's uid and every directory Slipway itself writes
+// into stays root's, so that nothing the deployment plants there (a
+// symlink) can redirect a write made as root.
 package process
 
 import (
@@ -11,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -25,14 +37,22 @@ import (
 
 	"slipway/runtime"
 	"slipway/runtime/build"
+	"slipway/runtime/sandbox"
 )
 
-// Driver is the process runtime.
+// Driver is the process runtime. Call Init before anything else.
 type Driver struct {
-	Bin  string // the slipway binary run as `slipway agent`
-	Root string
-	Gate *runtime.Gate
-	Log  zerolog.Logger
+	Bin string // the slipway binary run as `slipway agent`
+	// Launcher is the binary implementing sandbox.Subcommand (slipway).
+	Launcher string
+	// Root is <data dir>/deployments; DataDir is what is hidden from
+	// deployment code.
+	Root    string
+	DataDir string
+	// UIDLow and UIDHigh bound the deployments' uids (Slipway as root).
+	UIDLow, UIDHigh int
+	Gate            *runtime.Gate
+	Log             zerolog.Logger
 	// HealthTimeout bounds how long a new revision may take to answer GET /ok.
 	HealthTimeout time.Duration
 	// StopGrace is how long an agent gets to finish after SIGTERM.
@@ -40,9 +60,156 @@ type Driver struct {
 
 	mu   sync.Mutex
 	deps map[string]*child // deployment → the running revision
+
+	sandbox   sandbox.Launcher
+	uids      *uidTable // nil unless deployments get uids of their own
+	isolation runtime.Isolation
 }
 
 func (d *Driver) Name() string { return "process" }
+
+// Init resolves the directories, finds out how deployment code can be
+// contained on this host (sandbox.Probe) and loads the uid table.
+func (d *Driver) Init() error {
+	if d.DataDir == "" {
+		d.DataDir = filepath.Dir(d.Root)
+	}
+	for _, p := range []*string{&d.Root, &d.DataDir} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("process runtime: %w", err)
+		}
+		*p = abs
+	}
+	if err := os.MkdirAll(d.Root, 0o700); err != nil {
+		return fmt.Errorf("process runtime: %w", err)
+	}
+	// Symlinks resolved: the launcher compares and mounts real paths.
+	for _, p := range []*string{&d.Root, &d.DataDir} {
+		real, err := filepath.EvalSymlinks(*p)
+		if err != nil {
+			return fmt.Errorf("process runtime: %w", err)
+		}
+		*p = real
+	}
+	if d.Root == d.DataDir || !strings.HasPrefix(d.Root, d.DataDir+string(filepath.Separator)) {
+		return fmt.Errorf("process runtime: %s is not inside the data directory %s", d.Root, d.DataDir)
+	}
+	mode, abi, notes := sandbox.Probe(d.Launcher, d.DataDir, d.Root)
+	d.sandbox = sandbox.Launcher{Bin: d.Launcher, Mode: mode}
+	if mode.Privileged() {
+		if d.UIDLow <= 0 || d.UIDHigh < d.UIDLow {
+			return fmt.Errorf("process runtime: no uid range for deployments (SLIPWAY_SANDBOX_UID_RANGE)")
+		}
+		uids, err := loadUIDs(filepath.Join(d.Root, "uids.json"), d.UIDLow, d.UIDHigh)
+		if err != nil {
+			return err
+		}
+		d.uids = uids
+		// Traversable, not listable: a deployment's uid walks down to its
+		// own directory and learns no other deployment's id on the way.
+		for _, dir := range []string{d.DataDir, d.Root} {
+			if err := os.Chmod(dir, 0o711); err != nil {
+				return fmt.Errorf("process runtime: %w", err)
+			}
+		}
+	}
+	i := runtime.Isolation{}
+	i.Mode, i.Guarantees, i.Missing = sandbox.Isolation(mode, abi, notes)
+	if i.Missing == nil {
+		i.Missing = []string{}
+	}
+	d.isolation = i
+	return nil
+}
+
+// Isolation is what contains deployment code here, as probed by Init.
+func (d *Driver) Isolation() runtime.Isolation { return d.isolation }
+
+func (d *Driver) depDir(dep string) string { return filepath.Join(d.Root, dep) }
+
+// owner is the uid and gid the deployment's code runs as; -1 when it runs
+// as Slipway's own user.
+func (d *Driver) owner(dep string) (int, error) {
+	if d.uids == nil {
+		return -1, nil
+	}
+	return d.uids.get(dep)
+}
+
+// prepare creates the deployment's directory and its own trees (agent
+// data, HOME, TMPDIR), owned by uid when it is not -1.
+func (d *Driver) prepare(dep string, uid int) error {
+	dir := d.depDir(dep)
+	if err := mkdirMode(dir, 0o711); err != nil {
+		return err
+	}
+	for _, sub := range []string{"agent-data", "home", "tmp"} {
+		p := filepath.Join(dir, sub)
+		if err := mkdirMode(p, 0o700); err != nil {
+			return err
+		}
+		if err := chownTree(p, uid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mkdirMode creates dir (and its parents) and sets its mode whatever the
+// umask; it refuses a dir that is a symlink.
+func mkdirMode(dir string, mode os.FileMode) error {
+	if err := os.MkdirAll(dir, mode); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	return nil
+}
+
+// chownTree gives root's tree to uid (and the gid of that number). It
+// walks without following links and changes children before their
+// directory: while a path is being changed, every directory above it is
+// still root's, so code already running as uid cannot swap one of them
+// for a symlink and redirect the change. A tree whose top uid already
+// owns was handed over before (or made by uid) and is left alone.
+func chownTree(top string, uid int) error {
+	if uid < 0 {
+		return nil
+	}
+	st, err := os.Lstat(top)
+	if err != nil {
+		return fmt.Errorf("chown %s: %w", top, err)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) == uid {
+		return nil
+	}
+	var paths []string
+	err = filepath.WalkDir(top, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		paths = append(paths, p)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("chown %s: %w", top, err)
+	}
+	for i := len(paths) - 1; i >= 0; i-- {
+		if err := os.Lchown(paths[i], uid, uid); err != nil {
+			return fmt.Errorf("chown %s: %w", paths[i], err)
+		}
+	}
+	return nil
+}
 
 func (d *Driver) revDir(dep, rev string) string {
 	return filepath.Join(d.Root, dep, "revisions", rev)
@@ -62,15 +229,39 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 		fmt.Fprintf(log, "nothing to build for source %s\n", s.Source)
 		return "", nil
 	}
-	app := filepath.Join(d.revDir(s.DeploymentID, s.RevisionID), "app")
-	if _, err := os.Stat(filepath.Join(app, ".slipway-built")); err == nil {
+	rev := d.revDir(s.DeploymentID, s.RevisionID)
+	app := filepath.Join(rev, "app")
+	// The marker is in the revision's directory, which is Slipway's: the
+	// deployment's code cannot forge it, nor turn it into a symlink.
+	marker := filepath.Join(rev, "built")
+	if _, err := os.Lstat(marker); err == nil {
 		return app, nil // built before a restart: builds are deterministic per revision
+	}
+	uid, err := d.owner(s.DeploymentID)
+	if err != nil {
+		return "", err
+	}
+	if err := d.prepare(s.DeploymentID, uid); err != nil {
+		return "", err
+	}
+	for _, dir := range []string{filepath.Dir(rev), rev} {
+		if err := mkdirMode(dir, 0o711); err != nil {
+			return "", err
+		}
 	}
 	if err := os.RemoveAll(app); err != nil {
 		return "", fmt.Errorf("clear %s: %w", app, err)
 	}
 	fmt.Fprintf(log, "unpacking source archive\n")
 	if err := build.Unpack(s.TarballPath, app, build.DefaultLimits); err != nil {
+		return "", err
+	}
+	// 0700: in uid mode (no mount namespace) another deployment that
+	// guessed the path still cannot read the source.
+	if err := os.Chmod(app, 0o700); err != nil {
+		return "", fmt.Errorf("protect %s: %w", app, err)
+	}
+	if err := chownTree(app, uid); err != nil {
 		return "", err
 	}
 	cfg, err := graphConfigPath(app, s.GraphConfig)
@@ -85,20 +276,27 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 			continue
 		}
 		fmt.Fprintf(log, "running %s command: %s\n", step.name, step.cmd)
-		cmd := exec.CommandContext(ctx, "sh", "-c", step.cmd)
-		cmd.Dir, cmd.Stdout, cmd.Stderr = step.dir, log, log
-		cmd.Env = environ(s.Env)
-		// Pdeathsig: a build must not outlive a Slipway that was killed.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		// The launcher is a new session and dies with Slipway; on cancel
+		// its whole process group goes.
+		cmd, err := d.sandbox.Command(ctx, d.job(s.DeploymentID, uid, step.dir, []string{"sh", "-c", step.cmd}, environ(d.depDir(s.DeploymentID), s.Env)))
+		if err != nil {
+			return "", err
+		}
+		cmd.Stdout, cmd.Stderr = log, log
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		if err := cmd.Run(); err != nil {
 			return "", fmt.Errorf("%s command failed: %w", step.name, err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(app, ".slipway-built"), nil, 0o600); err != nil {
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
 		return "", fmt.Errorf("mark build: %w", err)
 	}
 	return app, nil
+}
+
+// job is a sandbox job of the deployment run as uid from dir.
+func (d *Driver) job(dep string, uid int, dir string, argv, env []string) sandbox.Job {
+	return sandbox.Job{DataDir: d.DataDir, DeployDir: d.depDir(dep), UID: uid, GID: uid, Dir: dir, Argv: argv, Env: env}
 }
 
 // graphConfigPath resolves the graph configuration file inside app.
@@ -119,9 +317,11 @@ func graphConfigPath(app, rel string) (string, error) {
 }
 
 // environ is the agent's environment: the deployment's secrets over a
-// minimal base, never Slipway's own (which holds its master key).
-func environ(env map[string]string) []string {
-	out := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "LANG=C.UTF-8"}
+// minimal base, never Slipway's own (which holds its master key). HOME and
+// TMPDIR are the deployment's own.
+func environ(depDir string, env map[string]string) []string {
+	out := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(depDir, "home"),
+		"TMPDIR=" + filepath.Join(depDir, "tmp"), "LANG=C.UTF-8"}
 	for k, v := range env {
 		out = append(out, k+"="+v)
 	}
@@ -224,6 +424,10 @@ func (d *Driver) Remove(_ context.Context, dep string) error {
 	if err := os.RemoveAll(filepath.Join(d.Root, dep)); err != nil {
 		return fmt.Errorf("remove deployment files: %w", err)
 	}
+	if d.uids != nil {
+		// Only now that it owns nothing may the uid go to another deployment.
+		return d.uids.free(dep)
+	}
 	return nil
 }
 
@@ -271,17 +475,23 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 	if err != nil {
 		return nil, err
 	}
-	data := filepath.Join(d.Root, s.DeploymentID, "agent-data")
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		return nil, fmt.Errorf("agent data directory: %w", err)
+	uid, err := d.owner(s.DeploymentID)
+	if err != nil {
+		return nil, err
 	}
+	if err := d.prepare(s.DeploymentID, uid); err != nil {
+		return nil, err
+	}
+	data := filepath.Join(d.depDir(s.DeploymentID), "agent-data")
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	env := append(environ(s.Env),
+	env := append(environ(d.depDir(s.DeploymentID), s.Env),
 		"SLIPWAY_AGENT_ADDR="+addr, "SLIPWAY_AGENT_DATA_DIR="+data, "SLIPWAY_GRAPH_CONFIG="+cfg,
 		"SLIPWAY_LOG_FORMAT=json")
-	c := &child{rev: s.RevisionID, spec: s, app: app, endpoint: "http://" + addr, bin: d.Bin, env: env,
-		log: d.Log.With().Str("deployment_id", s.DeploymentID).Str("revision_id", s.RevisionID).Logger(),
-		out: log, done: make(chan struct{})}
+	job := d.job(s.DeploymentID, uid, app, []string{d.Bin, "agent"}, env)
+	c := &child{rev: s.RevisionID, spec: s, app: app, endpoint: "http://" + addr,
+		command: func() (*exec.Cmd, error) { return d.sandbox.Command(context.Background(), job) },
+		log:     d.Log.With().Str("deployment_id", s.DeploymentID).Str("revision_id", s.RevisionID).Logger(),
+		out:     log, done: make(chan struct{})}
 	go c.supervise()
 	return c, nil
 }
@@ -289,11 +499,11 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 // child is one supervised agent process: restarted with back-off when it
 // exits on its own, until stop.
 type child struct {
-	rev, app, endpoint, bin string
-	spec                    runtime.Spec
-	env                     []string
-	log                     zerolog.Logger
-	out                     io.Writer
+	rev, app, endpoint string
+	spec               runtime.Spec
+	command            func() (*exec.Cmd, error) // a new sandboxed agent process
+	log                zerolog.Logger
+	out                io.Writer
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -310,11 +520,11 @@ func (c *child) supervise() {
 			c.mu.Unlock()
 			return
 		}
-		cmd := exec.Command(c.bin, "agent")
-		cmd.Dir, cmd.Env = c.app, c.env
-		cmd.Stdout, cmd.Stderr = c.out, c.out
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		err := cmd.Start()
+		cmd, err := c.command()
+		if err == nil {
+			cmd.Stdout, cmd.Stderr = c.out, c.out
+			err = cmd.Start()
+		}
 		if err == nil {
 			c.cmd = cmd
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"slipway/runtime"
+	"slipway/runtime/sandbox"
 )
 
 var (
@@ -66,9 +67,22 @@ func tarball(t *testing.T, dir string, files map[string]string) string {
 	return p
 }
 
+// TestMain lets the test binary serve as the sandbox launcher, which in
+// production is slipway itself.
+func TestMain(m *testing.M) {
+	if os.Getenv(sandbox.SpecEnv) != "" {
+		os.Exit(sandbox.Main())
+	}
+	os.Exit(m.Run())
+}
+
 func newDriver(t *testing.T) *Driver {
-	d := &Driver{Bin: standin(t), Root: t.TempDir(), Gate: &runtime.Gate{}, Log: zerolog.Nop(),
+	d := &Driver{Bin: standin(t), Launcher: os.Args[0], Root: filepath.Join(t.TempDir(), "deployments"),
+		UIDLow: 200000, UIDHigh: 265535, Gate: &runtime.Gate{}, Log: zerolog.Nop(),
 		HealthTimeout: 3 * time.Second, StopGrace: 2 * time.Second}
+	if err := d.Init(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(d.StopAll)
 	return d
 }

@@ -3,6 +3,7 @@ package admin_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -90,10 +91,18 @@ func listOrgs(t *testing.T, dataDir string) map[string]orgView {
 
 func TestAdminOrganizations(t *testing.T) {
 	s := servertest.Start(t, nil)
-	sock := filepath.Join(s.DataDir, "admin.sock")
+	sock := filepath.Join(s.DataDir, "admin", "admin.sock")
 	fi, err := os.Stat(sock)
 	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("admin socket: %v %v", fi.Mode(), err)
+	}
+	for _, f := range []struct {
+		path string
+		perm os.FileMode
+	}{{filepath.Join(s.DataDir, "admin"), 0o700}, {filepath.Join(s.DataDir, "admin", "token"), 0o600}} {
+		if fi, err := os.Stat(f.path); err != nil || fi.Mode().Perm() != f.perm {
+			t.Fatalf("%s: %v %v, want %v", f.path, fi, err, f.perm)
+		}
 	}
 
 	id := strings.TrimSpace(mustAdmin(t, s.DataDir, "org", "create", "--name", "Acme"))
@@ -627,5 +636,60 @@ func TestAuditForwardingToFile(t *testing.T) {
 	waitFor(t, "every event in the file", 30*time.Second, func() bool { return len(read()) >= len(want) })
 	if got := read(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("file has\n%v\nwant\n%v", got, want)
+	}
+}
+
+// TestAdminSocketNeedsToken: reaching the socket is not enough. Code that
+// shares the server's uid (a non-root server) but cannot read the data
+// directory (Landlock) must not administer the host.
+func TestAdminSocketNeedsToken(t *testing.T) {
+	s := servertest.Start(t, nil)
+	sock := filepath.Join(s.DataDir, "admin", "admin.sock")
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	tok, err := os.ReadFile(filepath.Join(s.DataDir, "admin", "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, auth string
+		want       int
+	}{
+		{"no token", "", 401},
+		{"wrong token", "Bearer " + strings.Repeat("0", 64), 401},
+		{"token without Bearer", strings.TrimSpace(string(tok)), 401},
+		{"token", "Bearer " + strings.TrimSpace(string(tok)), 201},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", "http://admin/v1/orgs", strings.NewReader(`{"name":"Probe"}`))
+			req.Header.Set("Content-Type", "application/json")
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.want, body)
+			}
+			if tc.want == 401 && !strings.Contains(string(body), `"detail"`) {
+				t.Fatalf("body %s", body)
+			}
+		})
+	}
+	// Refused requests created nothing.
+	n := 0
+	for _, o := range listOrgs(t, s.DataDir) {
+		if o.DisplayName == "Probe" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d organizations named Probe, want 1", n)
 	}
 }

@@ -17,8 +17,9 @@ import (
 // Usage is the help of `slipway admin`.
 const Usage = `usage: slipway admin <command> [arguments]
 
-Talks to the running server over <SLIPWAY_DATA_DIR>/admin.sock (mode 0600:
-run it as the user that runs slipway serve, or as root).
+Talks to the running server over <SLIPWAY_DATA_DIR>/admin/admin.sock with the
+token in <SLIPWAY_DATA_DIR>/admin/token (both reachable only by the user that
+runs slipway serve: run it as that user, or as root).
 
 organizations:
   org create --name NAME [--plan free|plus|enterprise] [--personal]

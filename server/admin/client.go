@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -22,9 +23,13 @@ type Client struct {
 	http    *http.Client
 }
 
-// NewClient returns a client for the server using dataDir.
+// NewClient returns a client for the server using dataDir: its socket in
+// <dataDir>/admin/, or where earlier versions put it when only that exists.
 func NewClient(dataDir string) *Client {
-	sock := filepath.Join(dataDir, SocketName)
+	sock := filepath.Join(dataDir, Dir, SocketName)
+	if old := filepath.Join(dataDir, SocketName); !exists(sock) && exists(old) {
+		sock = old
+	}
 	return &Client{DataDir: dataDir, Socket: sock, http: &http.Client{
 		Timeout: 5 * time.Minute, // verify walks every chain
 		Transport: &http.Transport{
@@ -34,6 +39,11 @@ func NewClient(dataDir string) *Client {
 			},
 		},
 	}}
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // APIError is an error answer of the admin API.
@@ -69,6 +79,12 @@ func (c *Client) Do(method, path string, body, out any) error {
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	// Read for each request: a restarted server wrote a new one.
+	if tok, err := os.ReadFile(filepath.Join(c.DataDir, Dir, TokenName)); err == nil {
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	} else if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("permission denied on %s: run this as the user that runs slipway serve, or as root", filepath.Join(c.DataDir, Dir))
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

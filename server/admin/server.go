@@ -1,12 +1,22 @@
 // Package admin is host-level administration of a running `slipway serve`:
-// a small JSON-over-HTTP API on a unix socket in the data directory
-// (<data dir>/admin.sock, mode 0600, so only the owner and root can reach
-// it), and the client behind `slipway admin ...`. The server holds the
-// database lock, so administration goes through it rather than the file.
+// a small JSON-over-HTTP API on a unix socket, and the client behind
+// `slipway admin ...`. The server holds the database lock, so
+// administration goes through it rather than the file.
+//
+// The socket is <data dir>/admin/admin.sock (mode 0600) in a directory
+// only Slipway's user can traverse (0700), and every request must carry
+// the token the server writes at start-up to <data dir>/admin/token
+// (0600). The directory keeps deployment code that runs under another uid
+// out; the token keeps out deployment code that shares Slipway's uid (a
+// non-root Slipway), for which Landlock denies reading the data directory
+// but, before Landlock ABI v9, not connecting to a unix socket in it.
 package admin
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,8 +37,13 @@ import (
 	"slipway/server/orgapi"
 )
 
-// SocketName is the admin socket's file name in the data directory.
-const SocketName = "admin.sock"
+// Dir is the admin directory in the data directory; SocketName and
+// TokenName are the socket's and the token's file names in it.
+const (
+	Dir        = "admin"
+	SocketName = "admin.sock"
+	TokenName  = "token"
+)
 
 // Server answers the admin API.
 type Server struct {
@@ -38,6 +54,8 @@ type Server struct {
 	Forwarder *audit.Forwarder
 	Logger    zerolog.Logger
 	Now       func() time.Time
+
+	token string // set by Listen; every request must present it
 }
 
 func (s *Server) now() time.Time {
@@ -80,15 +98,80 @@ func (s *Server) Handler() http.Handler {
 	rt.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusNotFound, map[string]any{"detail": "No such admin endpoint: " + r.Method + " " + r.URL.Path})
 	})
-	return rt
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !bearer || s.token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
+			httpx.WriteJSON(w, http.StatusUnauthorized, map[string]any{"detail": "The admin token is missing or wrong: use `slipway admin`, which reads it from the data directory."})
+			return
+		}
+		rt.ServeHTTP(w, r)
+	})
 }
 
-// Listen binds <dataDir>/admin.sock with mode 0600 and serves the admin API
-// on it until ctx ends; the socket is removed on return. A socket left by a
-// process that died is replaced; one a live server answers on is not (the
-// database lock normally rules that out already).
+// newToken writes a fresh token to <admin dir>/token (0600) and returns it.
+// A new one each start: a token that leaked dies with the server.
+func newToken(dir string) (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(b)
+	f, err := os.CreateTemp(dir, ".token-*")
+	if err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(tok + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, TokenName))
+	}
+	if err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	return tok, nil
+}
+
+// adminDir creates <dataDir>/admin, a real directory (not a symlink) that
+// only Slipway's user may traverse.
+func adminDir(dataDir string) (string, error) {
+	dir := filepath.Join(dataDir, Dir)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("admin directory: %w", err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("admin directory: %w", err)
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("admin directory %s is not a directory", dir)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return "", fmt.Errorf("admin directory: %w", err)
+	}
+	return dir, nil
+}
+
+// Listen binds <dataDir>/admin/admin.sock with mode 0600 in a 0700
+// directory, writes a new token, and serves the admin API on it until ctx
+// ends; the socket is removed on return. A socket left by a process that
+// died is replaced; one a live server answers on is not (the database lock
+// normally rules that out already).
 func (s *Server) Listen(ctx context.Context, dataDir string) (stop func(), err error) {
-	path := filepath.Join(dataDir, SocketName)
+	// Earlier versions bound <dataDir>/admin.sock; a leftover goes.
+	if old := filepath.Join(dataDir, SocketName); isSocket(old) {
+		_ = os.Remove(old)
+	}
+	dir, err := adminDir(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if s.token, err = newToken(dir); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, SocketName)
 	if _, err := os.Lstat(path); err == nil {
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			c.Close()
@@ -100,7 +183,7 @@ func (s *Server) Listen(ctx context.Context, dataDir string) (stop func(), err e
 	}
 	// Bind under a temporary name, restrict it, then move it into place,
 	// so the socket is never reachable with looser permissions.
-	tmp := filepath.Join(dataDir, fmt.Sprintf(".%s.%d", SocketName, os.Getpid()))
+	tmp := filepath.Join(dir, fmt.Sprintf(".%s.%d", SocketName, os.Getpid()))
 	_ = os.Remove(tmp)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
@@ -136,6 +219,11 @@ func (s *Server) Listen(ctx context.Context, dataDir string) (stop func(), err e
 		<-done
 		_ = os.Remove(path)
 	}, nil
+}
+
+func isSocket(path string) bool {
+	st, err := os.Lstat(path)
+	return err == nil && st.Mode()&os.ModeSocket != 0
 }
 
 func orgParam(ps httprouter.Params) (uuid.UUID, error) {

@@ -84,6 +84,27 @@ type Server struct {
 	cmd     *exec.Cmd
 	logs    *syncBuffer
 	t       testing.TB
+	bin     string              // the binary to run; Binary(t) when empty
+	cred    *syscall.Credential // run as another user (the test is root)
+}
+
+// StartAs is Start running bin (a copy of Binary that the user can
+// execute) with the credentials cred; env must name a data directory that
+// user owns.
+func StartAs(t testing.TB, env map[string]string, bin string, cred *syscall.Credential) *Server {
+	t.Helper()
+	s := &Server{Env: map[string]string{}, t: t, bin: bin, cred: cred}
+	for k, v := range env {
+		s.Env[k] = v
+	}
+	if s.Env["SLIPWAY_ADDR"] == "" {
+		s.Env["SLIPWAY_ADDR"] = FreeAddr(t)
+	}
+	s.DataDir = s.Env["SLIPWAY_DATA_DIR"]
+	s.URL = "http://" + s.Env["SLIPWAY_ADDR"]
+	s.start()
+	t.Cleanup(s.Stop)
+	return s
 }
 
 type syncBuffer struct {
@@ -154,10 +175,17 @@ func (s *Server) start() {
 	t := s.t
 	t.Helper()
 	s.logs = &syncBuffer{}
-	cmd := exec.Command(Binary(t), "serve")
+	bin := s.bin
+	if bin == "" {
+		bin = Binary(t)
+	}
+	cmd := exec.Command(bin, "serve")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	for k, v := range s.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if s.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
 	}
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
 	if err := cmd.Start(); err != nil {
