@@ -70,6 +70,11 @@ type Agent struct {
 	RunTimeout  int    `env:"SLIPWAY_AGENT_RUN_TIMEOUT_SECONDS" envDefault:"600"`
 	LogLevel    string `env:"SLIPWAY_LOG_LEVEL" envDefault:"info"`
 	LogFormat   string `env:"SLIPWAY_LOG_FORMAT" envDefault:"json"`
+	// Token, when set, is a secret every request must carry in
+	// X-Slipway-Agent-Token. The process runtime sets it: its agents share
+	// the host's loopback, where other deployments' code could otherwise
+	// reach them without going through Slipway's authentication.
+	Token string `env:"SLIPWAY_AGENT_TOKEN"`
 }
 
 // Error names the variable that is wrong; main exits 2 on it.

@@ -43,9 +43,16 @@ type Driver interface {
 	Stop(ctx context.Context, deploymentID, revisionID string) error
 	// Remove deletes everything the deployment owns: containers, volumes, files.
 	Remove(ctx context.Context, deploymentID string) error
-	// Endpoint is the base URL serving the deployment now, if any.
+	// Endpoint is the base URL serving the deployment now, if any. When
+	// the URL carries a password (http://agent:SECRET@host), the agent
+	// answers only requests that send SECRET in AgentTokenHeader.
 	Endpoint(deploymentID string) (string, bool)
 }
+
+// AgentTokenHeader carries the secret a driver gave the agent it started
+// (see Driver.Endpoint). Agents that share the host's loopback answer only
+// Slipway with it, never another deployment's code.
+const AgentTokenHeader = "X-Slipway-Agent-Token"
 
 // ErrUnsupported marks a spec the driver cannot run (e.g. a docker-only
 // source on the process driver); the revision fails with its message.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -37,9 +38,22 @@ type proxy struct {
 type targetKey struct{}
 
 type target struct {
-	dep  string
-	base *url.URL
-	path string
+	dep   string
+	base  *url.URL
+	token string // the agent's runtime.AgentTokenHeader, if it has one
+	path  string
+}
+
+// agentURL splits a driver's endpoint into the agent's base URL and the
+// token it requires (the URL's password, see runtime.Driver.Endpoint).
+func agentURL(endpoint string) (*url.URL, string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, "", fmt.Errorf("agent endpoint: %w", err)
+	}
+	token, _ := u.User.Password()
+	u.User = nil
+	return u, token, nil
 }
 
 // reverseProxy is built once: one keep-alive transport for every agent.
@@ -58,6 +72,10 @@ func (p *proxy) reverseProxy() *httputil.ReverseProxy {
 				pr.Out.URL.RawPath = ""
 				pr.Out.Header.Del("X-Api-Key")
 				pr.Out.Header.Del("X-Tenant-Id")
+				pr.Out.Header.Del(runtime.AgentTokenHeader) // only Slipway sets it
+				if t.token != "" {
+					pr.Out.Header.Set(runtime.AgentTokenHeader, t.token)
+				}
 				pr.SetXForwarded()
 			},
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
@@ -88,11 +106,11 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	if !ok {
 		return httpx.Errorf(http.StatusServiceUnavailable, "Deployment %q has no running revision.", name)
 	}
-	base, err := url.Parse(endpoint)
+	base, token, err := agentURL(endpoint)
 	if err != nil {
 		return err
 	}
-	t := target{dep: dep, base: base, path: "/" + strings.TrimPrefix(ps.ByName("path"), "/")}
+	t := target{dep: dep, base: base, token: token, path: "/" + strings.TrimPrefix(ps.ByName("path"), "/")}
 	r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
 	rp := p.reverseProxy()
 	rp.ServeHTTP(w, r)
@@ -137,11 +155,14 @@ func (t *redialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if werr != nil || !ok {
 			return resp, err
 		}
-		base, perr := url.Parse(endpoint)
+		base, token, perr := agentURL(endpoint)
 		if perr != nil {
 			return resp, err
 		}
 		req.URL.Scheme, req.URL.Host = base.Scheme, base.Host
+		if token != "" {
+			req.Header.Set(runtime.AgentTokenHeader, token)
+		}
 		req.Host = ""
 	}
 }

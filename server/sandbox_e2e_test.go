@@ -193,6 +193,9 @@ func attackFromDeployment(t *testing.T, s *servertest.Server) {
 		"admin-token=read:" + filepath.Join(d, "admin", "token"),
 		"signal-slipway=signal:" + strconv.Itoa(s.PID()),
 		"signal-other-agent=signal:" + strconv.Itoa(victimPID),
+		// Agents share the host's loopback: the victim's port is reachable,
+		// but its agent answers only Slipway.
+		"other-agent-api=http:http://" + envOf(t, victimPID, "SLIPWAY_AGENT_ADDR") + "/info",
 	}
 	cr := as("POST", "/v2/deployments", map[string]any{"name": "attacker", "source": "internal_source", "secrets": []any{},
 		"source_config":          map[string]any{"build_command": "./bin/probe " + strings.Join(probes, " ")},
@@ -303,4 +306,20 @@ func pidWithEnv(t *testing.T, kv string) int {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// envOf reads one variable of a process's environment (the test is root).
+func envOf(t *testing.T, pid int, name string) string {
+	t.Helper()
+	env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if k, v, ok := strings.Cut(string(kv), "="); ok && k == name {
+			return v
+		}
+	}
+	t.Fatalf("process %d has no %s", pid, name)
+	return ""
 }

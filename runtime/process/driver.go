@@ -19,12 +19,14 @@ package process
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -431,7 +433,8 @@ func (d *Driver) Remove(_ context.Context, dep string) error {
 	return nil
 }
 
-// Endpoint is where the deployment's running revision listens.
+// Endpoint is where the deployment's running revision listens, with the
+// agent's token as the URL's password (see runtime.Driver).
 func (d *Driver) Endpoint(dep string) (string, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -439,7 +442,12 @@ func (d *Driver) Endpoint(dep string) (string, bool) {
 	if c == nil {
 		return "", false
 	}
-	return c.endpoint, true
+	u, err := url.Parse(c.endpoint)
+	if err != nil {
+		return "", false
+	}
+	u.User = url.UserPassword("agent", c.token)
+	return u.String(), true
 }
 
 // StopAll stops every agent (Slipway is shutting down).
@@ -484,11 +492,15 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 	}
 	data := filepath.Join(d.depDir(s.DeploymentID), "agent-data")
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	// Every agent shares the host's loopback, so any deployment's code can
+	// reach any agent's port: the agent answers only requests that carry
+	// this token, which only Slipway and the agent's own environment know.
+	token := rand.Text()
 	env := append(environ(d.depDir(s.DeploymentID), s.Env),
 		"SLIPWAY_AGENT_ADDR="+addr, "SLIPWAY_AGENT_DATA_DIR="+data, "SLIPWAY_GRAPH_CONFIG="+cfg,
-		"SLIPWAY_LOG_FORMAT=json")
+		"SLIPWAY_LOG_FORMAT=json", "SLIPWAY_AGENT_TOKEN="+token)
 	job := d.job(s.DeploymentID, uid, app, []string{d.Bin, "agent"}, env)
-	c := &child{rev: s.RevisionID, spec: s, app: app, endpoint: "http://" + addr,
+	c := &child{rev: s.RevisionID, spec: s, app: app, endpoint: "http://" + addr, token: token,
 		command: func() (*exec.Cmd, error) { return d.sandbox.Command(context.Background(), job) },
 		log:     d.Log.With().Str("deployment_id", s.DeploymentID).Str("revision_id", s.RevisionID).Logger(),
 		out:     log, done: make(chan struct{})}
@@ -500,6 +512,7 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 // exits on its own, until stop.
 type child struct {
 	rev, app, endpoint string
+	token              string // the agent's runtime.AgentTokenHeader; never logged
 	spec               runtime.Spec
 	command            func() (*exec.Cmd, error) // a new sandboxed agent process
 	log                zerolog.Logger
@@ -574,6 +587,7 @@ func (c *child) healthy() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", c.endpoint+"/ok", nil)
+	req.Header.Set(runtime.AgentTokenHeader, c.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return false

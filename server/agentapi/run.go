@@ -4,6 +4,7 @@ package agentapi
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"slipway/config"
+	"slipway/runtime"
 	"slipway/runtime/agent"
 	"slipway/server/httpx"
 	"slipway/storage"
@@ -31,6 +33,9 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(40 << 20)
 	}
+	// The token is Slipway's, not the deployment's: graphs run with this
+	// environment and must not learn it.
+	os.Unsetenv("SLIPWAY_AGENT_TOKEN")
 	graphs, warnings, err := agent.LoadGraphs(cfg.GraphConfig, os.Environ())
 	if err != nil {
 		return err
@@ -54,7 +59,7 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	if err != nil {
 		return fmt.Errorf("listen on %s (SLIPWAY_AGENT_ADDR): %w", cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: httpx.Chain(api.Handler(), log), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: httpx.Chain(RequireToken(cfg.Token, api.Handler()), log), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	ids := make([]string, 0, len(graphs))
@@ -75,4 +80,23 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	stopRuns()
 	eng.Wait()
 	return nil
+}
+
+// RequireToken answers 401 to requests without token in
+// runtime.AgentTokenHeader; an empty token lets every request through (an
+// agent run by hand, or in a container on a network of its own).
+func RequireToken(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	want := []byte(token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get(runtime.AgentTokenHeader)
+		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			httpx.WriteJSON(w, http.StatusUnauthorized, map[string]any{"detail": "This agent server answers only the Slipway server that started it."})
+			return
+		}
+		r.Header.Del(runtime.AgentTokenHeader)
+		h.ServeHTTP(w, r)
+	})
 }

@@ -3,7 +3,7 @@
 // "label: ALLOWED ..." or "label: DENIED <why>". It never prints what it
 // read, only how much.
 //
-//	sandboxprobe label=read:PATH label=list:DIR label=environ:PID label=unix:SOCKET label=signal:PID ...
+//	sandboxprobe label=read:PATH label=list:DIR label=environ:PID label=unix:SOCKET label=signal:PID label=http:URL ...
 //	sandboxprobe graph PROBES...   the same as a command graph: the lines in {"probes": ...}
 //
 // signal sends signal 0, which checks the permission and delivers nothing.
@@ -83,6 +83,17 @@ func probe(op, arg string) string {
 			return fmt.Sprintf("DENIED the socket answered %d", resp.StatusCode)
 		}
 		return fmt.Sprintf("ALLOWED the socket answered %d", resp.StatusCode)
+	case "http":
+		c := &http.Client{Timeout: 5 * time.Second}
+		resp, err := c.Get(arg)
+		if err != nil {
+			return denied(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return fmt.Sprintf("DENIED %s answered %d", arg, resp.StatusCode)
+		}
+		return fmt.Sprintf("ALLOWED %s answered %d", arg, resp.StatusCode)
 	case "signal":
 		pid, err := strconv.Atoi(arg)
 		if err != nil {
