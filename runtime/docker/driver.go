@@ -345,14 +345,16 @@ func (d *Driver) start(ctx context.Context, s runtime.Spec, image string, p *pla
 		Labels: merge(p.labels, labels(dep, rev, "agent")),
 	}
 	cfg.Labels[LabelName] = s.DeploymentName
-	hc := &container.HostConfig{
+	// An image Slipway built keeps everything the agent writes on its data
+	// volume and in /tmp, so its root filesystem can be read only; an image
+	// given by reference may expect to write anywhere.
+	hc := harden(&container.HostConfig{
 		NetworkMode: container.NetworkMode(networkName(dep)),
 		Resources:   p.resources,
 		Mounts: append([]mount.Mount{{Type: mount.TypeVolume, Source: dataVolume(dep), Target: "/data"}},
 			p.mounts...),
-		SecurityOpt:   []string{"no-new-privileges"},
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyUnlessStopped},
-	}
+	}, s.Source == "internal_source")
 	id, err = d.create(ctx, agentName(dep, rev), cfg, hc, netcfg)
 	if err != nil {
 		return "", "", err
@@ -407,9 +409,15 @@ func (sc sidecar) config(ours, user map[string]string) *container.Config {
 	return c
 }
 
+// hostConfig of an init container or a sidecar: the same hardening as the
+// agent. Their images are the user's, run as the user the image names (a
+// Kubernetes securityContext has no effect here, so it can ask for no
+// more); without capabilities even uid 0 there owns only the container's
+// own files. Their root filesystem stays writable: such images commonly
+// write outside a volume.
 func (sc sidecar) hostConfig(nm container.NetworkMode) *container.HostConfig {
-	return &container.HostConfig{NetworkMode: nm, Resources: sc.resources, Mounts: sc.mounts,
-		SecurityOpt: []string{"no-new-privileges"}, RestartPolicy: container.RestartPolicy{Name: sc.restart}}
+	return harden(&container.HostConfig{NetworkMode: nm, Resources: sc.resources, Mounts: sc.mounts,
+		RestartPolicy: container.RestartPolicy{Name: sc.restart}}, false)
 }
 
 func (d *Driver) create(ctx context.Context, name string, cfg *container.Config, hc *container.HostConfig, nc *network.NetworkingConfig) (string, error) {
