@@ -47,6 +47,7 @@ type Engine interface {
 	client.NetworkAPIClient
 	client.VolumeAPIClient
 	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
+	Info(ctx context.Context, options client.InfoOptions) (client.SystemInfoResult, error)
 }
 
 // Driver is the docker runtime.
@@ -63,6 +64,12 @@ type Driver struct {
 	HealthTimeout time.Duration
 	// StopGrace is how long an agent gets to finish after SIGTERM.
 	StopGrace time.Duration
+	// APIAddr is Slipway's own listen address (SLIPWAY_ADDR): whether
+	// containers can reach the API depends on it (see Isolation).
+	APIAddr string
+
+	isoOnce sync.Once
+	iso     runtime.Isolation
 
 	baseMu sync.Mutex
 	base   string // the agent image tag, once built
