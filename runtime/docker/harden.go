@@ -17,10 +17,12 @@ const (
 	// process with a few threads; Go itself needs a few dozen threads.
 	pidsLimit = 1024
 	// tmpfsOptions is the agent's /tmp when its root filesystem is read
-	// only: HOME and TMPDIR point there. nodev and nosuid keep a device
-	// node or a set-uid file written there from meaning anything; its size
-	// counts against the container's memory limit.
-	tmpfsOptions = "rw,nosuid,nodev,size=256m,mode=1777"
+	// only: HOME and TMPDIR point there. It belongs to the agent's user:
+	// the engine copies the image's /tmp into it and leaves its root owned
+	// by root otherwise, which the agent could not write. nodev and nosuid
+	// keep a device node or a set-uid file written there from meaning
+	// anything; its size counts against the container's memory limit.
+	tmpfsOptions = "rw,nosuid,nodev,size=256m,uid=" + agentID + ",gid=" + agentID + ",mode=1777"
 )
 
 // harden applies what holds for every container of a deployment: no

@@ -28,7 +28,10 @@ import (
 
 // agentUser runs the agent in every image Slipway builds: an unprivileged
 // uid that owns only the agent's data and scratch directories.
-const agentUser = "65534:65534"
+const agentUser = agentID + ":" + agentID
+
+// agentID is the agent user's uid and gid: nobody and nogroup.
+const agentID = "65534"
 
 // graphFile is the part of the graph configuration file (langgraph.json
 // format) that shapes the image.
