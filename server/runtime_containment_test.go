@@ -75,12 +75,6 @@ func TestDockerContainment(t *testing.T) {
 	dep := s.Do("POST", "/v2/deployments", map[string]any{"name": "prober", "source": "internal_source", "source_config": map[string]any{},
 		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"},
 		"secrets":                []any{map[string]any{"name": "PROBE_TOKEN", "value": probeSecret}}}).Map()["id"].(string)
-	files := map[string]string{"langgraph.json": `{"graphs": {"probe": {"command": ["./bin/containment"]}}}`,
-		"bin/containment": staticGraph(t, "containment")}
-	rev1 := deploySource(t, s, dep, files)
-	if st := waitStatus(t, s, dep, rev1); st != "DEPLOYED" {
-		t.Fatalf("the probe's revision ended %s: %s", st, s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev1+"/logs", nil).Body)
-	}
 	targets := map[string]any{
 		"master_key": filepath.Join(s.DataDir, "master.key"), "admin_socket": filepath.Join(s.DataDir, "admin.sock"),
 		"data_dir": s.DataDir, "api_port": apiPort(t, s), "slipway_pid": slipwayPID(t, s),
@@ -91,6 +85,24 @@ func TestDockerContainment(t *testing.T) {
 			t.Fatalf("the probe would look for %s, which is not there on the host either: %v", p, err)
 		}
 	}
+	// The probe runs first as a RUN step of the revision's image build
+	// (exec form: the agent image has no shell), and prints its report
+	// into the build log.
+	initArg, _ := json.Marshal(targets)
+	runStep, _ := json.Marshal([]string{"/app/bin/containment", "--report", string(initArg)})
+	graphCfg, _ := json.Marshal(map[string]any{"graphs": map[string]any{"probe": map[string]any{"command": []string{"./bin/containment"}}},
+		"dockerfile_lines": []string{"RUN " + string(runStep)}})
+	files := map[string]string{"langgraph.json": string(graphCfg), "bin/containment": staticGraph(t, "containment")}
+	rev1 := deploySource(t, s, dep, files)
+	if st := waitStatus(t, s, dep, rev1); st != "DEPLOYED" {
+		t.Fatalf("the probe's revision ended %s: %s", st, s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev1+"/logs", nil).Body)
+	}
+	// A build step sees only the uploaded source: not the data dir, not
+	// the sockets, not the API on loopback, not another deployment. It
+	// runs with the builder's default capabilities (see Isolation), so
+	// those attempts are only logged.
+	checkProbe(t, "image build", buildReport(t, s, dep, rev1), []string{"read_master_key", "list_data_dir", "admin_socket",
+		"docker_socket", "api_loopback", "api_gateway", "other_agent", "processes", "signal_slipway", "ptrace_slipway"}, []string{"control_tmp"})
 
 	// Revision 2 runs the probe as an init container and as a sidecar too
 	// (revision 1's image holds it).
@@ -100,7 +112,6 @@ func TestDockerContainment(t *testing.T) {
 		asSidecar[k] = v
 	}
 	asSidecar["own_agent"] = "127.0.0.1:8000" // the sidecar shares the agent's network namespace
-	initArg, _ := json.Marshal(targets)
 	sideArg, _ := json.Marshal(asSidecar)
 	p := s.Do("PATCH", "/v2/deployments/"+dep, map[string]any{"source_config": map[string]any{"resource_spec": map[string]any{
 		"init_containers": []any{map[string]any{"name": "probe-init", "image": img,
@@ -278,6 +289,34 @@ func containerReport(t *testing.T, dep, rev, role string) map[string]string {
 		}
 	}
 	t.Fatalf("no %s container of revision %s", role, rev)
+	return nil
+}
+
+// buildReport is what `containment --report` printed as a RUN step of the
+// revision's image build, from the revision's log.
+func buildReport(t *testing.T, s *servertest.Server, dep, rev string) map[string]string {
+	t.Helper()
+	var logs struct {
+		Logs []struct {
+			Message string `json:"message"`
+		} `json:"logs"`
+	}
+	body := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil).Body
+	if err := json.Unmarshal(body, &logs); err != nil {
+		t.Fatalf("revision logs: %v: %s", err, body)
+	}
+	for _, l := range logs.Logs {
+		m := strings.TrimSpace(l.Message)
+		if !strings.HasPrefix(m, "{") || !strings.Contains(m, `"read_master_key"`) {
+			continue
+		}
+		var r map[string]string
+		if err := json.Unmarshal([]byte(m), &r); err != nil {
+			t.Fatalf("the build step's report: %v: %s", err, m)
+		}
+		return r
+	}
+	t.Fatalf("no report of the build step in the revision's log: %s", body)
 	return nil
 }
 
