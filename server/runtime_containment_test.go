@@ -35,7 +35,7 @@ import (
 // filesystem. Every attempt must fail, and the probe's controls (its own
 // agent, its /tmp) must work. It also inspects what the engine created and
 // the revision image, and checks that a volume that would mount something
-// of the host is refused.
+// of the host, or another deployment's image, is refused.
 func TestDockerContainment(t *testing.T) {
 	requireRuntime(t, "docker")
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "docker"})
@@ -209,8 +209,23 @@ func TestDockerContainment(t *testing.T) {
 	if logs := string(s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev3+"/logs", nil).Body); !strings.Contains(logs, "has type nfs") {
 		t.Errorf("the failed revision's log does not name the volume type: %s", logs)
 	}
+	// Another deployment's revision image holds its source: naming it as an
+	// init container's image fails the deploy.
+	stolen := s.Do("PATCH", "/v2/deployments/"+dep, map[string]any{"source_config": map[string]any{"resource_spec": map[string]any{
+		"init_containers": []any{map[string]any{"name": "steal", "image": "slipway/" + other + ":" + otherRev,
+			"command": []string{"/slipway", "version"}}}}}})
+	if stolen.Status != 200 {
+		t.Fatalf("patch with another deployment's image: %d %s", stolen.Status, stolen.Body)
+	}
+	rev4 := stolen.Map()["latest_revision_id"].(string)
+	if st := waitStatus(t, s, dep, rev4); st != "DEPLOY_FAILED" {
+		t.Fatalf("another deployment's image: revision ended %s", st)
+	}
+	if logs := string(s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev4+"/logs", nil).Body); !strings.Contains(logs, "built for another deployment") {
+		t.Errorf("the failed revision's log does not say why: %s", logs)
+	}
 	if a := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["active_revision_id"]; a != rev2 {
-		t.Errorf("after the refused volume the active revision is %v, want %s", a, rev2)
+		t.Errorf("after the refused revisions the active revision is %v, want %s", a, rev2)
 	}
 
 	for _, id := range []string{dep, other} {

@@ -126,6 +126,9 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 		if err := d.ensureImage(ctx, s.ImageURI, "IfNotPresent", log); err != nil {
 			return "", err
 		}
+		if err := d.ownImage(ctx, s.ImageURI, s.DeploymentID); err != nil {
+			return "", err
+		}
 		return s.ImageURI, nil
 	}
 	tag := imageTag(s.DeploymentID, s.RevisionID)
@@ -166,6 +169,16 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 	if g.BaseImage != "" {
 		if err := d.ensureImage(ctx, g.BaseImage, "IfNotPresent", log); err != nil {
 			return "", err
+		}
+		if err := d.ownImage(ctx, g.BaseImage, s.DeploymentID); err != nil {
+			return "", err
+		}
+	}
+	for _, l := range g.DockerfileLines {
+		for _, ref := range lineImages(l) {
+			if err := d.ownImage(ctx, ref, s.DeploymentID); err != nil {
+				return "", err
+			}
 		}
 	}
 	bc, err := contextTar(app, df)
@@ -246,6 +259,9 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 	}
 	for _, sc := range append(append([]sidecar(nil), p.inits...), p.sidecars...) {
 		if err := d.ensureImage(ctx, sc.image, sc.pullPolicy, log); err != nil {
+			return "", fmt.Errorf("container %q: %w", sc.name, err)
+		}
+		if err := d.ownImage(ctx, sc.image, s.DeploymentID); err != nil {
 			return "", fmt.Errorf("container %q: %w", sc.name, err)
 		}
 	}

@@ -295,3 +295,53 @@ func (d *Driver) ensureImage(ctx context.Context, ref, policy string, log io.Wri
 	}
 	return nil
 }
+
+// ownImage refuses an image that another deployment's revision build made:
+// such an image holds that deployment's source, so naming it as a
+// base_image, an image_uri, an init container's or a sidecar's image, or
+// in a dockerfile line, would read another deployment's files. The labels
+// are checked rather than the name, so any tag, digest or image id of it
+// is refused alike. An image that is not present is left to the pull.
+func (d *Driver) ownImage(ctx context.Context, ref, dep string) error {
+	res, err := d.Client.ImageInspect(ctx, ref)
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	if res.Config == nil {
+		return nil
+	}
+	if l := res.Config.Labels; l[LabelManaged] == "true" && l[LabelDeployment] != "" && l[LabelDeployment] != dep {
+		return fmt.Errorf("%w: image %s was built for another deployment; a deployment may use only its own revision images", runtime.ErrUnsupported, ref)
+	}
+	return nil
+}
+
+// lineImages are the images a dockerfile line names: FROM's image, and
+// COPY or ADD --from= (which may also name a build stage; a name that is
+// no image is no concern of ownImage).
+func lineImages(line string) []string {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return nil
+	}
+	switch strings.ToUpper(f[0]) {
+	case "FROM":
+		for _, w := range f[1:] {
+			if !strings.HasPrefix(w, "--") {
+				return []string{w}
+			}
+		}
+	case "COPY", "ADD":
+		var out []string
+		for _, w := range f[1:] {
+			if v, ok := strings.CutPrefix(w, "--from="); ok {
+				out = append(out, strings.Trim(v, `"'`))
+			}
+		}
+		return out
+	}
+	return nil
+}
