@@ -59,14 +59,31 @@ func TestDockerContainment(t *testing.T) {
 		t.Errorf("the API listens on loopback, but the guarantees do not say so: %v", iso["guarantees"])
 	}
 
-	// The other deployment: an echo agent with a secret of its own.
+	// The other deployment, in another workspace: an echo agent with a
+	// secret of its own.
+	ws := s.Do("POST", "/api/v1/workspaces", map[string]any{"display_name": "neighbours"})
+	if ws.Status != 200 && ws.Status != 201 {
+		t.Fatalf("create a workspace: %d %s", ws.Status, ws.Body)
+	}
+	inWS := func(method, path string, body any) *servertest.Response {
+		return s.Do(method, path, body, "X-Tenant-Id", ws.Map()["id"].(string))
+	}
 	otherSecret := "other-secret-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	other := s.Do("POST", "/v2/deployments", map[string]any{"name": "neighbour", "source": "internal_source", "source_config": map[string]any{},
+	other := inWS("POST", "/v2/deployments", map[string]any{"name": "neighbour", "source": "internal_source", "source_config": map[string]any{},
 		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"},
 		"secrets":                []any{map[string]any{"name": "NEIGHBOUR_TOKEN", "value": otherSecret}}}).Map()["id"].(string)
-	otherRev := deploySource(t, s, other, map[string]string{"langgraph.json": `{"graphs": {"agent": {"builtin": "echo"}}}`})
-	if st := waitStatus(t, s, other, otherRev); st != "DEPLOYED" {
-		t.Fatalf("the other deployment ended %s", st)
+	up := inWS("POST", "/v2/deployments/"+other+"/upload-url", nil).Map()
+	servertest.Do(t, "PUT", up["upload_url"].(string), sourceTarball(t, map[string]string{"langgraph.json": `{"graphs": {"agent": {"builtin": "echo"}}}`}))
+	otherRev := inWS("PATCH", "/v2/deployments/"+other, map[string]any{"source_revision_config": map[string]any{
+		"source_tarball_path": up["object_path"]}}).Map()["latest_revision_id"].(string)
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st := inWS("GET", "/v2/deployments/"+other+"/revisions/"+otherRev, nil).Map()["status"]
+		if st == "DEPLOYED" {
+			break
+		}
+		if strings.HasSuffix(fmt.Sprint(st), "FAILED") || time.Now().After(deadline) {
+			t.Fatalf("the other deployment's revision: %v", st)
+		}
 	}
 	otherAgent := agentAddr(t, other)
 
@@ -209,8 +226,8 @@ func TestDockerContainment(t *testing.T) {
 	if logs := string(s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev3+"/logs", nil).Body); !strings.Contains(logs, "has type nfs") {
 		t.Errorf("the failed revision's log does not name the volume type: %s", logs)
 	}
-	// Another deployment's revision image holds its source: naming it as an
-	// init container's image fails the deploy.
+	// Another workspace's revision image holds its deployment's source:
+	// naming it as an init container's image fails the deploy.
 	stolen := s.Do("PATCH", "/v2/deployments/"+dep, map[string]any{"source_config": map[string]any{"resource_spec": map[string]any{
 		"init_containers": []any{map[string]any{"name": "steal", "image": "slipway/" + other + ":" + otherRev,
 			"command": []string{"/slipway", "version"}}}}}})
@@ -221,17 +238,18 @@ func TestDockerContainment(t *testing.T) {
 	if st := waitStatus(t, s, dep, rev4); st != "DEPLOY_FAILED" {
 		t.Fatalf("another deployment's image: revision ended %s", st)
 	}
-	if logs := string(s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev4+"/logs", nil).Body); !strings.Contains(logs, "built for another deployment") {
+	if logs := string(s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev4+"/logs", nil).Body); !strings.Contains(logs, "built for a deployment of another workspace") {
 		t.Errorf("the failed revision's log does not say why: %s", logs)
 	}
 	if a := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["active_revision_id"]; a != rev2 {
 		t.Errorf("after the refused revisions the active revision is %v, want %s", a, rev2)
 	}
 
-	for _, id := range []string{dep, other} {
-		if r := s.Do("DELETE", "/v2/deployments/"+id, nil); r.Status != 204 {
-			t.Fatalf("delete: %d %s", r.Status, r.Body)
-		}
+	if r := s.Do("DELETE", "/v2/deployments/"+dep, nil); r.Status != 204 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	if r := inWS("DELETE", "/v2/deployments/"+other, nil); r.Status != 204 {
+		t.Fatalf("delete the other deployment: %d %s", r.Status, r.Body)
 	}
 	for _, id := range []string{dep, other} {
 		deadline := time.Now().Add(60 * time.Second)

@@ -126,7 +126,7 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 		if err := d.ensureImage(ctx, s.ImageURI, "IfNotPresent", log); err != nil {
 			return "", err
 		}
-		if err := d.ownImage(ctx, s.ImageURI, s.DeploymentID); err != nil {
+		if err := d.ownImage(ctx, s.ImageURI, s); err != nil {
 			return "", err
 		}
 		return s.ImageURI, nil
@@ -162,7 +162,9 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 	if err != nil {
 		return "", err
 	}
-	df, err := dockerfile(base, g, cfgPath, s.InstallCommand, s.BuildCommand, labels(s.DeploymentID, s.RevisionID, "image"))
+	imgLabels := labels(s.DeploymentID, s.RevisionID, "image")
+	imgLabels[LabelWorkspace] = s.WorkspaceID
+	df, err := dockerfile(base, g, cfgPath, s.InstallCommand, s.BuildCommand, imgLabels)
 	if err != nil {
 		return "", err
 	}
@@ -170,13 +172,13 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 		if err := d.ensureImage(ctx, g.BaseImage, "IfNotPresent", log); err != nil {
 			return "", err
 		}
-		if err := d.ownImage(ctx, g.BaseImage, s.DeploymentID); err != nil {
+		if err := d.ownImage(ctx, g.BaseImage, s); err != nil {
 			return "", err
 		}
 	}
 	for _, l := range g.DockerfileLines {
 		for _, ref := range lineImages(l) {
-			if err := d.ownImage(ctx, ref, s.DeploymentID); err != nil {
+			if err := d.ownImage(ctx, ref, s); err != nil {
 				return "", err
 			}
 		}
@@ -261,7 +263,7 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 		if err := d.ensureImage(ctx, sc.image, sc.pullPolicy, log); err != nil {
 			return "", fmt.Errorf("container %q: %w", sc.name, err)
 		}
-		if err := d.ownImage(ctx, sc.image, s.DeploymentID); err != nil {
+		if err := d.ownImage(ctx, sc.image, s); err != nil {
 			return "", fmt.Errorf("container %q: %w", sc.name, err)
 		}
 	}

@@ -296,13 +296,15 @@ func (d *Driver) ensureImage(ctx context.Context, ref, policy string, log io.Wri
 	return nil
 }
 
-// ownImage refuses an image that another deployment's revision build made:
-// such an image holds that deployment's source, so naming it as a
-// base_image, an image_uri, an init container's or a sidecar's image, or
-// in a dockerfile line, would read another deployment's files. The labels
-// are checked rather than the name, so any tag, digest or image id of it
-// is refused alike. An image that is not present is left to the pull.
-func (d *Driver) ownImage(ctx context.Context, ref, dep string) error {
+// ownImage refuses an image that a revision build made for a deployment
+// of another workspace: such an image holds that deployment's source, so
+// naming it as a base_image, an image_uri, an init container's or a
+// sidecar's image, or in a dockerfile line, would read another tenant's
+// files. The labels are checked rather than the name, so any tag, digest or
+// image id of it is refused alike. Deployments of one workspace may share
+// images (their users can deploy either). An image that is not present is
+// left to the pull.
+func (d *Driver) ownImage(ctx context.Context, ref string, s runtime.Spec) error {
 	res, err := d.Client.ImageInspect(ctx, ref)
 	if cerrdefs.IsNotFound(err) {
 		return nil
@@ -313,8 +315,13 @@ func (d *Driver) ownImage(ctx context.Context, ref, dep string) error {
 	if res.Config == nil {
 		return nil
 	}
-	if l := res.Config.Labels; l[LabelManaged] == "true" && l[LabelDeployment] != "" && l[LabelDeployment] != dep {
-		return fmt.Errorf("%w: image %s was built for another deployment; a deployment may use only its own revision images", runtime.ErrUnsupported, ref)
+	l := res.Config.Labels
+	if l[LabelManaged] != "true" || l[LabelDeployment] == "" || l[LabelDeployment] == s.DeploymentID {
+		return nil
+	}
+	if l[LabelWorkspace] == "" || l[LabelWorkspace] != s.WorkspaceID {
+		return fmt.Errorf("%w: image %s was built for a deployment of another workspace; a deployment may use only its workspace's revision images",
+			runtime.ErrUnsupported, ref)
 	}
 	return nil
 }

@@ -130,17 +130,27 @@ func (e imageEngine) ImageInspect(_ context.Context, ref string, _ ...client.Ima
 }
 
 func TestOwnImage(t *testing.T) {
+	built := func(dep, ws string) map[string]string {
+		l := labels(dep, "r", "image")
+		if ws != "" {
+			l[LabelWorkspace] = ws
+		}
+		return l
+	}
 	d := &Driver{Client: imageEngine{images: map[string]map[string]string{
-		"slipway/mine:r1":     labels("mine", "r1", "image"),
-		"slipway/other:r1":    labels("other", "r1", "image"),
-		"sha256:0123456789ab": labels("other", "r2", "image"),
-		"slipway-agent:x":     {LabelManaged: "true", LabelRole: "base"},
-		"debian:12":           nil,
-		"forged":              {LabelDeployment: "other"}, // not ours: no managed label
+		"slipway/mine:r1":       built("mine", "ws"),
+		"slipway/sibling:r1":    built("sibling", "ws"),
+		"slipway/other:r1":      built("other", "ws2"),
+		"sha256:0123456789ab":   built("other", "ws2"),
+		"slipway/unlabelled:r1": built("old", ""), // built before images named their workspace
+		"slipway-agent:x":       {LabelManaged: "true", LabelRole: "base"},
+		"debian:12":             nil,
+		"forged":                {LabelDeployment: "other"}, // not made by Slipway: no managed label
 	}}}
-	for ref, ok := range map[string]bool{"slipway/mine:r1": true, "slipway/other:r1": false, "sha256:0123456789ab": false,
-		"slipway-agent:x": true, "debian:12": true, "absent:1": true, "forged": true} {
-		err := d.ownImage(context.Background(), ref, "mine")
+	for ref, ok := range map[string]bool{"slipway/mine:r1": true, "slipway/sibling:r1": true, "slipway/other:r1": false,
+		"sha256:0123456789ab": false, "slipway/unlabelled:r1": false, "slipway-agent:x": true, "debian:12": true,
+		"absent:1": true, "forged": true} {
+		err := d.ownImage(context.Background(), ref, runtime.Spec{DeploymentID: "mine", WorkspaceID: "ws"})
 		if (err == nil) != ok || err != nil && !errors.Is(err, runtime.ErrUnsupported) {
 			t.Errorf("ownImage(%q) = %v, want ok=%v", ref, err, ok)
 		}

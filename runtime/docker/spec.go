@@ -25,6 +25,9 @@ const (
 	LabelRevision   = "dev.slipway.revision"
 	LabelRole       = "dev.slipway.role" // agent, init, sidecar, data, volume, network, image
 	LabelName       = "dev.slipway.deployment-name"
+	// LabelWorkspace is on revision images: the workspace whose deployments
+	// may use the image (see ownImage).
+	LabelWorkspace = "dev.slipway.workspace"
 )
 
 // resourceSpec is the part of the control plane's ResourceSpec that has a
