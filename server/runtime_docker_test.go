@@ -170,8 +170,6 @@ func TestDockerResourceMapping(t *testing.T) {
 		{"cpu → CPU shares", hc.CPUShares, int64(512)},
 		{"memory_limit_mb (2 x memory_mb) → memory limit", hc.Memory, int64(256 << 20)},
 		{"memory_mb → reservation", hc.MemoryReservation, int64(128 << 20)},
-		{"privileged", hc.Privileged, false},
-		{"no-new-privileges", strings.Join(hc.SecurityOpt, ","), "no-new-privileges"},
 		{"label", agent.Config.Labels["team"], "agents"},
 		{"annotation as label", agent.Config.Labels["owner"], "ops"},
 		{"deployment label", agent.Config.Labels[docker.LabelDeployment], dep},
@@ -208,13 +206,17 @@ func TestDockerResourceMapping(t *testing.T) {
 		{"sidecar cpu limit", side.HostConfig.NanoCPUs, int64(250e6)},
 		{"sidecar memory limit", side.HostConfig.Memory, int64(64 << 20)},
 		{"sidecar running", side.State.Running, true},
-		{"sidecar no-new-privileges", strings.Join(side.HostConfig.SecurityOpt, ","), "no-new-privileges"},
 	}...)
 	for _, c := range checks {
 		if fmt.Sprint(c.got) != fmt.Sprint(c.want) {
 			t.Errorf("%s: got %v, want %v", c.what, c.got, c.want)
 		}
 	}
+	// Every container runs deployment code and gets the same hardening;
+	// only the agent of an image Slipway built has a read-only root.
+	checkHardened(t, "agent", agent, true)
+	checkHardened(t, "init container", init, false)
+	checkHardened(t, "sidecar", side, false)
 	// The secret value is in the container, never in Slipway's log.
 	if strings.Contains(s.Logs(), "tok-123") {
 		t.Error("a secret value reached the server log")
@@ -282,5 +284,52 @@ func TestDockerResourceMapping(t *testing.T) {
 	}
 	for _, id := range []string{extID, dep} {
 		s.Do("DELETE", "/v2/deployments/"+id, nil)
+	}
+}
+
+// checkHardened fails the test unless a container the docker runtime
+// created is contained as every deployment container must be: no
+// capability, no-new-privileges, not privileged, no host namespace, no
+// device, no bind mount of a host path, a PID limit, and (readOnly) a read-only
+// root filesystem with a tmpfs /tmp.
+func checkHardened(t *testing.T, what string, c container.InspectResponse, readOnly bool) {
+	t.Helper()
+	hc := c.HostConfig
+	var pids int64
+	if hc.PidsLimit != nil {
+		pids = *hc.PidsLimit
+	}
+	var binds []string
+	for _, m := range c.Mounts {
+		if m.Type != "volume" && m.Type != "tmpfs" {
+			binds = append(binds, fmt.Sprintf("%s %s:%s", m.Type, m.Source, m.Destination))
+		}
+	}
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"CapDrop", strings.Join(hc.CapDrop, ","), "ALL"},
+		{"CapAdd", len(hc.CapAdd), 0},
+		{"SecurityOpt", strings.Join(hc.SecurityOpt, ","), "no-new-privileges"},
+		{"Privileged", hc.Privileged, false},
+		{"host network", hc.NetworkMode.IsHost(), false},
+		{"PID namespace", string(hc.PidMode), ""},
+		{"IPC namespace", string(hc.IpcMode), "private"},
+		{"UTS namespace", string(hc.UTSMode), ""},
+		{"cgroup namespace", string(hc.CgroupnsMode), "private"},
+		{"user namespace", string(hc.UsernsMode), ""},
+		{"devices", len(hc.Devices), 0},
+		{"Binds", len(hc.Binds), 0},
+		{"host paths mounted", strings.Join(binds, "; "), ""},
+		{"VolumesFrom", len(hc.VolumesFrom), 0},
+		{"PidsLimit", pids, int64(1024)},
+		{"ReadonlyRootfs", hc.ReadonlyRootfs, readOnly},
+		{"tmpfs /tmp", hc.Tmpfs["/tmp"] != "", readOnly},
+	}
+	for _, c := range checks {
+		if fmt.Sprint(c.got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: %s: got %v, want %v", what, c.what, c.got, c.want)
+		}
 	}
 }

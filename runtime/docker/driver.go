@@ -47,6 +47,7 @@ type Engine interface {
 	client.NetworkAPIClient
 	client.VolumeAPIClient
 	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
+	Info(ctx context.Context, options client.InfoOptions) (client.SystemInfoResult, error)
 }
 
 // Driver is the docker runtime.
@@ -63,6 +64,12 @@ type Driver struct {
 	HealthTimeout time.Duration
 	// StopGrace is how long an agent gets to finish after SIGTERM.
 	StopGrace time.Duration
+	// APIAddr is Slipway's own listen address (SLIPWAY_ADDR): whether
+	// containers can reach the API depends on it (see Isolation).
+	APIAddr string
+
+	isoOnce sync.Once
+	iso     runtime.Isolation
 
 	baseMu sync.Mutex
 	base   string // the agent image tag, once built
@@ -119,6 +126,9 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 		if err := d.ensureImage(ctx, s.ImageURI, "IfNotPresent", log); err != nil {
 			return "", err
 		}
+		if err := d.ownImage(ctx, s.ImageURI, s); err != nil {
+			return "", err
+		}
 		return s.ImageURI, nil
 	}
 	tag := imageTag(s.DeploymentID, s.RevisionID)
@@ -152,13 +162,25 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 	if err != nil {
 		return "", err
 	}
-	df, err := dockerfile(base, g, cfgPath, s.InstallCommand, s.BuildCommand, labels(s.DeploymentID, s.RevisionID, "image"))
+	imgLabels := labels(s.DeploymentID, s.RevisionID, "image")
+	imgLabels[LabelWorkspace] = s.WorkspaceID
+	df, err := dockerfile(base, g, cfgPath, s.InstallCommand, s.BuildCommand, imgLabels)
 	if err != nil {
 		return "", err
 	}
 	if g.BaseImage != "" {
 		if err := d.ensureImage(ctx, g.BaseImage, "IfNotPresent", log); err != nil {
 			return "", err
+		}
+		if err := d.ownImage(ctx, g.BaseImage, s); err != nil {
+			return "", err
+		}
+	}
+	for _, l := range g.DockerfileLines {
+		for _, ref := range lineImages(l) {
+			if err := d.ownImage(ctx, ref, s); err != nil {
+				return "", err
+			}
 		}
 	}
 	bc, err := contextTar(app, df)
@@ -239,6 +261,9 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 	}
 	for _, sc := range append(append([]sidecar(nil), p.inits...), p.sidecars...) {
 		if err := d.ensureImage(ctx, sc.image, sc.pullPolicy, log); err != nil {
+			return "", fmt.Errorf("container %q: %w", sc.name, err)
+		}
+		if err := d.ownImage(ctx, sc.image, s); err != nil {
 			return "", fmt.Errorf("container %q: %w", sc.name, err)
 		}
 	}
@@ -345,14 +370,16 @@ func (d *Driver) start(ctx context.Context, s runtime.Spec, image string, p *pla
 		Labels: merge(p.labels, labels(dep, rev, "agent")),
 	}
 	cfg.Labels[LabelName] = s.DeploymentName
-	hc := &container.HostConfig{
+	// An image Slipway built keeps everything the agent writes on its data
+	// volume and in /tmp, so its root filesystem can be read only; an image
+	// given by reference may expect to write anywhere.
+	hc := harden(&container.HostConfig{
 		NetworkMode: container.NetworkMode(networkName(dep)),
 		Resources:   p.resources,
 		Mounts: append([]mount.Mount{{Type: mount.TypeVolume, Source: dataVolume(dep), Target: "/data"}},
 			p.mounts...),
-		SecurityOpt:   []string{"no-new-privileges"},
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyUnlessStopped},
-	}
+	}, s.Source == "internal_source")
 	id, err = d.create(ctx, agentName(dep, rev), cfg, hc, netcfg)
 	if err != nil {
 		return "", "", err
@@ -407,9 +434,15 @@ func (sc sidecar) config(ours, user map[string]string) *container.Config {
 	return c
 }
 
+// hostConfig of an init container or a sidecar: the same hardening as the
+// agent. Their images are the user's, run as the user the image names (a
+// Kubernetes securityContext has no effect here, so it can ask for no
+// more); without capabilities even uid 0 there owns only the container's
+// own files. Their root filesystem stays writable: such images commonly
+// write outside a volume.
 func (sc sidecar) hostConfig(nm container.NetworkMode) *container.HostConfig {
-	return &container.HostConfig{NetworkMode: nm, Resources: sc.resources, Mounts: sc.mounts,
-		SecurityOpt: []string{"no-new-privileges"}, RestartPolicy: container.RestartPolicy{Name: sc.restart}}
+	return harden(&container.HostConfig{NetworkMode: nm, Resources: sc.resources, Mounts: sc.mounts,
+		RestartPolicy: container.RestartPolicy{Name: sc.restart}}, false)
 }
 
 func (d *Driver) create(ctx context.Context, name string, cfg *container.Config, hc *container.HostConfig, nc *network.NetworkingConfig) (string, error) {

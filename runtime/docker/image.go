@@ -28,7 +28,10 @@ import (
 
 // agentUser runs the agent in every image Slipway builds: an unprivileged
 // uid that owns only the agent's data and scratch directories.
-const agentUser = "65534:65534"
+const agentUser = agentID + ":" + agentID
+
+// agentID is the agent user's uid and gid: nobody and nogroup.
+const agentID = "65534"
 
 // graphFile is the part of the graph configuration file (langgraph.json
 // format) that shapes the image.
@@ -289,6 +292,63 @@ func (d *Driver) ensureImage(ctx context.Context, ref, policy string, log io.Wri
 	defer resp.Close()
 	if err := resp.Wait(ctx); err != nil {
 		return fmt.Errorf("pull image %s: %w", ref, err)
+	}
+	return nil
+}
+
+// ownImage refuses an image that a revision build made for a deployment
+// of another workspace: such an image holds that deployment's source, so
+// naming it as a base_image, an image_uri, an init container's or a
+// sidecar's image, or in a dockerfile line, would read another tenant's
+// files. The labels are checked rather than the name, so any tag, digest or
+// image id of it is refused alike. Deployments of one workspace may share
+// images (their users can deploy either). An image that is not present is
+// left to the pull.
+func (d *Driver) ownImage(ctx context.Context, ref string, s runtime.Spec) error {
+	res, err := d.Client.ImageInspect(ctx, ref)
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	if res.Config == nil {
+		return nil
+	}
+	l := res.Config.Labels
+	if l[LabelManaged] != "true" || l[LabelDeployment] == "" || l[LabelDeployment] == s.DeploymentID {
+		return nil
+	}
+	if l[LabelWorkspace] == "" || l[LabelWorkspace] != s.WorkspaceID {
+		return fmt.Errorf("%w: image %s was built for a deployment of another workspace; a deployment may use only its workspace's revision images",
+			runtime.ErrUnsupported, ref)
+	}
+	return nil
+}
+
+// lineImages are the images a dockerfile line names: FROM's image, and
+// COPY or ADD --from= (which may also name a build stage; a name that is
+// no image is no concern of ownImage).
+func lineImages(line string) []string {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return nil
+	}
+	switch strings.ToUpper(f[0]) {
+	case "FROM":
+		for _, w := range f[1:] {
+			if !strings.HasPrefix(w, "--") {
+				return []string{w}
+			}
+		}
+	case "COPY", "ADD":
+		var out []string
+		for _, w := range f[1:] {
+			if v, ok := strings.CutPrefix(w, "--from="); ok {
+				out = append(out, strings.Trim(v, `"'`))
+			}
+		}
+		return out
 	}
 	return nil
 }

@@ -25,6 +25,9 @@ const (
 	LabelRevision   = "dev.slipway.revision"
 	LabelRole       = "dev.slipway.role" // agent, init, sidecar, data, volume, network, image
 	LabelName       = "dev.slipway.deployment-name"
+	// LabelWorkspace is on revision images: the workspace whose deployments
+	// may use the image (see ownImage).
+	LabelWorkspace = "dev.slipway.workspace"
 )
 
 // resourceSpec is the part of the control plane's ResourceSpec that has a
@@ -53,6 +56,31 @@ type volumeSpec struct {
 	Projected             map[string]any `json:"projected"`
 	DownwardAPI           map[string]any `json:"downwardAPI"`
 	CSI                   map[string]any `json:"csi"`
+	// sources names every source key the volume sets, known or not.
+	sources []string
+}
+
+// UnmarshalJSON keeps the names of all the volume's sources besides
+// decoding the known ones: a source this driver does not know (hostPath,
+// say, which would mount a path of Slipway's host) must fail the deploy
+// rather than pass for a volume without a source, which is an emptyDir.
+func (v *volumeSpec) UnmarshalJSON(b []byte) error {
+	type plain volumeSpec
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return err
+	}
+	v.sources = v.sources[:0]
+	for k, raw := range keys {
+		if k != "name" && string(raw) != "null" {
+			v.sources = append(v.sources, k)
+		}
+	}
+	sort.Strings(v.sources)
+	return nil
 }
 
 type volumeMount struct {
@@ -126,6 +154,15 @@ type sidecar struct {
 // live as long as the revision, persistentVolumeClaim volumes as long as
 // the deployment (named after the claim, so revisions share them).
 func volumeName(dep, rev string, v volumeSpec) (string, bool, error) {
+	for _, k := range v.sources {
+		if !knownSources[k] {
+			return "", false, fmt.Errorf("%w: volume %q has type %s, which the docker runtime does not support (supported: emptyDir, persistentVolumeClaim; "+
+				"nothing of the host's filesystem is ever mounted)", runtime.ErrUnsupported, v.Name, k)
+		}
+	}
+	if len(v.sources) > 1 {
+		return "", false, fmt.Errorf("%w: volume %q has several sources (%s); give it one", runtime.ErrUnsupported, v.Name, strings.Join(v.sources, ", "))
+	}
 	none := v.ConfigMap == nil && v.Secret == nil && v.PersistentVolumeClaim == nil && v.NFS == nil &&
 		v.Projected == nil && v.DownwardAPI == nil && v.CSI == nil
 	switch {
@@ -155,6 +192,11 @@ func volumeName(dep, rev string, v volumeSpec) (string, bool, error) {
 	return "", false, fmt.Errorf("%w: volume %q has type %s, which the docker runtime does not support (supported: emptyDir, persistentVolumeClaim)",
 		runtime.ErrUnsupported, v.Name, kind)
 }
+
+// knownSources are the volume sources of the spec's Volume shape; only
+// emptyDir and persistentVolumeClaim have a Docker equivalent here.
+var knownSources = map[string]bool{"configMap": true, "secret": true, "emptyDir": true, "persistentVolumeClaim": true,
+	"nfs": true, "projected": true, "downwardAPI": true, "csi": true}
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 

@@ -87,6 +87,17 @@ func TestMakePlan(t *testing.T) {
 			}
 		}},
 		{name: "nfs is unsupported", spec: `{"volumes": [{"name": "n", "nfs": {"server": "x"}}]}`, errHas: "type nfs"},
+		{name: "hostPath is refused, not taken for an emptyDir", spec: `{"volumes": [{"name": "h", "hostPath": {"path": "/var/lib/slipway"}}]}`,
+			errHas: "type hostPath"},
+		{name: "hostPath beside an emptyDir", spec: `{"volumes": [{"name": "h", "emptyDir": {}, "hostPath": {"path": "/"}}]}`, errHas: "type hostPath"},
+		{name: "any unknown source is refused", spec: `{"volumes": [{"name": "g", "gitRepo": {"repository": "x"}}]}`, errHas: "type gitRepo"},
+		{name: "several sources", spec: `{"volumes": [{"name": "v", "emptyDir": {}, "persistentVolumeClaim": {"claimName": "c"}}]}`,
+			errHas: "several sources"},
+		{name: "null sources are unset", spec: `{"volumes": [{"name": "v", "nfs": null, "hostPath": null, "emptyDir": {}}]}`, check: func(t *testing.T, p *plan) {
+			if len(p.volumes) != 1 || p.volumes[0].name != "slipway-d-r-v" || !p.volumes[0].perRevison {
+				t.Fatalf("volumes: %+v", p.volumes)
+			}
+		}},
 		{name: "pvc claim must be a DNS label", spec: `{"volumes": [{"name": "n", "persistentVolumeClaim": {"claimName": "../x"}}]}`, errHas: "DNS label"},
 		{name: "secret reference", refs: `[{"name": "TOKEN", "secret_name": "creds", "secret_key": "token"}]`, check: func(t *testing.T, p *plan) {
 			if strings.Join(p.env, ",") != "A=1,B=2,TOKEN=abc" {
