@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,9 +48,12 @@ type AuditHead struct {
 	Seal []byte `json:"seal,omitempty"`
 }
 
-// Sign returns the head's seal under the chain key.
-func (h *AuditHead) Sign(key []byte, org uuid.UUID) []byte {
-	m := hmac.New(sha256.New, key)
+// Sign returns the head's seal. mac is an HMAC-SHA256 keyed with the chain
+// key; it is reset first, so the caller may reuse one (keying an HMAC costs
+// more than the few bytes it then hashes).
+func (h *AuditHead) Sign(mac hash.Hash, org uuid.UUID) []byte {
+	m := mac
+	m.Reset()
 	m.Write([]byte("slipway audit head\x00"))
 	m.Write(org[:])
 	m.Write(U64(h.Seq))
@@ -58,24 +62,59 @@ func (h *AuditHead) Sign(key []byte, org uuid.UUID) []byte {
 	return m.Sum(nil)
 }
 
-// AuditManifest summarizes every organization's chain head.
+// AuditManifest summarizes every organization's chain head. It is read
+// and written with every event, so it is stored in a fixed binary form
+// (version 1 ‖ chains ‖ appended ‖ since ‖ mac) rather than JSON.
 type AuditManifest struct {
 	// Chains is the number of organizations with a chain head.
-	Chains uint64 `json:"chains"`
+	Chains uint64
 	// Appended is the number of events ever appended, the sum of every
 	// head's sequence number: pruning leaves it alone, truncating a chain
 	// or rolling its head back to an older one lowers the heads' sum.
-	Appended uint64 `json:"appended"`
+	Appended uint64
 	// Since is when the heads began to be sealed (Unix ms): the upgrade
 	// from a version without seals, or the first event. Tampering before
 	// then is not detectable.
-	Since int64  `json:"since"`
-	MAC   []byte `json:"mac"`
+	Since int64
+	MAC   []byte
 }
 
-// Sign returns the manifest's MAC under the chain key.
-func (m *AuditManifest) Sign(key []byte) []byte {
-	h := hmac.New(sha256.New, key)
+const auditManifestLen = 1 + 3*8 + sha256.Size
+
+// GetAuditManifest reads the manifest; found is false when there is none.
+func GetAuditManifest(tx *bolt.Tx) (m AuditManifest, found bool, err error) {
+	v := tx.Bucket([]byte(BucketAuditSeals)).Get(AuditManifestKey)
+	if v == nil {
+		return m, false, nil
+	}
+	if len(v) != auditManifestLen || v[0] != 1 {
+		return m, true, fmt.Errorf("audit manifest: %d bytes of an unknown format", len(v))
+	}
+	m.Chains = U64ToInt(v[1:])
+	m.Appended = U64ToInt(v[9:])
+	m.Since = int64(U64ToInt(v[17:]))
+	m.MAC = Copy(v[25:])
+	return m, true, nil
+}
+
+// PutAuditManifest writes the manifest.
+func PutAuditManifest(tx *bolt.Tx, m *AuditManifest) error {
+	if len(m.MAC) != sha256.Size {
+		return fmt.Errorf("audit manifest: MAC of %d bytes", len(m.MAC))
+	}
+	v := make([]byte, 0, auditManifestLen)
+	v = append(v, 1)
+	v = append(v, U64(m.Chains)...)
+	v = append(v, U64(m.Appended)...)
+	v = append(v, U64(uint64(m.Since))...)
+	v = append(v, m.MAC...)
+	return tx.Bucket([]byte(BucketAuditSeals)).Put(AuditManifestKey, v)
+}
+
+// Sign returns the manifest's MAC; mac is reset first, as for AuditHead.
+func (m *AuditManifest) Sign(mac hash.Hash) []byte {
+	h := mac
+	h.Reset()
 	h.Write([]byte("slipway audit manifest\x00"))
 	h.Write(U64(m.Chains))
 	h.Write(U64(m.Appended))
@@ -120,17 +159,17 @@ func sealAuditChains(tx *bolt.Tx, keys Keys) error {
 	if keys == nil {
 		return errors.New("sealing the audit chains needs the master key")
 	}
-	key := keys(AuditChainPurpose)
+	mac := hmac.New(sha256.New, keys(AuditChainPurpose))
 	m := AuditManifest{Since: time.Now().UnixMilli()}
 	for _, f := range heads {
 		org, _ := uuid.FromBytes(f.key[:16])
-		f.head.Seal = f.head.Sign(key, org)
+		f.head.Seal = f.head.Sign(mac, org)
 		m.Chains++
 		m.Appended += f.head.Seq
 		if err := Put(tx, BucketAuditEvents, f.key, &f.head); err != nil {
 			return err
 		}
 	}
-	m.MAC = m.Sign(key)
-	return Put(tx, BucketAuditSeals, AuditManifestKey, &m)
+	m.MAC = m.Sign(mac)
+	return PutAuditManifest(tx, &m)
 }

@@ -34,7 +34,7 @@ import (
 //	                          operation, time) order for the same reason (v3)
 //	audit_anchors             org id → signed anchor left by retention pruning (v3)
 //	audit_forward             org id → forwarder state {through, after {t, uid}, attempts, next_attempt, ...} (v4)
-//	audit_seals               "manifest" → {chains, appended, since, mac}: the number of chains and
+//	audit_seals               "manifest" → 0x01 ‖ chains ‖ appended ‖ since ‖ mac: the number of chains and
 //	                          the sum of their head sequences, under an HMAC; with each head's
 //	                          seal (an HMAC over org, seq, mac, time) it makes truncating a chain
 //	                          or deleting it whole detectable (v6, see auditseal.go)

@@ -101,12 +101,12 @@ func TestVerifyDetectsTruncationAndDeletion(t *testing.T) {
 			return tx.Bucket([]byte(storage.BucketAuditSeals)).Put(storage.AuditManifestKey, old.manifest)
 		}, map[string]string{"": "rolled back"}},
 		{"manifest forged", func(tx *bolt.Tx, _ snapshot) error {
-			var m storage.AuditManifest
-			if err := storage.Get(tx, storage.BucketAuditSeals, storage.AuditManifestKey, &m); err != nil {
+			m, _, err := storage.GetAuditManifest(tx)
+			if err != nil {
 				return err
 			}
 			m.Chains--
-			return storage.Put(tx, storage.BucketAuditSeals, storage.AuditManifestKey, &m)
+			return storage.PutAuditManifest(tx, &m)
 		}, map[string]string{"": "not authentic"}},
 	}
 	for _, tc := range cases {

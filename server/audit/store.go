@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,6 +28,19 @@ type Log struct {
 	Key     []byte
 	Version string
 	Now     func() time.Time
+
+	// macs holds HMACs keyed with Key: an event takes three MACs, and
+	// keying an HMAC costs more than the few bytes each then hashes.
+	macs sync.Pool
+}
+
+// keyed returns an HMAC-SHA256 keyed with l.Key, to give back with
+// l.macs.Put; it is reset by whoever writes to it.
+func (l *Log) keyed() hash.Hash {
+	if h, ok := l.macs.Get().(hash.Hash); ok {
+		return h
+	}
+	return hmac.New(sha256.New, l.Key)
 }
 
 func (l *Log) now() time.Time {
@@ -120,12 +135,22 @@ func getHead(tx *bolt.Tx, org uuid.UUID) (head, bool, error) {
 
 // getManifest reads the manifest of every chain head; found is false in a
 // database that has never had an event.
-func getManifest(tx *bolt.Tx) (m storage.AuditManifest, found bool, err error) {
-	err = storage.Get(tx, storage.BucketAuditSeals, storage.AuditManifestKey, &m)
-	if errors.Is(err, storage.ErrNotFound) {
-		return m, false, nil
-	}
-	return m, err == nil, err
+func getManifest(tx *bolt.Tx) (storage.AuditManifest, bool, error) {
+	return storage.GetAuditManifest(tx)
+}
+
+// sealHead returns the seal of an organization's chain head.
+func (l *Log) sealHead(org uuid.UUID, h *head) []byte {
+	m := l.keyed()
+	defer l.macs.Put(m)
+	return h.Sign(m, org)
+}
+
+// sealManifest returns the MAC of the manifest.
+func (l *Log) sealManifest(mf *storage.AuditManifest) []byte {
+	m := l.keyed()
+	defer l.macs.Put(m)
+	return mf.Sign(m)
 }
 
 // anchor stands in for pruned records: the chain continues from it.
@@ -136,7 +161,9 @@ type anchor struct {
 }
 
 func (l *Log) mac(org uuid.UUID, seq uint64, t int64, prev, ev []byte) []byte {
-	m := hmac.New(sha256.New, l.Key)
+	m := l.keyed()
+	defer l.macs.Put(m)
+	m.Reset()
 	m.Write(org[:])
 	m.Write(storage.U64(seq))
 	m.Write(storage.U64(uint64(t)))
@@ -211,15 +238,15 @@ func (l *Log) Append(tx *bolt.Tx, e Entry) error {
 		m.Chains++
 	}
 	m.Appended++
-	m.MAC = m.Sign(l.Key)
+	m.MAC = l.sealManifest(&m)
 	nh := head{Seq: seq, MAC: rec.MAC, Time: rec.Time}
-	nh.Seal = nh.Sign(l.Key, org)
+	nh.Seal = l.sealHead(org, &nh)
 	events := tx.Bucket([]byte(storage.BucketAuditEvents))
 	return errors.Join(
 		events.Put(storage.Key(org, storage.U64(seq)), raw),
 		storage.Put(tx, storage.BucketAuditEvents, storage.Key(org, storage.U64(headSeq)), &nh),
 		tx.Bucket([]byte(storage.IdxAuditOp)).Put(storage.Key(org, e.Op, []byte{0}, storage.U64(seq)), nil),
-		storage.Put(tx, storage.BucketAuditSeals, storage.AuditManifestKey, &m),
+		storage.PutAuditManifest(tx, &m),
 	)
 }
 
@@ -303,7 +330,7 @@ func (l *Log) verifyManifest(tx *bolt.Tx, rep *VerifyReport, chains, appended ui
 		return nil // no event was ever recorded
 	case !found:
 		return &Break{Reason: "the audit manifest is missing (deleted)"}
-	case !hmac.Equal(m.MAC, m.Sign(l.Key)):
+	case !hmac.Equal(m.MAC, l.sealManifest(&m)):
 		return &Break{Reason: "the audit manifest is not authentic (modified)"}
 	}
 	since := time.UnixMilli(m.Since).UTC()
@@ -397,7 +424,7 @@ func (l *Log) verifyOrg(tx *bolt.Tx, org uuid.UUID) (int, *Break) {
 		return n, fail(next, "record %d is missing (the chain head is at %d)", next, h.Seq)
 	case !bytes.Equal(h.MAC, prev) && (n > 0 || anchored):
 		return n, fail(h.Seq, "the chain head does not match record %d", h.Seq)
-	case !hmac.Equal(h.Seal, h.Sign(l.Key, org)):
+	case !hmac.Equal(h.Seal, l.sealHead(org, &h)):
 		return n, fail(h.Seq, "the chain head at record %d is not authentic: records after it were removed, or the head was rewritten", h.Seq)
 	}
 	return n, nil
