@@ -1,7 +1,9 @@
 // Package audit records tracked operations as OCSF 1.7.0 API Activity
 // events, in the same bbolt transaction as the change they describe, chained
 // per organization with an HMAC so that modification, deletion and
-// reordering are detectable; and answers queries over them.
+// reordering are detectable, with sealed chain heads and a manifest over
+// them so that truncating a chain or deleting it whole is too; and answers
+// queries over them.
 package audit
 
 import (
