@@ -100,6 +100,9 @@ func TestVerifyDetectsTruncationAndDeletion(t *testing.T) {
 		{"manifest rolled back", func(tx *bolt.Tx, old snapshot) error {
 			return tx.Bucket([]byte(storage.BucketAuditSeals)).Put(storage.AuditManifestKey, old.manifest)
 		}, map[string]string{"": "rolled back"}},
+		{"manifest garbled", func(tx *bolt.Tx, _ snapshot) error {
+			return tx.Bucket([]byte(storage.BucketAuditSeals)).Put(storage.AuditManifestKey, []byte("{}"))
+		}, map[string]string{"": "unreadable"}},
 		{"manifest forged", func(tx *bolt.Tx, _ snapshot) error {
 			m, _, err := storage.GetAuditManifest(tx)
 			if err != nil {
@@ -139,6 +142,11 @@ func TestVerifyDetectsTruncationAndDeletion(t *testing.T) {
 			}
 			if tc.want == nil && (rep.Events != 8 || rep.SealedSince == nil) {
 				t.Fatalf("untouched: %+v", rep)
+			}
+			// Writes go on, and do not hide the damage.
+			appendN(t, l, w, other, "create_workspace", 1)
+			if rep := verifyNow(l, db); (len(rep.Breaks) == 0) != (tc.want == nil) {
+				t.Fatalf("after another event: %+v", rep)
 			}
 		})
 	}

@@ -228,13 +228,12 @@ func (l *Log) Append(tx *bolt.Tx, e Entry) error {
 	// The new head and the manifest are sealed in this transaction, so
 	// they always agree with the chain. Neither is checked here: a head
 	// or manifest that was tampered with still disagrees with the others
-	// after this append, and Verify says so.
+	// after this append, and Verify says so. An unreadable manifest is
+	// started afresh rather than failing every audited write; the fresh
+	// one does not add up either.
 	m, found, err := getManifest(tx)
-	if err != nil {
-		return err
-	}
-	if !found {
-		m.Since = rec.Time
+	if err != nil || !found {
+		m = storage.AuditManifest{Since: rec.Time}
 	}
 	if !hasHead {
 		m.Chains++
