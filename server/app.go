@@ -59,7 +59,7 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 	}
 	writer := &storage.Committer{DB: db}
 	rec := &audit.Recorder{
-		Log:     &audit.Log{Key: sealer.Key("slipway audit chain v1"), Version: version},
+		Log:     &audit.Log{Key: sealer.Key(storage.AuditChainPurpose), Version: version},
 		Update:  writer.Update,
 		Trusted: cfg.Prefixes(),
 	}

@@ -382,6 +382,34 @@ func rawTarball(t *testing.T, entries []tar.Header, bodies map[string]string) []
 	return buf.Bytes()
 }
 
+// assertLinksStayInApp checks that every symbolic link under dataDir that
+// lies in an unpacked "app" directory resolves inside that directory.
+func assertLinksStayInApp(t *testing.T, dataDir string) {
+	t.Helper()
+	_ = filepath.WalkDir(dataDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.Type()&os.ModeSymlink == 0 {
+			return nil
+		}
+		app := p
+		for filepath.Base(app) != "app" && app != dataDir && app != "/" {
+			app = filepath.Dir(app)
+		}
+		if filepath.Base(app) != "app" {
+			return nil
+		}
+		resolved, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return nil // dangling: leads nowhere
+		}
+		realApp, _ := filepath.EvalSymlinks(app)
+		if resolved != realApp && !strings.HasPrefix(resolved, realApp+string(filepath.Separator)) {
+			target, _ := os.Readlink(p)
+			t.Fatalf("%s -> %s leads out of %s, to %s", p, target, app, resolved)
+		}
+		return nil
+	})
+}
+
 // TestRuntimeFailures, on each runtime: unsafe archives fail the build with a reason
 // and write nothing outside their directory; a revision whose agent never
 // becomes healthy fails its deploy while the previous revision keeps serving.
@@ -421,6 +449,14 @@ func runtimeFailures(t *testing.T, driver string) {
 			{Name: "../../escaped.txt", Typeflag: tar.TypeReg, Mode: 0o644}}, map[string]string{"langgraph.json": cfg["langgraph.json"], "../../escaped.txt": "x"}), "escapes"},
 		{"symlink out", rawTarball(t, []tar.Header{{Name: "langgraph.json", Typeflag: tar.TypeReg, Mode: 0o644},
 			{Name: "etc", Typeflag: tar.TypeSymlink, Linkname: "/etc"}}, cfg), "outside the archive"},
+		// d/s/t is created where d/s leads, the app root: its ".." is outside.
+		{"symlink through symlink", rawTarball(t, []tar.Header{{Name: "langgraph.json", Typeflag: tar.TypeReg, Mode: 0o644},
+			{Name: "d/", Typeflag: tar.TypeDir, Mode: 0o755}, {Name: "d/s", Typeflag: tar.TypeSymlink, Linkname: ".."},
+			{Name: "d/s/t", Typeflag: tar.TypeSymlink, Linkname: ".."}}, cfg), "goes through the symlink d/s"},
+		// t is harmless until s makes "s/.." the app root's parent.
+		{"symlink redirected by a later one", rawTarball(t, []tar.Header{{Name: "langgraph.json", Typeflag: tar.TypeReg, Mode: 0o644},
+			{Name: "t", Typeflag: tar.TypeSymlink, Linkname: "s/.."}, {Name: "s", Typeflag: tar.TypeSymlink, Linkname: "."}}, cfg),
+			"symlink t points to"},
 	}
 	for _, tc := range cases {
 		rev := upload(tc.archive)
@@ -439,6 +475,7 @@ func runtimeFailures(t *testing.T, driver string) {
 			t.Fatalf("an archive wrote %s", p)
 		}
 	}
+	assertLinksStayInApp(t, s.DataDir)
 	// An agent that cannot start never passes its health check.
 	bad := deploySource(t, s, dep, map[string]string{"langgraph.json": `{"graphs": {"agent": {"builtin": "no-such-graph"}}}`})
 	if st := waitStatus(t, s, dep, bad); st != "DEPLOY_FAILED" {

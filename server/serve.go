@@ -34,7 +34,8 @@ func Serve(ctx context.Context, cfg config.Serve, log zerolog.Logger, version st
 	if err != nil {
 		return err
 	}
-	db, err := storage.Open(filepath.Join(cfg.DataDir, "slipway.db"), 3*time.Second, storage.ControlPlaneMigrations)
+	// The migrations seal the audit chains, with a key derived from the master key.
+	db, err := storage.OpenKeyed(filepath.Join(cfg.DataDir, "slipway.db"), 3*time.Second, storage.ControlPlaneMigrations, sealer.Key)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 
 func TestCommitterGroupsAndIsolatesFailures(t *testing.T) {
 	db, err := Open(filepath.Join(t.TempDir(), "db"), time.Second, []Migration{
-		{1, "b", func(tx *bolt.Tx) error { return CreateBuckets(tx, "b") }},
+		{Version: 1, Name: "b", Apply: func(tx *bolt.Tx) error { return CreateBuckets(tx, "b") }},
 	})
 	if err != nil {
 		t.Fatal(err)

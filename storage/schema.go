@@ -27,13 +27,17 @@ import (
 //	idx_deployment_name       workspace id ‖ name → deployment id
 //	idx_pending_deployments   deployment id → nil: the reconciler has work there (v2)
 //	audit_events              org id ‖ uint64 seq → uint64 time ms ‖ record {b: event facts, prev, mac} (v3);
-//	                          org id ‖ 0xFF×8 → the chain head {seq, mac, time}. Time never
+//	                          org id ‖ 0xFF×8 → the chain head {seq, mac, time, seal (v6)}. Time never
 //	                          decreases along an organization's seq, so this key order is the
 //	                          (organization, time) index.
 //	idx_audit_op              org id ‖ operation ‖ 0x00 ‖ uint64 seq → nil: (organization,
 //	                          operation, time) order for the same reason (v3)
 //	audit_anchors             org id → signed anchor left by retention pruning (v3)
 //	audit_forward             org id → forwarder state {through, after {t, uid}, attempts, next_attempt, ...} (v4)
+//	audit_seals               "manifest" → 0x01 ‖ chains ‖ appended ‖ since ‖ mac: the number of chains and
+//	                          the sum of their head sequences, under an HMAC; with each head's
+//	                          seal (an HMAC over org, seq, mac, time) it makes truncating a chain
+//	                          or deleting it whole detectable (v6, see auditseal.go)
 //	revisions                 revision id → Revision
 //	idx_deployment_revisions  deployment id ‖ revision id → nil
 //	listeners                 listener id → Listener
@@ -86,6 +90,7 @@ const (
 	IdxOrgPending           = "idx_org_pending"
 	BucketWorkspaceSecrets  = "workspace_secrets"
 	BucketTTLSettings       = "ttl_settings"
+	BucketAuditSeals        = "audit_seals"
 )
 
 // ControlPlaneMigrations is the ordered history of the control-plane schema.
@@ -135,6 +140,7 @@ var ControlPlaneMigrations = []Migration{
 			return idx.Put(Key(u.OrgID, k), nil)
 		})
 	}},
+	{Version: 6, Name: "audit chain head seals and manifest", Keyed: sealAuditChains},
 }
 
 // ErrNotFound is returned by Get when the key is absent.

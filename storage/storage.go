@@ -24,7 +24,13 @@ type Migration struct {
 	Version int
 	Name    string
 	Apply   func(tx *bolt.Tx) error
+	// Keyed is set instead of Apply by a migration that signs what it
+	// writes; keys is nil when the database was opened without them.
+	Keyed func(tx *bolt.Tx, keys Keys) error
 }
+
+// Keys derives a sub-key of the master key for a purpose (Sealer.Key).
+type Keys func(purpose string) []byte
 
 var (
 	metaBucket = []byte("meta")
@@ -35,6 +41,12 @@ var (
 // lockTimeout for the file lock, and applies every migration newer than the
 // stored version, each in its own transaction.
 func Open(path string, lockTimeout time.Duration, migrations []Migration) (*bolt.DB, error) {
+	return OpenKeyed(path, lockTimeout, migrations, nil)
+}
+
+// OpenKeyed is Open for a database whose migrations may need sub-keys of
+// the master key (the control plane's, to seal audit chains).
+func OpenKeyed(path string, lockTimeout time.Duration, migrations []Migration, keys Keys) (*bolt.DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
@@ -49,7 +61,7 @@ func Open(path string, lockTimeout time.Duration, migrations []Migration) (*bolt
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	if err := Migrate(db, migrations); err != nil {
+	if err := Migrate(db, migrations, keys); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -69,8 +81,9 @@ func Version(tx *bolt.Tx) int {
 	return int(binary.BigEndian.Uint64(v))
 }
 
-// Migrate applies the migrations above the stored version in order.
-func Migrate(db *bolt.DB, migrations []Migration) error {
+// Migrate applies the migrations above the stored version in order; keys
+// (which may be nil) is passed to the keyed ones.
+func Migrate(db *bolt.DB, migrations []Migration, keys Keys) error {
 	for i, m := range migrations {
 		if m.Version != i+1 {
 			return fmt.Errorf("migration %q has version %d, want %d", m.Name, m.Version, i+1)
@@ -79,7 +92,11 @@ func Migrate(db *bolt.DB, migrations []Migration) error {
 			if Version(tx) >= m.Version {
 				return nil
 			}
-			if err := m.Apply(tx); err != nil {
+			apply := m.Apply
+			if m.Keyed != nil {
+				apply = func(tx *bolt.Tx) error { return m.Keyed(tx, keys) }
+			}
+			if err := apply(tx); err != nil {
 				return err
 			}
 			b, err := tx.CreateBucketIfNotExists(metaBucket)

@@ -13,8 +13,8 @@ func TestMigrationsRunInOrderOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	var calls []int
 	ms := []Migration{
-		{1, "one", func(tx *bolt.Tx) error { calls = append(calls, 1); return CreateBuckets(tx, "a") }},
-		{2, "two", func(tx *bolt.Tx) error { calls = append(calls, 2); return CreateBuckets(tx, "b") }},
+		{Version: 1, Name: "one", Apply: func(tx *bolt.Tx) error { calls = append(calls, 1); return CreateBuckets(tx, "a") }},
+		{Version: 2, Name: "two", Apply: func(tx *bolt.Tx) error { calls = append(calls, 2); return CreateBuckets(tx, "b") }},
 	}
 	db, err := Open(path, time.Second, ms)
 	if err != nil {
@@ -55,7 +55,7 @@ func TestSecondOpenFailsFast(t *testing.T) {
 }
 
 func TestBadMigrationNumbering(t *testing.T) {
-	_, err := Open(filepath.Join(t.TempDir(), "db"), time.Second, []Migration{{2, "x", nil}})
+	_, err := Open(filepath.Join(t.TempDir(), "db"), time.Second, []Migration{{Version: 2, Name: "x"}})
 	if err == nil {
 		t.Fatal("want error")
 	}

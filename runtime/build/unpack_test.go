@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -71,7 +73,36 @@ func TestUnpack(t *testing.T) {
 		{name: "symlink out absolute", entries: []entry{{name: "l", link: "/etc", typ: tar.TypeSymlink}}, unsafe: true},
 		{name: "symlink out relative", entries: []entry{{name: "a/l", link: "../../x", typ: tar.TypeSymlink}}, unsafe: true},
 		{name: "symlink inside", entries: []entry{{name: "a/f", body: "x"}, {name: "l", link: "a/f", typ: tar.TypeSymlink}}},
-		{name: "write through symlinked dir", entries: []entry{{name: "d", link: ".", typ: tar.TypeSymlink}, {name: "d/f", body: "x"}}},
+		{name: "write through symlinked dir", entries: []entry{{name: "d", link: ".", typ: tar.TypeSymlink}, {name: "d/f", body: "x"}}, unsafe: true},
+		{name: "dir through symlink", entries: []entry{{name: "d", link: ".", typ: tar.TypeSymlink}, {name: "d/x/", typ: tar.TypeDir}}, unsafe: true},
+		{name: "entry replaces symlink", entries: []entry{{name: "d", link: "a", typ: tar.TypeSymlink}, {name: "d/", typ: tar.TypeDir}}, unsafe: true},
+		// d/s/t is created in the root, where d/s leads: its ".." is the
+		// root's parent, though "d/s/.." reads as "d".
+		{name: "symlink through symlink", entries: []entry{{name: "d/", typ: tar.TypeDir},
+			{name: "d/s", link: "..", typ: tar.TypeSymlink}, {name: "d/s/t", link: "..", typ: tar.TypeSymlink}}, unsafe: true},
+		{name: "target through symlink", entries: []entry{{name: "s", link: ".", typ: tar.TypeSymlink},
+			{name: "t", link: "s/..", typ: tar.TypeSymlink}}, unsafe: true},
+		// t is harmless until s appears and makes "s/.." the root's parent.
+		{name: "later symlink redirects earlier", entries: []entry{{name: "t", link: "s/..", typ: tar.TypeSymlink},
+			{name: "s", link: ".", typ: tar.TypeSymlink}}, unsafe: true},
+		{name: "redirected, then another error", entries: []entry{{name: "t", link: "s/..", typ: tar.TypeSymlink},
+			{name: "s", link: ".", typ: tar.TypeSymlink}, {name: "../evil", body: "x"}}, unsafe: true},
+		{name: "symlink loop", entries: []entry{{name: "a", link: "b", typ: tar.TypeSymlink}, {name: "b", link: "a", typ: tar.TypeSymlink}}, unsafe: true},
+		{name: "hard link to symlink", entries: []entry{{name: "a/b/s", link: "../..", typ: tar.TypeSymlink},
+			{name: "h", link: "a/b/s", typ: tar.TypeLink}}, unsafe: true},
+		{name: "hard link through symlink", entries: []entry{{name: "f", body: "x"}, {name: "d", link: ".", typ: tar.TypeSymlink},
+			{name: "h", link: "d/f", typ: tar.TypeLink}}, unsafe: true},
+		{name: "hard link to directory", entries: []entry{{name: "a/", typ: tar.TypeDir}, {name: "h", link: "a", typ: tar.TypeLink}}, unsafe: true},
+		{name: "symlink to root", entries: []entry{{name: "d/s", link: "..", typ: tar.TypeSymlink}}},
+		{name: "node_modules bin link", entries: []entry{{name: "node_modules/pkg/bin/x.js", body: "x"},
+			{name: "node_modules/.bin/x", link: "../pkg/bin/x.js", typ: tar.TypeSymlink}},
+			check: func(t *testing.T, dst string) {
+				if b, err := os.ReadFile(filepath.Join(dst, "node_modules/.bin/x")); err != nil || string(b) != "x" {
+					t.Fatalf("%q %v", b, err)
+				}
+			}},
+		{name: "symlink chain inside", entries: []entry{{name: "a/b/f", body: "x"}, {name: "l1", link: "a/b", typ: tar.TypeSymlink},
+			{name: "a/l2", link: "../l1/f", typ: tar.TypeSymlink}}},
 		{name: "hard link out", entries: []entry{{name: "h", link: "../outside", typ: tar.TypeLink}}, unsafe: true},
 		{name: "hard link inside", entries: []entry{{name: "f", body: "x"}, {name: "h", link: "f", typ: tar.TypeLink}}},
 		{name: "char device", entries: []entry{{name: "dev", typ: tar.TypeChar}}, unsafe: true},
@@ -97,6 +128,7 @@ func TestUnpack(t *testing.T) {
 				t.Fatalf("err %v is not ErrUnsafe", err)
 			}
 			assertOnlyApp(t, parent)
+			assertNoEscape(t, dst) // a partial tree included
 			if tc.check != nil && err == nil {
 				tc.check(t, dst)
 			}
@@ -121,19 +153,94 @@ func assertOnlyApp(t testing.TB, parent string) {
 	}
 }
 
+// assertNoEscape checks, by following them on the file system, that no
+// symbolic link in dst leads out of it.
+func assertNoEscape(t testing.TB, dst string) {
+	t.Helper()
+	root, err := filepath.Abs(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type()&fs.ModeSymlink != 0 && leavesRoot(root, p) {
+			target, _ := os.Readlink(p)
+			t.Fatalf("%s -> %s leads out of %s", p, target, root)
+		}
+		return nil
+	})
+}
+
+// leavesRoot reports whether following the symbolic link at p, component
+// by component as the kernel would, ever climbs above root. A chain of
+// more than 40 links ends there (the kernel's ELOOP), inside.
+func leavesRoot(root, p string) bool {
+	hops := 0
+	var follow func(dir, target string) (string, bool)
+	follow = func(dir, target string) (string, bool) {
+		if filepath.IsAbs(target) {
+			return "", false
+		}
+		cur := dir
+		for _, c := range strings.Split(target, "/") {
+			switch c {
+			case "", ".":
+				continue
+			case "..":
+				if cur == root {
+					return "", false
+				}
+				cur = filepath.Dir(cur)
+				continue
+			}
+			cur = filepath.Join(cur, c)
+			fi, err := os.Lstat(cur)
+			if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+				continue
+			}
+			if hops++; hops > 40 {
+				return cur, true
+			}
+			next, err := os.Readlink(cur)
+			if err != nil {
+				return cur, true
+			}
+			var ok bool
+			if cur, ok = follow(filepath.Dir(cur), next); !ok {
+				return "", false
+			}
+		}
+		return cur, true
+	}
+	target, err := os.Readlink(p)
+	if err != nil {
+		return false
+	}
+	_, ok := follow(filepath.Dir(p), target)
+	return !ok
+}
+
 // FuzzUnpack feeds arbitrary archives (and arbitrary entry names and link
-// targets) to the unpacker: it must never panic nor write outside dst.
+// targets) to the unpacker: it must never panic, write outside dst, nor
+// leave a link there that leads out, whether it succeeds or not.
 func FuzzUnpack(f *testing.F) {
 	f.Add([]byte{}, "a", "b", byte(tar.TypeReg))
 	f.Add(archive(f, entry{name: "x", body: "y"}), "../z", "", byte(tar.TypeReg))
 	f.Add([]byte{}, "l", "../../etc", byte(tar.TypeSymlink))
 	f.Add([]byte{}, "d/f", "d", byte(tar.TypeLink))
+	// A link below a link: d/s -> .., then d/s/t -> .. (typ 1: symlink).
+	f.Add([]byte{}, "d/s", "..", byte(1))
+	f.Add(archive(f, entry{name: "d/", typ: tar.TypeDir}, entry{name: "d/s", link: "..", typ: tar.TypeSymlink},
+		entry{name: "d/s/t", link: "..", typ: tar.TypeSymlink}), "", "", byte(0))
+	// A link made to lead out by a later one: t -> s/.., then s -> .
+	f.Add(archive(f, entry{name: "t", link: "s/..", typ: tar.TypeSymlink}, entry{name: "s", link: ".", typ: tar.TypeSymlink}),
+		"", "", byte(0))
 	f.Fuzz(func(t *testing.T, raw []byte, name, link string, typ byte) {
 		parent := t.TempDir()
 		dst := filepath.Join(parent, "app")
 		_ = UnpackReader(bytes.NewReader(raw), dst, Limits{MaxFiles: 50, MaxBytes: 1 << 16})
-		_ = os.RemoveAll(dst)
 		assertOnlyApp(t, parent)
+		assertNoEscape(t, dst)
+		_ = os.RemoveAll(dst)
 
 		parent2 := t.TempDir()
 		dst2 := filepath.Join(parent2, "app")
@@ -147,11 +254,13 @@ func FuzzUnpack(f *testing.F) {
 		default:
 			typ = tar.TypeDir
 		}
-		a, err := tryArchive(entry{name: name, link: link, typ: typ}, entry{name: name + "/f", body: "x"}, entry{name: "z", body: "y"})
+		a, err := tryArchive(entry{name: name, link: link, typ: typ}, entry{name: name + "/t", link: link, typ: tar.TypeSymlink},
+			entry{name: name + "/f", body: "x"}, entry{name: "z", body: "y"})
 		if err != nil {
 			return // not encodable as tar: nothing to unpack
 		}
 		_ = UnpackReader(bytes.NewReader(a), dst2, DefaultLimits)
 		assertOnlyApp(t, parent2)
+		assertNoEscape(t, dst2)
 	})
 }

@@ -272,12 +272,18 @@ func copyDir(t *testing.T, src string) string {
 // editDB opens the database file directly, as an attacker with the file would.
 func editDB(t *testing.T, dir string, fn func(events *bolt.Bucket) error) {
 	t.Helper()
+	editTx(t, dir, func(tx *bolt.Tx) error { return fn(tx.Bucket([]byte(storage.BucketAuditEvents))) })
+}
+
+// editTx is editDB with the whole database at hand.
+func editTx(t *testing.T, dir string, fn func(tx *bolt.Tx) error) {
+	t.Helper()
 	db, err := bolt.Open(filepath.Join(dir, "slipway.db"), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.Update(func(tx *bolt.Tx) error { return fn(tx.Bucket([]byte(storage.BucketAuditEvents))) }); err != nil {
+	if err := db.Update(fn); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -209,10 +209,19 @@ func Main(args []string, dataDir string, stdout, stderr io.Writer) int {
 		if *asJSON {
 			printJSON(rep)
 		} else if len(rep.Breaks) == 0 {
-			fmt.Fprintf(stdout, "audit log intact: %d organization(s), %d event(s) verified\n", rep.Organizations, rep.Events)
+			fmt.Fprintf(stdout, "audit log intact: %d organization(s), %d event(s) verified", rep.Organizations, rep.Events)
+			if rep.SealedSince != nil {
+				fmt.Fprintf(stdout, "; chain heads sealed since %s", rep.SealedSince.Format(time.RFC3339))
+			}
+			fmt.Fprintln(stdout)
 		} else {
-			fmt.Fprintf(stdout, "audit log BROKEN in %d of %d organization(s):\n", len(rep.Breaks), rep.Organizations)
+			fmt.Fprintf(stdout, "audit log BROKEN: %d break(s), %d organization(s) checked:\n", len(rep.Breaks), rep.Organizations)
 			for _, b := range rep.Breaks {
+				if b.Org == "" {
+					// The manifest covers every chain: no one organization to name.
+					fmt.Fprintf(stdout, "  every organization: %s\n", b.Reason)
+					continue
+				}
 				fmt.Fprintf(stdout, "  organization %s: first broken record seq %d: %s\n", b.Org, b.Seq, b.Reason)
 			}
 		}

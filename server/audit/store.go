@@ -1,7 +1,9 @@
 // Package audit records tracked operations as OCSF 1.7.0 API Activity
 // events, in the same bbolt transaction as the change they describe, chained
 // per organization with an HMAC so that modification, deletion and
-// reordering are detectable; and answers queries over them.
+// reordering are detectable, with sealed chain heads and a manifest over
+// them so that truncating a chain or deleting it whole is too; and answers
+// queries over them.
 package audit
 
 import (
@@ -12,6 +14,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,6 +30,19 @@ type Log struct {
 	Key     []byte
 	Version string
 	Now     func() time.Time
+
+	// macs holds HMACs keyed with Key: an event takes three MACs, and
+	// keying an HMAC costs more than the few bytes each then hashes.
+	macs sync.Pool
+}
+
+// keyed returns an HMAC-SHA256 keyed with l.Key, to give back with
+// l.macs.Put; it is reset by whoever writes to it.
+func (l *Log) keyed() hash.Hash {
+	if h, ok := l.macs.Get().(hash.Hash); ok {
+		return h
+	}
+	return hmac.New(sha256.New, l.Key)
 }
 
 func (l *Log) now() time.Time {
@@ -100,16 +117,11 @@ func (rec *record) render() (json.RawMessage, body, error) {
 
 func recordTime(v []byte) int64 { return int64(binary.BigEndian.Uint64(v[:8])) }
 
-// headSeq is the key suffix of an organization's chain head, stored after
-// its events so that appending usually dirties a single leaf page.
-const headSeq = ^uint64(0)
+// headSeq is the key suffix of an organization's chain head.
+const headSeq = storage.AuditHeadSeq
 
-// head is the end of an organization's chain.
-type head struct {
-	Seq  uint64 `json:"seq"`
-	MAC  []byte `json:"mac"`
-	Time int64  `json:"time"`
-}
+// head is the end of an organization's chain, sealed (storage/auditseal.go).
+type head = storage.AuditHead
 
 func getHead(tx *bolt.Tx, org uuid.UUID) (head, bool, error) {
 	var h head
@@ -123,6 +135,26 @@ func getHead(tx *bolt.Tx, org uuid.UUID) (head, bool, error) {
 	return h, true, nil
 }
 
+// getManifest reads the manifest of every chain head; found is false in a
+// database that has never had an event.
+func getManifest(tx *bolt.Tx) (storage.AuditManifest, bool, error) {
+	return storage.GetAuditManifest(tx)
+}
+
+// sealHead returns the seal of an organization's chain head.
+func (l *Log) sealHead(org uuid.UUID, h *head) []byte {
+	m := l.keyed()
+	defer l.macs.Put(m)
+	return h.Sign(m, org)
+}
+
+// sealManifest returns the MAC of the manifest.
+func (l *Log) sealManifest(mf *storage.AuditManifest) []byte {
+	m := l.keyed()
+	defer l.macs.Put(m)
+	return mf.Sign(m)
+}
+
 // anchor stands in for pruned records: the chain continues from it.
 type anchor struct {
 	Seq uint64 `json:"seq"` // last pruned sequence number
@@ -131,7 +163,9 @@ type anchor struct {
 }
 
 func (l *Log) mac(org uuid.UUID, seq uint64, t int64, prev, ev []byte) []byte {
-	m := hmac.New(sha256.New, l.Key)
+	m := l.keyed()
+	defer l.macs.Put(m)
+	m.Reset()
 	m.Write(org[:])
 	m.Write(storage.U64(seq))
 	m.Write(storage.U64(uint64(t)))
@@ -171,7 +205,7 @@ func (l *Log) Append(tx *bolt.Tx, e Entry) error {
 	if !Known(e.Op) {
 		return fmt.Errorf("audit: unknown operation %q", e.Op)
 	}
-	h, _, err := getHead(tx, org)
+	h, hasHead, err := getHead(tx, org)
 	if err != nil {
 		return err
 	}
@@ -191,15 +225,34 @@ func (l *Log) Append(tx *bolt.Tx, e Entry) error {
 	if err != nil {
 		return err
 	}
+	// The new head and the manifest are sealed in this transaction, so
+	// they always agree with the chain. Neither is checked here: a head
+	// or manifest that was tampered with still disagrees with the others
+	// after this append, and Verify says so. An unreadable manifest is
+	// started afresh rather than failing every audited write; the fresh
+	// one does not add up either.
+	m, found, err := getManifest(tx)
+	if err != nil || !found {
+		m = storage.AuditManifest{Since: rec.Time}
+	}
+	if !hasHead {
+		m.Chains++
+	}
+	m.Appended++
+	m.MAC = l.sealManifest(&m)
+	nh := head{Seq: seq, MAC: rec.MAC, Time: rec.Time}
+	nh.Seal = l.sealHead(org, &nh)
 	events := tx.Bucket([]byte(storage.BucketAuditEvents))
 	return errors.Join(
 		events.Put(storage.Key(org, storage.U64(seq)), raw),
-		storage.Put(tx, storage.BucketAuditEvents, storage.Key(org, storage.U64(headSeq)), &head{Seq: seq, MAC: rec.MAC, Time: rec.Time}),
+		storage.Put(tx, storage.BucketAuditEvents, storage.Key(org, storage.U64(headSeq)), &nh),
 		tx.Bucket([]byte(storage.IdxAuditOp)).Put(storage.Key(org, e.Op, []byte{0}, storage.U64(seq)), nil),
+		storage.PutAuditManifest(tx, &m),
 	)
 }
 
-// Break describes the first place a chain does not verify.
+// Break describes the first place a chain does not verify. A break of the
+// manifest, which covers every chain, has no organization.
 type Break struct {
 	Org    string `json:"organization_id"`
 	Seq    uint64 `json:"seq"`
@@ -211,15 +264,21 @@ type VerifyReport struct {
 	Organizations int     `json:"organizations"`
 	Events        int     `json:"events"`
 	Breaks        []Break `json:"breaks"`
+	// SealedSince is when the chain heads began to be sealed: truncating
+	// or deleting a chain is detectable from then on.
+	SealedSince *time.Time `json:"sealed_since,omitempty"`
 }
 
 // Verify walks each organization's chain from its anchor (or the start) to
 // its head and reports, per organization, the first record that was
-// modified, removed, inserted or moved.
+// modified, removed, inserted or moved, or a head that is not authentic;
+// then checks the heads against the manifest, which catches a chain
+// truncated to an older authentic head or deleted whole.
 func (l *Log) Verify(tx *bolt.Tx) VerifyReport {
 	var rep VerifyReport
+	// Every organization with a head, any event or an anchor has a chain
+	// to check.
 	orgs := map[uuid.UUID]bool{}
-	// Every organization with a head or any event has a chain to check.
 	_ = tx.Bucket([]byte(storage.BucketAuditEvents)).ForEach(func(k, _ []byte) error {
 		if len(k) == 24 {
 			if id, err := uuid.FromBytes(k[:16]); err == nil {
@@ -228,6 +287,13 @@ func (l *Log) Verify(tx *bolt.Tx) VerifyReport {
 		}
 		return nil
 	})
+	_ = tx.Bucket([]byte(storage.BucketAuditAnchors)).ForEach(func(k, _ []byte) error {
+		if id, err := uuid.FromBytes(k); err == nil {
+			orgs[id] = true
+		}
+		return nil
+	})
+	var chains, appended uint64
 	for org := range orgs {
 		rep.Organizations++
 		n, br := l.verifyOrg(tx, org)
@@ -235,8 +301,71 @@ func (l *Log) Verify(tx *bolt.Tx) VerifyReport {
 		if br != nil {
 			rep.Breaks = append(rep.Breaks, *br)
 		}
+		if h, found, err := getHead(tx, org); found && err == nil {
+			chains++
+			appended += h.Seq
+		}
+	}
+	// A chain deleted whole leaves nothing above to walk; its operation
+	// index entries, unless deleted too, still name its organization.
+	for _, org := range indexedOrgs(tx) {
+		if !orgs[org] {
+			rep.Breaks = append(rep.Breaks, Break{Org: org.String(),
+				Reason: "the organization's chain is missing (deleted whole); its operation index remains"})
+		}
+	}
+	if br := l.verifyManifest(tx, &rep, chains, appended); br != nil {
+		rep.Breaks = append(rep.Breaks, *br)
 	}
 	return rep
+}
+
+// verifyManifest checks the number of chains and the sum of their head
+// sequences against the manifest.
+func (l *Log) verifyManifest(tx *bolt.Tx, rep *VerifyReport, chains, appended uint64) *Break {
+	m, found, err := getManifest(tx)
+	switch {
+	case err != nil:
+		return &Break{Reason: fmt.Sprintf("the audit manifest is unreadable: %v", err)}
+	case !found && rep.Organizations == 0:
+		return nil // no event was ever recorded
+	case !found:
+		return &Break{Reason: "the audit manifest is missing (deleted)"}
+	case !hmac.Equal(m.MAC, l.sealManifest(&m)):
+		return &Break{Reason: "the audit manifest is not authentic (modified)"}
+	}
+	since := time.UnixMilli(m.Since).UTC()
+	rep.SealedSince = &since
+	// Heads cannot be forged, only deleted or replaced by older ones: so
+	// fewer chains or events than recorded means deletion or truncation,
+	// more means the manifest itself is an older copy.
+	switch {
+	case chains < m.Chains:
+		return &Break{Reason: fmt.Sprintf("the manifest records %d organization chain(s), %d have a head: a chain was deleted whole", m.Chains, chains)}
+	case appended < m.Appended:
+		return &Break{Reason: fmt.Sprintf("the manifest records %d event(s) appended, the chain heads account for %d: "+
+			"a chain was truncated or its head rolled back to an older one", m.Appended, appended)}
+	case chains != m.Chains || appended != m.Appended:
+		return &Break{Reason: fmt.Sprintf("the manifest records %d chain(s) and %d event(s) appended, the heads %d and %d: "+
+			"the manifest was rolled back to an older copy", m.Chains, m.Appended, chains, appended)}
+	}
+	return nil
+}
+
+func indexedOrgs(tx *bolt.Tx) []uuid.UUID {
+	var out []uuid.UUID
+	c := tx.Bucket([]byte(storage.IdxAuditOp)).Cursor()
+	for k, _ := c.First(); k != nil; {
+		if len(k) < 16 {
+			k, _ = c.Next()
+			continue
+		}
+		id, _ := uuid.FromBytes(k[:16])
+		out = append(out, id)
+		// Operation names are ASCII, so org ‖ 0xFF sorts after them all.
+		k, _ = c.Seek(storage.Key(id, []byte{0xFF}))
+	}
+	return out
 }
 
 func (l *Log) verifyOrg(tx *bolt.Tx, org uuid.UUID) (int, *Break) {
@@ -245,12 +374,13 @@ func (l *Log) verifyOrg(tx *bolt.Tx, org uuid.UUID) (int, *Break) {
 	}
 	var prev []byte
 	var next uint64 = 1
+	anchored := false
 	if raw := tx.Bucket([]byte(storage.BucketAuditAnchors)).Get(org[:]); raw != nil {
 		var a anchor
 		if err := json.Unmarshal(raw, &a); err != nil || !hmac.Equal(a.Sig, l.anchorSig(org, a)) {
 			return 0, fail(0, "the retention anchor is not authentic")
 		}
-		prev, next = a.MAC, a.Seq+1
+		prev, next, anchored = a.MAC, a.Seq+1, true
 	}
 	h, found, err := getHead(tx, org)
 	if !found || err != nil {
@@ -269,6 +399,9 @@ func (l *Log) verifyOrg(tx *bolt.Tx, org uuid.UUID) (int, *Break) {
 		}
 		if seq > next {
 			return n, fail(next, "record %d is missing", next)
+		}
+		if seq > h.Seq {
+			return n, fail(seq, "record %d is past the chain head (at %d): the head was rolled back", seq, h.Seq)
 		}
 		rec, err := decodeRecord(v)
 		if err != nil {
@@ -290,8 +423,10 @@ func (l *Log) verifyOrg(tx *bolt.Tx, org uuid.UUID) (int, *Break) {
 	switch {
 	case h.Seq != next-1:
 		return n, fail(next, "record %d is missing (the chain head is at %d)", next, h.Seq)
-	case !bytes.Equal(h.MAC, prev) && n > 0:
+	case !bytes.Equal(h.MAC, prev) && (n > 0 || anchored):
 		return n, fail(h.Seq, "the chain head does not match record %d", h.Seq)
+	case !hmac.Equal(h.Seal, l.sealHead(org, &h)):
+		return n, fail(h.Seq, "the chain head at record %d is not authentic: records after it were removed, or the head was rewritten", h.Seq)
 	}
 	return n, nil
 }
