@@ -421,3 +421,28 @@ func (s *Service) DeploymentByName(ws uuid.UUID, name string) (string, bool) {
 	})
 	return id, id != ""
 }
+
+// AnnotationForwardAuthorization, set to "true" in a deployment's
+// source_config.resource_spec.annotations, lets an Authorization header
+// reach the deployment's agent through the proxy, for agents that run
+// their own authentication. Slipway forwards it only when it did not
+// consume it: the caller authenticated to Slipway with X-Api-Key. A bearer
+// token Slipway accepted is never forwarded.
+const AnnotationForwardAuthorization = "slipway.dev/forward-authorization"
+
+// ForwardsAuthorization reports whether deployment id opted in to receive
+// the caller's Authorization header (AnnotationForwardAuthorization).
+func (s *Service) ForwardsAuthorization(id string) bool {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return false
+	}
+	var d deploymentRecord
+	if err := s.DB.View(func(tx *bolt.Tx) error {
+		return storage.Get(tx, storage.BucketDeployments, storage.Key(uid), &d)
+	}); err != nil {
+		return false
+	}
+	rs := d.SourceConfig.ResourceSpec
+	return rs != nil && rs.Annotations[AnnotationForwardAuthorization] == "true"
+}

@@ -1029,6 +1029,9 @@ func (v *validator) resourceSpec(r *ResourceSpec, l []any) {
 		if k == "" {
 			v.addLoc("value_error", "annotation keys must be non-empty", at(l, "annotations"))
 		}
+		if val := r.Annotations[k]; k == AnnotationForwardAuthorization && val != "true" && val != "false" {
+			v.addLoc("value_error", fmt.Sprintf("annotation %s must be \"true\" or \"false\"", k), at(l, "annotations", k))
+		}
 	}
 	if r.ServiceAccountName != nil {
 		v.nonEmpty(*r.ServiceAccountName, at(l, "service_account_name"))
