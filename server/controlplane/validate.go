@@ -54,6 +54,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"slipway/runtime/build"
 	"slipway/server/httpx"
 )
 
@@ -846,6 +847,10 @@ func (v *validator) revisionConfigCommon(rc *SourceRevisionConfig) {
 			k = "graph_config_path"
 		}
 		v.nonEmpty(*rc.GraphConfigPath, at(l, k))
+		// The same rule the drivers apply before they read the file.
+		if _, err := build.GraphConfigPath(*rc.GraphConfigPath); strings.TrimSpace(*rc.GraphConfigPath) != "" && err != nil {
+			v.addLoc("value_error", err.Error(), at(l, k))
+		}
 	}
 }
 
