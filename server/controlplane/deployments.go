@@ -49,7 +49,6 @@ func loadDeployment(tx *bolt.Tx, ws, id uuid.UUID) (*deploymentRecord, error) {
 }
 
 func putDeployment(tx *bolt.Tx, d *deploymentRecord) error {
-	deploymentsChanged(tx)
 	return storage.Put(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(d.ID)), d)
 }
 
@@ -126,6 +125,9 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 		if tx.Bucket([]byte(storage.IdxDeploymentName)).Get(nameKey) != nil {
 			return httpx.Conflict("A deployment named %q already exists in this workspace.", req.Name)
 		}
+		if err := claimHost(tx, customHostOf(&d.Deployment), id); err != nil {
+			return err
+		}
 		rev := s.newRevision(&d, now)
 		if err := putRevision(tx, rev); err != nil {
 			return err
@@ -200,7 +202,13 @@ func (s *Service) patchDeployment(w http.ResponseWriter, r *http.Request, ps htt
 				return err
 			}
 		}
+		oldHost := customHostOf(&d.Deployment)
 		s.applyPatch(d, req)
+		if newHost := customHostOf(&d.Deployment); newHost != oldHost {
+			if err := errors.Join(claimHost(tx, newHost, id), releaseHost(tx, oldHost, id)); err != nil {
+				return err
+			}
+		}
 		d.UpdatedAt = s.now()
 		affected := []audit.Resource{audit.Res(id, "deployment")}
 		if req.CreatesRevision() {
@@ -285,7 +293,9 @@ func (s *Service) deleteDeployment(w http.ResponseWriter, r *http.Request, ps ht
 		d.Status = DeploymentAwaitingDelete
 		d.DeleteTracingProject = d.DeleteTracingProject || delTracing
 		d.UpdatedAt = s.now()
-		return errors.Join(putDeployment(tx, d), markPending(tx, d.ID),
+		// A deployment being deleted no longer routes: its host is free
+		// for another at once.
+		return errors.Join(putDeployment(tx, d), markPending(tx, d.ID), releaseHost(tx, customHostOf(&d.Deployment), id),
 			audit.Success(tx, r, http.StatusNoContent, audit.Res(id, "deployment")))
 	})
 	if err != nil {

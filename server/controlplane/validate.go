@@ -762,6 +762,9 @@ func (v *validator) sourceConfigForSource(sc *SourceConfig, src string, cur *Sou
 
 // sourceConfigCommon applies the source-independent rules of SourceConfig.
 func (v *validator) sourceConfigCommon(sc *SourceConfig, l []any) {
+	if sc.CustomURL != nil && CustomHost(*sc.CustomURL) == "" {
+		v.addLoc("value_error", "custom_url must be a URL with a host name, such as https://agent.example.com", at(l, "custom_url"))
+	}
 	if sc.IntegrationID != nil {
 		v.uuid(*sc.IntegrationID, at(l, "integration_id"))
 	}
