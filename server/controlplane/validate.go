@@ -291,6 +291,9 @@ func decodeStrict(body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return httpx.Invalid("missing", "Field required: the request body is empty", "body")
 	}
+	if err := httpx.CheckJSON(body); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var raw any
