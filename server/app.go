@@ -204,16 +204,33 @@ func (a *app) byHost(next http.Handler, serve httprouter.Handle) http.Handler {
 	})
 }
 
+// limitNonUpload caps every API body at max, whatever the method, except
+// two routes that must not be capped here:
+//   - PUT .../v2/uploads/{id}: source archives stream to disk through their
+//     own cap (SLIPWAY_MAX_UPLOAD_MB), checked as they arrive;
+//   - /agents/{name}/...: the proxy streams bodies to the agent without
+//     buffering them, so Slipway's memory does not grow with them, and the
+//     agent enforces its own limit (SLIPWAY_AGENT_MAX_BODY_MB).
 func limitNonUpload(h http.Handler, max int64) http.Handler {
 	limited := httpx.LimitBody(h, max)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Uploads and proxied agent requests have their own limits.
-		if r.Method == http.MethodPut || strings.HasPrefix(r.URL.Path, "/agents/") {
+		if isUpload(r) || strings.HasPrefix(r.URL.Path, "/agents/") {
 			h.ServeHTTP(w, r)
 			return
 		}
 		limited.ServeHTTP(w, r)
 	})
+}
+
+// isUpload reports whether r is a PUT to the pre-signed upload route,
+// under either API prefix.
+func isUpload(r *http.Request) bool {
+	if r.Method != http.MethodPut {
+		return false
+	}
+	p := strings.TrimPrefix(r.URL.Path, "/api-host")
+	id, ok := strings.CutPrefix(p, "/v2/uploads/")
+	return ok && id != "" && !strings.Contains(id, "/")
 }
 
 func (a *app) ok(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {

@@ -21,9 +21,10 @@ import (
 )
 
 // proxy serves each deployment's agent API at /agents/{name}/...: the
-// caller needs an API key of the deployment's workspace, which is removed
-// before the request reaches the agent; requests wait at the gate while a
-// revision is being handed over; SSE responses stream unbuffered.
+// caller needs an API key of the deployment's workspace; every Slipway
+// credential is removed before the request reaches the agent (see
+// stripCredentials); requests wait at the gate while a revision is being
+// handed over; SSE responses stream unbuffered.
 type proxy struct {
 	cp     *controlplane.Service
 	driver runtime.Driver
@@ -42,6 +43,9 @@ type target struct {
 	base  *url.URL
 	token string // the agent's runtime.AgentTokenHeader, if it has one
 	path  string
+	// keepAuthorization: the Authorization header is not Slipway's and
+	// the deployment asked for it.
+	keepAuthorization bool
 }
 
 // agentURL splits a driver's endpoint into the agent's base URL and the
@@ -54,6 +58,34 @@ func agentURL(endpoint string) (*url.URL, string, error) {
 	token, _ := u.User.Password()
 	u.User = nil
 	return u, token, nil
+}
+
+// slipwayCredentialHeaders are the request headers Slipway reads to
+// authenticate and place a caller (orgapi.Store.Authenticate), and the
+// agent token only Slipway may set. The deployment's code is not trusted
+// with them: a key or token that reached it could be replayed against
+// Slipway's own API.
+var slipwayCredentialHeaders = []string{"X-Api-Key", "X-Tenant-Id", "X-Organization-Id", runtime.AgentTokenHeader}
+
+// stripCredentials removes Slipway's credentials from a request bound for
+// an agent. Authorization is Slipway's whenever X-Api-Key is absent (the
+// bearer token was the credential); otherwise it belongs to the caller and
+// the agent, and passes only when the deployment opted in with
+// controlplane.AnnotationForwardAuthorization.
+func stripCredentials(h http.Header, keepAuthorization bool) {
+	for _, k := range slipwayCredentialHeaders {
+		h.Del(k)
+	}
+	if !keepAuthorization {
+		h.Del("Authorization")
+	}
+}
+
+// authorizationIsCallers reports whether the Authorization header of an
+// authenticated request was left alone by Slipway: it authenticates with
+// X-Api-Key when one is sent and only falls back to a bearer token.
+func authorizationIsCallers(r *http.Request) bool {
+	return r.Header.Get("X-Api-Key") != "" && r.Header.Get("Authorization") != ""
 }
 
 // reverseProxy is built once: one keep-alive transport for every agent.
@@ -70,9 +102,7 @@ func (p *proxy) reverseProxy() *httputil.ReverseProxy {
 				pr.SetURL(t.base)
 				pr.Out.URL.Path = t.path
 				pr.Out.URL.RawPath = ""
-				pr.Out.Header.Del("X-Api-Key")
-				pr.Out.Header.Del("X-Tenant-Id")
-				pr.Out.Header.Del(runtime.AgentTokenHeader) // only Slipway sets it
+				stripCredentials(pr.Out.Header, t.keepAuthorization)
 				if t.token != "" {
 					pr.Out.Header.Set(runtime.AgentTokenHeader, t.token)
 				}
@@ -111,6 +141,7 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 		return err
 	}
 	t := target{dep: dep, base: base, token: token, path: "/" + strings.TrimPrefix(ps.ByName("path"), "/")}
+	t.keepAuthorization = authorizationIsCallers(r) && p.cp.ForwardsAuthorization(dep)
 	r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
 	rp := p.reverseProxy()
 	rp.ServeHTTP(w, r)

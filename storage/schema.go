@@ -57,6 +57,8 @@ import (
 //	workspace_secrets         workspace id ‖ secret key → value sealed under the master key (v5)
 //	ttl_settings              org id ‖ (workspace id, or 16 zero bytes for the organization) →
 //	                          TTLSettings, incl. the organization's audit-log retention (v5)
+//	idx_custom_host           HostKey(custom_url) → deployment id: the one deployment a host
+//	                          routes to, across the whole install (v7)
 const (
 	BucketOrgs              = "orgs"
 	BucketWorkspaces        = "workspaces"
@@ -91,6 +93,7 @@ const (
 	BucketWorkspaceSecrets  = "workspace_secrets"
 	BucketTTLSettings       = "ttl_settings"
 	BucketAuditSeals        = "audit_seals"
+	IdxCustomHost           = "idx_custom_host"
 )
 
 // ControlPlaneMigrations is the ordered history of the control-plane schema.
@@ -141,6 +144,35 @@ var ControlPlaneMigrations = []Migration{
 		})
 	}},
 	{Version: 6, Name: "audit chain head seals and manifest", Keyed: sealAuditChains},
+	{Version: 7, Name: "custom host index", Apply: func(tx *bolt.Tx) error {
+		// Hosts used to be found by scanning deployments, and the newest
+		// claim of a host won. Each host now belongs to one deployment;
+		// where several claimed one, the oldest (keys are creation-ordered
+		// UUIDv7) keeps it and the others' custom_url no longer routes.
+		if err := CreateBuckets(tx, IdxCustomHost); err != nil {
+			return err
+		}
+		idx := tx.Bucket([]byte(IdxCustomHost))
+		return tx.Bucket([]byte(BucketDeployments)).ForEach(func(k, v []byte) error {
+			var d struct {
+				Status       string `json:"status"`
+				SourceConfig struct {
+					CustomURL *string `json:"custom_url"`
+				} `json:"source_config"`
+			}
+			if err := json.Unmarshal(v, &d); err != nil {
+				return fmt.Errorf("deployment %x: %w", k, err)
+			}
+			if d.SourceConfig.CustomURL == nil || d.Status == "AWAITING_DELETE" {
+				return nil
+			}
+			h := HostKey(*d.SourceConfig.CustomURL)
+			if h == "" || idx.Get([]byte(h)) != nil {
+				return nil
+			}
+			return idx.Put([]byte(h), Copy(k))
+		})
+	}},
 }
 
 // ErrNotFound is returned by Get when the key is absent.

@@ -139,3 +139,55 @@ func TestMigrationV5IndexesExistingMembers(t *testing.T) {
 		return nil
 	})
 }
+
+// TestMigrationV7IndexesCustomHosts upgrades a version-6 database where
+// deployments of two organizations claim one host under different
+// spellings: the oldest claim keeps the host, deployments being deleted or
+// without a custom_url claim nothing, and other hosts are indexed.
+func TestMigrationV7IndexesCustomHosts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	db, err := Open(path, time.Second, ControlPlaneMigrations[:6])
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleting, oldest, newer, other, none := NewID(), NewID(), NewID(), NewID(), NewID()
+	records := []struct {
+		id  uuid.UUID
+		rec string
+	}{
+		{deleting, `{"status":"AWAITING_DELETE","source_config":{"custom_url":"https://agent-a.example.com"}}`},
+		{oldest, `{"status":"READY","source_config":{"custom_url":"https://agent-a.example.com"}}`},
+		{newer, `{"status":"READY","source_config":{"custom_url":"https://AGENT-A.example.com.:443"}}`},
+		{other, `{"status":"UNUSED","source_config":{"custom_url":"b.example.com"}}`},
+		{none, `{"status":"READY","source_config":{"custom_url":null}}`},
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, r := range records {
+			if err := tx.Bucket([]byte(BucketDeployments)).Put(Key(r.id), []byte(r.rec)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = Open(path, time.Second, ControlPlaneMigrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		idx := tx.Bucket([]byte(IdxCustomHost))
+		if got := idx.Get([]byte("agent-a.example.com")); string(got) != string(Key(oldest)) {
+			t.Errorf("agent-a.example.com → %x, want the oldest live claim %x", got, Key(oldest))
+		}
+		if got := idx.Get([]byte("b.example.com")); string(got) != string(Key(other)) {
+			t.Errorf("b.example.com → %x, want %x", got, Key(other))
+		}
+		if n := idx.Stats().KeyN; n != 2 {
+			t.Errorf("%d hosts indexed, want 2", n)
+		}
+		return nil
+	})
+}

@@ -39,7 +39,7 @@ var Migrations = []storage.Migration{
 		var all []Assistant
 		err := tx.Bucket([]byte(bAssistants)).ForEach(func(_, v []byte) error {
 			var a Assistant
-			if err := json.Unmarshal(v, &a); err != nil {
+			if err := unmarshalStored(v, &a); err != nil {
 				return err
 			}
 			all = append(all, a)
@@ -173,7 +173,7 @@ func (e *Engine) recover() ([]string, []string, error) {
 		var recs []threadRecord
 		err := threads.ForEach(func(_, v []byte) error {
 			var t threadRecord
-			if err := json.Unmarshal(v, &t); err != nil {
+			if err := unmarshalStored(v, &t); err != nil {
 				return err
 			}
 			if t.Active != "" || len(t.Queue) > 0 {
@@ -227,7 +227,7 @@ func getJSON(b *bolt.Bucket, key string, v any) error {
 	if raw == nil {
 		return ErrNotFound
 	}
-	return json.Unmarshal(raw, v)
+	return unmarshalStored(raw, v)
 }
 
 func getThread(tx *bolt.Tx, id string) (*threadRecord, error) {
@@ -395,7 +395,7 @@ func (e *Engine) SearchThreads(f ThreadFilter) ([]Thread, int, error) {
 	err := e.DB.View(func(tx *bolt.Tx) error {
 		return tx.Bucket([]byte(bThreads)).ForEach(func(_, v []byte) error {
 			var t threadRecord
-			if err := json.Unmarshal(v, &t); err != nil {
+			if err := unmarshalStored(v, &t); err != nil {
 				return err
 			}
 			if len(ids) > 0 && !ids[t.ThreadID] || f.Status != "" && t.Status != f.Status ||
@@ -505,7 +505,7 @@ func history(tx *bolt.Tx, id string, limit int, before string) ([]Checkpoint, er
 	skipping := before != ""
 	for ; k != nil && strings.HasPrefix(string(k), string(tid[:])); k, v = c.Prev() {
 		var cp Checkpoint
-		if err := json.Unmarshal(v, &cp); err != nil {
+		if err := unmarshalStored(v, &cp); err != nil {
 			return nil, err
 		}
 		if skipping {
@@ -610,7 +610,7 @@ func (e *Engine) CopyThread(id string) (Thread, error) {
 		c := tx.Bucket([]byte(bCheckpoints)).Cursor()
 		for k, v := c.Seek(old[:]); k != nil && strings.HasPrefix(string(k), string(old[:])); k, v = c.Next() {
 			var cp Checkpoint
-			if err := json.Unmarshal(v, &cp); err != nil {
+			if err := unmarshalStored(v, &cp); err != nil {
 				return err
 			}
 			cp.Checkpoint.ThreadID = nt.ThreadID

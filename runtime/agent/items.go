@@ -46,7 +46,7 @@ func (e *Engine) PutItem(ns []string, key string, value map[string]any) error {
 		now := time.Now().UTC()
 		it := Item{Namespace: ns, Key: key, Value: value, CreatedAt: now, UpdatedAt: now}
 		var old Item
-		if raw := b.Get(k); raw != nil && json.Unmarshal(raw, &old) == nil {
+		if raw := b.Get(k); raw != nil && unmarshalStored(raw, &old) == nil {
 			it.CreatedAt = old.CreatedAt
 		}
 		raw, err := json.Marshal(&it)
@@ -65,7 +65,7 @@ func (e *Engine) GetItem(ns []string, key string) (Item, error) {
 		if raw == nil {
 			return fmt.Errorf("%w: item %s in %s", ErrNotFound, key, strings.Join(ns, "."))
 		}
-		return json.Unmarshal(raw, &it)
+		return unmarshalStored(raw, &it)
 	})
 	return it, err
 }
@@ -86,7 +86,7 @@ func (e *Engine) SearchItems(prefix []string, filter map[string]any, query strin
 				continue // "ab" is not under the prefix "a"
 			}
 			var it Item
-			if err := json.Unmarshal(v, &it); err != nil {
+			if err := unmarshalStored(v, &it); err != nil {
 				return err
 			}
 			if !matches(it.Value, filter) {
@@ -208,7 +208,7 @@ func versions(tx *bolt.Tx, id string) ([]Assistant, error) {
 	c := tx.Bucket([]byte(bAssistantVersions)).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		var a Assistant
-		if err := json.Unmarshal(v, &a); err != nil {
+		if err := unmarshalStored(v, &a); err != nil {
 			return nil, fmt.Errorf("decode assistant version: %w", err)
 		}
 		out = append(out, a)
@@ -361,7 +361,7 @@ func (e *Engine) SearchAssistants(graphID, name string, metadata map[string]any,
 	err := e.DB.View(func(tx *bolt.Tx) error {
 		return tx.Bucket([]byte(bAssistants)).ForEach(func(_, v []byte) error {
 			var a Assistant
-			if err := json.Unmarshal(v, &a); err != nil {
+			if err := unmarshalStored(v, &a); err != nil {
 				return err
 			}
 			if graphID != "" && a.GraphID != graphID || name != "" && !strings.Contains(a.Name, name) || !matches(a.Metadata, metadata) {

@@ -21,7 +21,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -197,14 +196,7 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 // graphConfig cleans the graph configuration path, which must stay inside
 // the source tree.
 func graphConfig(rel string) (string, error) {
-	if rel == "" {
-		rel = "langgraph.json"
-	}
-	clean := path.Clean(strings.ReplaceAll(rel, "\\", "/"))
-	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", fmt.Errorf("graph configuration path %q leaves the source tree", rel)
-	}
-	return clean, nil
+	return build.GraphConfigPath(rel)
 }
 
 // agents lists the deployment's containers of one role (all when "").

@@ -21,11 +21,15 @@ type Driver struct {
 
 	mu      sync.Mutex
 	running map[string]map[string]bool // deployment → revision → running
+	// endpoints: deployments whose image_uri is a loopback HTTP URL are
+	// "served" there, so tests can put a server of their own behind the
+	// proxy.
+	endpoints map[string]string
 }
 
 // New returns a fake driver whose steps take delay.
 func New(delay time.Duration) *Driver {
-	return &Driver{Delay: delay, running: map[string]map[string]bool{}}
+	return &Driver{Delay: delay, running: map[string]map[string]bool{}, endpoints: map[string]string{}}
 }
 
 func (d *Driver) Name() string { return "fake" }
@@ -67,7 +71,12 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, artifact string, lo
 		d.running[s.DeploymentID] = map[string]bool{}
 	}
 	d.running[s.DeploymentID][s.RevisionID] = true
-	return "", nil
+	if strings.HasPrefix(s.ImageURI, "http://127.0.0.1:") {
+		d.endpoints[s.DeploymentID] = s.ImageURI
+	} else {
+		delete(d.endpoints, s.DeploymentID)
+	}
+	return d.endpoints[s.DeploymentID], nil
 }
 
 func (d *Driver) Stop(_ context.Context, dep, rev string) error {
@@ -81,6 +90,7 @@ func (d *Driver) Remove(_ context.Context, dep string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.running, dep)
+	delete(d.endpoints, dep)
 	return nil
 }
 
@@ -96,9 +106,10 @@ func (d *Driver) Running(dep string) []string {
 }
 
 // Endpoint: the fake driver serves nothing, but reports whether a revision
-// of dep is "running" so that restoring after a restart settles.
+// of dep is "running" so that restoring after a restart settles, and the
+// loopback URL given as its image_uri, if any.
 func (d *Driver) Endpoint(dep string) (string, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return "", len(d.running[dep]) > 0
+	return d.endpoints[dep], len(d.running[dep]) > 0
 }

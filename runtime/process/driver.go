@@ -303,14 +303,11 @@ func (d *Driver) job(dep string, uid int, dir string, argv, env []string) sandbo
 
 // graphConfigPath resolves the graph configuration file inside app.
 func graphConfigPath(app, rel string) (string, error) {
-	if rel == "" {
-		rel = "langgraph.json"
+	clean, err := build.GraphConfigPath(rel)
+	if err != nil {
+		return "", err
 	}
-	clean := filepath.Clean(filepath.FromSlash(rel))
-	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("graph configuration path %q leaves the source tree", rel)
-	}
-	p := filepath.Join(app, clean)
+	p := filepath.Join(app, filepath.FromSlash(clean))
 	st, err := os.Stat(p)
 	if err != nil || !st.Mode().IsRegular() {
 		return "", fmt.Errorf("graph configuration file %q is not in the uploaded source", rel)

@@ -1,8 +1,10 @@
 package agentapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -67,16 +69,23 @@ func (a *API) errors(fn httpx.Handle) httpx.Handle {
 	}
 }
 
-// decode reads an optional JSON object body (empty means {}).
+// decode reads an optional JSON object body (empty means {}), checked
+// like every API body (httpx.CheckJSON) before it is decoded.
 func decode(r *http.Request, v any) error {
 	if r.ContentLength == 0 && r.Header.Get("Transfer-Encoding") == "" {
 		return nil
 	}
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(v); err != nil {
-		if err.Error() == "EOF" {
-			return nil
-		}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return httpx.JSONError(err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	if err := httpx.CheckJSON(body); err != nil {
+		return err
+	}
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(v); err != nil {
 		return httpx.JSONError(err)
 	}
 	return nil
@@ -143,8 +152,18 @@ type runRequest struct {
 	StreamMode any `json:"stream_mode"`
 }
 
-// DecodeRunCreate parses and validates a run request body.
+// DecodeRunCreate checks (httpx.CheckJSON), parses and validates a run
+// request body.
 func DecodeRunCreate(body []byte) (agent.RunCreate, error) {
+	if err := httpx.CheckJSON(body); err != nil {
+		return agent.RunCreate{}, err
+	}
+	return decodeRunCreate(body)
+}
+
+// decodeRunCreate is DecodeRunCreate for a body already checked (an item
+// of a batch, checked with the whole body).
+func decodeRunCreate(body []byte) (agent.RunCreate, error) {
 	var rr runRequest
 	if len(strings.TrimSpace(string(body))) > 0 {
 		if err := json.Unmarshal(body, &rr); err != nil {

@@ -99,7 +99,7 @@ func (a *API) batchRuns(w http.ResponseWriter, r *http.Request) error {
 	}
 	reqs := make([]agent.RunCreate, len(items))
 	for i, raw := range items {
-		rc, err := DecodeRunCreate(raw)
+		rc, err := decodeRunCreate(raw)
 		if err != nil {
 			var he *httpx.Error
 			if errors.As(err, &he) {

@@ -49,7 +49,6 @@ func loadDeployment(tx *bolt.Tx, ws, id uuid.UUID) (*deploymentRecord, error) {
 }
 
 func putDeployment(tx *bolt.Tx, d *deploymentRecord) error {
-	deploymentsChanged(tx)
 	return storage.Put(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(d.ID)), d)
 }
 
@@ -126,6 +125,9 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 		if tx.Bucket([]byte(storage.IdxDeploymentName)).Get(nameKey) != nil {
 			return httpx.Conflict("A deployment named %q already exists in this workspace.", req.Name)
 		}
+		if err := claimHost(tx, customHostOf(&d.Deployment), id); err != nil {
+			return err
+		}
 		rev := s.newRevision(&d, now)
 		if err := putRevision(tx, rev); err != nil {
 			return err
@@ -200,7 +202,13 @@ func (s *Service) patchDeployment(w http.ResponseWriter, r *http.Request, ps htt
 				return err
 			}
 		}
+		oldHost := customHostOf(&d.Deployment)
 		s.applyPatch(d, req)
+		if newHost := customHostOf(&d.Deployment); newHost != oldHost {
+			if err := errors.Join(claimHost(tx, newHost, id), releaseHost(tx, oldHost, id)); err != nil {
+				return err
+			}
+		}
 		d.UpdatedAt = s.now()
 		affected := []audit.Resource{audit.Res(id, "deployment")}
 		if req.CreatesRevision() {
@@ -285,7 +293,9 @@ func (s *Service) deleteDeployment(w http.ResponseWriter, r *http.Request, ps ht
 		d.Status = DeploymentAwaitingDelete
 		d.DeleteTracingProject = d.DeleteTracingProject || delTracing
 		d.UpdatedAt = s.now()
-		return errors.Join(putDeployment(tx, d), markPending(tx, d.ID),
+		// A deployment being deleted no longer routes: its host is free
+		// for another at once.
+		return errors.Join(putDeployment(tx, d), markPending(tx, d.ID), releaseHost(tx, customHostOf(&d.Deployment), id),
 			audit.Success(tx, r, http.StatusNoContent, audit.Res(id, "deployment")))
 	})
 	if err != nil {
@@ -420,4 +430,29 @@ func (s *Service) DeploymentByName(ws uuid.UUID, name string) (string, bool) {
 		return nil
 	})
 	return id, id != ""
+}
+
+// AnnotationForwardAuthorization, set to "true" in a deployment's
+// source_config.resource_spec.annotations, lets an Authorization header
+// reach the deployment's agent through the proxy, for agents that run
+// their own authentication. Slipway forwards it only when it did not
+// consume it: the caller authenticated to Slipway with X-Api-Key. A bearer
+// token Slipway accepted is never forwarded.
+const AnnotationForwardAuthorization = "slipway.dev/forward-authorization"
+
+// ForwardsAuthorization reports whether deployment id opted in to receive
+// the caller's Authorization header (AnnotationForwardAuthorization).
+func (s *Service) ForwardsAuthorization(id string) bool {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return false
+	}
+	var d deploymentRecord
+	if err := s.DB.View(func(tx *bolt.Tx) error {
+		return storage.Get(tx, storage.BucketDeployments, storage.Key(uid), &d)
+	}); err != nil {
+		return false
+	}
+	rs := d.SourceConfig.ResourceSpec
+	return rs != nil && rs.Annotations[AnnotationForwardAuthorization] == "true"
 }

@@ -1,29 +1,21 @@
 package controlplane
 
 import (
-	"encoding/json"
-	"net"
-	"net/url"
-	"strings"
-	"sync"
-	"sync/atomic"
+	"bytes"
 
+	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/server/httpx"
 	"slipway/storage"
 )
 
-// hostsGen counts committed deployment writes. The host table below is
-// rebuilt when it moved, so a custom_url takes effect with the commit that
-// sets it; counting on commit (not on write) keeps a reader from caching
-// a table a rolled-back or not yet committed write would change.
-var hostsGen atomic.Uint64
-
-// deploymentsChanged is called by every transaction that writes or deletes
-// a deployment record.
-func deploymentsChanged(tx *bolt.Tx) {
-	tx.OnCommit(func() { hostsGen.Add(1) })
-}
+// A custom_url's host routes requests to its deployment (see server.byHost),
+// so a host belongs to one deployment across the whole install, whatever
+// its organization: storage.IdxCustomHost maps the host's key to that
+// deployment and is written in the same transaction as the deployment's
+// create, PATCH and DELETE. A second claim of a host is a 409 rather than
+// a takeover.
 
 // HostRoute is the deployment a request's Host header names through its
 // custom_url.
@@ -31,62 +23,72 @@ type HostRoute struct {
 	DeploymentID, WorkspaceID, Name string
 }
 
-type hostTable struct {
-	mu  sync.Mutex
-	gen uint64
-	ok  bool
-	m   map[string]HostRoute
+// CustomHost is the host name of a custom_url ("https://agent.example.com",
+// "agent.example.com:443/x"), lowercased and without a port or trailing
+// dot; "" when it names none.
+func CustomHost(custom string) string { return storage.HostKey(custom) }
+
+// customHostOf is the host d's custom_url claims ("" for none).
+func customHostOf(d *Deployment) string {
+	if d.SourceConfig.CustomURL == nil {
+		return ""
+	}
+	return CustomHost(*d.SourceConfig.CustomURL)
 }
 
-// CustomHost is the host name of a custom_url ("https://agent.example.com",
-// "agent.example.com:443/x"), lowercased and without a port; "" when it
-// names none.
-func CustomHost(custom string) string {
-	raw := strings.TrimSpace(custom)
-	if raw == "" {
-		return ""
+// claimHost gives host to deployment id, or answers 409 when another
+// deployment holds it. The detail names the host only: the holder may be
+// another organization's.
+func claimHost(tx *bolt.Tx, host string, id uuid.UUID) error {
+	if host == "" {
+		return nil
 	}
-	if !strings.Contains(raw, "://") {
-		raw = "http://" + raw
+	idx := tx.Bucket([]byte(storage.IdxCustomHost))
+	if cur := idx.Get([]byte(host)); cur != nil && !bytes.Equal(cur, id[:]) {
+		return httpx.Conflict("custom_url: the host %q is already used by another deployment; each host can route to one deployment only.", host)
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
+	return idx.Put([]byte(host), storage.Key(id))
+}
+
+// releaseHost frees host if deployment id holds it.
+func releaseHost(tx *bolt.Tx, host string, id uuid.UUID) error {
+	if host == "" {
+		return nil
 	}
-	return strings.ToLower(strings.TrimRight(u.Hostname(), "."))
+	idx := tx.Bucket([]byte(storage.IdxCustomHost))
+	if cur := idx.Get([]byte(host)); cur != nil && bytes.Equal(cur, id[:]) {
+		return idx.Delete([]byte(host))
+	}
+	return nil
 }
 
 // DeploymentByHost finds the deployment whose custom_url names host (a
-// Host header, port allowed).
+// Host header, port allowed) in the host index.
 func (s *Service) DeploymentByHost(host string) (HostRoute, bool) {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
+	key := storage.HostKey(host)
+	if key == "" {
+		return HostRoute{}, false
 	}
-	host = strings.ToLower(strings.TrimRight(host, "."))
-	s.hosts.mu.Lock()
-	defer s.hosts.mu.Unlock()
-	if g := hostsGen.Load(); !s.hosts.ok || s.hosts.gen != g {
-		m := map[string]HostRoute{}
-		err := s.DB.View(func(tx *bolt.Tx) error {
-			return tx.Bucket([]byte(storage.BucketDeployments)).ForEach(func(_, v []byte) error {
-				var d deploymentRecord
-				if err := json.Unmarshal(v, &d); err != nil {
-					return err
-				}
-				if d.SourceConfig.CustomURL != nil && d.Status != DeploymentAwaitingDelete {
-					if h := CustomHost(*d.SourceConfig.CustomURL); h != "" {
-						m[h] = HostRoute{DeploymentID: d.ID, WorkspaceID: d.TenantID, Name: d.Name}
-					}
-				}
-				return nil
-			})
-		})
-		if err != nil {
-			s.Log.Error().Err(err).Msg("read custom hosts")
-			return HostRoute{}, false
+	var route HostRoute
+	var found bool
+	err := s.DB.View(func(tx *bolt.Tx) error {
+		raw := tx.Bucket([]byte(storage.IdxCustomHost)).Get([]byte(key))
+		if len(raw) != 16 {
+			return nil
 		}
-		s.hosts.m, s.hosts.gen, s.hosts.ok = m, g, true
+		var d deploymentRecord
+		if err := storage.Get(tx, storage.BucketDeployments, raw, &d); err != nil {
+			return err
+		}
+		if d.Status == DeploymentAwaitingDelete {
+			return nil
+		}
+		route, found = HostRoute{DeploymentID: d.ID, WorkspaceID: d.TenantID, Name: d.Name}, true
+		return nil
+	})
+	if err != nil {
+		s.Log.Error().Err(err).Msg("read custom host")
+		return HostRoute{}, false
 	}
-	r, ok := s.hosts.m[host]
-	return r, ok
+	return route, found
 }

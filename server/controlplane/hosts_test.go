@@ -7,15 +7,17 @@ import (
 
 func TestCustomHost(t *testing.T) {
 	cases := map[string]string{
-		"https://Agent.Example.com":       "agent.example.com",
-		"agent.example.com":               "agent.example.com",
-		"agent.example.com:8443/path?q=1": "agent.example.com",
-		"http://agent.example.com.":       "agent.example.com",
-		"http://[::1]:8000":               "::1",
-		"":                                "",
-		"   ":                             "",
-		"http://":                         "",
-		"%zz":                             "",
+		"https://Agent.Example.com":        "agent.example.com",
+		"agent.example.com":                "agent.example.com",
+		"agent.example.com:8443/path?q=1":  "agent.example.com",
+		"http://agent.example.com.":        "agent.example.com",
+		"https://AGENT-A.example.com.:443": "agent-a.example.com",
+		"AGENT-A.Example.COM..":            "agent-a.example.com",
+		"http://[::1]:8000":                "::1",
+		"":                                 "",
+		"   ":                              "",
+		"http://":                          "",
+		"%zz":                              "",
 	}
 	for in, want := range cases {
 		if got := CustomHost(in); got != want {

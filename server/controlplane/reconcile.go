@@ -564,8 +564,8 @@ func (s *Service) removeDeployment(ctx context.Context, dep *deploymentRecord) {
 				return err
 			}
 		}
-		deploymentsChanged(tx)
 		return errors.Join(
+			releaseHost(tx, customHostOf(&d.Deployment), id),
 			tx.Bucket([]byte(storage.IdxPendingDeployments)).Delete(storage.Key(id)),
 			storage.Delete(tx, storage.BucketDeployments, storage.Key(id)),
 			tx.Bucket([]byte(storage.IdxDeploymentName)).Delete(storage.Key(ws, d.Name)),

@@ -31,8 +31,7 @@ type Service struct {
 	// Audit records tracked operations.
 	Audit *audit.Recorder
 
-	rec   *reconciler
-	hosts hostTable
+	rec *reconciler
 }
 
 // update runs fn in a durable write transaction that concurrent requests

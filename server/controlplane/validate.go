@@ -54,6 +54,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"slipway/runtime/build"
 	"slipway/server/httpx"
 )
 
@@ -289,6 +290,9 @@ func canonicalUUID(s string) string {
 func decodeStrict(body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return httpx.Invalid("missing", "Field required: the request body is empty", "body")
+	}
+	if err := httpx.CheckJSON(body); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -761,6 +765,9 @@ func (v *validator) sourceConfigForSource(sc *SourceConfig, src string, cur *Sou
 
 // sourceConfigCommon applies the source-independent rules of SourceConfig.
 func (v *validator) sourceConfigCommon(sc *SourceConfig, l []any) {
+	if sc.CustomURL != nil && CustomHost(*sc.CustomURL) == "" {
+		v.addLoc("value_error", "custom_url must be a URL with a host name, such as https://agent.example.com", at(l, "custom_url"))
+	}
 	if sc.IntegrationID != nil {
 		v.uuid(*sc.IntegrationID, at(l, "integration_id"))
 	}
@@ -846,6 +853,10 @@ func (v *validator) revisionConfigCommon(rc *SourceRevisionConfig) {
 			k = "graph_config_path"
 		}
 		v.nonEmpty(*rc.GraphConfigPath, at(l, k))
+		// The same rule the drivers apply before they read the file.
+		if _, err := build.GraphConfigPath(*rc.GraphConfigPath); strings.TrimSpace(*rc.GraphConfigPath) != "" && err != nil {
+			v.addLoc("value_error", err.Error(), at(l, k))
+		}
 	}
 }
 
@@ -1028,6 +1039,9 @@ func (v *validator) resourceSpec(r *ResourceSpec, l []any) {
 	for _, k := range sortedStringKeys(r.Annotations) {
 		if k == "" {
 			v.addLoc("value_error", "annotation keys must be non-empty", at(l, "annotations"))
+		}
+		if val := r.Annotations[k]; k == AnnotationForwardAuthorization && val != "true" && val != "false" {
+			v.addLoc("value_error", fmt.Sprintf("annotation %s must be \"true\" or \"false\"", k), at(l, "annotations", k))
 		}
 	}
 	if r.ServiceAccountName != nil {

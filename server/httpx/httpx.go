@@ -6,6 +6,7 @@
 package httpx
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,10 +113,22 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // DecodeJSON decodes a request body into v. With strict, unknown fields are
-// a 422. Syntax and type errors become 422s pointing at the body, the
+// a 422. The body is checked first (CheckJSON: depth, duplicate keys,
+// UTF-8). Syntax and type errors become 422s pointing at the body, the
 // shape clients of FastAPI services expect.
 func DecodeJSON(r *http.Request, v any, strict bool) error {
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return BadRequest("Could not read the request body: %v", err)
+	}
+	if err := CheckJSON(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if strict {
 		dec.DisallowUnknownFields()
 	}

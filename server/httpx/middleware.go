@@ -116,8 +116,14 @@ func NewRouter() *httprouter.Router {
 }
 
 // LimitBody caps request bodies; oversized bodies surface as *http.MaxBytesError → 413.
+// A body whose Content-Length already says it is too large is refused at
+// once, before anything of it is read.
 func LimitBody(h http.Handler, max int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > max {
+			WriteError(w, r, &http.MaxBytesError{Limit: max})
+			return
+		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, max)
 		}

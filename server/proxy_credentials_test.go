@@ -1,0 +1,167 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"slipway/server/servertest"
+)
+
+// headerEcho is a deployment's agent that answers with the headers it got.
+func headerEcho(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(r.Header)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// echoDeployment creates an external_docker deployment whose agent (with
+// the fake runtime) is the server at endpoint, and waits until it serves.
+func echoDeployment(t *testing.T, s *servertest.Server, name, endpoint string, sourceConfig map[string]any, headers ...string) string {
+	t.Helper()
+	if sourceConfig == nil {
+		sourceConfig = map[string]any{}
+	}
+	d := s.Do("POST", "/v2/deployments", map[string]any{"name": name, "source": "external_docker",
+		"source_config": sourceConfig, "source_revision_config": map[string]any{"image_uri": endpoint},
+		"secrets": []any{}}, headers...)
+	if d.Status != 201 {
+		t.Fatalf("create %s: %d %s", name, d.Status, d.Body)
+	}
+	dep := d.Map()["id"].(string)
+	waitRevision(t, s, dep, d.Map()["latest_revision_id"].(string), "DEPLOYED")
+	return dep
+}
+
+// TestProxyStripsSlipwayCredentials: whatever credential the caller used
+// with Slipway (an API key with workspace and organization headers, a
+// personal access token or a login session as a bearer token), none of it
+// reaches the deployment's code. An Authorization header Slipway did not
+// consume (the caller authenticated with X-Api-Key) passes only to a
+// deployment that opted in with the slipway.dev/forward-authorization
+// annotation.
+func TestProxyStripsSlipwayCredentials(t *testing.T) {
+	s := servertest.Start(t, nil)
+	echo := headerEcho(t)
+	dep := echoDeployment(t, s, "echo", echo, nil)
+	ws := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["tenant_id"].(string)
+
+	pat := s.Do("POST", "/api/v1/orgs/current/personal-access-tokens", map[string]any{"description": "ci"})
+	if pat.Status != 200 {
+		t.Fatalf("create a personal access token: %d %s", pat.Status, pat.Body)
+	}
+	patKey := pat.Map()["key"].(string)
+	orgID := s.Do("GET", "/api/v1/orgs/current/info", nil).Map()["id"].(string)
+
+	received := func(t *testing.T, headers ...string) http.Header {
+		t.Helper()
+		r := servertest.Do(t, "GET", s.URL+"/agents/echo/whoami", nil, headers...)
+		if r.Status != 200 {
+			t.Fatalf("proxy: %d %s", r.Status, r.Body)
+		}
+		var h http.Header
+		if err := json.Unmarshal(r.Body, &h); err != nil {
+			t.Fatalf("echo answer %s: %v", r.Body, err)
+		}
+		return h
+	}
+	leaked := func(h http.Header, secrets ...string) []string {
+		var out []string
+		for name, vals := range h {
+			for _, v := range vals {
+				for _, sec := range secrets {
+					if sec != "" && strings.Contains(v, sec) {
+						out = append(out, name+": "+v)
+					}
+				}
+			}
+		}
+		for _, name := range []string{"X-Api-Key", "X-Tenant-Id", "X-Organization-Id"} {
+			if h.Get(name) != "" {
+				out = append(out, name+": "+h.Get(name))
+			}
+		}
+		return out
+	}
+
+	cases := []struct {
+		name     string
+		headers  []string
+		wantAuth string // Authorization the agent must see ("" = none)
+	}{
+		{"api key with workspace and organization", []string{"X-Api-Key", s.Key, "X-Tenant-Id", ws, "X-Organization-Id", orgID}, ""},
+		{"personal access token as bearer", []string{"X-Api-Key", "", "Authorization", "Bearer " + patKey, "X-Tenant-Id", ws}, ""},
+		{"personal access token as lower-case bearer", []string{"X-Api-Key", "", "Authorization", "bearer " + patKey, "X-Tenant-Id", ws}, ""},
+		{"personal access token as api key", []string{"X-Api-Key", patKey, "X-Tenant-Id", ws}, ""},
+		{"api key and an agent token, not opted in", []string{"X-Api-Key", s.Key, "X-Tenant-Id", ws, "Authorization", "Bearer agent-token"}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := received(t, tc.headers...)
+			if l := leaked(h, s.Key, patKey, ws, orgID); len(l) > 0 {
+				t.Fatalf("the agent received Slipway credentials: %v", l)
+			}
+			if got := h.Get("Authorization"); got != tc.wantAuth {
+				t.Fatalf("Authorization at the agent = %q, want %q", got, tc.wantAuth)
+			}
+		})
+	}
+
+	// A login session's token is a bearer credential too: an
+	// Organization Admin invited, then added as a basic-auth user.
+	var admin string
+	for _, role := range s.Do("GET", "/api/v1/orgs/current/roles", nil).JSON().([]any) {
+		if role.(map[string]any)["display_name"] == "Organization Admin" {
+			admin = role.(map[string]any)["id"].(string)
+		}
+	}
+	if r := s.Do("POST", "/api/v1/orgs/current/members", map[string]any{"email": "ops@example.com", "role_id": admin}); r.Status != 200 {
+		t.Fatalf("invite: %d %s", r.Status, r.Body)
+	}
+	if r := s.Do("POST", "/api/v1/orgs/current/members/basic/batch", []any{map[string]any{"email": "ops@example.com", "password": "operator-password-1"}}); r.Status != 200 {
+		t.Fatalf("add basic-auth user: %d %s", r.Status, r.Body)
+	}
+	login := s.Do("POST", "/api/v1/login", map[string]any{"email": "ops@example.com", "password": "operator-password-1"}, "X-Api-Key", "")
+	tok, _ := login.Map()["access_token"].(string)
+	if tok == "" {
+		t.Fatalf("login: %d %s", login.Status, login.Body)
+	}
+	for _, org := range []string{"X-Organization-Id", "X-Tenant-Id"} {
+		val := orgID
+		if org == "X-Tenant-Id" {
+			val = ws
+		}
+		h := received(t, "X-Api-Key", "", "Authorization", "Bearer "+tok, org, val, "X-Tenant-Id", ws)
+		if l := leaked(h, tok, ws, orgID); len(l) > 0 || h.Get("Authorization") != "" {
+			t.Fatalf("the agent received the session token: %v %q", l, h.Get("Authorization"))
+		}
+	}
+
+	// The deployment opts in: the caller's own Authorization passes when
+	// Slipway authenticated the X-Api-Key, never a bearer Slipway used.
+	optIn := map[string]any{"source_config": map[string]any{"resource_spec": map[string]any{
+		"annotations": map[string]any{"slipway.dev/forward-authorization": "true"}}}}
+	if r := s.Do("PATCH", "/v2/deployments/"+dep, optIn); r.Status != 200 {
+		t.Fatalf("opt in: %d %s", r.Status, r.Body)
+	}
+	waitRevision(t, s, dep, s.Do("GET", "/v2/deployments/"+dep, nil).Map()["latest_revision_id"].(string), "DEPLOYED")
+	if h := received(t, "X-Api-Key", s.Key, "X-Tenant-Id", ws, "Authorization", "Bearer agent-token"); h.Get("Authorization") != "Bearer agent-token" || len(leaked(h, s.Key, ws)) > 0 {
+		t.Fatalf("opted in: the agent got Authorization %q and %v", h.Get("Authorization"), leaked(h, s.Key, ws))
+	}
+	if h := received(t, "X-Api-Key", "", "Authorization", "Bearer "+patKey, "X-Tenant-Id", ws); h.Get("Authorization") != "" {
+		t.Fatalf("opted in: the bearer token Slipway consumed reached the agent: %q", h.Get("Authorization"))
+	}
+
+	// The annotation takes "true" or "false" only.
+	bad := map[string]any{"source_config": map[string]any{"resource_spec": map[string]any{
+		"annotations": map[string]any{"slipway.dev/forward-authorization": "yes"}}}}
+	if r := s.Do("PATCH", "/v2/deployments/"+dep, bad); r.Status != 422 || !strings.Contains(string(r.Body), "forward-authorization") {
+		t.Fatalf("bad annotation value: %d %s", r.Status, r.Body)
+	}
+}
