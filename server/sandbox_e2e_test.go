@@ -79,6 +79,36 @@ func TestProcessSandboxAsRoot(t *testing.T) {
 	attackFromDeployment(t, s)
 }
 
+// TestProcessSandboxUnderSystemdUmask runs Slipway as the installed unit
+// does, with UMask=0077, from a binary only root may execute (what `go
+// build` makes under that umask): deployments still start, contained.
+func TestProcessSandboxUnderSystemdUmask(t *testing.T) {
+	requireRoot(t)
+	old := syscall.Umask(0o077) // inherited by the server and what it starts
+	t.Cleanup(func() { syscall.Umask(old) })
+	binDir := t.TempDir()
+	raw, err := os.ReadFile(servertest.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(binDir, "slipway")
+	if err := os.WriteFile(bin, raw, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The data dir's parents must be traversable by deployments' uids, as
+	// /var/lib is; t.TempDir makes them 0700.
+	parent := t.TempDir()
+	for _, dir := range []string{filepath.Dir(parent), parent} {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := filepath.Join(parent, "data")
+	s := servertest.StartAs(t, map[string]string{"SLIPWAY_RUNTIME": "process", "SLIPWAY_DATA_DIR": data}, bin, nil)
+	isolation(t, s)
+	attackFromDeployment(t, s)
+}
+
 // TestProcessSandboxUnprivileged runs Slipway as nobody: deployments share
 // its uid, and Landlock (and user namespaces where the kernel allows them)
 // must contain them all the same.

@@ -108,6 +108,9 @@ func (d *Driver) Init() error {
 			return err
 		}
 		d.uids = uids
+		if err := d.agentBinary(); err != nil {
+			return err
+		}
 		// Traversable, not listable: a deployment's uid walks down to its
 		// own directory and learns no other deployment's id on the way.
 		for _, dir := range []string{d.DataDir, d.Root} {
@@ -122,6 +125,39 @@ func (d *Driver) Init() error {
 		i.Missing = []string{}
 	}
 	d.isolation = i
+	return nil
+}
+
+// agentBinary makes sure deployments' uids may execute the agent binary.
+// A binary built under a umask of 0077 (`go run` as root with systemd's
+// UMask) is 0700, which only root may execute: run a 0755 copy of it,
+// kept in the root-owned runtime directory, instead.
+func (d *Driver) agentBinary() error {
+	st, err := os.Stat(d.Bin)
+	if err != nil {
+		return fmt.Errorf("process runtime: agent binary: %w", err)
+	}
+	if st.Mode().Perm()&0o001 != 0 {
+		return nil
+	}
+	raw, err := os.ReadFile(d.Bin)
+	if err != nil {
+		return fmt.Errorf("process runtime: agent binary: %w", err)
+	}
+	cp := filepath.Join(d.Root, "slipway-agent")
+	tmp := cp + ".tmp"
+	if err := os.WriteFile(tmp, raw, 0o755); err != nil {
+		return fmt.Errorf("process runtime: copy the agent binary: %w", err)
+	}
+	// WriteFile's mode is subject to the umask this fix is about.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("process runtime: copy the agent binary: %w", err)
+	}
+	if err := os.Rename(tmp, cp); err != nil {
+		return fmt.Errorf("process runtime: copy the agent binary: %w", err)
+	}
+	d.Log.Info().Str("binary", d.Bin).Str("copy", cp).Msg("the slipway binary is not executable by deployments' uids; agents run a 0755 copy")
+	d.Bin = cp
 	return nil
 }
 

@@ -149,6 +149,11 @@ func hideDataDir(job Job) error {
 	defer unix.Close(dep)
 	// Parents first, so that a data directory under /tmp is hidden by its
 	// own tmpfs on top of the private /tmp.
+	// Slipway may run with umask 0077 (systemd's UMask); the deployment's
+	// uid must be able to walk down to its directory through every mount
+	// point made here, including a data dir under the private /tmp.
+	old := unix.Umask(0)
+	defer unix.Umask(old)
 	hide := []string{"/tmp", "/dev/shm", job.DataDir}
 	sort.Slice(hide, func(i, j int) bool { return len(hide[i]) < len(hide[j]) })
 	for _, dir := range hide {
@@ -168,12 +173,7 @@ func hideDataDir(job Job) error {
 			return fmt.Errorf("tmpfs over %s: %w", dir, err)
 		}
 	}
-	// Slipway may run with umask 0077; the deployment's uid must be able
-	// to walk down to its directory.
-	old := unix.Umask(0)
-	err = os.MkdirAll(job.DeployDir, 0o711)
-	unix.Umask(old)
-	if err != nil {
+	if err := os.MkdirAll(job.DeployDir, 0o711); err != nil {
 		return fmt.Errorf("mount point %s: %w", job.DeployDir, err)
 	}
 	src := "/proc/self/fd/" + strconv.Itoa(dep)
