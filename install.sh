@@ -9,17 +9,24 @@
 #   ./install.sh                     build and install under /usr/local, enable the service
 #   ./install.sh --prefix /opt/sw    install the binary under another prefix
 #   DESTDIR=/tmp/root ./install.sh   stage into a directory (packaging, tests): no user, no systemctl
-#   ./install.sh --uninstall         remove the binary and unit; keep data and configuration
+#   ./install.sh --uninstall         remove the binary, unit and docs; keep data and configuration
+#   ./install.sh --dry-run           print what would be done and change nothing (combines with the above)
+#
+# The unit's Documentation= points at $PREFIX/share/doc/slipway, where the README and SECURITY.md
+# are installed.
 set -euo pipefail
 
 PREFIX=/usr/local
 UNINSTALL=0
+DRY_RUN=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) PREFIX="${2:?--prefix needs a directory}"; shift 2 ;;
     --prefix=*) PREFIX="${1#--prefix=}"; shift ;;
     --uninstall) UNINSTALL=1; shift ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --dry-run|-n) DRY_RUN=1; shift ;;
+    # The help is the comment block at the top of this file.
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "install.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -28,16 +35,38 @@ BIN="$DESTDIR$PREFIX/bin/slipway"
 UNIT="$DESTDIR/etc/systemd/system/slipway.service"
 ENVFILE="$DESTDIR/etc/slipway/slipway.env"
 DATA="$DESTDIR/var/lib/slipway"
+DOC="$DESTDIR$PREFIX/share/doc/slipway"
+
+# run executes a command that changes the system, or only prints it with --dry-run.
+run() {
+  if [ "$DRY_RUN" = 1 ]; then
+    echo "would run: $*"
+  else
+    "$@"
+  fi
+}
+# write_file PATH MODE writes standard input to PATH, or only says so with --dry-run.
+write_file() {
+  if [ "$DRY_RUN" = 1 ]; then
+    echo "would write $1 (mode $2):"
+    sed 's/^/    /'
+  else
+    cat > "$1"
+    chmod "$2" "$1"
+  fi
+}
 
 systemd_running() { [ -z "$DESTDIR" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null; }
 
 if [ "$UNINSTALL" = 1 ]; then
   if systemd_running; then
-    systemctl disable --now slipway.service 2>/dev/null || true
+    run systemctl disable --now slipway.service 2>/dev/null || true
   fi
-  rm -f "$BIN" "$UNIT"
-  systemd_running && systemctl daemon-reload || true
-  echo "Removed $BIN and $UNIT."
+  run rm -f "$BIN" "$UNIT"
+  run rm -rf "$DOC"
+  if systemd_running; then run systemctl daemon-reload || true; fi
+  [ "$DRY_RUN" = 1 ] && exit 0
+  echo "Removed $BIN, $UNIT and $DOC."
   echo "Kept the data in $DATA and the configuration in $ENVFILE; remove them by hand if you want them gone."
   exit 0
 fi
@@ -47,21 +76,26 @@ version="$(git -C "$here" describe --always --dirty 2>/dev/null || echo dev)"
 command -v go >/dev/null || { echo "install.sh: Go is needed to build Slipway (https://go.dev/dl/)" >&2; exit 1; }
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-echo "Building slipway $version ..."
-(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$tmp/slipway" .)
+if [ "$DRY_RUN" = 1 ]; then
+  echo "would build slipway $version (CGO_ENABLED=0 go build) into $BIN"
+else
+  echo "Building slipway $version ..."
+  (cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$tmp/slipway" .)
+fi
 
-install -d -m 0755 "$(dirname "$BIN")" "$(dirname "$UNIT")"
-install -m 0755 "$tmp/slipway" "$BIN"
+run install -d -m 0755 "$(dirname "$BIN")" "$(dirname "$UNIT")" "$DOC"
+run install -m 0755 "$tmp/slipway" "$BIN"
+run install -m 0644 "$here/README.md" "$here/SECURITY.md" "$DOC/"
 # 0711: deployments' uids walk down to their own directory; nobody lists it.
-install -d -m 0711 "$DATA"
-install -d -m 0755 "$(dirname "$ENVFILE")"
+run install -d -m 0711 "$DATA"
+run install -d -m 0755 "$(dirname "$ENVFILE")"
 if [ -z "$DESTDIR" ] && [ "$(id -u)" = 0 ]; then
   # Earlier versions ran as a `slipway` user; the service is root's now.
-  chown -R root:root "$DATA"
+  run chown -R root:root "$DATA"
 fi
 
 if [ ! -e "$ENVFILE" ]; then
-  cat > "$ENVFILE" <<'ENV'
+  write_file "$ENVFILE" 0600 <<'ENV'
 # Slipway configuration: environment variables read by `slipway serve`.
 # Every variable is optional; the defaults are shown.
 
@@ -106,13 +140,12 @@ if [ ! -e "$ENVFILE" ]; then
 #SLIPWAY_AUDIT_FORWARD_URL=
 #SLIPWAY_AUDIT_FORWARD_INTERVAL=1h
 ENV
-  chmod 0600 "$ENVFILE"
 fi
 
-cat > "$UNIT" <<UNITEOF
+write_file "$UNIT" 0644 <<UNITEOF
 [Unit]
 Description=Slipway: self-hosted agent deployments
-Documentation=file://$PREFIX/share/doc/slipway
+Documentation=file://$PREFIX/share/doc/slipway/README.md file://$PREFIX/share/doc/slipway/SECURITY.md
 After=network-online.target docker.service
 Wants=network-online.target
 
@@ -161,7 +194,8 @@ UMask=0077
 [Install]
 WantedBy=multi-user.target
 UNITEOF
-chmod 0644 "$UNIT"
+
+[ "$DRY_RUN" = 1 ] && exit 0
 
 echo "Installed $BIN ($version), $UNIT and $ENVFILE."
 if systemd_running && [ "$(id -u)" = 0 ]; then

@@ -6,9 +6,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(mktemp -d)"
 trap 'rm -rf "$root"' EXIT
-DESTDIR="$root" ./install.sh --prefix /usr/local >/dev/null
-
 fail() { echo "install test: $*" >&2; exit 1; }
+
+# --help is the comment block, nothing else; --dry-run changes nothing.
+help="$(./install.sh --help)"
+echo "$help" | grep -q -- '--dry-run' || fail "--help does not mention --dry-run"
+echo "$help" | grep -q 'set -e' && fail "--help prints code"
+plan="$(DESTDIR="$root" ./install.sh --dry-run --prefix /usr/local)"
+echo "$plan" | grep -q 'would write' || fail "--dry-run printed no plan"
+[ -z "$(ls -A "$root")" ] || fail "--dry-run wrote $(ls -A "$root")"
+
+DESTDIR="$root" ./install.sh --prefix /usr/local >/dev/null
 [ -x "$root/usr/local/bin/slipway" ] || fail "binary missing"
 "$root/usr/local/bin/slipway" version | grep -q '^slipway ' || fail "binary does not run"
 file "$root/usr/local/bin/slipway" 2>/dev/null | grep -q 'statically linked' || fail "binary is not static"
@@ -20,6 +28,10 @@ done
 unit="$root/etc/systemd/system/slipway.service"
 for d in Type=notify Restart=on-failure NoNewPrivileges=yes ProtectSystem=strict ReadWritePaths=/var/lib/slipway "CapabilityBoundingSet=CAP_CHOWN" "RestrictNamespaces=mnt pid ipc"; do
   grep -q "^$d" "$unit" || fail "unit lacks $d"
+done
+# Documentation= names files that the install put there.
+for doc in $(sed -n 's#^Documentation=##p' "$unit"); do
+  [ -f "$root${doc#file://}" ] || fail "Documentation= names $doc, which the install did not create"
 done
 # systemd-analyze checks ExecStart's binary exists: verify a copy pointing at the staged one.
 check="$root/slipway.service"
@@ -35,6 +47,7 @@ mkdir -p "$root/var/lib/slipway/keep"
 DESTDIR="$root" ./install.sh --uninstall >/dev/null
 [ ! -e "$root/usr/local/bin/slipway" ] || fail "--uninstall kept the binary"
 [ ! -e "$unit" ] || fail "--uninstall kept the unit"
+[ ! -e "$root/usr/local/share/doc/slipway" ] || fail "--uninstall kept the docs"
 [ -d "$root/var/lib/slipway/keep" ] || fail "--uninstall removed data"
 [ -f "$root/etc/slipway/slipway.env" ] || fail "--uninstall removed configuration"
 echo "install.sh: staged install, systemd-analyze verify and --uninstall OK"
