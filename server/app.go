@@ -38,6 +38,13 @@ type app struct {
 	cp      *controlplane.Service
 	driver  runtime.Driver
 	why     string // why this driver was chosen, for /info and the log
+	// instance is the install's identity (storage.InstanceID); the docker
+	// runtime labels everything with it.
+	instance string
+	// static reports whether the slipway binary is statically linked,
+	// which the docker runtime needs; staticErr says why not.
+	static    bool
+	staticErr string
 	audit   *audit.Recorder
 	gate    *runtime.Gate
 	db      *bolt.DB
@@ -49,9 +56,21 @@ type app struct {
 
 func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.Logger, version string) (*app, error) {
 	a := &app{cfg: cfg, log: log, version: version}
+	instance, err := storage.InstanceID(db)
+	if err != nil {
+		return nil, err
+	}
+	a.instance = instance
 	a.gate = &runtime.Gate{}
-	a.driver, a.why = chooseDriver(cfg, a.gate, log)
-	log.Info().Str("runtime", a.driver.Name()).Str("reason", a.why).Msg("runtime driver chosen")
+	a.static = true
+	if bin, err := os.Executable(); err == nil {
+		if err := docker.CheckStatic(bin); err != nil {
+			a.static, a.staticErr = false, err.Error()
+			log.Warn().Err(err).Msg("the slipway binary is not static: the docker runtime cannot run it in an agent image; the process runtime can")
+		}
+	}
+	a.driver, a.why = chooseDriver(cfg, a.gate, log, instance, a.staticErr)
+	log.Info().Str("runtime", a.driver.Name()).Str("reason", a.why).Str("instance_id", instance).Msg("runtime driver chosen")
 	if iso, ok := a.driver.(runtime.Isolator); ok {
 		i := iso.Isolation()
 		log.Info().Str("mode", i.Mode).Strs("guarantees", i.Guarantees).Strs("missing", i.Missing).
@@ -90,8 +109,9 @@ func (a *app) adminServer() *admin.Server {
 }
 
 // chooseDriver picks the runtime: docker when SLIPWAY_RUNTIME says so or,
-// with auto, when an engine answers; the process driver otherwise.
-func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger) (runtime.Driver, string) {
+// with auto, when an engine answers and the binary is static (notStatic is
+// empty); the process driver otherwise.
+func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger, instance, notStatic string) (runtime.Driver, string) {
 	if cfg.Runtime == "fake" {
 		return fake.New(50 * time.Millisecond), "SLIPWAY_RUNTIME=fake (test driver: runs nothing)"
 	}
@@ -100,13 +120,15 @@ func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger) (run
 		return unavailable{name: cfg.Runtime}, "cannot locate the slipway binary to run agents: " + err.Error()
 	}
 	var engineErr error
-	if cfg.Runtime == "docker" || cfg.Runtime == "auto" {
+	if cfg.Runtime == "auto" && notStatic != "" {
+		engineErr = fmt.Errorf("the docker runtime needs a static binary (%s)", notStatic)
+	} else if cfg.Runtime == "docker" || cfg.Runtime == "auto" {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		c, api, err := docker.Connect(ctx)
 		cancel()
 		if err == nil {
 			d := &docker.Driver{Client: c, Bin: bin, Root: filepath.Join(cfg.DataDir, "builds"),
-				SecretsDir: filepath.Join(cfg.DataDir, "secrets"), Gate: gate, APIAddr: cfg.Addr,
+				SecretsDir: filepath.Join(cfg.DataDir, "secrets"), Gate: gate, APIAddr: cfg.Addr, Instance: instance,
 				Log: log.With().Str("component", "docker-runtime").Logger()}
 			return d, fmt.Sprintf("SLIPWAY_RUNTIME=%s: a Docker engine answers at %s (API %s)", cfg.Runtime, c.DaemonHost(), api)
 		}
@@ -221,9 +243,12 @@ func (a *app) ok(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 }
 
 func (a *app) info(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	rt := map[string]any{"driver": a.driver.Name(), "reason": a.why}
+	rt := map[string]any{"driver": a.driver.Name(), "reason": a.why, "static_binary": a.static}
+	if !a.static {
+		rt["static_binary_error"] = a.staticErr
+	}
 	if iso, ok := a.driver.(runtime.Isolator); ok {
 		rt["isolation"] = iso.Isolation()
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"version": a.version, "runtime": rt})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"version": a.version, "instance_id": a.instance, "runtime": rt})
 }
