@@ -45,9 +45,9 @@ type app struct {
 	// which the docker runtime needs; staticErr says why not.
 	static    bool
 	staticErr string
-	audit   *audit.Recorder
-	gate    *runtime.Gate
-	db      *bolt.DB
+	audit     *audit.Recorder
+	gate      *runtime.Gate
+	db        *bolt.DB
 	// retention prunes old audit events hourly; forward delivers them to
 	// SLIPWAY_AUDIT_FORWARD_URL.
 	retention *audit.Retention

@@ -85,10 +85,10 @@ type Server struct {
 	// runtime labels what it creates with it, and tests clean up by it.
 	InstanceID string
 	cmd        *exec.Cmd
-	logs    *syncBuffer
-	t       testing.TB
-	bin     string              // the binary to run; Binary(t) when empty
-	cred    *syscall.Credential // run as another user (the test is root)
+	logs       *syncBuffer
+	t          testing.TB
+	bin        string              // the binary to run; Binary(t) when empty
+	cred       *syscall.Credential // run as another user (the test is root)
 }
 
 // StartAs is Start running bin (a copy of Binary that the user can
