@@ -678,6 +678,97 @@ func (d *Driver) Refresh(dep string) {
 	d.Log.Info().Str("deployment_id", dep).Str("endpoint", ep).Msg("the serving agent moved")
 }
 
+// CheckHealth reports whether revision rev serves dep: its agent
+// container exists, runs, and answers GET /ok (runtime.HealthChecker). A
+// container that came back at another address is followed.
+func (d *Driver) CheckHealth(ctx context.Context, dep, rev string) error {
+	d.mu.Lock()
+	s, ok := d.deps[dep]
+	d.mu.Unlock()
+	if !ok {
+		return errors.New("no agent container of the deployment is serving")
+	}
+	if s.rev != rev {
+		return fmt.Errorf("the serving agent is of revision %s", s.rev)
+	}
+	ep, err := d.endpointOf(ctx, s.container, dep, false)
+	if cerrdefs.IsNotFound(err) {
+		// Requests are answered 503 at once rather than sent to a dead
+		// address, until the agent is recreated.
+		d.mu.Lock()
+		if cur, ok := d.deps[dep]; ok && cur.container == s.container {
+			delete(d.deps, dep)
+		}
+		d.mu.Unlock()
+		return errors.New("the agent container is gone (removed outside Slipway)")
+	}
+	if err != nil {
+		return err
+	}
+	if !healthy(ep) {
+		return errors.New("the agent container runs but GET /ok did not answer 200")
+	}
+	if ep != s.endpoint {
+		d.mu.Lock()
+		if cur, ok := d.deps[dep]; ok && cur.container == s.container {
+			cur.endpoint = ep
+			d.deps[dep] = cur
+		}
+		d.mu.Unlock()
+	}
+	return nil
+}
+
+// eventSource is the part of the engine API that streams events; every
+// engine has it, test doubles may not.
+type eventSource interface {
+	Events(ctx context.Context, options client.EventsListOptions) client.EventsResult
+}
+
+// WatchHealth follows the engine's events for this install's agent
+// containers and calls lost when a serving one dies, stops or is removed
+// (runtime.HealthNotifier), until ctx ends. A broken stream is opened
+// again; meanwhile the watcher's periodic checks still notice.
+func (d *Driver) WatchHealth(ctx context.Context, lost func(dep string)) {
+	es, ok := d.Client.(eventSource)
+	if !ok {
+		return
+	}
+	f := client.Filters{}.Add("type", "container").Add("label", LabelInstance+"="+d.Instance).
+		Add("label", LabelRole+"=agent").Add("event", "die").Add("event", "stop").Add("event", "destroy").Add("event", "oom")
+	go func() {
+		for ctx.Err() == nil {
+			sctx, cancel := context.WithCancel(ctx)
+			res := es.Events(sctx, client.EventsListOptions{Filters: f})
+		stream:
+			for {
+				select {
+				case m := <-res.Messages:
+					dep := m.Actor.Attributes[LabelDeployment]
+					d.mu.Lock()
+					s, serving := d.deps[dep]
+					d.mu.Unlock()
+					if serving && s.container == m.Actor.ID {
+						lost(dep)
+					}
+				case err := <-res.Err:
+					if ctx.Err() == nil {
+						d.Log.Warn().Err(err).Msg("docker event stream ended; opening it again")
+					}
+					break stream
+				case <-ctx.Done():
+					break stream
+				}
+			}
+			cancel()
+			select {
+			case <-ctx.Done():
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
+}
+
 // Stop removes one revision's containers and its emptyDir volumes; its
 // image stays for a quick rollback until the deployment is removed.
 func (d *Driver) Stop(ctx context.Context, dep, rev string) error {
