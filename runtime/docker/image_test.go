@@ -183,3 +183,12 @@ func TestOurs(t *testing.T) {
 		t.Error("a driver without an instance id claims unlabelled objects")
 	}
 }
+
+// TestCheckStatic: a dynamically linked binary (the host's shell) is
+// refused with a message naming the fix.
+func TestCheckStatic(t *testing.T) {
+	err := CheckStatic("/bin/sh")
+	if err == nil || !errors.Is(err, runtime.ErrUnsupported) || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Fatalf("CheckStatic(/bin/sh) = %v", err)
+	}
+}
