@@ -52,6 +52,10 @@ type Serve struct {
 	LoginAttempts        int           `env:"SLIPWAY_LOGIN_ATTEMPTS" envDefault:"10"`
 	LoginAccountAttempts int           `env:"SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS" envDefault:"20"`
 	LoginWindow          time.Duration `env:"SLIPWAY_LOGIN_WINDOW" envDefault:"10m"`
+	// HealthInterval is how often each serving agent is checked (GET /ok,
+	// its container or process); engine events and process exits are
+	// noticed at once besides.
+	HealthInterval time.Duration `env:"SLIPWAY_HEALTH_INTERVAL" envDefault:"5s"`
 	// SandboxUIDRange is "low-high": the uids (and gids of the same
 	// numbers) the process runtime gives deployments, one each, when
 	// Slipway runs as root. They must belong to no user of the host.
@@ -141,6 +145,9 @@ func LoadServe(environ map[string]string) (c Serve, err error) {
 	}
 	if c.LoginAccountAttempts < 1 || c.LoginAccountAttempts > 10000 {
 		return c, &Error{fmt.Sprintf("SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS: %d is outside 1..10000", c.LoginAccountAttempts)}
+	}
+	if c.HealthInterval < time.Second || c.HealthInterval > 10*time.Minute {
+		return c, &Error{fmt.Sprintf("SLIPWAY_HEALTH_INTERVAL: %s is outside 1s..10m", c.HealthInterval)}
 	}
 	if c.LoginWindow < time.Second || c.LoginWindow > 24*time.Hour {
 		return c, &Error{fmt.Sprintf("SLIPWAY_LOGIN_WINDOW: %s is outside 1s..24h", c.LoginWindow)}

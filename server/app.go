@@ -38,9 +38,16 @@ type app struct {
 	cp      *controlplane.Service
 	driver  runtime.Driver
 	why     string // why this driver was chosen, for /info and the log
-	audit   *audit.Recorder
-	gate    *runtime.Gate
-	db      *bolt.DB
+	// instance is the install's identity (storage.InstanceID); the docker
+	// runtime labels everything with it.
+	instance string
+	// static reports whether the slipway binary is statically linked,
+	// which the docker runtime needs; staticErr says why not.
+	static    bool
+	staticErr string
+	audit     *audit.Recorder
+	gate      *runtime.Gate
+	db        *bolt.DB
 	// retention prunes old audit events hourly; forward delivers them to
 	// SLIPWAY_AUDIT_FORWARD_URL.
 	retention *audit.Retention
@@ -49,9 +56,21 @@ type app struct {
 
 func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.Logger, version string) (*app, error) {
 	a := &app{cfg: cfg, log: log, version: version}
+	instance, err := storage.InstanceID(db)
+	if err != nil {
+		return nil, err
+	}
+	a.instance = instance
 	a.gate = &runtime.Gate{}
-	a.driver, a.why = chooseDriver(cfg, a.gate, log)
-	log.Info().Str("runtime", a.driver.Name()).Str("reason", a.why).Msg("runtime driver chosen")
+	a.static = true
+	if bin, err := os.Executable(); err == nil {
+		if err := docker.CheckStatic(bin); err != nil {
+			a.static, a.staticErr = false, err.Error()
+			log.Warn().Err(err).Msg("the slipway binary is not static: the docker runtime cannot run it in an agent image; the process runtime can")
+		}
+	}
+	a.driver, a.why = chooseDriver(cfg, a.gate, log, instance, a.staticErr)
+	log.Info().Str("runtime", a.driver.Name()).Str("reason", a.why).Str("instance_id", instance).Msg("runtime driver chosen")
 	if iso, ok := a.driver.(runtime.Isolator); ok {
 		i := iso.Isolation()
 		log.Info().Str("mode", i.Mode).Strs("guarantees", i.Guarantees).Strs("missing", i.Missing).
@@ -69,7 +88,8 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 		PerAddress: orgapi.Limit{Burst: cfg.LoginAttempts, Window: cfg.LoginWindow},
 		PerAccount: orgapi.Limit{Burst: cfg.LoginAccountAttempts, Window: cfg.LoginWindow}}
 	a.cp = &controlplane.Service{DB: db, Sealer: sealer, Driver: a.driver, PublicURL: cfg.PublicURL,
-		DataDir: cfg.DataDir, MaxUpload: int64(cfg.MaxUploadMB) << 20, Log: log, Writer: writer, Audit: rec}
+		DataDir: cfg.DataDir, MaxUpload: int64(cfg.MaxUploadMB) << 20, Log: log, Writer: writer, Audit: rec,
+		HealthInterval: cfg.HealthInterval}
 	a.db = db
 	a.retention = &audit.Retention{Log: rec.Log, DB: db, Update: writer.Update,
 		Logger: log.With().Str("component", "audit-retention").Logger()}
@@ -90,8 +110,9 @@ func (a *app) adminServer() *admin.Server {
 }
 
 // chooseDriver picks the runtime: docker when SLIPWAY_RUNTIME says so or,
-// with auto, when an engine answers; the process driver otherwise.
-func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger) (runtime.Driver, string) {
+// with auto, when an engine answers and the binary is static (notStatic is
+// empty); the process driver otherwise.
+func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger, instance, notStatic string) (runtime.Driver, string) {
 	if cfg.Runtime == "fake" {
 		return fake.New(50 * time.Millisecond), "SLIPWAY_RUNTIME=fake (test driver: runs nothing)"
 	}
@@ -100,13 +121,15 @@ func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger) (run
 		return unavailable{name: cfg.Runtime}, "cannot locate the slipway binary to run agents: " + err.Error()
 	}
 	var engineErr error
-	if cfg.Runtime == "docker" || cfg.Runtime == "auto" {
+	if cfg.Runtime == "auto" && notStatic != "" {
+		engineErr = fmt.Errorf("the docker runtime needs a static binary (%s)", notStatic)
+	} else if cfg.Runtime == "docker" || cfg.Runtime == "auto" {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		c, api, err := docker.Connect(ctx)
 		cancel()
 		if err == nil {
 			d := &docker.Driver{Client: c, Bin: bin, Root: filepath.Join(cfg.DataDir, "builds"),
-				SecretsDir: filepath.Join(cfg.DataDir, "secrets"), Gate: gate, APIAddr: cfg.Addr,
+				SecretsDir: filepath.Join(cfg.DataDir, "secrets"), Gate: gate, APIAddr: cfg.Addr, Instance: instance,
 				Log: log.With().Str("component", "docker-runtime").Logger()}
 			return d, fmt.Sprintf("SLIPWAY_RUNTIME=%s: a Docker engine answers at %s (API %s)", cfg.Runtime, c.DaemonHost(), api)
 		}
@@ -238,9 +261,12 @@ func (a *app) ok(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 }
 
 func (a *app) info(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	rt := map[string]any{"driver": a.driver.Name(), "reason": a.why}
+	rt := map[string]any{"driver": a.driver.Name(), "reason": a.why, "static_binary": a.static}
+	if !a.static {
+		rt["static_binary_error"] = a.staticErr
+	}
 	if iso, ok := a.driver.(runtime.Isolator); ok {
 		rt["isolation"] = iso.Isolation()
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"version": a.version, "runtime": rt})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"version": a.version, "instance_id": a.instance, "runtime": rt})
 }

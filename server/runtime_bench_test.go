@@ -30,6 +30,11 @@ func BenchmarkDeploy(b *testing.B) {
 }
 
 func benchmarkDeploy(b *testing.B, driver string) {
+	if driver == "docker" {
+		// After the server stopped: its agent base image, and whatever a
+		// failed round left.
+		defer cleanupInstalls(b, engine(b))
+	}
 	s := servertest.StartUnmanaged(b, map[string]string{"SLIPWAY_RUNTIME": driver, "SLIPWAY_LOG_LEVEL": "warn"})
 	defer s.Stop()
 	archive := sourceTarballBytes(appFiles(b, ""))

@@ -93,7 +93,7 @@ func TestDockerContainment(t *testing.T) {
 		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"},
 		"secrets":                []any{map[string]any{"name": "PROBE_TOKEN", "value": probeSecret}}}).Map()["id"].(string)
 	targets := map[string]any{
-		"master_key": filepath.Join(s.DataDir, "master.key"), "admin_socket": filepath.Join(s.DataDir, "admin.sock"),
+		"master_key": filepath.Join(s.DataDir, "master.key"), "admin_socket": filepath.Join(s.DataDir, "admin", "admin.sock"),
 		"data_dir": s.DataDir, "api_port": apiPort(t, s), "slipway_pid": slipwayPID(t, s),
 		"other_agent": otherAgent, "other_secret": otherSecret,
 	}

@@ -27,14 +27,27 @@ func requireRuntime(t testing.TB, driver string) {
 		return
 	}
 	e := engine(t)
-	// Containers outlive the server: whatever a test leaves behind (it
-	// failed half-way) goes, as if no deployment were on record.
-	t.Cleanup(func() {
-		d := &docker.Driver{Client: e, Root: t.TempDir()}
-		if err := d.Reconcile(context.Background(), map[string]string{}); err != nil {
-			t.Logf("clean up docker objects: %v", err)
+	// Containers outlive the server: whatever the installs this test
+	// started leave behind (it failed half-way) goes, as if no deployment
+	// were on record. Objects of any other install on the engine (a
+	// developer's own serve, another test binary) carry another instance
+	// id and stay.
+	t.Cleanup(func() { cleanupInstalls(t, e) })
+}
+
+// cleanupInstalls removes every docker object of the installs t started,
+// and only those: each carries its install's instance id.
+func cleanupInstalls(t testing.TB, e *client.Client) {
+	t.Helper()
+	for _, s := range servertest.Started(t) {
+		if s.InstanceID == "" {
+			continue
 		}
-	})
+		d := &docker.Driver{Client: e, Root: t.TempDir(), Instance: s.InstanceID}
+		if err := d.Reconcile(context.Background(), map[string]string{}); err != nil {
+			t.Logf("clean up docker objects of install %s: %v", s.InstanceID, err)
+		}
+	}
 }
 
 var (

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +17,8 @@ import (
 // Index buckets map a composite key to nil (or to an id) and are written in
 // the same transaction as the record they index.
 //
-//	meta                      version → uint64 schema version
+//	meta                      version → uint64 schema version;
+//	                          instance_id → this install's identity, 32 hex characters (v7, see InstanceID)
 //	orgs                      org id → Org
 //	workspaces                workspace id → Workspace
 //	idx_org_workspaces        org id ‖ workspace id → nil
@@ -173,6 +176,46 @@ var ControlPlaneMigrations = []Migration{
 			return idx.Put([]byte(h), Copy(k))
 		})
 	}},
+	{Version: 8, Name: "install identity", Apply: func(tx *bolt.Tx) error {
+		// Created with the data dir, or on upgrade, once: it names this
+		// install's objects in shared runtimes (a Docker engine) and moves
+		// with the database.
+		b, err := tx.CreateBucketIfNotExists(metaBucket)
+		if err != nil {
+			return err
+		}
+		if b.Get(instanceKey) != nil {
+			return nil
+		}
+		var id [16]byte
+		if _, err := rand.Read(id[:]); err != nil {
+			return fmt.Errorf("instance id: %w", err)
+		}
+		return b.Put(instanceKey, []byte(hex.EncodeToString(id[:])))
+	}},
+}
+
+var instanceKey = []byte("instance_id")
+
+// InstanceID is this install's identity, stored in the database (migration
+// 8): a random id that labels everything the install creates outside its
+// data dir, so that two installs sharing a Docker engine never take each
+// other's objects for their own. A data dir that moves keeps it.
+func InstanceID(db *bolt.DB) (string, error) {
+	var id string
+	err := db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(metaBucket); b != nil {
+			id = string(b.Get(instanceKey))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("read the instance id: %w", err)
+	}
+	if id == "" {
+		return "", errors.New("the database has no instance id (migration 8 not applied)")
+	}
+	return id, nil
 }
 
 // ErrNotFound is returned by Get when the key is absent.

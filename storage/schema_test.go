@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -190,4 +191,47 @@ func TestMigrationV7IndexesCustomHosts(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestInstanceID checks that migration 8 gives a new database and an
+// upgraded one an instance id, that it survives reopening and a move of
+// the file, and that two databases get different ones.
+func TestInstanceID(t *testing.T) {
+	dir := t.TempDir()
+	open := func(path string, migrations []Migration) string {
+		t.Helper()
+		db, err := Open(path, time.Second, migrations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		id, err := InstanceID(db)
+		if err != nil {
+			return ""
+		}
+		return id
+	}
+	fresh := filepath.Join(dir, "fresh")
+	a := open(fresh, ControlPlaneMigrations)
+	if len(a) != 32 {
+		t.Fatalf("instance id %q, want 32 hex characters", a)
+	}
+	if again := open(fresh, ControlPlaneMigrations); again != a {
+		t.Fatalf("instance id changed on reopen: %s then %s", a, again)
+	}
+	moved := filepath.Join(dir, "moved")
+	if err := os.Rename(fresh, moved); err != nil {
+		t.Fatal(err)
+	}
+	if m := open(moved, ControlPlaneMigrations); m != a {
+		t.Fatalf("instance id changed with the move: %s then %s", a, m)
+	}
+	old := filepath.Join(dir, "old")
+	if id := open(old, ControlPlaneMigrations[:7]); id != "" {
+		t.Fatalf("a v7 database has an instance id %q", id)
+	}
+	b := open(old, ControlPlaneMigrations)
+	if len(b) != 32 || b == a {
+		t.Fatalf("upgraded database: instance id %q (other %q)", b, a)
+	}
 }

@@ -66,6 +66,10 @@ type Driver struct {
 	// APIAddr is Slipway's own listen address (SLIPWAY_ADDR): whether
 	// containers can reach the API depends on it (see Isolation).
 	APIAddr string
+	// Instance is the install's identity (storage.InstanceID), put on
+	// every object as LabelInstance. Other installs may share the engine:
+	// the driver only ever lists, adopts or removes objects with its own.
+	Instance string
 
 	isoOnce sync.Once
 	iso     runtime.Isolation
@@ -101,12 +105,26 @@ func Connect(ctx context.Context) (*client.Client, string, error) {
 
 func (d *Driver) Name() string { return "docker" }
 
-func labels(dep, rev, role string) map[string]string {
-	l := map[string]string{LabelManaged: "true", LabelDeployment: dep, LabelRole: role}
+func (d *Driver) labels(dep, rev, role string) map[string]string {
+	l := map[string]string{LabelManaged: "true", LabelInstance: d.Instance, LabelDeployment: dep, LabelRole: role}
 	if rev != "" {
 		l[LabelRevision] = rev
 	}
 	return l
+}
+
+// ours says whether an object with labels l belongs to this install: it
+// carries this install's id, or (made by a version of Slipway before
+// install ids) none, and a deployment of this install's record names it
+// (claimed). Deployment ids are random UUIDs, so an unlabelled object that
+// a record claims by id is this install's; one no record claims may be
+// another install's and is left alone.
+func (d *Driver) ours(l map[string]string, claimed bool) bool {
+	if l[LabelManaged] != "true" {
+		return false
+	}
+	inst := l[LabelInstance]
+	return inst != "" && inst == d.Instance || inst == "" && claimed
 }
 
 func networkName(dep string) string    { return "slipway-" + dep }
@@ -161,8 +179,9 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 	if err != nil {
 		return "", err
 	}
-	imgLabels := labels(s.DeploymentID, s.RevisionID, "image")
+	imgLabels := d.labels(s.DeploymentID, s.RevisionID, "image")
 	imgLabels[LabelWorkspace] = s.WorkspaceID
+	imgLabels[LabelBase] = base
 	df, err := dockerfile(base, g, cfgPath, s.InstallCommand, s.BuildCommand, imgLabels)
 	if err != nil {
 		return "", err
@@ -199,7 +218,9 @@ func graphConfig(rel string) (string, error) {
 	return build.GraphConfigPath(rel)
 }
 
-// agents lists the deployment's containers of one role (all when "").
+// containers lists this install's containers of a deployment on record
+// (every deployment's when dep is ""; Reconcile sorts those), of one
+// revision and role (all when "").
 func (d *Driver) containers(ctx context.Context, dep, rev, role string) ([]container.Summary, error) {
 	f := client.Filters{}.Add("label", LabelManaged+"=true")
 	if dep != "" {
@@ -215,7 +236,16 @@ func (d *Driver) containers(ctx context.Context, dep, rev, role string) ([]conta
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	return res.Items, nil
+	if dep == "" {
+		return res.Items, nil
+	}
+	var out []container.Summary
+	for _, c := range res.Items {
+		if d.ours(c.Labels, true) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // Deploy hands the deployment over to this revision. A deployment's agent
@@ -313,7 +343,7 @@ func (d *Driver) restart(c container.Summary) {
 
 // ensureShared creates the deployment's network and data volume.
 func (d *Driver) ensureShared(ctx context.Context, dep, name string) error {
-	l := labels(dep, "", "network")
+	l := d.labels(dep, "", "network")
 	l[LabelName] = name
 	if _, err := d.Client.NetworkInspect(ctx, networkName(dep), client.NetworkInspectOptions{}); cerrdefs.IsNotFound(err) {
 		_, err = d.Client.NetworkCreate(ctx, networkName(dep), client.NetworkCreateOptions{Driver: "bridge", Labels: l})
@@ -334,7 +364,7 @@ func (d *Driver) ensureVolume(ctx context.Context, name, dep, rev string) error 
 	if name == dataVolume(dep) {
 		role = "data"
 	}
-	if _, err := d.Client.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Labels: labels(dep, rev, role)}); err != nil {
+	if _, err := d.Client.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Labels: d.labels(dep, rev, role)}); err != nil {
 		return fmt.Errorf("create volume %s: %w", name, err)
 	}
 	return nil
@@ -347,7 +377,7 @@ func (d *Driver) start(ctx context.Context, s runtime.Spec, image string, p *pla
 	netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{networkName(dep): {}}}
 	for _, ic := range p.inits {
 		fmt.Fprintf(log, "running init container %s\n", ic.name)
-		cid, err := d.create(ctx, agentName(dep, rev)+"-"+ic.name, ic.config(labels(dep, rev, "init"), p.labels),
+		cid, err := d.create(ctx, agentName(dep, rev)+"-"+ic.name, ic.config(d.labels(dep, rev, "init"), p.labels),
 			ic.hostConfig(container.NetworkMode(networkName(dep))), netcfg)
 		if err != nil {
 			return "", "", err
@@ -359,7 +389,7 @@ func (d *Driver) start(ctx context.Context, s runtime.Spec, image string, p *pla
 	cfg := &container.Config{
 		Image:  image,
 		Env:    append([]string{"SLIPWAY_AGENT_DATA_DIR=/data"}, p.env...),
-		Labels: merge(p.labels, labels(dep, rev, "agent")),
+		Labels: merge(p.labels, d.labels(dep, rev, "agent")),
 	}
 	cfg.Labels[LabelName] = s.DeploymentName
 	// An image Slipway built keeps everything the agent writes on its data
@@ -382,7 +412,7 @@ func (d *Driver) start(ctx context.Context, s runtime.Spec, image string, p *pla
 	for _, sc := range p.sidecars {
 		fmt.Fprintf(log, "starting sidecar %s\n", sc.name)
 		// Sidecars share the agent's network namespace, as in a pod.
-		sid, err := d.create(ctx, agentName(dep, rev)+"-"+sc.name, sc.config(labels(dep, rev, "sidecar"), p.labels),
+		sid, err := d.create(ctx, agentName(dep, rev)+"-"+sc.name, sc.config(d.labels(dep, rev, "sidecar"), p.labels),
 			sc.hostConfig(container.NetworkMode("container:"+id)), nil)
 		if err != nil {
 			return "", "", err
@@ -554,14 +584,25 @@ func (d *Driver) stop(ctx context.Context, id string) error {
 }
 
 // removeContainers force-removes a deployment's containers: one revision's,
-// or all when rev is "".
+// or all when rev is "". The deployment is on record (claimed).
 func (d *Driver) removeContainers(ctx context.Context, dep, rev string) error {
-	cs, err := d.containers(ctx, dep, rev, "")
+	return d.removeContainersOf(ctx, dep, rev, true)
+}
+
+func (d *Driver) removeContainersOf(ctx context.Context, dep, rev string, claimed bool) error {
+	f := client.Filters{}.Add("label", LabelManaged+"=true").Add("label", LabelDeployment+"="+dep)
+	if rev != "" {
+		f = f.Add("label", LabelRevision+"="+rev)
+	}
+	res, err := d.Client.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
-		return err
+		return fmt.Errorf("list containers: %w", err)
 	}
 	var errs []error
-	for _, c := range cs {
+	for _, c := range res.Items {
+		if !d.ours(c.Labels, claimed) {
+			continue
+		}
 		if c.State == container.StateRunning && c.Labels[LabelRole] == "agent" {
 			_ = d.stop(ctx, c.ID) // let the agent close its database cleanly
 		}
@@ -629,6 +670,97 @@ func (d *Driver) Refresh(dep string) {
 	d.Log.Info().Str("deployment_id", dep).Str("endpoint", ep).Msg("the serving agent moved")
 }
 
+// CheckHealth reports whether revision rev serves dep: its agent
+// container exists, runs, and answers GET /ok (runtime.HealthChecker). A
+// container that came back at another address is followed.
+func (d *Driver) CheckHealth(ctx context.Context, dep, rev string) error {
+	d.mu.Lock()
+	s, ok := d.deps[dep]
+	d.mu.Unlock()
+	if !ok {
+		return errors.New("no agent container of the deployment is serving")
+	}
+	if s.rev != rev {
+		return fmt.Errorf("the serving agent is of revision %s", s.rev)
+	}
+	ep, err := d.endpointOf(ctx, s.container, dep, false)
+	if cerrdefs.IsNotFound(err) {
+		// Requests are answered 503 at once rather than sent to a dead
+		// address, until the agent is recreated.
+		d.mu.Lock()
+		if cur, ok := d.deps[dep]; ok && cur.container == s.container {
+			delete(d.deps, dep)
+		}
+		d.mu.Unlock()
+		return errors.New("the agent container is gone (removed outside Slipway)")
+	}
+	if err != nil {
+		return err
+	}
+	if !healthy(ep) {
+		return errors.New("the agent container runs but GET /ok did not answer 200")
+	}
+	if ep != s.endpoint {
+		d.mu.Lock()
+		if cur, ok := d.deps[dep]; ok && cur.container == s.container {
+			cur.endpoint = ep
+			d.deps[dep] = cur
+		}
+		d.mu.Unlock()
+	}
+	return nil
+}
+
+// eventSource is the part of the engine API that streams events; every
+// engine has it, test doubles may not.
+type eventSource interface {
+	Events(ctx context.Context, options client.EventsListOptions) client.EventsResult
+}
+
+// WatchHealth follows the engine's events for this install's agent
+// containers and calls lost when a serving one dies, stops or is removed
+// (runtime.HealthNotifier), until ctx ends. A broken stream is opened
+// again; meanwhile the watcher's periodic checks still notice.
+func (d *Driver) WatchHealth(ctx context.Context, lost func(dep string)) {
+	es, ok := d.Client.(eventSource)
+	if !ok {
+		return
+	}
+	f := client.Filters{}.Add("type", "container").Add("label", LabelInstance+"="+d.Instance).
+		Add("label", LabelRole+"=agent").Add("event", "die").Add("event", "stop").Add("event", "destroy").Add("event", "oom")
+	go func() {
+		for ctx.Err() == nil {
+			sctx, cancel := context.WithCancel(ctx)
+			res := es.Events(sctx, client.EventsListOptions{Filters: f})
+		stream:
+			for {
+				select {
+				case m := <-res.Messages:
+					dep := m.Actor.Attributes[LabelDeployment]
+					d.mu.Lock()
+					s, serving := d.deps[dep]
+					d.mu.Unlock()
+					if serving && s.container == m.Actor.ID {
+						lost(dep)
+					}
+				case err := <-res.Err:
+					if ctx.Err() == nil {
+						d.Log.Warn().Err(err).Msg("docker event stream ended; opening it again")
+					}
+					break stream
+				case <-ctx.Done():
+					break stream
+				}
+			}
+			cancel()
+			select {
+			case <-ctx.Done():
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
+}
+
 // Stop removes one revision's containers and its emptyDir volumes; its
 // image stays for a quick rollback until the deployment is removed.
 func (d *Driver) Stop(ctx context.Context, dep, rev string) error {
@@ -640,10 +772,10 @@ func (d *Driver) Stop(ctx context.Context, dep, rev string) error {
 	if err := d.removeContainers(ctx, dep, rev); err != nil {
 		return err
 	}
-	return d.removeVolumes(ctx, dep, rev)
+	return d.removeVolumes(ctx, dep, rev, true)
 }
 
-func (d *Driver) removeVolumes(ctx context.Context, dep, rev string) error {
+func (d *Driver) removeVolumes(ctx context.Context, dep, rev string, claimed bool) error {
 	f := client.Filters{}.Add("label", LabelManaged+"=true").Add("label", LabelDeployment+"="+dep)
 	if rev != "" {
 		f = f.Add("label", LabelRevision+"="+rev)
@@ -654,6 +786,9 @@ func (d *Driver) removeVolumes(ctx context.Context, dep, rev string) error {
 	}
 	var errs []error
 	for _, v := range vs.Items {
+		if !d.ours(v.Labels, claimed) {
+			continue
+		}
 		if _, err := d.Client.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
 		}
@@ -664,17 +799,30 @@ func (d *Driver) removeVolumes(ctx context.Context, dep, rev string) error {
 // Remove deletes everything the deployment owns: containers, volumes (its
 // agent database included), its network and its images.
 func (d *Driver) Remove(ctx context.Context, dep string) error {
+	return d.remove(ctx, dep, true)
+}
+
+// remove is Remove of a deployment this install's record claims, or (not
+// claimed) of one only this install's labels name.
+func (d *Driver) remove(ctx context.Context, dep string, claimed bool) error {
 	d.mu.Lock()
 	delete(d.deps, dep)
 	d.mu.Unlock()
-	if err := d.removeContainers(ctx, dep, ""); err != nil {
+	if err := d.removeContainersOf(ctx, dep, "", claimed); err != nil {
 		return err
 	}
-	if err := d.removeVolumes(ctx, dep, ""); err != nil {
+	if err := d.removeVolumes(ctx, dep, "", claimed); err != nil {
 		return err
 	}
-	if _, err := d.Client.NetworkRemove(ctx, networkName(dep), client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("remove network: %w", err)
+	n, err := d.Client.NetworkInspect(ctx, networkName(dep), client.NetworkInspectOptions{})
+	switch {
+	case cerrdefs.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("inspect network: %w", err)
+	case d.ours(n.Network.Labels, claimed):
+		if _, err := d.Client.NetworkRemove(ctx, n.Network.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("remove network: %w", err)
+		}
 	}
 	imgs, err := d.Client.ImageList(ctx, client.ImageListOptions{
 		Filters: client.Filters{}.Add("label", LabelManaged+"=true").Add("label", LabelDeployment+"="+dep)})
@@ -682,6 +830,9 @@ func (d *Driver) Remove(ctx context.Context, dep string) error {
 		return fmt.Errorf("list images: %w", err)
 	}
 	for _, img := range imgs.Items {
+		if !d.ours(img.Labels, claimed) {
+			continue
+		}
 		if _, err := d.Client.ImageRemove(ctx, img.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("remove image %s: %w", img.ID, err)
 		}
@@ -702,19 +853,26 @@ func (d *Driver) Endpoint(dep string) (string, bool) {
 
 // Reconcile runs once at start-up, before any deploy: deployments maps
 // every deployment Slipway has a record of to its active revision ("" for
-// none). Containers of other revisions (a deploy a crash interrupted) are
-// removed; everything of a deployment without a record is removed. The
-// active revisions' containers are left for Deploy to adopt or restart.
+// none). Only this install's objects are looked at (see ours): containers
+// of other revisions (a deploy a crash interrupted) are removed, and
+// everything labelled with this install's id that no record claims (a
+// deleted deployment). The active revisions' containers are left for
+// Deploy to adopt or restart. Agent base images no revision uses go last
+// (CollectImages).
 func (d *Driver) Reconcile(ctx context.Context, deployments map[string]string) error {
-	cs, err := d.containers(ctx, "", "", "")
+	cs, err := d.Client.ContainerList(ctx, client.ContainerListOptions{All: true,
+		Filters: client.Filters{}.Add("label", LabelManaged+"=true")})
 	if err != nil {
-		return err
+		return fmt.Errorf("list containers: %w", err)
 	}
 	var errs []error
 	orphans := map[string]bool{}
-	for _, c := range cs {
+	for _, c := range cs.Items {
 		dep, rev := c.Labels[LabelDeployment], c.Labels[LabelRevision]
 		active, known := deployments[dep]
+		if !d.ours(c.Labels, known) {
+			continue // another install's, or an older version's that no record claims
+		}
 		switch {
 		case !known:
 			orphans[dep] = true
@@ -725,13 +883,32 @@ func (d *Driver) Reconcile(ctx context.Context, deployments map[string]string) e
 			}
 		}
 	}
-	// Networks and volumes can outlive their containers.
-	ns, err := d.Client.NetworkList(ctx, client.NetworkListOptions{Filters: client.Filters{}.Add("label", LabelManaged+"=true")})
+	// Networks, volumes and images can outlive their containers.
+	mine := client.Filters{}.Add("label", LabelManaged+"=true").Add("label", LabelInstance+"="+d.Instance)
+	ns, err := d.Client.NetworkList(ctx, client.NetworkListOptions{Filters: mine})
 	if err != nil {
 		return fmt.Errorf("list networks: %w", err)
 	}
+	vs, err := d.Client.VolumeList(ctx, client.VolumeListOptions{Filters: mine})
+	if err != nil {
+		return fmt.Errorf("list volumes: %w", err)
+	}
+	is, err := d.Client.ImageList(ctx, client.ImageListOptions{Filters: mine})
+	if err != nil {
+		return fmt.Errorf("list images: %w", err)
+	}
+	var named []map[string]string
 	for _, n := range ns.Items {
-		if dep := n.Labels[LabelDeployment]; dep != "" {
+		named = append(named, n.Labels)
+	}
+	for _, v := range vs.Items {
+		named = append(named, v.Labels)
+	}
+	for _, i := range is.Items {
+		named = append(named, i.Labels)
+	}
+	for _, l := range named {
+		if dep := l[LabelDeployment]; dep != "" && d.ours(l, false) {
 			if _, known := deployments[dep]; !known {
 				orphans[dep] = true
 			}
@@ -739,8 +916,9 @@ func (d *Driver) Reconcile(ctx context.Context, deployments map[string]string) e
 	}
 	for dep := range orphans {
 		d.Log.Info().Str("deployment_id", dep).Msg("removing a deployment no record claims")
-		errs = append(errs, d.Remove(ctx, dep))
+		errs = append(errs, d.remove(ctx, dep, false))
 	}
+	errs = append(errs, d.CollectImages(ctx))
 	return errors.Join(errs...)
 }
 

@@ -115,9 +115,11 @@ func oneLine(cmd string) string {
 	return strings.ReplaceAll(strings.TrimSpace(cmd), "\n", " \\\n  ")
 }
 
-// checkStatic refuses a dynamically linked binary: the agent image has no
-// libc, so it would fail at start with a baffling "no such file".
-func checkStatic(bin string) error {
+// CheckStatic refuses a dynamically linked binary: the agent image has no
+// libc, so it would fail at start with a baffling "no such file". Slipway
+// checks its own binary at start-up, so that the log and GET /info say so
+// before the first docker build fails.
+func CheckStatic(bin string) error {
 	f, err := elf.Open(bin)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", bin, err)
@@ -131,6 +133,22 @@ func checkStatic(bin string) error {
 	return nil
 }
 
+// agentRecipe is the agent base image's Dockerfile and tag. The tag hashes
+// the binary and the recipe, which names the install: each install has
+// base images of its own, so collecting them (CollectImages) never takes
+// one from under another install's builds.
+func (d *Driver) agentRecipe(bin []byte) (df, tag string) {
+	df = "FROM scratch\nCOPY slipway /slipway\n" +
+		"COPY --chown=" + agentUser + " data /data\nCOPY --chown=" + agentUser + " tmp /tmp\n" +
+		"ENV HOME=/tmp TMPDIR=/tmp\nWORKDIR /app\nUSER " + agentUser + "\n" +
+		"LABEL " + quote(LabelInstance) + "=" + quote(d.Instance) + "\n" +
+		"ENTRYPOINT [\"/slipway\", \"agent\"]\n"
+	h := sha256.New()
+	h.Write(bin)
+	h.Write([]byte(df))
+	return df, "slipway-agent:" + hex.EncodeToString(h.Sum(nil)[:6])
+}
+
 // agentImage builds (once per binary) the image every revision starts
 // from: the static slipway binary in an otherwise empty filesystem, with
 // data and scratch directories owned by the agent's user.
@@ -140,20 +158,14 @@ func (d *Driver) agentImage(ctx context.Context, log io.Writer) (string, error) 
 	if d.base != "" {
 		return d.base, nil
 	}
-	if err := checkStatic(d.Bin); err != nil {
+	if err := CheckStatic(d.Bin); err != nil {
 		return "", err
 	}
 	bin, err := os.ReadFile(d.Bin)
 	if err != nil {
 		return "", fmt.Errorf("read the slipway binary: %w", err)
 	}
-	df := "FROM scratch\nCOPY slipway /slipway\n" +
-		"COPY --chown=" + agentUser + " data /data\nCOPY --chown=" + agentUser + " tmp /tmp\n" +
-		"ENV HOME=/tmp TMPDIR=/tmp\nWORKDIR /app\nUSER " + agentUser + "\nENTRYPOINT [\"/slipway\", \"agent\"]\n"
-	h := sha256.New()
-	h.Write(bin)
-	h.Write([]byte(df))
-	tag := "slipway-agent:" + hex.EncodeToString(h.Sum(nil)[:6])
+	df, tag := d.agentRecipe(bin)
 	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
 		d.base = tag
 		return tag, nil
@@ -177,11 +189,60 @@ func (d *Driver) agentImage(ctx context.Context, log io.Writer) (string, error) 
 		return "", err
 	}
 	fmt.Fprintf(log, "building the agent base image %s\n", tag)
-	if err := d.build(ctx, &buf, tag, map[string]string{LabelManaged: "true", LabelRole: "base"}, log); err != nil {
+	if err := d.build(ctx, &buf, tag, map[string]string{LabelManaged: "true", LabelInstance: d.Instance, LabelRole: "base"}, log); err != nil {
 		return "", fmt.Errorf("build the agent base image: %w", err)
 	}
 	d.base = tag
 	return tag, nil
+}
+
+// CollectImages removes this install's agent base images that no revision
+// image uses: one is built per Slipway binary, and upgrades would pile
+// them up. The current binary's image stays. A revision image names its
+// base (LabelBase); one built before that label existed keeps its base
+// through the engine, which refuses to remove an image with children.
+func (d *Driver) CollectImages(ctx context.Context) error {
+	if d.Instance == "" {
+		return nil
+	}
+	mine := client.Filters{}.Add("label", LabelManaged+"=true").Add("label", LabelInstance+"="+d.Instance)
+	res, err := d.Client.ImageList(ctx, client.ImageListOptions{Filters: mine})
+	if err != nil {
+		return fmt.Errorf("list images: %w", err)
+	}
+	used := map[string]bool{}
+	if d.Bin != "" {
+		if bin, err := os.ReadFile(d.Bin); err == nil {
+			_, tag := d.agentRecipe(bin)
+			used[tag] = true
+		}
+	}
+	for _, img := range res.Items {
+		if b := img.Labels[LabelBase]; b != "" {
+			used[b] = true
+		}
+	}
+	var errs []error
+	for _, img := range res.Items {
+		if img.Labels[LabelRole] != "base" {
+			continue
+		}
+		for _, tag := range img.RepoTags {
+			if used[tag] || !strings.HasPrefix(tag, "slipway-agent:") {
+				continue
+			}
+			_, err := d.Client.ImageRemove(ctx, tag, client.ImageRemoveOptions{PruneChildren: true})
+			switch {
+			case err == nil:
+				d.Log.Info().Str("image", tag).Msg("removed an agent base image no revision uses")
+			case cerrdefs.IsConflict(err) || cerrdefs.IsNotFound(err):
+				// Still the parent of an image, or already gone.
+			default:
+				errs = append(errs, fmt.Errorf("remove image %s: %w", tag, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // build runs one image build and reads its whole output stream: a failed

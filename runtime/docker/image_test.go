@@ -131,7 +131,7 @@ func (e imageEngine) ImageInspect(_ context.Context, ref string, _ ...client.Ima
 
 func TestOwnImage(t *testing.T) {
 	built := func(dep, ws string) map[string]string {
-		l := labels(dep, "r", "image")
+		l := (&Driver{}).labels(dep, "r", "image")
 		if ws != "" {
 			l[LabelWorkspace] = ws
 		}
@@ -154,5 +154,41 @@ func TestOwnImage(t *testing.T) {
 		if (err == nil) != ok || err != nil && !errors.Is(err, runtime.ErrUnsupported) {
 			t.Errorf("ownImage(%q) = %v, want ok=%v", ref, err, ok)
 		}
+	}
+}
+
+// TestOurs: an install touches objects with its own id, and unlabelled
+// ones (older versions) only when its record claims their deployment.
+func TestOurs(t *testing.T) {
+	d := &Driver{Instance: "me"}
+	for _, c := range []struct {
+		name    string
+		labels  map[string]string
+		claimed bool
+		want    bool
+	}{
+		{"own id", map[string]string{LabelManaged: "true", LabelInstance: "me"}, false, true},
+		{"own id, claimed", map[string]string{LabelManaged: "true", LabelInstance: "me"}, true, true},
+		{"another install", map[string]string{LabelManaged: "true", LabelInstance: "other"}, false, false},
+		{"another install, same deployment id", map[string]string{LabelManaged: "true", LabelInstance: "other"}, true, false},
+		{"older version, claimed", map[string]string{LabelManaged: "true"}, true, true},
+		{"older version, unclaimed", map[string]string{LabelManaged: "true"}, false, false},
+		{"not slipway's", map[string]string{LabelInstance: "me"}, true, false},
+	} {
+		if got := d.ours(c.labels, c.claimed); got != c.want {
+			t.Errorf("%s: ours = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if (&Driver{}).ours(map[string]string{LabelManaged: "true", LabelInstance: ""}, false) {
+		t.Error("a driver without an instance id claims unlabelled objects")
+	}
+}
+
+// TestCheckStatic: a dynamically linked binary (the host's shell) is
+// refused with a message naming the fix.
+func TestCheckStatic(t *testing.T) {
+	err := CheckStatic("/bin/sh")
+	if err == nil || !errors.Is(err, runtime.ErrUnsupported) || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Fatalf("CheckStatic(/bin/sh) = %v", err)
 	}
 }

@@ -28,6 +28,13 @@ const (
 	// LabelWorkspace is on revision images: the workspace whose deployments
 	// may use the image (see ownImage).
 	LabelWorkspace = "dev.slipway.workspace"
+	// LabelInstance is the install's identity (storage.InstanceID) on
+	// every object: several installs may share one engine, and each
+	// touches only what carries its own id (see Driver.ours).
+	LabelInstance = "dev.slipway.instance"
+	// LabelBase is on revision images: the agent base image they were
+	// built from, which image collection keeps while they exist.
+	LabelBase = "dev.slipway.base"
 )
 
 // resourceSpec is the part of the control plane's ResourceSpec that has a

@@ -62,6 +62,7 @@ type Driver struct {
 
 	mu   sync.Mutex
 	deps map[string]*child // deployment → the running revision
+	lost func(dep string)  // told when a serving agent exits (WatchHealth)
 
 	sandbox   sandbox.Launcher
 	uids      *uidTable // nil unless deployments get uids of their own
@@ -483,6 +484,45 @@ func (d *Driver) Endpoint(dep string) (string, bool) {
 	return u.String(), true
 }
 
+// exited tells the health watcher that dep's serving agent exited.
+func (d *Driver) exited(dep string) {
+	d.mu.Lock()
+	lost := d.lost
+	d.mu.Unlock()
+	if lost != nil {
+		lost(dep)
+	}
+}
+
+// WatchHealth has lost called whenever a serving agent process exits on
+// its own (runtime.HealthNotifier); the supervisor restarts it.
+func (d *Driver) WatchHealth(_ context.Context, lost func(dep string)) {
+	d.mu.Lock()
+	d.lost = lost
+	d.mu.Unlock()
+}
+
+// CheckHealth reports whether revision rev of dep is running and answers
+// GET /ok, with the agent's token (runtime.HealthChecker).
+func (d *Driver) CheckHealth(_ context.Context, dep, rev string) error {
+	d.mu.Lock()
+	c := d.deps[dep]
+	d.mu.Unlock()
+	if c == nil {
+		return errors.New("no agent process of the deployment is running")
+	}
+	if c.rev != rev {
+		return fmt.Errorf("the running agent is of revision %s", c.rev)
+	}
+	if up, err := c.running(); !up {
+		return fmt.Errorf("the agent process exited (%v)", err)
+	}
+	if !c.healthy() {
+		return errors.New("the agent process runs but GET /ok did not answer 200")
+	}
+	return nil
+}
+
 // StopAll stops every agent (Slipway is shutting down).
 func (d *Driver) StopAll() {
 	d.mu.Lock()
@@ -536,13 +576,16 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 	c := &child{rev: s.RevisionID, spec: s, app: app, endpoint: "http://" + addr, token: token,
 		command: func() (*exec.Cmd, error) { return d.sandbox.Command(context.Background(), job) },
 		log:     d.Log.With().Str("deployment_id", s.DeploymentID).Str("revision_id", s.RevisionID).Logger(),
-		out:     log, done: make(chan struct{})}
+		out:     log, done: make(chan struct{}), stopc: make(chan struct{}),
+		onExit: func() { d.exited(s.DeploymentID) }}
 	go c.supervise()
 	return c, nil
 }
 
 // child is one supervised agent process: restarted with back-off when it
-// exits on its own, until stop.
+// exits on its own once it has been healthy, until stop. One that exits
+// before it ever answered GET /ok is not restarted: the deploy fails at
+// once with its output in the deploy log.
 type child struct {
 	rev, app, endpoint string
 	token              string // the agent's runtime.AgentTokenHeader; never logged
@@ -551,10 +594,15 @@ type child struct {
 	log                zerolog.Logger
 	out                io.Writer
 
+	onExit func() // the agent exited on its own after serving
+
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	stopping bool
+	served   bool  // it answered GET /ok once: exits are restarted from then on
+	exitErr  error // how the last run ended
 	done     chan struct{}
+	stopc    chan struct{} // closed by stop: ends a back-off wait
 }
 
 func (c *child) supervise() {
@@ -579,28 +627,53 @@ func (c *child) supervise() {
 		if err == nil {
 			err = cmd.Wait()
 		}
+		if err == nil {
+			err = errors.New("exit status 0")
+		}
 		c.mu.Lock()
-		stopping := c.stopping
-		c.cmd = nil
+		stopping, served := c.stopping, c.served
+		c.cmd, c.exitErr = nil, err
 		c.out = io.Discard // build/deploy log is only for the first start
 		c.mu.Unlock()
 		if stopping {
 			return
 		}
+		if !served {
+			// Still in its deploy's health wait, which fails now.
+			return
+		}
+		if c.onExit != nil {
+			c.onExit()
+		}
 		if time.Since(started) > time.Minute {
 			backoff = time.Second
 		}
 		c.log.Warn().Err(err).Dur("restart_in", backoff).Msg("agent exited; restarting")
-		time.Sleep(backoff)
+		select {
+		case <-c.stopc:
+			return
+		case <-time.After(backoff):
+		}
 		if backoff < 30*time.Second {
 			backoff *= 2
 		}
 	}
 }
 
+// running reports whether the agent process is up, and how its last run
+// ended when it is not.
+func (c *child) running() (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cmd != nil, c.exitErr
+}
+
 // stop ends the process group with SIGTERM, then SIGKILL after grace.
 func (c *child) stop(grace time.Duration) {
 	c.mu.Lock()
+	if !c.stopping {
+		close(c.stopc)
+	}
 	c.stopping = true
 	cmd := c.cmd
 	c.mu.Unlock()
@@ -629,16 +702,21 @@ func (c *child) healthy() bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// waitHealthy polls GET /ok until it answers 200.
+// waitHealthy polls GET /ok until it answers 200; an agent that exits
+// first fails it at once.
 func (c *child) waitHealthy(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		if c.healthy() {
+			c.mu.Lock()
+			c.served = true
+			c.mu.Unlock()
 			return nil
 		}
 		select {
 		case <-c.done:
-			return errors.New("the agent exited before it became healthy")
+			_, err := c.running()
+			return fmt.Errorf("the agent exited before it became healthy (%v)", err)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):

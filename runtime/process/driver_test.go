@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -260,4 +261,85 @@ func TestRemoveLeavesNothing(t *testing.T) {
 	if _, ok := d.Endpoint("dep1"); ok {
 		t.Fatal("endpoint still known")
 	}
+}
+
+// TestDeployFailsWhenTheAgentExits: an agent that exits during the health
+// wait fails the deploy at once, not after the health timeout, with its
+// output in the deploy log.
+func TestDeployFailsWhenTheAgentExits(t *testing.T) {
+	d := newDriver(t)
+	d.HealthTimeout = 30 * time.Second
+	s := spec(t, "rev1", `not json`, nil)
+	app, err := d.Build(context.Background(), s, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	start := time.Now()
+	_, err = d.Deploy(context.Background(), s, app, &syncWriter{w: &log})
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "exited before it became healthy") {
+		t.Fatalf("deploy: %v", err)
+	}
+	if took > 10*time.Second {
+		t.Fatalf("the deploy failed after %v; the agent had exited at once", took)
+	}
+	if !strings.Contains(log.String(), "bad graph config") {
+		t.Fatalf("the agent's output is not in the deploy log: %q", log.String())
+	}
+}
+
+// TestHealthOfAServingAgent: CheckHealth passes for the serving revision;
+// when its process is killed the watcher is told, CheckHealth says so, and
+// once the supervisor restarted it CheckHealth passes again.
+func TestHealthOfAServingAgent(t *testing.T) {
+	d := newDriver(t)
+	lost := make(chan string, 4)
+	d.WatchHealth(context.Background(), func(dep string) { lost <- dep })
+	if _, err := deploy(t, d, spec(t, "rev1", `{"name":"steady"}`, nil)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := d.CheckHealth(ctx, "dep1", "rev1"); err != nil {
+		t.Fatalf("healthy agent: %v", err)
+	}
+	if err := d.CheckHealth(ctx, "dep1", "rev0"); err == nil {
+		t.Fatal("CheckHealth passes for a revision that is not running")
+	}
+	d.mu.Lock()
+	c := d.deps["dep1"]
+	d.mu.Unlock()
+	c.mu.Lock()
+	pid := c.cmd.Process.Pid
+	c.mu.Unlock()
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case dep := <-lost:
+		if dep != "dep1" {
+			t.Fatalf("lost %q", dep)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watcher was not told the agent exited")
+	}
+	if err := d.CheckHealth(ctx, "dep1", "rev1"); err == nil {
+		t.Fatal("CheckHealth passes right after the agent was killed")
+	}
+	for deadline := time.Now().Add(10 * time.Second); d.CheckHealth(ctx, "dep1", "rev1") != nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent was not restarted")
+		}
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"slipway/runtime"
 )
 
 // Deployment sources.
@@ -101,6 +103,11 @@ type Deployment struct {
 	ImageVersion     *string           `json:"image_version"`
 	// URL is where the deployment's agent server is served (null until it is).
 	URL *string `json:"url"`
+	// Health is what the health watcher last found of the active
+	// revision's agent (null without one): status "healthy" or
+	// "unhealthy", the reason, since when, and how often it was recreated.
+	// While it is unhealthy the deployment's status is UNKNOWN.
+	Health *runtime.Health `json:"health"`
 }
 
 // Redacted returns a copy safe to serve: secret values replaced by

@@ -25,6 +25,7 @@ const maxAttempts = 3
 // goroutine scans; each deployment has at most one worker at a time.
 type reconciler struct {
 	s     *Service
+	ctx   context.Context // jobs end with it
 	kickc chan struct{}
 	mu    sync.Mutex
 	busy  map[string]*job // deployment id → its worker
@@ -49,7 +50,7 @@ func (s *Service) kick() {
 // Start recovers work interrupted by a restart and begins reconciling until
 // ctx ends; Wait blocks until the workers have stopped.
 func (s *Service) Start(ctx context.Context) {
-	s.rec = &reconciler{s: s, kickc: make(chan struct{}, 1), busy: map[string]*job{}}
+	s.rec = &reconciler{s: s, ctx: ctx, kickc: make(chan struct{}, 1), busy: map[string]*job{}}
 	if err := s.markInterrupted(); err != nil {
 		s.Log.Error().Err(err).Msg("recover interrupted revisions")
 	}
@@ -61,6 +62,7 @@ func (s *Service) Start(ctx context.Context) {
 			s.Log.Error().Err(err).Msg("reconcile the runtime with the records")
 		}
 	}
+	s.startWatcher(ctx)
 	s.rec.wg.Add(1)
 	go s.rec.loop(ctx)
 }
@@ -123,6 +125,7 @@ type work struct {
 	dep     *deploymentRecord
 	rev     *revisionRecord // nil: delete the deployment
 	restore bool            // start the active revision again (after a restart of Slipway)
+	why     string          // for a restore the health watcher asked for: what happened
 }
 
 // workFor says what the reconciler must do for d: delete it, roll out its
@@ -140,8 +143,14 @@ func (s *Service) workFor(tx *bolt.Tx, d *deploymentRecord) (w work, ok bool, er
 			return work{dep: d, rev: rev}, true, nil
 		}
 	}
-	if d.ActiveRevisionID != nil {
-		if _, running := s.Driver.Endpoint(d.ID); !running {
+	// The active revision is restored here once after a restart of
+	// Slipway; from then on the health watcher decides when a lost agent
+	// is recreated, backing off, rather than every scan.
+	_, startup := s.restoring.Load(d.ID)
+	if d.ActiveRevisionID != nil && (startup || s.watch == nil) {
+		if _, running := s.Driver.Endpoint(d.ID); running {
+			s.restoring.Delete(d.ID)
+		} else {
 			rev, err := getRevision(tx, uuid.MustParse(*d.ActiveRevisionID))
 			if err != nil {
 				return work{}, false, err
@@ -174,6 +183,7 @@ func (s *Service) markActivePending() error {
 			return err
 		}
 		for _, id := range ids {
+			s.restoring.Store(id, true)
 			if err := markPending(tx, id); err != nil {
 				return err
 			}
@@ -207,7 +217,7 @@ func (s *Service) reconcileRuntime(ctx context.Context, r runtime.Reconciler) er
 
 // restore starts a deployment's active revision again. Its status stays
 // DEPLOYED; a failure marks the deployment UNKNOWN until a retry succeeds.
-func (s *Service) restore(ctx context.Context, dep *deploymentRecord, rev *revisionRecord) {
+func (s *Service) restore(ctx context.Context, dep *deploymentRecord, rev *revisionRecord, why string) {
 	log := s.Log.With().Str("deployment_id", dep.ID).Str("revision_id", rev.ID).Logger()
 	logs := s.newRevisionLog(rev.ID)
 	defer logs.Close()
@@ -224,7 +234,10 @@ func (s *Service) restore(ctx context.Context, dep *deploymentRecord, rev *revis
 	spec, err := s.spec(rev)
 	if err == nil {
 		var artifact string
-		logs.Add("info", "restarting the active revision after a restart of Slipway")
+		if why == "" {
+			why = "restarting the active revision after a restart of Slipway"
+		}
+		logs.Add("info", why)
 		if artifact, err = s.Driver.Build(ctx, spec, logs.Writer("info")); err == nil {
 			logs.SetPhase("deploy")
 			_, err = s.Driver.Deploy(ctx, spec, artifact, logs.Writer("info"))
@@ -299,30 +312,39 @@ func (rc *reconciler) scan(ctx context.Context) {
 			}
 			continue
 		}
-		jctx, cancel := context.WithCancel(ctx)
-		j := &job{cancel: cancel}
-		if w.rev != nil {
-			j.revision = w.rev.ID
-		}
-		rc.busy[w.dep.ID] = j
-		rc.wg.Add(1)
-		go func(w work) {
-			defer rc.wg.Done()
-			defer cancel()
-			switch {
-			case w.rev == nil:
-				rc.s.removeDeployment(jctx, w.dep)
-			case w.restore:
-				rc.s.restore(jctx, w.dep, w.rev)
-			default:
-				rc.s.rollOut(jctx, w.dep, w.rev)
-			}
-			rc.mu.Lock()
-			delete(rc.busy, w.dep.ID)
-			rc.mu.Unlock()
-			rc.s.kick()
-		}(w)
+		rc.launch(w)
 	}
+}
+
+// launch starts a worker for w; rc.mu is held and the deployment has none.
+func (rc *reconciler) launch(w work) {
+	jctx, cancel := context.WithCancel(rc.ctx)
+	j := &job{cancel: cancel}
+	if w.rev != nil {
+		j.revision = w.rev.ID
+	}
+	rc.busy[w.dep.ID] = j
+	rc.s.restoring.Delete(w.dep.ID) // done here, or superseded
+	rc.wg.Add(1)
+	go func(w work) {
+		defer rc.wg.Done()
+		defer cancel()
+		switch {
+		case w.rev == nil:
+			rc.s.removeDeployment(jctx, w.dep)
+		case w.restore:
+			rc.s.restore(jctx, w.dep, w.rev, w.why)
+		default:
+			rc.s.rollOut(jctx, w.dep, w.rev)
+		}
+		rc.mu.Lock()
+		delete(rc.busy, w.dep.ID)
+		rc.mu.Unlock()
+		rc.s.kick()
+		if rc.s.watch != nil {
+			rc.s.watch.Poke(w.dep.ID) // see how the agent is now
+		}
+	}(w)
 }
 
 // settle moves new deployments out of AWAITING_DATABASE (the agent's
@@ -501,6 +523,7 @@ func (s *Service) rollOut(ctx context.Context, dep *deploymentRecord, rev *revis
 		now := s.now()
 		cur.Status, cur.UpdatedAt, cur.StatusMessage = RevisionDeployed, now, ""
 		d.ActiveRevisionID, d.Status, d.Endpoint, d.UpdatedAt = &cur.ID, DeploymentReady, endpoint, now
+		d.Health = &runtime.Health{Status: runtime.HealthHealthy, Since: now} // it just passed GET /ok
 		if endpoint != "" {
 			u := s.PublicURL + "/agents/" + d.Name
 			d.URL = &u

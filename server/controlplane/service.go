@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,7 +32,17 @@ type Service struct {
 	// Audit records tracked operations.
 	Audit *audit.Recorder
 
+	// HealthInterval is how often serving agents are checked (default 5 s).
+	HealthInterval time.Duration
+
 	rec *reconciler
+	// watch checks serving agents and recreates lost ones (health.go);
+	// nil when the driver cannot tell (the fake driver).
+	watch *runtime.Watcher
+	// restoring holds deployments whose active revision is restored once
+	// at start-up; after that, the watcher decides when to start agents.
+	restoring sync.Map
+	targets   targetCache
 }
 
 // update runs fn in a durable write transaction that concurrent requests

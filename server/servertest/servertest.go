@@ -81,11 +81,14 @@ type Server struct {
 	Key     string // the initial organization-admin key
 	DataDir string
 	Env     map[string]string
-	cmd     *exec.Cmd
-	logs    *syncBuffer
-	t       testing.TB
-	bin     string              // the binary to run; Binary(t) when empty
-	cred    *syscall.Credential // run as another user (the test is root)
+	// InstanceID is the install's identity (GET /info): the docker
+	// runtime labels what it creates with it, and tests clean up by it.
+	InstanceID string
+	cmd        *exec.Cmd
+	logs       *syncBuffer
+	t          testing.TB
+	bin        string              // the binary to run; Binary(t) when empty
+	cred       *syscall.Credential // run as another user (the test is root)
 }
 
 // StartAs is Start running bin (a copy of Binary that the user can
@@ -206,11 +209,43 @@ func (s *Server) start() {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if r, err := http.Get(s.URL + "/info"); err == nil {
+		var info struct {
+			InstanceID string `json:"instance_id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&info)
+		r.Body.Close()
+		if s.InstanceID == "" {
+			register(t, s)
+		}
+		s.InstanceID = info.InstanceID
+	}
 	if key := s.Env["SLIPWAY_BOOTSTRAP_API_KEY"]; key != "" {
 		s.Key = key
 	} else if b, err := os.ReadFile(filepath.Join(s.DataDir, "initial-api-key")); err == nil {
 		s.Key = strings.TrimSpace(string(b))
 	}
+}
+
+var (
+	startedMu sync.Mutex
+	started   = map[testing.TB][]*Server{}
+)
+
+func register(t testing.TB, s *Server) {
+	// Kept for the life of the test binary: cleanups registered before
+	// the server started (they run after its own) still read it.
+	startedMu.Lock()
+	defer startedMu.Unlock()
+	started[t] = append(started[t], s)
+}
+
+// Started lists the servers t started, so that its cleanup removes what
+// they created outside their data dirs (and nothing of anyone else's).
+func Started(t testing.TB) []*Server {
+	startedMu.Lock()
+	defer startedMu.Unlock()
+	return append([]*Server(nil), started[t]...)
 }
 
 // Logs returns everything the process printed so far.

@@ -1,0 +1,191 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/runtime"
+	"slipway/storage"
+)
+
+// The health watcher's timing. A lost agent gets healthGrace to come back
+// by itself (a container's restart policy, the process supervisor) before
+// it is recreated; recreations back off from healthMinBackoff to
+// healthMaxBackoff, forgiven after healthResetAfter of good health.
+const (
+	healthRetry      = time.Second
+	healthGrace      = 3 * time.Second
+	healthMinBackoff = 5 * time.Second
+	healthMaxBackoff = 5 * time.Minute
+	healthResetAfter = 10 * time.Minute
+)
+
+// startWatcher starts the health watcher when the driver can check its
+// agents. It runs with the reconciler and stops with it.
+func (s *Service) startWatcher(ctx context.Context) {
+	hc, ok := s.Driver.(runtime.HealthChecker)
+	if !ok {
+		return
+	}
+	interval := s.HealthInterval
+	if interval <= 0 {
+		interval = 5 * time.Second
+	}
+	w := &runtime.Watcher{Interval: interval, Retry: min(healthRetry, interval), Grace: healthGrace,
+		MinBackoff: healthMinBackoff, MaxBackoff: healthMaxBackoff, ResetAfter: healthResetAfter,
+		Targets: s.healthTargets, Check: hc.CheckHealth, Recover: s.recoverAgent, Changed: s.healthChanged}
+	s.watch = w
+	if n, ok := s.Driver.(runtime.HealthNotifier); ok {
+		n.WatchHealth(ctx, w.Poke)
+	}
+	s.rec.wg.Add(1)
+	go func() {
+		defer s.rec.wg.Done()
+		w.Run(ctx)
+	}()
+}
+
+// targetCache keeps the deployments with an active revision between
+// changes of any deployment record (hostsGen counts them), so the
+// watcher's rounds do not read the database each second.
+type targetCache struct {
+	mu     sync.Mutex
+	gen    uint64
+	ok     bool
+	active map[string]string // deployment → active revision
+}
+
+func (s *Service) healthTargets() []runtime.Target {
+	c := &s.targets
+	c.mu.Lock()
+	gen := hostsGen.Load()
+	if !c.ok || c.gen != gen {
+		active := map[string]string{}
+		err := s.DB.View(func(tx *bolt.Tx) error {
+			return tx.Bucket([]byte(storage.BucketDeployments)).ForEach(func(_, v []byte) error {
+				var d deploymentRecord
+				if err := json.Unmarshal(v, &d); err != nil {
+					return err
+				}
+				if d.ActiveRevisionID != nil && d.Status != DeploymentAwaitingDelete {
+					active[d.ID] = *d.ActiveRevisionID
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			c.mu.Unlock()
+			s.Log.Error().Err(err).Msg("health watcher: read deployments")
+			return nil
+		}
+		c.active, c.gen, c.ok = active, gen, true
+	}
+	out := make([]runtime.Target, 0, len(c.active))
+	for dep, rev := range c.active {
+		out = append(out, runtime.Target{Deployment: dep, Revision: rev})
+	}
+	c.mu.Unlock()
+	s.rec.mu.Lock()
+	for i := range out {
+		_, restoring := s.restoring.Load(out[i].Deployment)
+		out[i].Busy = restoring || s.rec.busy[out[i].Deployment] != nil
+	}
+	s.rec.mu.Unlock()
+	return out
+}
+
+// recoverAgent starts recreating a lost agent from the active revision
+// (same image or build, same volume or agent database, same secrets) as a
+// reconciler job, unless other work holds the deployment.
+func (s *Service) recoverAgent(dep, rev string, attempt int, reason string) bool {
+	var w work
+	err := s.DB.View(func(tx *bolt.Tx) error {
+		var d deploymentRecord
+		if err := storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(dep)), &d); err != nil {
+			return err
+		}
+		if d.ActiveRevisionID == nil || *d.ActiveRevisionID != rev || d.Status == DeploymentAwaitingDelete {
+			return errStale
+		}
+		r, err := getRevision(tx, uuid.MustParse(rev))
+		if err != nil {
+			return err
+		}
+		w = work{dep: &d, rev: r, restore: true,
+			why: fmt.Sprintf("recreating the agent of the active revision (attempt %d): %s", attempt, reason)}
+		return nil
+	})
+	if err != nil {
+		if !errors.Is(err, errStale) {
+			s.Log.Error().Err(err).Str("deployment_id", dep).Msg("health watcher: read the active revision")
+		}
+		return false
+	}
+	rc := s.rec
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.busy[dep] != nil {
+		return false
+	}
+	s.Log.Warn().Str("deployment_id", dep).Str("revision_id", rev).Int("attempt", attempt).Str("reason", reason).
+		Msg("recreating a lost agent")
+	rc.launch(w)
+	return true
+}
+
+// healthChanged records a change of the active revision's health: the
+// health field, the status (UNKNOWN while the agent cannot be reached,
+// READY again once it answers) and a line in the revision's deploy log,
+// in one transaction.
+func (s *Service) healthChanged(dep, rev string, h runtime.Health) {
+	err := s.update(func(tx *bolt.Tx) error {
+		var d deploymentRecord
+		if storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(dep)), &d) != nil {
+			return nil
+		}
+		if d.ActiveRevisionID == nil || *d.ActiveRevisionID != rev || d.Status == DeploymentAwaitingDelete {
+			return nil
+		}
+		prev := d.Health
+		if prev != nil && prev.Status == h.Status {
+			return nil // e.g. healthy, as recorded before a restart of Slipway
+		}
+		d.Health = &h
+		var msg, level string
+		switch {
+		case h.Status == runtime.HealthUnhealthy:
+			if d.Status == DeploymentReady {
+				d.Status = DeploymentUnknown
+			}
+			level, msg = "warning", "health check failed: "+h.Reason+"; the deployment is UNKNOWN until its agent answers again"
+		case prev != nil:
+			if d.Status == DeploymentUnknown {
+				d.Status = DeploymentReady
+			}
+			level, msg = "info", fmt.Sprintf("the agent answers again after %s down", h.Since.Sub(prev.Since).Round(100*time.Millisecond))
+		}
+		if err := putDeployment(tx, &d); err != nil {
+			return err
+		}
+		if msg == "" {
+			return nil
+		}
+		return appendLog(tx, rev, LogEntry{Timestamp: h.Since.UTC(), Level: level, Phase: "deploy", Message: msg})
+	})
+	if err != nil {
+		s.Log.Error().Err(err).Str("deployment_id", dep).Msg("record agent health")
+		return
+	}
+	ev := s.Log.Info()
+	if h.Status == runtime.HealthUnhealthy {
+		ev = s.Log.Warn().Str("reason", h.Reason)
+	}
+	ev.Str("deployment_id", dep).Str("revision_id", rev).Str("health", h.Status).Msg("agent health changed")
+}
