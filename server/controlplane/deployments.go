@@ -49,6 +49,7 @@ func loadDeployment(tx *bolt.Tx, ws, id uuid.UUID) (*deploymentRecord, error) {
 }
 
 func putDeployment(tx *bolt.Tx, d *deploymentRecord) error {
+	deploymentsChanged(tx)
 	return storage.Put(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(d.ID)), d)
 }
 

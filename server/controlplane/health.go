@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,8 +53,19 @@ func (s *Service) startWatcher(ctx context.Context) {
 	}()
 }
 
+// deploymentsGen counts committed deployment writes; the target cache
+// below is rebuilt when it moved. Counting on commit (not on write) keeps
+// a reader from caching what a rolled-back write would change.
+var deploymentsGen atomic.Uint64
+
+// deploymentsChanged is called by every transaction that writes or deletes
+// a deployment record.
+func deploymentsChanged(tx *bolt.Tx) {
+	tx.OnCommit(func() { deploymentsGen.Add(1) })
+}
+
 // targetCache keeps the deployments with an active revision between
-// changes of any deployment record (hostsGen counts them), so the
+// changes of any deployment record (deploymentsGen counts them), so the
 // watcher's rounds do not read the database each second.
 type targetCache struct {
 	mu     sync.Mutex
@@ -65,7 +77,7 @@ type targetCache struct {
 func (s *Service) healthTargets() []runtime.Target {
 	c := &s.targets
 	c.mu.Lock()
-	gen := hostsGen.Load()
+	gen := deploymentsGen.Load()
 	if !c.ok || c.gen != gen {
 		active := map[string]string{}
 		err := s.DB.View(func(tx *bolt.Tx) error {

@@ -587,6 +587,7 @@ func (s *Service) removeDeployment(ctx context.Context, dep *deploymentRecord) {
 				return err
 			}
 		}
+		deploymentsChanged(tx)
 		return errors.Join(
 			releaseHost(tx, customHostOf(&d.Deployment), id),
 			tx.Bucket([]byte(storage.IdxPendingDeployments)).Delete(storage.Key(id)),
