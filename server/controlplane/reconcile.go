@@ -454,6 +454,9 @@ func (s *Service) rollOut(ctx context.Context, dep *deploymentRecord, rev *revis
 	defer logs.Close()
 	fail := func(status string, err error) {
 		logs.Add("error", err.Error())
+		// The reason is durable before the final status is visible: a
+		// client that reads the logs on BUILD_FAILED must find it.
+		logs.Flush()
 		if terr := s.transition(rev.ID, []string{RevisionBuilding, RevisionDeploying, RevisionAwaitingDeploy}, status, err.Error()); terr != nil && !errors.Is(terr, errStale) {
 			log.Error().Err(terr).Msg("record failure")
 		}
