@@ -22,7 +22,7 @@ async function agent(state) {
   }
   const city = String(last?.content ?? "Paris").split(" ").pop();
   const model = new FakeStreamingChatModel({
-    chunks: [new AIMessageChunk({ content: "", tool_calls: [{ name: "get_weather", args: { city }, id: "call_1", type: "tool_call" }] })],
+    chunks: [new AIMessageChunk({ content: "", tool_calls: [{ name: "get_weather", args: { city }, id: `call_${state.messages.length}`, type: "tool_call" }] })],
   });
   return { messages: [await model.invoke(state.messages)] };
 }

@@ -1,6 +1,7 @@
 // Three nodes in a row, each waiting `configurable.delay_ms` (default 0)
-// and writing progress to the custom stream: slow runs for cancellation,
-// multitask strategies and host crashes; fast ones for benchmarks.
+// and writing progress (with the host's pid) to the custom stream: slow
+// runs for cancellation, multitask strategies and host crashes; fast ones
+// for benchmarks.
 import { StateGraph, Annotation, START, END } from "@langchain/langgraph";
 
 const State = Annotation.Root({
@@ -15,7 +16,7 @@ const node = (name) => async (state, config) => {
       config?.signal?.addEventListener("abort", () => { clearTimeout(t); reject(new Error("aborted")); }, { once: true });
     });
   }
-  config?.writer?.({ node: name, done: state.steps.length + 1 });
+  config?.writer?.({ node: name, done: state.steps.length + 1, pid: process.pid });
   return { steps: [name] };
 };
 
