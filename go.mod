@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/caarlos0/env/v11 v11.4.2
 	github.com/containerd/errdefs v1.0.0
+	github.com/evanw/esbuild v0.28.2
 	github.com/google/uuid v1.6.0
 	github.com/julienschmidt/httprouter v1.3.0
 	github.com/landlock-lsm/go-landlock v0.11.0

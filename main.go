@@ -22,10 +22,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"slipway/config"
+	"slipway/runtime/agent/agentapi"
 	"slipway/runtime/sandbox"
 	"slipway/server"
 	"slipway/server/admin"
-	"slipway/server/agentapi"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

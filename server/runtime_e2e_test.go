@@ -338,16 +338,16 @@ func TestKilledDuringBuildIsInterruptedAndRetried(t *testing.T) {
 	}
 }
 
-// runSDKSuite runs server/agentapi/sdktest against url with the JS SDK;
+// runSDKSuite runs runtime/agent/agentapi/sdktest against url with the JS SDK;
 // without Node it fails in CI and skips elsewhere.
 func runSDKSuite(t *testing.T, url, key string) {
 	t.Helper()
-	dir, _ := filepath.Abs(filepath.Join("agentapi", "sdktest"))
+	dir, _ := filepath.Abs(filepath.Join("..", "runtime", "agent", "agentapi", "sdktest"))
 	_, nodeErr := osexec.LookPath("node")
 	_, modErr := os.Stat(filepath.Join(dir, "node_modules", "@langchain", "langgraph-sdk"))
 	if nodeErr != nil || modErr != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("node and `npm ci` in server/agentapi/sdktest are needed")
+			t.Fatal("node and `npm ci` in runtime/agent/agentapi/sdktest are needed")
 		}
 		t.Log("skipping the JS SDK suite through the proxy: node or its packages are missing")
 		return

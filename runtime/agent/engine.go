@@ -27,6 +27,7 @@ import (
 //	checkpoints       thread id ‖ uint64 seq → Checkpoint
 //	store             namespace (joined by 0x1f) ‖ 0x00 ‖ key → Item
 //	assistant_versions assistant id ‖ 0x00 ‖ uint32 version → Assistant (every version kept)
+//	lg_checkpoints, lg_blobs, lg_writes: language-host graphs' checkpoints (hostcheckpoints.go)
 var Migrations = []storage.Migration{
 	{Version: 1, Name: "initial buckets", Apply: func(tx *bolt.Tx) error {
 		return storage.CreateBuckets(tx, bAssistants, bThreads, bRuns, bThreadRuns, bCheckpoints, bStore)
@@ -54,6 +55,9 @@ var Migrations = []storage.Migration{
 			}
 		}
 		return nil
+	}},
+	{Version: 3, Name: "language-host checkpoints", Apply: func(tx *bolt.Tx) error {
+		return storage.CreateBuckets(tx, bLGCheckpoints, bLGBlobs, bLGWrites)
 	}},
 }
 
@@ -359,6 +363,9 @@ func deleteThreadData(tx *bolt.Tx, id string) error {
 			}
 		}
 	}
+	if err := deleteLG(tx, id, ""); err != nil {
+		return err
+	}
 	return tx.Bucket([]byte(bThreads)).Delete([]byte(id))
 }
 
@@ -458,6 +465,12 @@ func emptyState(id string) Checkpoint {
 
 // GetState returns the thread's latest state, or the named checkpoint.
 func (e *Engine) GetState(id, checkpointID string) (Checkpoint, error) {
+	if g, err := e.hostThread(id); err != nil || g != nil {
+		if err != nil {
+			return Checkpoint{}, err
+		}
+		return e.hostState(g, id, checkpointID)
+	}
 	var out Checkpoint
 	err := e.DB.View(func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)
@@ -524,6 +537,12 @@ func history(tx *bolt.Tx, id string, limit int, before string) ([]Checkpoint, er
 
 // History returns up to limit checkpoints, newest first, optionally before one.
 func (e *Engine) History(id string, limit int, before string) ([]Checkpoint, error) {
+	if g, err := e.hostThread(id); err != nil || g != nil {
+		if err != nil {
+			return nil, err
+		}
+		return e.hostHistory(g, id, limit, before)
+	}
 	var out []Checkpoint
 	err := e.DB.View(func(tx *bolt.Tx) error {
 		if !threadExists(tx, id) {
@@ -567,6 +586,12 @@ func writeCheckpoint(tx *bolt.Tx, t *threadRecord, values map[string]any, source
 // UpdateState applies values to the thread's state as node asNode; refused
 // while the thread has a pending or running run.
 func (e *Engine) UpdateState(id string, values map[string]any, asNode string) (CheckpointRef, error) {
+	if g, err := e.hostThread(id); err != nil || g != nil {
+		if err != nil {
+			return CheckpointRef{}, err
+		}
+		return e.hostUpdateState(g, id, values, asNode)
+	}
 	var ref CheckpointRef
 	err := e.w.Update(func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)
@@ -602,7 +627,7 @@ func (e *Engine) CopyThread(id string) (Thread, error) {
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
-		nt := threadRecord{Thread: t.Thread, Seq: t.Seq}
+		nt := threadRecord{Thread: t.Thread, Seq: t.Seq, Graph: t.Graph}
 		nt.ThreadID = storage.NewID().String()
 		nt.Status = ThreadIdle
 		nt.CreatedAt, nt.UpdatedAt = time.Now().UTC(), time.Now().UTC()
@@ -617,6 +642,9 @@ func (e *Engine) CopyThread(id string) (Thread, error) {
 			if err := putJSON(tx.Bucket([]byte(bCheckpoints)), string(cpKey(nt.ThreadID, storage.U64ToInt(k[16:]))), &cp); err != nil {
 				return err
 			}
+		}
+		if err := copyLG(tx, id, nt.ThreadID); err != nil {
+			return err
 		}
 		out = nt.view()
 		return putJSON(tx.Bucket([]byte(bThreads)), nt.ThreadID, &nt)

@@ -261,7 +261,9 @@ type Config struct {
 
 // LoadGraphs reads the graph configuration. A graph is {"builtin": "echo"},
 // {"command": [...]} (run from the configuration's directory), or a
-// "path:attr" string, which needs a language host and is reported as such.
+// "path:attr" string: a JavaScript or TypeScript file is a HostGraph (the
+// JavaScript host runs it once StartHosts has started it); other languages
+// have no host yet and are reported as such.
 // Without a file, the built-in echo graph is served as "echo".
 func LoadGraphs(path string, env []string) (map[string]Graph, []string, error) {
 	graphs := map[string]Graph{"echo": Echo{}}
@@ -281,7 +283,15 @@ func LoadGraphs(path string, env []string) (map[string]Graph, []string, error) {
 	for id, spec := range cfg.Graphs {
 		var s string
 		if json.Unmarshal(spec, &s) == nil {
-			warnings = append(warnings, fmt.Sprintf("graph %q (%s) needs a language host (Python or JavaScript), which slipway agent does not embed; it is not served", id, s))
+			hg, err := parseHostGraph(id, s, dir)
+			if err != nil {
+				return nil, nil, err
+			}
+			if hg != nil {
+				graphs[id] = hg
+				continue
+			}
+			warnings = append(warnings, fmt.Sprintf("graph %q (%s) needs a language host for Python, which slipway agent does not embed yet; it is not served", id, s))
 			delete(graphs, id)
 			continue
 		}

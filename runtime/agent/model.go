@@ -74,6 +74,10 @@ type threadRecord struct {
 	Active string   `json:"active,omitempty"`
 	Queue  []string `json:"queue,omitempty"`
 	Seq    uint64   `json:"seq"`
+	// Graph names the host graph whose checkpoints hold the thread's
+	// state (set by its first run of one); state, history and updates
+	// then go to the host.
+	Graph string `json:"graph,omitempty"`
 }
 
 func (r *threadRecord) busy() bool { return r.Active != "" || len(r.Queue) > 0 }

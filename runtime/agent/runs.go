@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/runtime/agent/hosts"
 	"slipway/storage"
 )
 
@@ -31,6 +32,10 @@ type RunCreate struct {
 	IfNotExists       string         `json:"if_not_exists"`
 	AfterSeconds      float64        `json:"after_seconds"`
 	OnCompletion      string         `json:"on_completion"`
+	StreamSubgraphs   bool           `json:"stream_subgraphs"`
+	InterruptBefore   any            `json:"interrupt_before"`
+	InterruptAfter    any            `json:"interrupt_after"`
+	CheckpointID      string         `json:"checkpoint_id"`
 }
 
 // ResolveAssistant accepts an assistant id or a graph id.
@@ -89,6 +94,9 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 				Metadata: map[string]any{"graph_id": a.GraphID, "assistant_id": a.AssistantID}, Status: ThreadIdle, Values: map[string]any{}}}
 		default:
 			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
+		}
+		if _, ok := e.Graphs[a.GraphID].(*HostGraph); ok {
+			t.Graph = a.GraphID
 		}
 		r := runRecord{Run: Run{RunID: storage.NewID().String(), ThreadID: threadID, AssistantID: a.AssistantID,
 			CreatedAt: now, UpdatedAt: now, Status: RunPending, Metadata: rc.Metadata, MultitaskStrategy: strategy,
@@ -162,6 +170,18 @@ func kwargs(rc RunCreate) map[string]any {
 	}
 	if rc.Command != nil {
 		k["command"] = rc.Command
+	}
+	if rc.StreamSubgraphs {
+		k["stream_subgraphs"] = true
+	}
+	if rc.InterruptBefore != nil {
+		k["interrupt_before"] = rc.InterruptBefore
+	}
+	if rc.InterruptAfter != nil {
+		k["interrupt_after"] = rc.InterruptAfter
+	}
+	if rc.CheckpointID != "" {
+		k["checkpoint_id"] = rc.CheckpointID
 	}
 	return k
 }
@@ -328,7 +348,19 @@ func (e *Engine) execute(r *runRecord) {
 	})
 	lr.events.publish("metadata", map[string]any{"run_id": r.RunID, "attempt": 1})
 	step := 0
-	if err == nil {
+	var outcome *hostOutcome
+	hg, isHost := graph.(*HostGraph)
+	if err == nil && isHost {
+		outcome, err = hg.runHost(ctx, r, req)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, hosts.ErrHostDied) {
+			// The run failed in the graph: the thread shows the state it
+			// reached, read back from its checkpoints.
+			if st, serr := hg.state(e.ctx, map[string]any{"graph_id": hg.ID, "thread_id": r.ThreadID}); serr == nil {
+				outcome = &hostOutcome{Values: st.Values}
+			}
+		}
+	}
+	if err == nil && !isHost {
 		// The input is the first update: its messages join the state.
 		if req.Input != nil {
 			values, err = ApplyUpdate(values, inputUpdate(req.Input))
@@ -338,7 +370,7 @@ func (e *Engine) execute(r *runRecord) {
 			}
 		}
 	}
-	if err == nil {
+	if err == nil && !isHost {
 		req.Values = clone(values)
 		err = graph.Run(ctx, req, func(node string, update map[string]any, extra []Event) error {
 			for _, ev := range extra {
@@ -394,7 +426,7 @@ func (e *Engine) execute(r *runRecord) {
 	case runErr != nil:
 		status = RunError
 	}
-	e.finish(r, status, runErr, cps)
+	e.finish(r, status, runErr, cps, outcome)
 	if runErr != nil && status != RunInterrupted && status != "rollback" {
 		lr.events.publish("error", map[string]any{"error": errorName(status, runErr), "message": runErr.Error()})
 	}
@@ -419,6 +451,13 @@ func (e *Engine) execute(r *runRecord) {
 func errorName(status string, err error) string {
 	if status == RunTimeout {
 		return "TimeoutError"
+	}
+	var he *hosts.Error
+	if errors.As(err, &he) && he.Type != "" {
+		return he.Type
+	}
+	if errors.Is(err, hosts.ErrHostDied) {
+		return "HostExited"
 	}
 	if errors.Is(err, ErrProtocol) {
 		return "GraphProtocolError"
@@ -457,7 +496,11 @@ func merge(a, b map[string]any) map[string]any {
 
 // finish records a run's end. A rolled-back run disappears with what it
 // wrote; any other run keeps the states it produced.
-func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pendingCheckpoint) {
+//
+// A host graph's run (outcome, when the host reported its end) wrote its
+// checkpoints as it went; the thread record takes the values and
+// interrupts the host computed from them.
+func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pendingCheckpoint, outcome *hostOutcome) {
 	err := e.w.Update(func(tx *bolt.Tx) error {
 		t, err := getThread(tx, r.ThreadID)
 		if err != nil {
@@ -468,6 +511,9 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 		}
 		now := time.Now().UTC()
 		if status == "rollback" {
+			if err := deleteLG(tx, r.ThreadID, r.RunID); err != nil {
+				return err
+			}
 			if err := tx.Bucket([]byte(bRuns)).Delete([]byte(r.RunID)); err != nil {
 				return err
 			}
@@ -498,7 +544,14 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 		if status == RunSuccess && len(cps) > 0 {
 			open = cps[len(cps)-1].interrupts
 		}
-		if status == RunSuccess {
+		switch {
+		case outcome != nil && status == RunSuccess:
+			t.Values = outcome.Values
+			t.Interrupts = outcome.interruptsByTask()
+			open = outcome.Interrupts
+		case outcome != nil && outcome.Values != nil:
+			t.Values = outcome.Values
+		case status == RunSuccess:
 			t.Interrupts = map[string]any{}
 			if len(open) > 0 {
 				t.Interrupts[r.RunID] = open

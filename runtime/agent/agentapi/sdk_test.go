@@ -17,7 +17,7 @@ func TestOfficialJSSDK(t *testing.T) {
 	_, nodeErr := exec.LookPath("node")
 	_, modErr := os.Stat(filepath.Join(dir, "node_modules", "@langchain", "langgraph-sdk"))
 	if nodeErr != nil || modErr != nil {
-		msg := "node and `npm ci` in server/agentapi/sdktest are needed for the JS SDK tests"
+		msg := "node and `npm ci` in runtime/agent/agentapi/sdktest are needed for the JS SDK tests"
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}

@@ -13,8 +13,8 @@
 // registry lacks some of its platform-optional packages, npm ci refuses
 // the lock while npm install resolves it.
 //
-//	(cd server/agentapi/loadtool/reference && npm install --no-audit --no-fund)
-//	go build -o /tmp/slipway . && go run ./server/agentapi/loadtool -bin /tmp/slipway
+//	(cd runtime/agent/agentapi/loadtool/reference && npm install --no-audit --no-fund)
+//	go build -o /tmp/slipway . && go run ./runtime/agent/agentapi/loadtool -bin /tmp/slipway
 package main
 
 import (
@@ -62,7 +62,7 @@ func main() {
 	bin := flag.String("bin", "", "slipway binary to start as `slipway agent` (when -url is empty)")
 	url := flag.String("url", "", "an already running slipway agent")
 	pid := flag.Int("pid", 0, "pid of the agent at -url, for RSS")
-	refDir := flag.String("reference", "server/agentapi/loadtool/reference", "directory of the reference server to start (after `npm install` there); empty: none")
+	refDir := flag.String("reference", "runtime/agent/agentapi/loadtool/reference", "directory of the reference server to start (after `npm install` there); empty: none")
 	refURL := flag.String("reference-url", "", "an already running reference server to measure instead of starting one")
 	refPID := flag.Int("reference-pid", 0, "pid of the reference server, for RSS")
 	refGraph := flag.String("reference-graph", "echo", "assistant/graph id on the reference server")

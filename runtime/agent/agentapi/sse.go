@@ -52,7 +52,7 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request, run agent.Run, log 
 		}
 		for _, ev := range evs {
 			after = ev.ID
-			if !want[ev.Event] {
+			if !want[baseMode(ev.Event)] {
 				continue
 			}
 			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\nid: %d\n\n", ev.Event, ev.Data, ev.ID); err != nil {
@@ -76,14 +76,25 @@ func (a *API) joinStream(w http.ResponseWriter, r *http.Request, ps httprouter.P
 	}
 	after := 0
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
-		if after, err = strconv.Atoi(v); err != nil || after < 0 {
+		// -1 is the SDK's "from the beginning".
+		if after, err = strconv.Atoi(v); err != nil || after < -1 {
 			return httpx.Errorf(http.StatusUnprocessableEntity, "Last-Event-ID must be an event id from this stream")
 		}
 	}
+	after = max(after, 0)
 	modes := r.URL.Query()["stream_mode"]
 	if len(modes) == 0 {
 		modes = []string{"values", "updates", "messages", "custom"}
 	}
 	cancel := r.URL.Query().Get("cancel_on_disconnect")
 	return a.stream(w, r, run, a.Engine.Subscribe(rid), modes, after, cancel == "1" || strings.EqualFold(cancel, "true"))
+}
+
+// baseMode is the stream mode an event belongs to: "messages/partial" and
+// "updates|child:1" (a subgraph's) count as "messages" and "updates".
+func baseMode(event string) string {
+	if i := strings.IndexAny(event, "|/"); i >= 0 {
+		return event[:i]
+	}
+	return event
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"slipway/runtime/agent"
-	"slipway/server/agentapi"
+	"slipway/runtime/agent/agentapi"
 	"slipway/server/servertest"
 	"slipway/storage"
 )

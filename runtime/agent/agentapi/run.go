@@ -51,6 +51,12 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	runCtx, stopRuns := context.WithCancel(context.Background())
 	defer stopRuns()
 	eng := &agent.Engine{DB: db, Graphs: graphs, Workers: cfg.Workers, Timeout: time.Duration(cfg.RunTimeout) * time.Second, Log: log}
+	// Language hosts load every "path:attr" graph before anything is
+	// served: a graph that fails to import fails the start, with the
+	// loader's message, so a revision never serves without its graph.
+	if err := eng.StartHosts(runCtx, cfg.DataDir, nil); err != nil {
+		return fmt.Errorf("load graphs: %w", err)
+	}
 	if err := eng.Start(runCtx); err != nil {
 		return fmt.Errorf("start agent engine: %w", err)
 	}

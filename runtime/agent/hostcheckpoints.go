@@ -1,0 +1,460 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Checkpoints of language-host graphs. The host's checkpointer (a
+// LangGraph BaseCheckpointSaver) calls back into the engine over the host
+// channel; everything it saves lives here, in the agent database:
+//
+//	lg_checkpoints  thread ‖ 0 ‖ ns ‖ 0 ‖ checkpoint id                    → lgCheckpoint
+//	lg_blobs        thread ‖ 0 ‖ ns ‖ 0 ‖ channel ‖ 0 ‖ version            → lgBlob
+//	lg_writes       thread ‖ 0 ‖ ns ‖ 0 ‖ checkpoint id ‖ 0 ‖ task id ‖ 0 ‖ idx (int32, sign flipped) → lgWrite
+//
+// Checkpoint ids are UUIDv6, so a namespace's latest checkpoint is its last
+// key. Channel values are stored once per (channel, version): a checkpoint
+// names the versions it sees. Every row records the run that wrote it, so
+// a rolled-back run's rows go in the transaction that ends it, and a write
+// from a run that is no longer its thread's active run is refused (fencing).
+// Values are the host serializer's typed bytes; the engine never decodes
+// them, except the metadata's JSON copy, which list filters read.
+const (
+	bLGCheckpoints = "lg_checkpoints"
+	bLGBlobs       = "lg_blobs"
+	bLGWrites      = "lg_writes"
+)
+
+// Typed is a value as the host's serializer wrote it: a type tag and bytes
+// (base64 on the wire).
+type Typed struct {
+	T string `json:"t"`
+	B []byte `json:"b"`
+}
+
+type lgCheckpoint struct {
+	RunID           string            `json:"run_id,omitempty"`
+	Parent          string            `json:"parent_checkpoint_id,omitempty"`
+	Checkpoint      Typed             `json:"checkpoint"`
+	Metadata        Typed             `json:"metadata"`
+	MetadataJSON    map[string]any    `json:"metadata_json,omitempty"`
+	ChannelVersions map[string]string `json:"channel_versions"`
+}
+
+type lgBlob struct {
+	RunID string `json:"run_id,omitempty"`
+	Typed
+}
+
+type lgWrite struct {
+	RunID    string `json:"run_id,omitempty"`
+	TaskID   string `json:"task_id"`
+	TaskPath string `json:"task_path"`
+	Channel  string `json:"channel"`
+	Idx      int32  `json:"idx"`
+	Typed
+}
+
+// ErrFenced refuses a checkpoint write from a run that no longer holds its thread.
+var ErrFenced = errors.New("checkpoint write refused")
+
+func lgKey(parts ...string) []byte {
+	return []byte(strings.Join(parts, "\x00"))
+}
+
+func idxBytes(i int32) []byte {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(i)^0x80000000) // negatives sort first
+	return b[:]
+}
+
+func checkKeyPart(name, v string) error {
+	if strings.ContainsRune(v, 0) {
+		return fmt.Errorf("%w: %s must not contain NUL", ErrInvalid, name)
+	}
+	return nil
+}
+
+// fence allows a write for thread by run: a run's writes only while it is
+// the thread's active run; writes outside any run (update_state) only
+// while the thread has no run. Threads the engine does not know (a
+// checkpointer used outside a run, as the conformance suite does) take
+// writes outside runs only.
+func fence(tx *bolt.Tx, threadID, runID string) error {
+	raw := tx.Bucket([]byte(bThreads)).Get([]byte(threadID))
+	if raw == nil {
+		if runID != "" {
+			return fmt.Errorf("%w: thread %s no longer exists", ErrFenced, threadID)
+		}
+		return nil
+	}
+	var t struct {
+		Active string   `json:"active"`
+		Queue  []string `json:"queue"`
+	}
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return err
+	}
+	switch {
+	case runID != "" && t.Active != runID:
+		return fmt.Errorf("%w: run %s is no longer the active run of thread %s", ErrFenced, runID, threadID)
+	case runID == "" && (t.Active != "" || len(t.Queue) > 0):
+		return fmt.Errorf("%w: thread %s has a pending or running run", ErrFenced, threadID)
+	}
+	return nil
+}
+
+type cpPut struct {
+	RunID           string            `json:"run_id"`
+	ThreadID        string            `json:"thread_id"`
+	NS              string            `json:"checkpoint_ns"`
+	CheckpointID    string            `json:"checkpoint_id"`
+	Parent          string            `json:"parent_checkpoint_id"`
+	Checkpoint      Typed             `json:"checkpoint"`
+	Metadata        Typed             `json:"metadata"`
+	MetadataJSON    map[string]any    `json:"metadata_json"`
+	ChannelVersions map[string]string `json:"channel_versions"`
+	Blobs           []struct {
+		Channel string `json:"channel"`
+		Version string `json:"version"`
+		Typed
+	} `json:"blobs"`
+}
+
+type cpPutWrites struct {
+	RunID        string `json:"run_id"`
+	ThreadID     string `json:"thread_id"`
+	NS           string `json:"checkpoint_ns"`
+	CheckpointID string `json:"checkpoint_id"`
+	TaskID       string `json:"task_id"`
+	TaskPath     string `json:"task_path"`
+	Writes       []struct {
+		Channel string `json:"channel"`
+		Idx     int32  `json:"idx"`
+		Typed
+	} `json:"writes"`
+}
+
+type cpQuery struct {
+	ThreadID     *string        `json:"thread_id"`
+	NS           *string        `json:"checkpoint_ns"`
+	CheckpointID string         `json:"checkpoint_id"`
+	Before       string         `json:"before"`
+	Filter       map[string]any `json:"filter"`
+	Limit        int            `json:"limit"`
+}
+
+// cpTuple is a checkpoint as the host's saver reads it back.
+type cpTuple struct {
+	ThreadID     string `json:"thread_id"`
+	NS           string `json:"checkpoint_ns"`
+	CheckpointID string `json:"checkpoint_id"`
+	Parent       string `json:"parent_checkpoint_id,omitempty"`
+	Checkpoint   Typed  `json:"checkpoint"`
+	Metadata     Typed  `json:"metadata"`
+	Blobs        []struct {
+		Channel string `json:"channel"`
+		Typed
+	} `json:"blobs"`
+	Writes []lgWrite `json:"writes"`
+}
+
+// hostRequest serves the host's checkpointer.
+func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage) (any, error) {
+	switch method {
+	case "cp.put":
+		var in cpPut
+		if err := json.Unmarshal(p, &in); err != nil {
+			return nil, err
+		}
+		return nil, e.cpPut(&in)
+	case "cp.putWrites":
+		var in cpPutWrites
+		if err := json.Unmarshal(p, &in); err != nil {
+			return nil, err
+		}
+		return nil, e.cpPutWrites(&in)
+	case "cp.getTuple":
+		var in struct {
+			ThreadID     string `json:"thread_id"`
+			NS           string `json:"checkpoint_ns"`
+			CheckpointID string `json:"checkpoint_id"`
+		}
+		if err := json.Unmarshal(p, &in); err != nil {
+			return nil, err
+		}
+		var out *cpTuple
+		err := e.DB.View(func(tx *bolt.Tx) error {
+			var err error
+			out, err = getTuple(tx, in.ThreadID, in.NS, in.CheckpointID)
+			return err
+		})
+		return out, err
+	case "cp.list":
+		var in cpQuery
+		if err := json.Unmarshal(p, &in); err != nil {
+			return nil, err
+		}
+		var out []*cpTuple
+		err := e.DB.View(func(tx *bolt.Tx) error {
+			var err error
+			out, err = listTuples(tx, &in)
+			return err
+		})
+		if out == nil {
+			out = []*cpTuple{}
+		}
+		return out, err
+	case "cp.deleteThread":
+		var in struct {
+			ThreadID string `json:"thread_id"`
+		}
+		if err := json.Unmarshal(p, &in); err != nil {
+			return nil, err
+		}
+		return nil, e.w.Update(func(tx *bolt.Tx) error { return deleteLG(tx, in.ThreadID, "") })
+	}
+	return nil, fmt.Errorf("unknown method %q", method)
+}
+
+func (e *Engine) cpPut(in *cpPut) error {
+	for _, kv := range [][2]string{{"thread_id", in.ThreadID}, {"checkpoint_ns", in.NS}, {"checkpoint_id", in.CheckpointID}} {
+		if err := checkKeyPart(kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	if in.ThreadID == "" || in.CheckpointID == "" {
+		return fmt.Errorf("%w: a checkpoint needs a thread_id and an id", ErrInvalid)
+	}
+	return e.w.Update(func(tx *bolt.Tx) error {
+		if err := fence(tx, in.ThreadID, in.RunID); err != nil {
+			return err
+		}
+		blobs := tx.Bucket([]byte(bLGBlobs))
+		for _, b := range in.Blobs {
+			if err := checkKeyPart("channel", b.Channel); err != nil {
+				return err
+			}
+			if err := putJSON(blobs, string(lgKey(in.ThreadID, in.NS, b.Channel, b.Version)), &lgBlob{RunID: in.RunID, Typed: b.Typed}); err != nil {
+				return err
+			}
+		}
+		row := lgCheckpoint{RunID: in.RunID, Parent: in.Parent, Checkpoint: in.Checkpoint, Metadata: in.Metadata,
+			MetadataJSON: in.MetadataJSON, ChannelVersions: in.ChannelVersions}
+		return putJSON(tx.Bucket([]byte(bLGCheckpoints)), string(lgKey(in.ThreadID, in.NS, in.CheckpointID)), &row)
+	})
+}
+
+func (e *Engine) cpPutWrites(in *cpPutWrites) error {
+	for _, kv := range [][2]string{{"thread_id", in.ThreadID}, {"checkpoint_ns", in.NS}, {"checkpoint_id", in.CheckpointID}, {"task_id", in.TaskID}} {
+		if err := checkKeyPart(kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	if in.ThreadID == "" || in.CheckpointID == "" {
+		return fmt.Errorf("%w: writes need a thread_id and a checkpoint_id", ErrInvalid)
+	}
+	return e.w.Update(func(tx *bolt.Tx) error {
+		if err := fence(tx, in.ThreadID, in.RunID); err != nil {
+			return err
+		}
+		b := tx.Bucket([]byte(bLGWrites))
+		for _, w := range in.Writes {
+			k := append(lgKey(in.ThreadID, in.NS, in.CheckpointID, in.TaskID, ""), idxBytes(w.Idx)...)
+			// A task's regular writes are saved once (a retried task
+			// must not replace them); special writes (error, interrupt,
+			// resume…) have fixed negative indexes and replace.
+			if w.Idx >= 0 && b.Get(k) != nil {
+				continue
+			}
+			row := lgWrite{RunID: in.RunID, TaskID: in.TaskID, TaskPath: in.TaskPath, Channel: w.Channel, Idx: w.Idx, Typed: w.Typed}
+			raw, err := json.Marshal(&row)
+			if err != nil {
+				return err
+			}
+			if err := b.Put(k, raw); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// getTuple returns a checkpoint (the namespace's latest when id is empty) or nil.
+func getTuple(tx *bolt.Tx, thread, ns, id string) (*cpTuple, error) {
+	b := tx.Bucket([]byte(bLGCheckpoints))
+	var k, v []byte
+	if id != "" {
+		k = lgKey(thread, ns, id)
+		v = b.Get(k)
+	} else {
+		prefix := lgKey(thread, ns, "")
+		c := b.Cursor()
+		k, v = c.Seek(append(storageCopy(prefix), 0xff))
+		if k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+		if k != nil && !bytes.HasPrefix(k, prefix) {
+			k, v = nil, nil
+		}
+		if k != nil && bytes.IndexByte(k[len(prefix):], 0) >= 0 {
+			// A key of a deeper namespace sharing this prefix cannot
+			// occur: namespaces never contain NUL. Defensive only.
+			k, v = nil, nil
+		}
+	}
+	if v == nil {
+		return nil, nil
+	}
+	return assemble(tx, thread, ns, string(k[len(lgKey(thread, ns, "")):]), v)
+}
+
+func storageCopy(b []byte) []byte { return append([]byte(nil), b...) }
+
+func assemble(tx *bolt.Tx, thread, ns, id string, raw []byte) (*cpTuple, error) {
+	var row lgCheckpoint
+	if err := json.Unmarshal(raw, &row); err != nil {
+		return nil, fmt.Errorf("decode checkpoint %s: %w", id, err)
+	}
+	t := &cpTuple{ThreadID: thread, NS: ns, CheckpointID: id, Parent: row.Parent, Checkpoint: row.Checkpoint, Metadata: row.Metadata,
+		Writes: []lgWrite{}}
+	blobs := tx.Bucket([]byte(bLGBlobs))
+	channels := make([]string, 0, len(row.ChannelVersions))
+	for ch := range row.ChannelVersions {
+		channels = append(channels, ch)
+	}
+	sort.Strings(channels)
+	for _, ch := range channels {
+		bv := blobs.Get(lgKey(thread, ns, ch, row.ChannelVersions[ch]))
+		if bv == nil {
+			continue
+		}
+		var blob lgBlob
+		if err := json.Unmarshal(bv, &blob); err != nil {
+			return nil, fmt.Errorf("decode channel %s: %w", ch, err)
+		}
+		t.Blobs = append(t.Blobs, struct {
+			Channel string `json:"channel"`
+			Typed
+		}{ch, blob.Typed})
+	}
+	prefix := lgKey(thread, ns, id, "")
+	c := tx.Bucket([]byte(bLGWrites)).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var w lgWrite
+		if err := json.Unmarshal(v, &w); err != nil {
+			return nil, fmt.Errorf("decode pending write: %w", err)
+		}
+		w.RunID = ""
+		t.Writes = append(t.Writes, w)
+	}
+	return t, nil
+}
+
+// listTuples lists checkpoints newest first (by id) as BaseCheckpointSaver.list does.
+func listTuples(tx *bolt.Tx, q *cpQuery) ([]*cpTuple, error) {
+	type hit struct {
+		thread, ns, id string
+		raw            []byte
+	}
+	var hits []hit
+	var prefix []byte
+	if q.ThreadID != nil {
+		prefix = lgKey(*q.ThreadID, "")
+	}
+	c := tx.Bucket([]byte(bLGCheckpoints)).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		parts := strings.SplitN(string(k), "\x00", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		thread, ns, id := parts[0], parts[1], parts[2]
+		if q.NS != nil && ns != *q.NS || q.CheckpointID != "" && id != q.CheckpointID || q.Before != "" && id >= q.Before {
+			continue
+		}
+		if len(q.Filter) > 0 {
+			var row struct {
+				MetadataJSON map[string]any `json:"metadata_json"`
+			}
+			if err := json.Unmarshal(v, &row); err != nil {
+				return nil, err
+			}
+			if !matches(row.MetadataJSON, q.Filter) {
+				continue
+			}
+		}
+		hits = append(hits, hit{thread, ns, id, v})
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].id > hits[j].id })
+	if q.Limit > 0 && len(hits) > q.Limit {
+		hits = hits[:q.Limit]
+	}
+	out := make([]*cpTuple, 0, len(hits))
+	for _, h := range hits {
+		t, err := assemble(tx, h.thread, h.ns, h.id, h.raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// deleteLG deletes a thread's host checkpoints: all of them, or only
+// those a run wrote (a rollback).
+func deleteLG(tx *bolt.Tx, thread, runID string) error {
+	prefix := lgKey(thread, "")
+	for _, name := range []string{bLGCheckpoints, bLGBlobs, bLGWrites} {
+		b := tx.Bucket([]byte(name))
+		var keys [][]byte
+		c := b.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if runID != "" {
+				var row struct {
+					RunID string `json:"run_id"`
+				}
+				if json.Unmarshal(v, &row) != nil || row.RunID != runID {
+					continue
+				}
+			}
+			keys = append(keys, storageCopy(k))
+		}
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// copyLG copies a thread's host checkpoints to another thread.
+func copyLG(tx *bolt.Tx, from, to string) error {
+	prefix := lgKey(from, "")
+	for _, name := range []string{bLGCheckpoints, bLGBlobs, bLGWrites} {
+		b := tx.Bucket([]byte(name))
+		type kv struct{ k, v []byte }
+		var rows []kv
+		c := b.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			rows = append(rows, kv{append(lgKey(to, ""), k[len(prefix):]...), storageCopy(v)})
+		}
+		for _, r := range rows {
+			if err := b.Put(r.k, r.v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/storage"
+)
+
+func startEngine(t *testing.T) *Engine {
+	t.Helper()
+	db, err := storage.Open(filepath.Join(t.TempDir(), "agent.db"), time.Second, Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	e := &Engine{DB: db, Graphs: map[string]Graph{"echo": Echo{}}, Workers: 1, Timeout: time.Minute}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func call(t *testing.T, e *Engine, method string, p any) (json.RawMessage, error) {
+	t.Helper()
+	raw, _ := json.Marshal(p)
+	out, err := e.hostRequest(context.Background(), method, raw)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(out)
+	return b, nil
+}
+
+func put(id, parent, run string, blobs map[string]string) map[string]any {
+	var bl []map[string]any
+	versions := map[string]string{}
+	for ch, v := range blobs {
+		bl = append(bl, map[string]any{"channel": ch, "version": v, "t": "json", "b": []byte(`"` + ch + v + `"`)})
+		versions[ch] = v
+	}
+	return map[string]any{"run_id": run, "thread_id": "t1", "checkpoint_ns": "", "checkpoint_id": id, "parent_checkpoint_id": parent,
+		"checkpoint": map[string]any{"t": "json", "b": []byte(`{}`)}, "metadata": map[string]any{"t": "json", "b": []byte(`{}`)},
+		"metadata_json": map[string]any{"step": len(id)}, "channel_versions": versions, "blobs": bl}
+}
+
+// TestHostCheckpointStore: the latest checkpoint is the last id; channel
+// values come from the blob of the version each checkpoint names; regular
+// writes are kept once per (task, idx) while special ones replace.
+func TestHostCheckpointStore(t *testing.T) {
+	e := startEngine(t)
+	if _, err := call(t, e, "cp.put", put("1a", "", "", map[string]string{"a": "1"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(t, e, "cp.put", put("1b", "1a", "", map[string]string{"b": "1"})); err != nil {
+		t.Fatal(err)
+	}
+	// 1b sees a at version 1 (stored with 1a) and b at 1.
+	p := put("1b", "1a", "", map[string]string{"b": "1"})
+	p["channel_versions"] = map[string]string{"a": "1", "b": "1"}
+	if _, err := call(t, e, "cp.put", p); err != nil {
+		t.Fatal(err)
+	}
+	w := func(idx int, val string) map[string]any {
+		return map[string]any{"thread_id": "t1", "checkpoint_ns": "", "checkpoint_id": "1b", "task_id": "task", "task_path": "",
+			"writes": []map[string]any{{"channel": "c", "idx": idx, "t": "json", "b": []byte(val)}}}
+	}
+	for _, wr := range []map[string]any{w(0, `"first"`), w(0, `"again"`), w(-3, `"i1"`), w(-3, `"i2"`)} {
+		if _, err := call(t, e, "cp.putWrites", wr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := call(t, e, "cp.getTuple", map[string]any{"thread_id": "t1", "checkpoint_ns": ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tup cpTuple
+	if err := json.Unmarshal(raw, &tup); err != nil {
+		t.Fatal(err)
+	}
+	if tup.CheckpointID != "1b" || tup.Parent != "1a" || len(tup.Blobs) != 2 || string(tup.Blobs[0].B) != `"a1"` {
+		t.Fatalf("latest: %s", raw)
+	}
+	if len(tup.Writes) != 2 || tup.Writes[0].Idx != -3 || string(tup.Writes[0].B) != `"i2"` || string(tup.Writes[1].B) != `"first"` {
+		t.Fatalf("writes: %+v", tup.Writes)
+	}
+	raw, _ = call(t, e, "cp.list", map[string]any{"thread_id": "t1", "filter": map[string]any{"step": 2}, "before": "1b"})
+	var list []cpTuple
+	_ = json.Unmarshal(raw, &list)
+	if len(list) != 1 || list[0].CheckpointID != "1a" {
+		t.Fatalf("list: %s", raw)
+	}
+	if _, err := call(t, e, "cp.deleteThread", map[string]any{"thread_id": "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := call(t, e, "cp.getTuple", map[string]any{"thread_id": "t1"}); string(raw) != "null" {
+		t.Fatalf("after deleteThread: %s", raw)
+	}
+}
+
+// TestHostCheckpointFencing: only the thread's active run may write; a
+// rollback's deletion takes exactly that run's rows.
+func TestHostCheckpointFencing(t *testing.T) {
+	e := startEngine(t)
+	th, err := e.CreateThread("", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	setActive := func(run string) {
+		if err := e.w.Update(func(tx *bolt.Tx) error {
+			rec, err := getThread(tx, th.ThreadID)
+			if err != nil {
+				return err
+			}
+			rec.Active = run
+			return putJSON(tx.Bucket([]byte(bThreads)), th.ThreadID, rec)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp := func(id, run string) error {
+		p := put(id, "", run, map[string]string{"x": id})
+		p["thread_id"] = th.ThreadID
+		_, err := call(t, e, "cp.put", p)
+		return err
+	}
+	setActive("run-a")
+	if err := cp("1a", "run-a"); err != nil {
+		t.Fatalf("active run refused: %v", err)
+	}
+	if err := cp("1b", "run-b"); !errors.Is(err, ErrFenced) {
+		t.Fatalf("another run's write: %v", err)
+	}
+	if err := cp("1c", ""); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a write outside runs while one is active: %v", err)
+	}
+	setActive("run-b")
+	if err := cp("1d", "run-a"); !errors.Is(err, ErrFenced) {
+		t.Fatalf("late write of a replaced run: %v", err)
+	}
+	if err := cp("1e", "run-b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.w.Update(func(tx *bolt.Tx) error { return deleteLG(tx, th.ThreadID, "run-b") }); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	_ = e.DB.View(func(tx *bolt.Tx) error {
+		list, err := listTuples(tx, &cpQuery{ThreadID: &th.ThreadID})
+		for _, c := range list {
+			ids = append(ids, c.CheckpointID)
+		}
+		return err
+	})
+	if len(ids) != 1 || ids[0] != "1a" {
+		t.Fatalf("after rolling back run-b: %v", ids)
+	}
+}
+
+// TestMigrateHostCheckpoints: a database at schema 2 gains the buckets.
+func TestMigrateHostCheckpoints(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent.db")
+	db, err := storage.Open(path, time.Second, Migrations[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = storage.Open(path, time.Second, Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		for _, b := range []string{bLGCheckpoints, bLGBlobs, bLGWrites} {
+			if tx.Bucket([]byte(b)) == nil {
+				t.Errorf("bucket %s missing", b)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,362 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/runtime/agent/hosts"
+	"slipway/runtime/agent/hosts/js"
+)
+
+// HostGraph is a graph a language host runs: a "path:attr" entry of the
+// graph configuration. The host keeps no state: the graph's checkpoints
+// are the engine's (hostcheckpoints.go), and what the API shows of a
+// thread (values, tasks, interrupts) is computed by the host from them.
+type HostGraph struct {
+	ID       string
+	Language string // "javascript"
+	Path     string // as configured, relative to Dir
+	Export   string
+	Dir      string // the graph configuration's directory (the project)
+
+	host *hosts.Host
+}
+
+// Run is not how host graphs run: the engine drives them through the host
+// (runHost), since their state lives in checkpoints, not in the thread
+// record the Graph interface folds updates into.
+func (g *HostGraph) Run(context.Context, Request, func(string, map[string]any, []Event) error) error {
+	return fmt.Errorf("graph %q runs in a language host", g.ID)
+}
+
+// parseHostGraph recognises "path:attr" graphs a host of this binary serves.
+func parseHostGraph(id, spec, dir string) (*HostGraph, error) {
+	i := strings.LastIndex(spec, ":")
+	if i <= 0 || i == len(spec)-1 {
+		return nil, fmt.Errorf("graph %q: %q is not \"path:export\"", id, spec)
+	}
+	path, export := spec[:i], spec[i+1:]
+	if !js.Handles(path) {
+		return nil, nil
+	}
+	return &HostGraph{ID: id, Language: "javascript", Path: path, Export: export, Dir: dir}, nil
+}
+
+// StartHosts starts the language hosts the graphs need and waits until
+// they have loaded every graph. A graph that fails to load is an error
+// naming it with the loader's message: the agent must not serve without
+// it. The hosts run until ctx ends.
+func (e *Engine) StartHosts(ctx context.Context, dataDir string, env []string) error {
+	var jsGraphs []js.Graph
+	var mine []*HostGraph
+	dir := ""
+	ids := make([]string, 0, len(e.Graphs))
+	for id := range e.Graphs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		hg, ok := e.Graphs[id].(*HostGraph)
+		if !ok {
+			continue
+		}
+		jsGraphs = append(jsGraphs, js.Graph{ID: hg.ID, Path: hg.Path, Export: hg.Export})
+		mine = append(mine, hg)
+		dir = hg.Dir
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	start := time.Now()
+	argv, err := js.Prepare(dataDir, dir, jsGraphs)
+	if err != nil {
+		return err
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	h, ready, err := hosts.Start(ctx, hosts.Spec{Language: "javascript", Argv: argv, Dir: dir, Env: env},
+		hostHandler{e}, e.Log)
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, hg := range mine {
+		r, ok := ready.Graphs[hg.ID]
+		switch {
+		case !ok:
+			failed = append(failed, fmt.Sprintf("graph %q (%s): the host did not report it", hg.ID, hg.Path))
+		case !r.OK:
+			failed = append(failed, fmt.Sprintf("graph %q (%s:%s) failed to load: %s", hg.ID, hg.Path, hg.Export, r.Error))
+		}
+		hg.host = h
+	}
+	if len(failed) > 0 {
+		return errors.New(strings.Join(failed, "\n"))
+	}
+	e.Log.Info().Str("runtime", ready.Runtime).Str("langgraph", ready.LangGraph).Int("protocol", ready.Protocol).
+		Dur("startup", time.Since(start)).Int("graphs", len(mine)).Msg("javascript host ready")
+	return nil
+}
+
+type hostHandler struct{ e *Engine }
+
+func (h hostHandler) Request(ctx context.Context, method string, p json.RawMessage) (any, error) {
+	return h.e.hostRequest(ctx, method, p)
+}
+
+// Notify routes a run's events to its stream.
+func (h hostHandler) Notify(method string, p json.RawMessage) {
+	if method != "event" {
+		return
+	}
+	var ev struct {
+		RunID string          `json:"run_id"`
+		Event string          `json:"event"`
+		Data  json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(p, &ev) != nil {
+		return
+	}
+	if lr := h.e.liveRun(ev.RunID); lr != nil {
+		lr.events.publish(ev.Event, ev.Data)
+	}
+}
+
+// hostOutcome is a host run's end: the thread's state after it.
+type hostOutcome struct {
+	Status     string         `json:"status"`
+	Error      *hosts.Error   `json:"error"`
+	Values     map[string]any `json:"values"`
+	Next       []string       `json:"next"`
+	Tasks      []hostTask     `json:"tasks"`
+	Interrupts []any          `json:"interrupts"`
+}
+
+type hostTask struct {
+	ID         string `json:"id"`
+	Interrupts []any  `json:"interrupts"`
+}
+
+// interruptsByTask is the thread's interrupts as the API shows them.
+func (o *hostOutcome) interruptsByTask() map[string]any {
+	out := map[string]any{}
+	for _, t := range o.Tasks {
+		if len(t.Interrupts) > 0 {
+			out[t.ID] = t.Interrupts
+		}
+	}
+	return out
+}
+
+// runHost streams one run in the host. Cancelling ctx asks the host to
+// abort the run and waits (a bounded time) until it has unwound.
+func (g *HostGraph) runHost(ctx context.Context, r *runRecord, req Request) (*hostOutcome, error) {
+	modes, _ := r.Kwargs["stream_mode"].([]string)
+	if modes == nil {
+		if list, ok := r.Kwargs["stream_mode"].([]any); ok {
+			for _, m := range list {
+				if s, ok := m.(string); ok {
+					modes = append(modes, s)
+				}
+			}
+		}
+	}
+	subgraphs, _ := r.Kwargs["stream_subgraphs"].(bool)
+	p := map[string]any{
+		"run_id": r.RunID, "graph_id": g.ID, "thread_id": r.ThreadID,
+		"config": hostConfig(req.Config), "context": req.Context, "input": nilIfEmpty(req.Input),
+		"command": req.Command, "stream_mode": modes, "subgraphs": subgraphs,
+		"interrupt_before": r.Kwargs["interrupt_before"], "interrupt_after": r.Kwargs["interrupt_after"],
+		"checkpoint_id": r.Kwargs["checkpoint_id"],
+	}
+	var out hostOutcome
+	done := make(chan error, 1)
+	callCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() { done <- g.host.Call(callCtx, "run", p, &out) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, err
+		}
+	case <-ctx.Done():
+		// Cancel is acknowledged once the run has unwound; past the grace
+		// period the run is fenced anyway (finish clears it as the
+		// thread's active run), so a late write cannot land.
+		cctx, cstop := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = g.host.Call(cctx, "cancel", map[string]any{"run_id": r.RunID}, nil)
+		cstop()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+		}
+		return nil, ctx.Err()
+	}
+	if out.Status == "error" && out.Error != nil {
+		return &out, out.Error
+	}
+	return &out, nil
+}
+
+// hostConfig passes the run's configurable on, minus what the engine sets.
+func hostConfig(cfg map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range cfg {
+		out[k] = v
+	}
+	return out
+}
+
+func nilIfEmpty(m map[string]any) any {
+	if m == nil {
+		return nil
+	}
+	return m
+}
+
+func (g *HostGraph) state(ctx context.Context, p map[string]any) (Checkpoint, error) {
+	var cp Checkpoint
+	err := g.host.Call(ctx, "state", p, &cp)
+	return cp, err
+}
+
+// hostThread returns the host graph holding a thread's state, or nil for
+// a thread whose state the engine keeps itself.
+func (e *Engine) hostThread(id string) (*HostGraph, error) {
+	var graph string
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		var t struct {
+			Graph string `json:"graph"`
+		}
+		if err := getJSON(tx.Bucket([]byte(bThreads)), id, &t); err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		graph = t.Graph
+		return nil
+	})
+	if err != nil || graph == "" {
+		return nil, err
+	}
+	g, _ := e.Graphs[graph].(*HostGraph)
+	if g == nil || g.host == nil {
+		return nil, fmt.Errorf("graph %q of thread %s is not served by this agent", graph, id)
+	}
+	return g, nil
+}
+
+// hostCallTimeout bounds state reads and updates in the host.
+const hostCallTimeout = 30 * time.Second
+
+func (e *Engine) hostState(g *HostGraph, id, checkpointID string) (Checkpoint, error) {
+	ctx, cancel := context.WithTimeout(e.ctx, hostCallTimeout)
+	defer cancel()
+	cp, err := g.state(ctx, map[string]any{"graph_id": g.ID, "thread_id": id, "checkpoint_id": checkpointID})
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if checkpointID != "" && cp.Checkpoint.CheckpointID != checkpointID {
+		return Checkpoint{}, fmt.Errorf("%w: checkpoint %s", ErrNotFound, checkpointID)
+	}
+	return fillState(cp, id), nil
+}
+
+func fillState(cp Checkpoint, thread string) Checkpoint {
+	if cp.Values == nil {
+		cp.Values = map[string]any{}
+	}
+	if cp.Next == nil {
+		cp.Next = []string{}
+	}
+	if cp.Tasks == nil {
+		cp.Tasks = []any{}
+	}
+	if cp.Metadata == nil {
+		cp.Metadata = map[string]any{}
+	}
+	if cp.Interrupts == nil {
+		cp.Interrupts = []any{}
+	}
+	if cp.Checkpoint.ThreadID == "" {
+		cp.Checkpoint.ThreadID = thread
+	}
+	return cp
+}
+
+func (e *Engine) hostHistory(g *HostGraph, id string, limit int, before string) ([]Checkpoint, error) {
+	ctx, cancel := context.WithTimeout(e.ctx, hostCallTimeout)
+	defer cancel()
+	var out []Checkpoint
+	err := g.host.Call(ctx, "history", map[string]any{"graph_id": g.ID, "thread_id": id, "limit": limit, "before": before}, &out)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i] = fillState(out[i], id)
+	}
+	if out == nil {
+		out = []Checkpoint{}
+	}
+	return out, nil
+}
+
+// hostUpdateState applies an update as a node (update_state), refused
+// while the thread has a pending or running run, and records the state
+// the host computes after it on the thread.
+func (e *Engine) hostUpdateState(g *HostGraph, id string, values map[string]any, asNode string) (CheckpointRef, error) {
+	busy := false
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		busy = t.busy()
+		return nil
+	})
+	if err != nil {
+		return CheckpointRef{}, err
+	}
+	if busy {
+		return CheckpointRef{}, fmt.Errorf("%w: thread %s has a pending or running run", ErrConflict, id)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, hostCallTimeout)
+	defer cancel()
+	var out struct {
+		Checkpoint CheckpointRef `json:"checkpoint"`
+		State      hostOutcome   `json:"state"`
+	}
+	var vals any
+	if values != nil {
+		vals = values
+	}
+	if err := g.host.Call(ctx, "update_state", map[string]any{"graph_id": g.ID, "thread_id": id, "values": vals, "as_node": asNode}, &out); err != nil {
+		var fenced *hosts.Error
+		if errors.As(err, &fenced) && strings.Contains(fenced.Message, ErrFenced.Error()) {
+			return CheckpointRef{}, fmt.Errorf("%w: thread %s has a pending or running run", ErrConflict, id)
+		}
+		return CheckpointRef{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	err = e.w.Update(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return nil // deleted meanwhile
+		}
+		t.Values, t.Interrupts, t.UpdatedAt = out.State.Values, out.State.interruptsByTask(), time.Now().UTC()
+		if !t.busy() {
+			t.Status = ThreadIdle
+			if len(out.State.Interrupts) > 0 {
+				t.Status = ThreadInterrupted
+			}
+		}
+		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+	})
+	return out.Checkpoint, err
+}

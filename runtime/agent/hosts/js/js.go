@@ -1,0 +1,173 @@
+// Package js is the JavaScript language host: its source (embedded in the
+// binary and written to the agent's data directory at start-up) and the
+// preparation of a project's graphs for it, TypeScript included.
+package js
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/evanw/esbuild/pkg/api"
+)
+
+//go:embed host.mjs hooks.mjs saver.mjs
+var source embed.FS
+
+// Extensions are the file extensions of graphs this host serves.
+var Extensions = []string{".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx"}
+
+// Handles reports whether a "path:attr" graph names a JavaScript or TypeScript file.
+func Handles(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	for _, e := range Extensions {
+		if ext == e {
+			return true
+		}
+	}
+	return false
+}
+
+// Graph is one graph of the project.
+type Graph struct {
+	ID     string
+	Path   string // as written in the configuration, e.g. ./src/agent.ts
+	Export string
+}
+
+// config is what host.mjs reads at start.
+type config struct {
+	ProjectDir string               `json:"project_dir"`
+	Graphs     map[string]hostGraph `json:"graphs"`
+}
+
+type hostGraph struct {
+	File   string `json:"file"`   // what the host imports
+	Export string `json:"export"` // the exported name
+	Source string `json:"source"` // the path the user wrote, for messages
+}
+
+// Prepare writes the host's files under dataDir, transpiles TypeScript
+// graphs, and returns the command that starts the host. projectDir is the
+// directory of the graph configuration (where node_modules is found).
+//
+// TypeScript is transpiled with esbuild's Go API rather than a loader in
+// node: the user needs nothing in their project, and start-up does not pay
+// for a TypeScript loader. Each TypeScript graph is bundled with its local
+// imports (packages stay imports, resolved from the project by the host's
+// hook) into <dataDir>/hosts/js/cache/<content hash>.mjs, so an unchanged
+// project reuses its output.
+func Prepare(dataDir, projectDir string, graphs []Graph) ([]string, error) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, errors.New("JavaScript graphs need node on PATH (the deployment's Node.js), and none was found")
+	}
+	hostDir := filepath.Join(dataDir, "hosts", "js", version())
+	if err := writeSource(hostDir); err != nil {
+		return nil, err
+	}
+	cacheDir := filepath.Join(dataDir, "hosts", "js", "cache")
+	cfg := config{ProjectDir: projectDir, Graphs: map[string]hostGraph{}}
+	for _, g := range graphs {
+		file := g.Path
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(projectDir, file)
+		}
+		if _, err := os.Stat(file); err != nil {
+			return nil, fmt.Errorf("graph %q: %s: %w", g.ID, g.Path, err)
+		}
+		switch strings.ToLower(filepath.Ext(file)) {
+		case ".ts", ".mts", ".cts", ".tsx", ".jsx":
+			out, err := transpile(file, projectDir, cacheDir)
+			if err != nil {
+				return nil, fmt.Errorf("graph %q: %w", g.ID, err)
+			}
+			file = out
+		}
+		cfg.Graphs[g.ID] = hostGraph{File: file, Export: g.Export, Source: g.Path}
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfgPath := filepath.Join(dataDir, "hosts", "js", "config.json")
+	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
+		return nil, fmt.Errorf("write the JavaScript host's configuration: %w", err)
+	}
+	return []string{node, filepath.Join(hostDir, "host.mjs"), cfgPath}, nil
+}
+
+// version names the embedded source, so a new binary never runs an old host.
+func version() string {
+	h := sha256.New()
+	for _, name := range []string{"host.mjs", "hooks.mjs", "saver.mjs"} {
+		b, _ := source.ReadFile(name)
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func writeSource(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	for _, name := range []string{"host.mjs", "hooks.mjs", "saver.mjs"} {
+		b, err := source.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		// Write then rename: a concurrent reader never sees half a file.
+		tmp := filepath.Join(dir, name+".tmp")
+		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+			return fmt.Errorf("write the JavaScript host: %w", err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("write the JavaScript host: %w", err)
+		}
+	}
+	return nil
+}
+
+// transpile bundles a TypeScript entry with its local imports into the cache.
+func transpile(entry, projectDir, cacheDir string) (string, error) {
+	res := api.Build(api.BuildOptions{
+		EntryPoints:   []string{entry},
+		AbsWorkingDir: projectDir,
+		Bundle:        true,
+		Packages:      api.PackagesExternal,
+		Format:        api.FormatESModule,
+		Platform:      api.PlatformNode,
+		Target:        api.ES2022,
+		Sourcemap:     api.SourceMapInline,
+		LogLevel:      api.LogLevelSilent,
+		Write:         false,
+	})
+	if len(res.Errors) > 0 {
+		msgs := api.FormatMessages(res.Errors, api.FormatMessagesOptions{Kind: api.ErrorMessage})
+		return "", fmt.Errorf("TypeScript transpilation failed:\n%s", strings.Join(msgs, ""))
+	}
+	if len(res.OutputFiles) != 1 {
+		return "", fmt.Errorf("TypeScript transpilation of %s produced %d files, want 1", entry, len(res.OutputFiles))
+	}
+	code := res.OutputFiles[0].Contents
+	sum := sha256.Sum256(code)
+	out := filepath.Join(cacheDir, hex.EncodeToString(sum[:16])+".mjs")
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	if err := os.MkdirAll(cacheDir, 0o700); err != nil {
+		return "", fmt.Errorf("create %s: %w", cacheDir, err)
+	}
+	tmp := out + ".tmp"
+	if err := os.WriteFile(tmp, code, 0o600); err != nil {
+		return "", fmt.Errorf("write transpiled graph: %w", err)
+	}
+	return out, os.Rename(tmp, out)
+}

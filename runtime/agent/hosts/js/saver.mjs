@@ -1,0 +1,137 @@
+// The checkpointer of Slipway's JavaScript language host: a
+// BaseCheckpointSaver whose storage is Slipway's database, reached over the
+// host channel. Values travel as the serializer's opaque typed bytes
+// ({t: type, b: base64}); Slipway never interprets them. A checkpoint
+// travels without its channel values; each channel value travels once per
+// version, as a blob keyed by (channel, version).
+//
+// `lib` is the project's @langchain/langgraph-checkpoint module (so the
+// saver is the project's own BaseCheckpointSaver), `call(method, params)`
+// sends a request to Slipway.
+export function createSaver(lib, call) {
+  const { BaseCheckpointSaver, WRITES_IDX_MAP, compareWritesSortKeys, writesSortKey, getCheckpointId } = lib;
+
+  const enc = ([t, b]) => ({ t, b: Buffer.from(b).toString("base64") });
+
+  class SlipwaySaver extends BaseCheckpointSaver {
+    async _dump(v) {
+      return enc(await this.serde.dumpsTyped(v));
+    }
+
+    async _load(x) {
+      return this.serde.loadsTyped(x.t, new Uint8Array(Buffer.from(x.b, "base64")));
+    }
+
+    async _tuple(row) {
+      const checkpoint = await this._load(row.checkpoint);
+      checkpoint.channel_values = {};
+      for (const blob of row.blobs ?? []) {
+        if (blob.t === "empty") continue;
+        checkpoint.channel_values[blob.channel] = await this._load(blob);
+      }
+      const writes = (row.writes ?? []).slice();
+      writes.sort((a, b) =>
+        compareWritesSortKeys(writesSortKey(a.task_path ?? "", a.task_id, a.idx), writesSortKey(b.task_path ?? "", b.task_id, b.idx)),
+      );
+      const tuple = {
+        config: { configurable: { thread_id: row.thread_id, checkpoint_ns: row.checkpoint_ns, checkpoint_id: row.checkpoint_id } },
+        checkpoint,
+        metadata: await this._load(row.metadata),
+        pendingWrites: await Promise.all(writes.map(async (w) => [w.task_id, w.channel, await this._load(w)])),
+      };
+      if (row.parent_checkpoint_id) {
+        tuple.parentConfig = {
+          configurable: { thread_id: row.thread_id, checkpoint_ns: row.checkpoint_ns, checkpoint_id: row.parent_checkpoint_id },
+        };
+      }
+      return tuple;
+    }
+
+    async getTuple(config) {
+      const c = config.configurable ?? {};
+      const row = await call("cp.getTuple", {
+        thread_id: str(c.thread_id),
+        checkpoint_ns: c.checkpoint_ns ?? "",
+        checkpoint_id: getCheckpointId(config) || "",
+      });
+      return row ? this._tuple(row) : undefined;
+    }
+
+    async *list(config, options = {}) {
+      const c = config?.configurable ?? {};
+      const { limit, before, filter } = options;
+      const rows = await call("cp.list", {
+        thread_id: c.thread_id === undefined ? null : str(c.thread_id),
+        checkpoint_ns: c.checkpoint_ns ?? null,
+        checkpoint_id: c.checkpoint_id || "",
+        before: before?.configurable?.checkpoint_id || "",
+        filter: filter ?? null,
+        limit: limit ?? 0,
+      });
+      for (const row of rows) yield await this._tuple(row);
+    }
+
+    async put(config, checkpoint, metadata, newVersions) {
+      const c = config.configurable ?? {};
+      if (c.thread_id === undefined) throw new Error('Failed to put checkpoint: the config has no "thread_id" in "configurable".');
+      const { channel_values: values, ...skeleton } = checkpoint;
+      const blobs = [];
+      for (const [channel, version] of Object.entries(newVersions ?? {})) {
+        const blob = channel in (values ?? {}) ? await this._dump(values[channel]) : { t: "empty", b: "" };
+        blobs.push({ channel, version: String(version), ...blob });
+      }
+      const versions = Object.fromEntries(Object.entries(checkpoint.channel_versions ?? {}).map(([k, v]) => [k, String(v)]));
+      const ns = c.checkpoint_ns ?? "";
+      await call("cp.put", {
+        run_id: c.run_id ?? "",
+        thread_id: str(c.thread_id),
+        checkpoint_ns: ns,
+        checkpoint_id: checkpoint.id,
+        parent_checkpoint_id: c.checkpoint_id || "",
+        checkpoint: await this._dump({ ...skeleton, channel_values: {} }),
+        metadata: await this._dump(metadata),
+        metadata_json: plain(metadata),
+        channel_versions: versions,
+        blobs,
+      });
+      return { configurable: { thread_id: c.thread_id, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
+    }
+
+    async putWrites(config, writes, taskId, taskPath) {
+      const c = config.configurable ?? {};
+      if (c.thread_id === undefined) throw new Error('Failed to put writes: the config has no "thread_id" in "configurable".');
+      if (c.checkpoint_id === undefined) throw new Error('Failed to put writes: the config has no "checkpoint_id" in "configurable".');
+      const rows = await Promise.all(
+        writes.map(async ([channel, value], idx) => ({ channel, idx: WRITES_IDX_MAP[channel] || idx, ...(await this._dump(value)) })),
+      );
+      await call("cp.putWrites", {
+        run_id: c.run_id ?? "",
+        thread_id: str(c.thread_id),
+        checkpoint_ns: c.checkpoint_ns ?? "",
+        checkpoint_id: c.checkpoint_id,
+        task_id: taskId,
+        task_path: taskPath ?? "",
+        writes: rows,
+      });
+    }
+
+    async deleteThread(threadId) {
+      await call("cp.deleteThread", { thread_id: str(threadId) });
+    }
+  }
+
+  return new SlipwaySaver();
+}
+
+function str(v) {
+  return typeof v === "string" ? v : String(v);
+}
+
+// plain is the metadata as JSON, for Slipway's list filters.
+function plain(v) {
+  try {
+    return JSON.parse(JSON.stringify(v ?? {}));
+  } catch {
+    return {};
+  }
+}

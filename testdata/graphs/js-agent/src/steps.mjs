@@ -1,0 +1,31 @@
+// Three nodes in a row, each waiting `configurable.delay_ms` (default 0)
+// and writing progress (with the host's pid) to the custom stream: slow
+// runs for cancellation, multitask strategies and host crashes; fast ones
+// for benchmarks.
+import { StateGraph, Annotation, START, END } from "@langchain/langgraph";
+
+const State = Annotation.Root({
+  steps: Annotation({ reducer: (a, b) => a.concat(b), default: () => [] }),
+});
+
+const node = (name) => async (state, config) => {
+  const ms = Number(config?.configurable?.delay_ms ?? 0);
+  if (ms > 0) {
+    await new Promise((resolve, reject) => {
+      const t = setTimeout(resolve, ms);
+      config?.signal?.addEventListener("abort", () => { clearTimeout(t); reject(new Error("aborted")); }, { once: true });
+    });
+  }
+  config?.writer?.({ node: name, done: state.steps.length + 1, pid: process.pid });
+  return { steps: [name] };
+};
+
+export const graph = new StateGraph(State)
+  .addNode("one", node("one"))
+  .addNode("two", node("two"))
+  .addNode("three", node("three"))
+  .addEdge(START, "one")
+  .addEdge("one", "two")
+  .addEdge("two", "three")
+  .addEdge("three", END)
+  .compile();
