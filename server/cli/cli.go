@@ -238,10 +238,12 @@ func (a *app) table(header []string, rows [][]string) {
 	tw.Flush()
 }
 
-// short abbreviates an id for tables; every command accepts the prefix back.
+// short abbreviates an id for tables: its last 8 characters, since the
+// ids are time-ordered (UUIDv7) and share their leading ones. Every command
+// accepts it back.
 func short(id string) string {
 	if len(id) > 8 {
-		return id[:8]
+		return id[len(id)-8:]
 	}
 	return id
 }

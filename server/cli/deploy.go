@@ -107,6 +107,27 @@ func dropped(existing []Secret, next map[string]string) []string {
 	return out
 }
 
+// defaultName makes a deployment name (a DNS label) of a directory's name:
+// "My_Agent" becomes "my-agent".
+func defaultName(base string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(base) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else if b.Len() > 0 && !strings.HasSuffix(b.String(), "-") {
+			b.WriteByte('-')
+		}
+	}
+	name := strings.Trim(b.String(), "-")
+	if len(name) > 63 {
+		name = strings.Trim(name[:63], "-")
+	}
+	if name == "" {
+		name = "agent"
+	}
+	return name
+}
+
 func humanBytes(n int64) string {
 	switch {
 	case n >= 1<<20:
@@ -149,7 +170,7 @@ func (a *app) deploy(ctx context.Context, args []string) error {
 		return fail(ExitUsage, "%s is not a directory", dir)
 	}
 	if *name == "" {
-		*name = filepath.Base(abs)
+		*name = defaultName(filepath.Base(abs))
 	}
 	graphs, err := readGraphConfig(abs, *config)
 	if err != nil {

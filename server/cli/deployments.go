@@ -31,15 +31,16 @@ func (a *app) oneName(cmd string, pos []string) (string, error) {
 	return pos[0], nil
 }
 
-// findRevision resolves a revision id or an unambiguous prefix of one (as
-// the tables print them) among the deployment's revisions.
+// findRevision resolves a revision id, or an unambiguous prefix or suffix
+// of one (the tables print the last 8 characters), among the deployment's
+// revisions.
 func findRevision(revs []Revision, ref string) (*Revision, error) {
 	var match []*Revision
 	for i := range revs {
 		if revs[i].ID == ref {
 			return &revs[i], nil
 		}
-		if len(ref) >= 4 && strings.HasPrefix(revs[i].ID, ref) {
+		if len(ref) >= 4 && (strings.HasPrefix(revs[i].ID, ref) || strings.HasSuffix(revs[i].ID, ref)) {
 			match = append(match, &revs[i])
 		}
 	}
@@ -49,7 +50,7 @@ func findRevision(revs []Revision, ref string) (*Revision, error) {
 	case 0:
 		return nil, fail(ExitNotFound, "the deployment has no revision %q (slipway revisions lists them)", ref)
 	}
-	return nil, fail(ExitUsage, "revision %q is ambiguous: %d revisions start with it", ref, len(match))
+	return nil, fail(ExitUsage, "revision %q is ambiguous: it matches %d revisions", ref, len(match))
 }
 
 func raws[T any](items []T, raw func(T) json.RawMessage) []json.RawMessage {

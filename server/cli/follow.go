@@ -75,6 +75,14 @@ func (p *Poller) Follow(ctx context.Context, depID, revID string, opt FollowOpti
 		default:
 			return status, err
 		}
+		// The status first: the entries read with it were written by the
+		// step it names (or an earlier one).
+		if err == nil && st != status && !finalStatus(st) {
+			status = st
+			if opt.Status != nil {
+				opt.Status(st)
+			}
+		}
 		for _, e := range entries {
 			if e.ID > last {
 				last = e.ID
