@@ -194,7 +194,7 @@ func TestDetailOf(t *testing.T) {
 	cases := map[string]string{
 		`{"detail": "Deployment ID x not found."}`: "Deployment ID x not found.",
 		`{"detail": [{"loc": ["body", "name"], "msg": "bad", "type": "x"}, {"loc": ["query", 0], "msg": "worse"}]}`: "body.name: bad; query.0: worse",
-		`not json`: "not json",
+		`not json`:               "not json",
 		`{"detail": {"odd": 1}}`: `{"odd": 1}`,
 	}
 	for in, want := range cases {

@@ -186,10 +186,31 @@ func (p *progress) clear() {
 	}
 }
 
+// rank orders the steps, so that a step inferred from a log line's phase
+// only ever moves the display forward.
+func rank(status string) int {
+	switch status {
+	case "CREATING", "QUEUED", "AWAITING_BUILD":
+		return 1
+	case "BUILDING":
+		return 2
+	case "AWAITING_DEPLOY", "DEPLOYING":
+		return 3
+	case "":
+		return 0
+	}
+	return 4
+}
+
 // Status records a status change.
 func (p *progress) Status(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.setStatus(s)
+}
+
+// setStatus shows s; mu held.
+func (p *progress) setStatus(s string) {
 	p.status = s
 	if p.tty {
 		p.clear()
@@ -199,10 +220,15 @@ func (p *progress) Status(s string) {
 	fmt.Fprintf(p.out, "[%s] %s (%s)\n", p.elapsed(), step(s), s)
 }
 
-// Entry prints one log line.
+// Entry prints one log line. A line of a later phase than the status last
+// read moves the step on: a quick build can start and end between two
+// reads of the status.
 func (p *progress) Entry(e LogEntry) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if inferred := map[string]string{"build": "BUILDING", "deploy": "DEPLOYING"}[e.Phase]; inferred != "" && rank(inferred) > rank(p.status) {
+		p.setStatus(inferred)
+	}
 	p.clear()
 	fmt.Fprintf(p.out, "  %-6s | %s\n", e.Phase, strings.TrimRight(e.Message, "\n"))
 	p.draw()
