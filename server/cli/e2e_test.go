@@ -285,7 +285,38 @@ func cliEndToEnd(t *testing.T, rt string) {
 		})
 	}
 
-	// 8. rm --yes deletes, and waits until it is gone.
+	// 8. keys: create a service key, see it listed, use it, revoke it.
+	r = u.ok("keys", "create", "--service", "--description", "ci pipeline", "--json")
+	var key struct{ ID, Key string }
+	if err := json.Unmarshal([]byte(r.stdout), &key); err != nil || !strings.HasPrefix(key.Key, "slw_") {
+		t.Fatalf("keys create: %v\n%s", err, r.stdout)
+	}
+	if r = u.ok("keys"); !strings.Contains(r.stdout, key.ID) || !strings.Contains(r.stdout, "ci pipeline") {
+		t.Fatalf("keys list:\n%s", r.stdout)
+	}
+	ci := &user{t: t, bin: u.bin, env: append(append([]string{}, u.env...), "SLIPWAY_API_KEY="+key.Key)}
+	ci.ok("status", "cli-agent")
+	u.ok("keys", "revoke", key.ID)
+	if r = ci.run("status", "cli-agent"); r.code != 4 {
+		t.Fatalf("a revoked key still works: exit %d %s", r.code, r.stderr)
+	}
+
+	// 9. login stores URL and key (0600) for commands run without them.
+	bare := &user{t: t, bin: u.bin, env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config")}}
+	login := bare.cmd("login", "--url", s.URL)
+	login.Stdin = strings.NewReader(s.Key + "\n")
+	if out, err := login.CombinedOutput(); err != nil {
+		t.Fatalf("login: %v\n%s", err, out)
+	}
+	if fi, err := os.Stat(filepath.Join(home, ".config", "slipway", "config.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("login settings: %v %v", fi, err)
+	}
+	if r = bare.ok("ls"); !strings.Contains(r.stdout, "cli-agent") {
+		t.Fatalf("ls after login:\n%s", r.stdout)
+	}
+
+	// 10. rm --yes deletes, and waits until it is gone.
 	u.ok("rm", "cli-agent", "--yes")
 	if shellBuilds {
 		u.ok("rm", "cli-broken", "--yes")
