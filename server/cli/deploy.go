@@ -210,7 +210,11 @@ func (a *app) deploy(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("temporary archive: %w", err)
 	}
-	fmt.Fprintf(say, "Packed %d files (%s, %s compressed) from %s", stats.Files, humanBytes(stats.Bytes), humanBytes(size), dir)
+	files := "files"
+	if stats.Files == 1 {
+		files = "file"
+	}
+	fmt.Fprintf(say, "Packed %d %s (%s, %s compressed) from %s", stats.Files, files, humanBytes(stats.Bytes), humanBytes(size), dir)
 	if len(stats.Excluded) > 0 {
 		shown := stats.Excluded
 		if len(shown) > 6 {
