@@ -5,6 +5,10 @@
 //	slipway admin     host administration of the running server (admin socket)
 //	slipway version   print the version
 //
+// and the client commands (package server/cli) that talk to a running
+// server over HTTP: deploy, ls, status, revisions, logs, rollback, rm,
+// secrets, keys, login;
+//
 // and one internal subcommand, never run by hand: `slipway
 // internal-sandbox-exec` is the launcher through which the process runtime
 // starts deployment code (package runtime/sandbox).
@@ -26,6 +30,7 @@ import (
 	"slipway/runtime/sandbox"
 	"slipway/server"
 	"slipway/server/admin"
+	"slipway/server/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -71,6 +76,9 @@ func run(args []string) int {
 		usage()
 		return 0
 	default:
+		if cli.IsCommand(cmd) {
+			return cli.Main(ctx, cmd, args, cli.OSEnv())
+		}
 		fmt.Fprintf(os.Stderr, "slipway: unknown command %q\n", cmd)
 		usage()
 		return 2
@@ -80,14 +88,26 @@ func run(args []string) int {
 func usage() {
 	fmt.Fprint(os.Stderr, `usage: slipway [command]
 
-commands:
+server commands:
   serve     run the control plane, organization API and runtime (default)
   agent     run one deployment's agent server
   admin     administer the running server: organizations, audit log (slipway admin help)
   version   print the version
 
-Configuration comes from environment variables; see the README.
+client commands (slipway COMMAND -h for their flags):
 `)
+	for _, c := range cli.Commands {
+		fmt.Fprintf(os.Stderr, "  %-9s %s\n", c.Name, c.Summary)
+	}
+	fmt.Fprintf(os.Stderr, `
+The client commands talk to --url / SLIPWAY_URL (default %s) with
+--api-key / SLIPWAY_API_KEY; slipway login stores both. Exit codes: 0 done,
+1 the revision failed or the server failed, 2 bad usage or local input,
+3 server unreachable, 4 credentials or permission refused, 5 not found,
+6 request refused (400, 409, 413, 422, 429).
+
+Server configuration comes from environment variables; see the README.
+`, cli.DefaultURL)
 }
 
 func configError(err error) int {
