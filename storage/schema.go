@@ -57,6 +57,10 @@ import (
 //	workspace_secrets         workspace id ‖ secret key → value sealed under the master key (v5)
 //	ttl_settings              org id ‖ (workspace id, or 16 zero bytes for the organization) →
 //	                          TTLSettings, incl. the organization's audit-log retention (v5)
+//	agent_logs                deployment id → bucket: the deployment's agent output, a ring (v7):
+//	                            uint64 seq → LogEntry (phase "agent", its revision and stream)
+//	                            "size"     → uint64 bytes of the entries kept; the oldest go
+//	                                         first when a flush takes it over the bound
 const (
 	BucketOrgs              = "orgs"
 	BucketWorkspaces        = "workspaces"
@@ -91,6 +95,7 @@ const (
 	BucketWorkspaceSecrets  = "workspace_secrets"
 	BucketTTLSettings       = "ttl_settings"
 	BucketAuditSeals        = "audit_seals"
+	BucketAgentLogs         = "agent_logs"
 )
 
 // ControlPlaneMigrations is the ordered history of the control-plane schema.
@@ -141,6 +146,11 @@ var ControlPlaneMigrations = []Migration{
 		})
 	}},
 	{Version: 6, Name: "audit chain head seals and manifest", Keyed: sealAuditChains},
+	{Version: 7, Name: "agent output", Apply: func(tx *bolt.Tx) error {
+		// Deployments before this version kept no agent output: each
+		// gets its ring on its first line.
+		return CreateBuckets(tx, BucketAgentLogs)
+	}},
 }
 
 // ErrNotFound is returned by Get when the key is absent.

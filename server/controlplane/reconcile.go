@@ -50,6 +50,7 @@ func (s *Service) kick() {
 // ctx ends; Wait blocks until the workers have stopped.
 func (s *Service) Start(ctx context.Context) {
 	s.rec = &reconciler{s: s, kickc: make(chan struct{}, 1), busy: map[string]*job{}}
+	s.startAgentLogs(ctx)
 	if err := s.markInterrupted(); err != nil {
 		s.Log.Error().Err(err).Msg("recover interrupted revisions")
 	}
@@ -565,7 +566,7 @@ func (s *Service) removeDeployment(ctx context.Context, dep *deploymentRecord) {
 			}
 		}
 		deploymentsChanged(tx)
-		return errors.Join(
+		return errors.Join(deleteAgentLogs(tx, id),
 			tx.Bucket([]byte(storage.IdxPendingDeployments)).Delete(storage.Key(id)),
 			storage.Delete(tx, storage.BucketDeployments, storage.Key(id)),
 			tx.Bucket([]byte(storage.IdxDeploymentName)).Delete(storage.Key(ws, d.Name)),

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,8 +32,44 @@ type Service struct {
 	// Audit records tracked operations.
 	Audit *audit.Recorder
 
+	// AgentLogLimit bounds each deployment's stored agent output, in
+	// bytes (DefaultAgentLogLimit when 0).
+	AgentLogLimit int
+	// Heartbeat is how often a quiet log stream sends a comment, so that
+	// proxies keep it open and clients notice a dead connection (15 s
+	// when 0).
+	Heartbeat time.Duration
+
 	rec   *reconciler
 	hosts hostTable
+
+	hub       hub
+	agentOnce sync.Once
+	agent     *agentLogs
+	openMu    sync.Mutex
+	openLogs  map[string]int // revision id → logs being written
+}
+
+// AgentOutput is where the runtime driver sends what agents write; lines
+// are stored once Start has begun the periodic flush.
+func (s *Service) AgentOutput() runtime.Output { return s.agentLog() }
+
+func (s *Service) agentLog() *agentLogs {
+	s.agentOnce.Do(func() {
+		limit := s.AgentLogLimit
+		if limit <= 0 {
+			limit = DefaultAgentLogLimit
+		}
+		s.agent = &agentLogs{s: s, limit: limit}
+	})
+	return s.agent
+}
+
+func (s *Service) heartbeat() time.Duration {
+	if s.Heartbeat > 0 {
+		return s.Heartbeat
+	}
+	return 15 * time.Second
 }
 
 // update runs fn in a durable write transaction that concurrent requests
