@@ -91,10 +91,11 @@ type revisionLogState struct {
 
 // over says whether nothing more will be written to the log a follower
 // reads: the revision reached a final status and no log of it is open,
-// and, when the follower wants agent output, the revision does not serve.
-func (st revisionLogState) over(s *Service, rid string, agent bool) bool {
+// and, when the follower follows agent output while it serves, the
+// revision does not serve.
+func (st revisionLogState) over(s *Service, rid string, serving bool) bool {
 	final := RevisionTerminal(st.status) && !(st.status == RevisionInterrupted && st.retried)
-	return final && !s.logOpen(rid) && (!agent || !st.active)
+	return final && !s.logOpen(rid) && (!serving || !st.active)
 }
 
 // readLogs returns a revision's log lines of the given phases (all when
@@ -253,7 +254,12 @@ func (s *Service) revisionLogs(w http.ResponseWriter, r *http.Request, ps httpro
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"logs": st.entries, "status": st.status, "is_active": st.active})
 		return nil
 	}
+	// Agent lines are part of the stream unless phase leaves them out,
+	// but only a follower that names phase=agent keeps following them
+	// once the revision is deployed: the plain follow ends with the
+	// revision, as a deploy script waiting for it wants.
 	agent := phases == nil || phases["agent"]
+	serving := phases["agent"]
 	return s.follow(w, r, cur, []string{revisionTopic(rid.String()), deploymentTopic(dep.String())},
 		func(e LogEntry) bool {
 			if e.Phase == "agent" {
@@ -273,7 +279,7 @@ func (s *Service) revisionLogs(w http.ResponseWriter, r *http.Request, ps httpro
 				return "DELETED", nil
 			case err != nil:
 				return "", err
-			case st.over(s, rid.String(), agent):
+			case st.over(s, rid.String(), serving):
 				return st.status, nil
 			}
 			return "", nil

@@ -371,6 +371,11 @@ var errStale = errors.New("revision changed under the reconciler")
 // transition moves a revision from one status to another, only if it is
 // still in the expected status: a PATCH may have skipped it meanwhile.
 func (s *Service) transition(revID string, from []string, to, msg string) error {
+	if RevisionTerminal(to) {
+		// An agent that failed its deploy wrote its last words just now:
+		// they are stored before the status says the revision is over.
+		s.agentLog().Flush()
+	}
 	return s.update(func(tx *bolt.Tx) error {
 		rev, err := getRevision(tx, uuid.MustParse(revID))
 		if err != nil {
