@@ -187,3 +187,33 @@ func TestFollowLogsLive(t *testing.T) {
 		t.Fatalf("bad Last-Event-ID: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestFollowAgentOutputDocker follows a docker deployment's agent output:
+// what a command graph writes on stderr in the container reaches the
+// deployment's stream through the container's log stream.
+func TestFollowAgentOutputDocker(t *testing.T) {
+	requireRuntime(t, "docker")
+	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "docker"})
+	dep := s.Do("POST", "/v2/deployments", map[string]any{"name": "followed-docker", "source": "internal_source",
+		"source_config":          map[string]any{},
+		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}}).Map()["id"].(string)
+	rev := deploySource(t, s, dep, appFiles(t, ""))
+	if st := waitStatus(t, s, dep, rev); st != "DEPLOYED" {
+		t.Fatalf("revision ended %s: %s", st, s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil).Body)
+	}
+	st := openSSE(t, s, "/v2/deployments/"+dep+"/logs?follow=true")
+	url := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
+	th := servertest.Do(t, "POST", url+"/threads", map[string]any{}, "X-Api-Key", s.Key).Map()["thread_id"].(string)
+	servertest.Do(t, "POST", url+"/threads/"+th+"/runs/wait", map[string]any{"assistant_id": "counter",
+		"input": map[string]any{"fail": "docker-stderr-marker"}}, "X-Api-Key", s.Key)
+	st.waitFor(t, "the command graph's stderr", 30*time.Second, func(ev sseEvent) bool {
+		return logLine("agent", "docker-stderr-marker")(ev) && ev.Entry["stream"] == "stderr" && ev.Entry["revision_id"] == rev
+	}, nil)
+	if r := s.Do("DELETE", "/v2/deployments/"+dep, nil); r.Status != 204 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	end := st.waitFor(t, "the end of the deployment's stream", 60*time.Second, func(ev sseEvent) bool { return ev.Event == "end" }, nil)
+	if !strings.Contains(end.Data, "DELETED") {
+		t.Fatalf("end event %s", end.Data)
+	}
+}
