@@ -226,9 +226,8 @@ func wantsStream(r *http.Request) bool {
 // revisionLogs: GET /v2/deployments/{id}/revisions/{rid}/logs[?phase=build,deploy,agent]
 // — the revision's log as JSON, or with follow=true (or Accept:
 // text/event-stream) as server-sent events: what is stored, then new lines
-// as they are written. Build and deploy lines end with the revision (a
-// final status, nothing left to write); agent output goes on while the
-// revision serves.
+// as they are written, until the revision is final and nothing is left to
+// write; a follower that names phase=agent goes on while it serves.
 func (s *Service) revisionLogs(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
 	dep, rid, err := deploymentAndRevisionIDs(ps)
