@@ -62,6 +62,12 @@ type Serve struct {
 	SandboxUIDRange string `env:"SLIPWAY_SANDBOX_UID_RANGE" envDefault:"200000-265535"`
 	// SandboxUIDLow and SandboxUIDHigh are SandboxUIDRange parsed.
 	SandboxUIDLow, SandboxUIDHigh int
+	// AgentLogLimitKB bounds the agent output kept per deployment; the
+	// oldest lines go first.
+	AgentLogLimitKB int `env:"SLIPWAY_AGENT_LOG_LIMIT_KB" envDefault:"2048"`
+	// LogHeartbeat is how often a followed log stream that has nothing
+	// to say sends a comment, so proxies keep it open.
+	LogHeartbeat time.Duration `env:"SLIPWAY_LOG_HEARTBEAT" envDefault:"15s"`
 }
 
 // Agent configures `slipway agent`: one deployment's agent server.
@@ -139,6 +145,12 @@ func LoadServe(environ map[string]string) (c Serve, err error) {
 	}
 	if c.AuditForwardInterval < time.Second || c.AuditForwardInterval > 24*time.Hour {
 		return c, &Error{fmt.Sprintf("SLIPWAY_AUDIT_FORWARD_INTERVAL: %s is outside 1s..24h", c.AuditForwardInterval)}
+	}
+	if c.AgentLogLimitKB < 16 || c.AgentLogLimitKB > 1<<20 {
+		return c, &Error{fmt.Sprintf("SLIPWAY_AGENT_LOG_LIMIT_KB: %d is outside 16..1048576", c.AgentLogLimitKB)}
+	}
+	if c.LogHeartbeat < 100*time.Millisecond || c.LogHeartbeat > 10*time.Minute {
+		return c, &Error{fmt.Sprintf("SLIPWAY_LOG_HEARTBEAT: %s is outside 100ms..10m", c.LogHeartbeat)}
 	}
 	if c.LoginAttempts < 1 || c.LoginAttempts > 10000 {
 		return c, &Error{fmt.Sprintf("SLIPWAY_LOGIN_ATTEMPTS: %d is outside 1..10000", c.LoginAttempts)}

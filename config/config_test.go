@@ -47,6 +47,13 @@ func TestLoadServe(t *testing.T) {
 		{name: "too many account attempts", env: map[string]string{"SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS": "100000"}, wantErr: "SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS"},
 		{name: "short login window", env: map[string]string{"SLIPWAY_LOGIN_WINDOW": "10ms"}, wantErr: "SLIPWAY_LOGIN_WINDOW"},
 		{name: "bad login window", env: map[string]string{"SLIPWAY_LOGIN_WINDOW": "soon"}, wantErr: "SLIPWAY_LOGIN_WINDOW"},
+		{name: "agent log defaults", env: map[string]string{}, check: func(t *testing.T, c Serve) {
+			if c.AgentLogLimitKB != 2048 || c.LogHeartbeat.Seconds() != 15 {
+				t.Errorf("agent log %d KiB, heartbeat %s", c.AgentLogLimitKB, c.LogHeartbeat)
+			}
+		}},
+		{name: "tiny agent log", env: map[string]string{"SLIPWAY_AGENT_LOG_LIMIT_KB": "1"}, wantErr: "SLIPWAY_AGENT_LOG_LIMIT_KB"},
+		{name: "fast heartbeat", env: map[string]string{"SLIPWAY_LOG_HEARTBEAT": "1ms"}, wantErr: "SLIPWAY_LOG_HEARTBEAT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

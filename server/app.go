@@ -89,7 +89,11 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 		PerAccount: orgapi.Limit{Burst: cfg.LoginAccountAttempts, Window: cfg.LoginWindow}}
 	a.cp = &controlplane.Service{DB: db, Sealer: sealer, Driver: a.driver, PublicURL: cfg.PublicURL,
 		DataDir: cfg.DataDir, MaxUpload: int64(cfg.MaxUploadMB) << 20, Log: log, Writer: writer, Audit: rec,
-		HealthInterval: cfg.HealthInterval}
+		HealthInterval: cfg.HealthInterval,
+		AgentLogLimit:  cfg.AgentLogLimitKB << 10, Heartbeat: cfg.LogHeartbeat}
+	if c, ok := a.driver.(runtime.OutputCapturer); ok {
+		c.CaptureOutput(a.cp.AgentOutput())
+	}
 	a.db = db
 	a.retention = &audit.Retention{Log: rec.Log, DB: db, Update: writer.Update,
 		Logger: log.With().Str("component", "audit-retention").Logger()}

@@ -17,7 +17,7 @@ func TestUpgradeFromEveryVersion(t *testing.T) {
 		IdxDeploymentRevisions, BucketListeners, IdxWorkspaceListeners, IdxListenerCompute, BucketRevisionLogs,
 		BucketUploads, BucketTracingProjects, IdxTracingProjectName, BucketAuditEvents, IdxAuditOp, BucketAuditAnchors,
 		BucketAuditForward, IdxOrgUsers, IdxLoginEmail, BucketSessions, BucketRoles, IdxOrgRoles, BucketPendingMembers,
-		IdxOrgPending, BucketWorkspaceSecrets, BucketTTLSettings, BucketAuditSeals}
+		IdxOrgPending, BucketWorkspaceSecrets, BucketTTLSettings, BucketAuditSeals, BucketAgentLogs}
 	for from := 0; from < len(ControlPlaneMigrations); from++ {
 		path := filepath.Join(t.TempDir(), "db")
 		db, err := Open(path, time.Second, ControlPlaneMigrations[:from])

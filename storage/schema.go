@@ -62,6 +62,10 @@ import (
 //	                          TTLSettings, incl. the organization's audit-log retention (v5)
 //	idx_custom_host           HostKey(custom_url) → deployment id: the one deployment a host
 //	                          routes to, across the whole install (v7)
+//	agent_logs                deployment id → bucket: the deployment's agent output, a ring (v9):
+//	                            uint64 seq → LogEntry (phase "agent", its revision and stream)
+//	                            "size"     → uint64 bytes of the entries kept; the oldest go
+//	                                         first when a flush takes it over the bound
 const (
 	BucketOrgs              = "orgs"
 	BucketWorkspaces        = "workspaces"
@@ -97,6 +101,7 @@ const (
 	BucketTTLSettings       = "ttl_settings"
 	BucketAuditSeals        = "audit_seals"
 	IdxCustomHost           = "idx_custom_host"
+	BucketAgentLogs         = "agent_logs"
 )
 
 // ControlPlaneMigrations is the ordered history of the control-plane schema.
@@ -192,6 +197,11 @@ var ControlPlaneMigrations = []Migration{
 			return fmt.Errorf("instance id: %w", err)
 		}
 		return b.Put(instanceKey, []byte(hex.EncodeToString(id[:])))
+	}},
+	{Version: 9, Name: "agent output", Apply: func(tx *bolt.Tx) error {
+		// Deployments before this version kept no agent output: each
+		// gets its ring on its first line.
+		return CreateBuckets(tx, BucketAgentLogs)
 	}},
 }
 

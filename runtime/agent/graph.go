@@ -12,8 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"slipway/runtime"
 )
 
 // Event is one thing a run emits: values (the whole state), updates (a
@@ -108,6 +111,12 @@ type Command struct {
 	Dir   string
 	Env   []string
 	Grace time.Duration
+	// Stderr, when set, also receives the program's stderr, one whole
+	// line at a time naming the graph and the run: the agent passes its
+	// own stderr, so that what a graph prints reaches the deployment's
+	// logs.
+	Stderr io.Writer
+	Name   string // the graph id, for those lines
 }
 
 // ErrProtocol marks output a command graph should not have produced.
@@ -123,6 +132,12 @@ func (c *Command) Run(ctx context.Context, req Request, emit func(string, map[st
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr tailBuffer
 	cmd.Stderr = &stderr
+	if c.Stderr != nil {
+		lines := runtime.NewLineWriter(prefixedLines{w: c.Stderr, prefix: fmt.Sprintf("graph %s run %s: ", c.Name, req.RunID)},
+			"", "", "stderr")
+		defer lines.Close()
+		cmd.Stderr = io.MultiWriter(&stderr, lines)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -240,6 +255,21 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
+// prefixedLines writes each line in one call, under a lock shared by every
+// graph, so that the lines of runs in parallel never interleave.
+type prefixedLines struct {
+	w      io.Writer
+	prefix string
+}
+
+var stderrMu sync.Mutex
+
+func (p prefixedLines) Line(l runtime.OutputLine) {
+	stderrMu.Lock()
+	defer stderrMu.Unlock()
+	_, _ = io.WriteString(p.w, p.prefix+l.Text+"\n")
+}
+
 // tailBuffer keeps the last 4 KiB written to it.
 type tailBuffer struct{ b []byte }
 
@@ -312,7 +342,7 @@ func LoadGraphs(path string, env []string) (map[string]Graph, []string, error) {
 			if strings.HasPrefix(argv[0], "./") || strings.HasPrefix(argv[0], "../") {
 				argv[0] = filepath.Join(dir, argv[0])
 			}
-			graphs[id] = &Command{Argv: argv, Dir: dir, Env: env, Grace: 5 * time.Second}
+			graphs[id] = &Command{Argv: argv, Dir: dir, Env: env, Grace: 5 * time.Second, Stderr: os.Stderr, Name: id}
 		default:
 			return nil, nil, fmt.Errorf("graph %q: want {\"builtin\": ...}, {\"command\": [...]} or \"path:attr\"", id)
 		}

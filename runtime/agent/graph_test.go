@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -145,4 +146,20 @@ func FuzzReadEvents(f *testing.F) {
 			return nil
 		})
 	})
+}
+
+// TestCommandGraphStderrReachesTheAgentLog checks that what a command
+// graph writes on stderr is passed on whole lines, naming graph and run,
+// as well as being the error of a failed run.
+func TestCommandGraphStderrReachesTheAgentLog(t *testing.T) {
+	var out bytes.Buffer
+	g := &Command{Argv: []string{counterBinary(t)}, Env: os.Environ(), Grace: time.Second, Stderr: &out, Name: "counter"}
+	err := g.Run(context.Background(), Request{RunID: "run-1", Input: map[string]any{"fail": "the model is down"}},
+		func(string, map[string]any, []Event) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "the model is down") {
+		t.Fatalf("run: %v", err)
+	}
+	if got := out.String(); got != "graph counter run run-1: the model is down\n" {
+		t.Fatalf("stderr passed on as %q", got)
+	}
 }

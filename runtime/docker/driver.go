@@ -80,6 +80,8 @@ type Driver struct {
 	mu         sync.Mutex
 	deps       map[string]serving // deployment → its serving revision
 	refreshing map[string]bool
+
+	outputs outputs // see output.go
 }
 
 type serving struct {
@@ -620,6 +622,7 @@ func (d *Driver) set(dep string, s serving) {
 		d.deps = map[string]serving{}
 	}
 	d.deps[dep] = s
+	d.follow(dep, s)
 }
 
 // Refresh finds the serving agent again after it stopped answering: its

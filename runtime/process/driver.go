@@ -67,6 +67,7 @@ type Driver struct {
 	sandbox   sandbox.Launcher
 	uids      *uidTable // nil unless deployments get uids of their own
 	isolation runtime.Isolation
+	output    runtime.Output // agents' stdout and stderr; see output.go
 }
 
 func (d *Driver) Name() string { return "process" }
@@ -576,7 +577,7 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 	c := &child{rev: s.RevisionID, spec: s, app: app, endpoint: "http://" + addr, token: token,
 		command: func() (*exec.Cmd, error) { return d.sandbox.Command(context.Background(), job) },
 		log:     d.Log.With().Str("deployment_id", s.DeploymentID).Str("revision_id", s.RevisionID).Logger(),
-		out:     log, done: make(chan struct{}), stopc: make(chan struct{}),
+		out:     log, output: d.capture(), done: make(chan struct{}), stopc: make(chan struct{}),
 		onExit: func() { d.exited(s.DeploymentID) }}
 	go c.supervise()
 	return c, nil
@@ -593,6 +594,7 @@ type child struct {
 	command            func() (*exec.Cmd, error) // a new sandboxed agent process
 	log                zerolog.Logger
 	out                io.Writer
+	output             runtime.Output // nil: the first start's output goes to out
 
 	onExit func() // the agent exited on its own after serving
 
@@ -615,8 +617,9 @@ func (c *child) supervise() {
 			return
 		}
 		cmd, err := c.command()
+		closeStreams := func() {}
 		if err == nil {
-			cmd.Stdout, cmd.Stderr = c.out, c.out
+			cmd.Stdout, cmd.Stderr, closeStreams = c.streams()
 			err = cmd.Start()
 		}
 		if err == nil {
@@ -627,6 +630,7 @@ func (c *child) supervise() {
 		if err == nil {
 			err = cmd.Wait()
 		}
+		closeStreams()
 		if err == nil {
 			err = errors.New("exit status 0")
 		}

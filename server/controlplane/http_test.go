@@ -576,3 +576,50 @@ func TestRevisionLogs(t *testing.T) {
 		t.Fatalf("failed build logs: %s", r.Body)
 	}
 }
+
+// TestRevisionListTellsWhichServes rolls back and checks that the revision
+// list and each revision say which one serves: after the rollback both
+// read DEPLOYED (the spec has no superseded status), and is_active is true
+// for exactly the deployment's active_revision_id.
+func TestRevisionListTellsWhichServes(t *testing.T) {
+	s := servertest.Start(t, nil)
+	d := s.Do("POST", "/v2/deployments", dockerDeployment("rolled-back")).Map()
+	id, rev1 := d["id"].(string), d["latest_revision_id"].(string)
+	if st := waitRevision(t, s, id, rev1); st != "DEPLOYED" {
+		t.Fatalf("revision 1 ended %s", st)
+	}
+	rev2 := s.Do("PATCH", "/v2/deployments/"+id, map[string]any{"source_revision_config": map[string]any{"image_uri": "registry.local/agent:2"}}).Map()["latest_revision_id"].(string)
+	if st := waitRevision(t, s, id, rev2); st != "DEPLOYED" {
+		t.Fatalf("revision 2 ended %s", st)
+	}
+	mustStatus(t, s.Do("POST", "/v2/deployments/"+id+"/revisions/"+rev1+"/redeploy", nil), 200)
+	if st := waitRevision(t, s, id, rev1); st != "DEPLOYED" {
+		t.Fatalf("rollback ended %s", st)
+	}
+	if a := s.Do("GET", "/v2/deployments/"+id, nil).Map()["active_revision_id"]; a != rev1 {
+		t.Fatalf("active revision %v, want %s", a, rev1)
+	}
+	cases := []struct {
+		rev    string
+		active bool
+	}{{rev1, true}, {rev2, false}}
+	list := s.Do("GET", "/v2/deployments/"+id+"/revisions", nil).Map()["resources"].([]any)
+	for _, tc := range cases {
+		got := s.Do("GET", "/v2/deployments/"+id+"/revisions/"+tc.rev, nil).Map()
+		if got["status"] != "DEPLOYED" || got["is_active"] != tc.active {
+			t.Fatalf("revision %s: status %v is_active %v, want DEPLOYED %v", tc.rev, got["status"], got["is_active"], tc.active)
+		}
+		found := false
+		for _, r := range list {
+			if r := r.(map[string]any); r["id"] == tc.rev {
+				found = true
+				if r["is_active"] != tc.active {
+					t.Fatalf("listed revision %s: is_active %v, want %v", tc.rev, r["is_active"], tc.active)
+				}
+			}
+		}
+		if !found {
+			t.Fatalf("revision %s not listed", tc.rev)
+		}
+	}
+}

@@ -11,15 +11,25 @@ import (
 	"slipway/storage"
 )
 
-// LogEntry is one line of a revision's build or deploy output.
+// LogEntry is one line of a revision's build or deploy output, or of its
+// agent's output.
 type LogEntry struct {
+	// ID increases along the line's source: the build and deploy lines of
+	// every revision share one sequence, each deployment's agent output
+	// has its own.
 	ID        int64     `json:"id"`
 	Timestamp time.Time `json:"timestamp"`
 	Level     string    `json:"level"`
 	Message   string    `json:"message"`
-	// Phase is "build" or "deploy": the official deploy client reads them
-	// from separate endpoints.
+	// Phase is "build" or "deploy" (the official deploy client reads them
+	// from separate endpoints), or "agent": what the running agent wrote.
 	Phase string `json:"phase"`
+	// Stream is "stdout" or "stderr" for agent output.
+	Stream string `json:"stream,omitempty"`
+	// RevisionID is the revision whose agent wrote an agent line.
+	RevisionID string `json:"revision_id,omitempty"`
+
+	deploymentID string // of agent output, until it is stored
 }
 
 // revisionLog buffers a revision's log lines and writes them in batches, so
@@ -33,12 +43,14 @@ type revisionLog struct {
 	partial bytes.Buffer
 	stop    chan struct{}
 	done    chan struct{}
+	flushMu sync.Mutex // one flush at a time: followers see ids in order
 }
 
 // newRevisionLog starts a log that flushes every 300 ms, so someone
 // following a deploy sees its output as it happens.
 func (s *Service) newRevisionLog(revID string) *revisionLog {
 	l := &revisionLog{s: s, revID: revID, stop: make(chan struct{}), done: make(chan struct{})}
+	s.writing(revID, 1)
 	go func() {
 		defer close(l.done)
 		t := time.NewTicker(300 * time.Millisecond)
@@ -60,6 +72,29 @@ func (l *revisionLog) Close() {
 	close(l.stop)
 	<-l.done
 	l.Flush()
+	l.s.writing(l.revID, -1)
+}
+
+// writing counts the open logs of a revision: a follower ends only once
+// the revision is final and nothing writes its log any more, so that the
+// last lines (the reason of a failure) are never cut off.
+func (s *Service) writing(revID string, delta int) {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	if s.openLogs == nil {
+		s.openLogs = map[string]int{}
+	}
+	s.openLogs[revID] += delta
+	if s.openLogs[revID] <= 0 {
+		delete(s.openLogs, revID)
+	}
+}
+
+// logOpen says whether a revision's log is still being written.
+func (s *Service) logOpen(revID string) bool {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	return s.openLogs[revID] > 0
 }
 
 func (l *revisionLog) Add(level, msg string) {
@@ -115,6 +150,8 @@ func (l *revisionLog) phaseLocked() string {
 
 // Flush writes the buffered lines (and any unterminated last line).
 func (l *revisionLog) Flush() {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	if l.partial.Len() > 0 {
 		l.pending = append(l.pending, LogEntry{Timestamp: l.s.now(), Level: "info", Message: l.partial.String(), Phase: l.phaseLocked()})
@@ -127,25 +164,36 @@ func (l *revisionLog) Flush() {
 		return
 	}
 	err := l.s.update(func(tx *bolt.Tx) error {
-		for _, e := range batch {
-			if err := appendLog(tx, l.revID, e); err != nil {
+		for i := range batch {
+			id, err := appendLogID(tx, l.revID, batch[i])
+			if err != nil {
 				return err
 			}
+			batch[i].ID = id
 		}
 		return nil
 	})
 	if err != nil {
 		l.s.Log.Error().Err(err).Str("revision_id", l.revID).Msg("write revision log")
+		return
 	}
+	// Only committed lines are published: a follower that is dropped
+	// catches up from the database and finds every line it was sent.
+	l.s.hub.Publish(revisionTopic(l.revID), batch...)
 }
 
 // appendLog writes one log line of a revision in the caller's transaction.
 func appendLog(tx *bolt.Tx, revID string, e LogEntry) error {
+	_, err := appendLogID(tx, revID, e)
+	return err
+}
+
+func appendLogID(tx *bolt.Tx, revID string, e LogEntry) (int64, error) {
 	b := tx.Bucket([]byte(storage.BucketRevisionLogs))
 	seq, err := b.NextSequence()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	e.ID = int64(seq)
-	return storage.Put(tx, storage.BucketRevisionLogs, storage.Key(uuid.MustParse(revID), storage.U64(seq)), &e)
+	return e.ID, storage.Put(tx, storage.BucketRevisionLogs, storage.Key(uuid.MustParse(revID), storage.U64(seq)), &e)
 }

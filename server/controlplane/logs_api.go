@@ -1,9 +1,13 @@
 package controlplane
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +17,7 @@ import (
 
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/orgapi"
 	"slipway/storage"
 )
 
@@ -28,31 +33,107 @@ type logQuery struct {
 	Query     string     `json:"query"`
 }
 
-// readLogs returns a revision's log entries of one phase ("" for all),
-// oldest first.
-func (s *Service) readLogs(ws, dep, rid uuid.UUID, phase string) ([]LogEntry, string, error) {
-	var out []LogEntry
-	var status string
+// logPhases are the sources of a revision's log.
+var logPhases = []string{"build", "deploy", "agent"}
+
+// logCursor is where a follower stands in the two sources of a revision's
+// log: the last build/deploy line and the last agent line it was sent. It
+// is the SSE event id ("12-5"), so a client that reconnects with
+// Last-Event-ID misses nothing and sees nothing twice.
+type logCursor struct{ rev, agent int64 }
+
+func (c logCursor) String() string { return fmt.Sprintf("%d-%d", c.rev, c.agent) }
+
+// advance moves the cursor past e; false when e was already sent.
+func (c *logCursor) advance(e LogEntry) bool {
+	p := &c.rev
+	if e.Phase == "agent" {
+		p = &c.agent
+	}
+	if e.ID <= *p {
+		return false
+	}
+	*p = e.ID
+	return true
+}
+
+// parseCursor reads Last-Event-ID (or last_event_id in the query, for
+// clients that cannot set headers).
+func parseCursor(r *http.Request) (logCursor, error) {
+	v, loc := r.Header.Get("Last-Event-ID"), []any{"header", "Last-Event-ID"}
+	if q := r.URL.Query().Get("last_event_id"); q != "" {
+		v, loc = q, []any{"query", "last_event_id"}
+	}
+	var c logCursor
+	if v == "" {
+		return c, nil
+	}
+	a, b, ok := strings.Cut(v, "-")
+	var err1, err2 error
+	c.rev, err1 = strconv.ParseInt(a, 10, 64)
+	c.agent, err2 = strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil || c.rev < 0 || c.agent < 0 {
+		return logCursor{}, httpx.Invalid("value_error", "must be the id of an event of this stream, such as 12-5", loc...)
+	}
+	return c, nil
+}
+
+// revisionLogState is a revision's log after a cursor, and what decides
+// whether following it is over.
+type revisionLogState struct {
+	entries []LogEntry
+	status  string
+	active  bool // the deployment's active revision
+	// retried: an INTERRUPTED revision the reconciler will try again (it
+	// is still the latest and has attempts left).
+	retried bool
+}
+
+// over says whether nothing more will be written to the log a follower
+// reads: the revision reached a final status and no log of it is open,
+// and, when the follower follows agent output while it serves, the
+// revision does not serve.
+func (st revisionLogState) over(s *Service, rid string, serving bool) bool {
+	final := RevisionTerminal(st.status) && !(st.status == RevisionInterrupted && st.retried)
+	return final && !s.logOpen(rid) && (!serving || !st.active)
+}
+
+// readLogs returns a revision's log lines of the given phases (all when
+// nil) after cur, oldest first, build/deploy and agent lines merged by time.
+func (s *Service) readLogs(ws, dep, rid uuid.UUID, phases map[string]bool, cur logCursor) (revisionLogState, error) {
+	var st revisionLogState
 	err := s.DB.View(func(tx *bolt.Tx) error {
-		_, rev, err := loadRevision(tx, ws, dep, rid)
+		d, rev, err := loadRevision(tx, ws, dep, rid)
 		if err != nil {
 			return err
 		}
-		status = rev.Status
-		c := tx.Bucket([]byte(storage.BucketRevisionLogs)).Cursor()
-		prefix := storage.Key(rid)
-		for k, v := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, v = c.Next() {
-			var e LogEntry
-			if err := json.Unmarshal(v, &e); err != nil {
-				return err
-			}
-			if phase == "" || e.Phase == phase {
-				out = append(out, e)
+		st.status = rev.Status
+		st.active = d.ActiveRevisionID != nil && *d.ActiveRevisionID == rev.ID
+		st.retried = d.LatestRevisionID != nil && *d.LatestRevisionID == rev.ID && rev.Attempt < maxAttempts
+		var own []LogEntry
+		if phases == nil || phases["build"] || phases["deploy"] {
+			c := tx.Bucket([]byte(storage.BucketRevisionLogs)).Cursor()
+			prefix := storage.Key(rid)
+			for k, v := c.Seek(storage.Key(rid, storage.U64(uint64(cur.rev+1)))); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+				var e LogEntry
+				if err := json.Unmarshal(v, &e); err != nil {
+					return err
+				}
+				if phases == nil || phases[e.Phase] {
+					own = append(own, e)
+				}
 			}
 		}
+		var agent []LogEntry
+		if phases == nil || phases["agent"] {
+			if agent, err = readAgentLogs(tx, dep, &rid, cur.agent); err != nil {
+				return err
+			}
+		}
+		st.entries = mergeLogs(own, agent)
 		return nil
 	})
-	return out, status, err
+	return st, err
 }
 
 // phaseLogs: POST /v1/projects/{id}/revisions/{rid}/build_logs|deploy_logs
@@ -97,10 +178,17 @@ func (s *Service) phaseLogs(phase string) httpx.Handle {
 		if offset < 0 {
 			return httpx.Invalid("greater_than_equal", "offset must not be negative", "body", "offset")
 		}
-		entries, _, err := s.readLogs(p.WorkspaceID, dep, rid, phase)
+		// The deploy log is what the official client shows while a
+		// revision starts: its agent's output belongs there too.
+		phases := map[string]bool{phase: true}
+		if phase == "deploy" {
+			phases["agent"] = true
+		}
+		st, err := s.readLogs(p.WorkspaceID, dep, rid, phases, logCursor{})
 		if err != nil {
 			return err
 		}
+		entries := st.entries
 		var match []LogEntry
 		for _, e := range entries {
 			if q.StartTime != nil && e.Timestamp.Before(*q.StartTime) || q.EndTime != nil && e.Timestamp.After(*q.EndTime) ||
@@ -129,58 +217,264 @@ func (s *Service) phaseLogs(phase string) httpx.Handle {
 	}
 }
 
-// revisionLogs: GET /v2/deployments/{id}/revisions/{rid}/logs — the
-// revision's log as JSON, or with follow=true as server-sent events that
-// end once the revision reaches a final status.
+// wantsStream says whether a log request asks for server-sent events.
+func wantsStream(r *http.Request) bool {
+	f := r.URL.Query().Get("follow")
+	return f == "true" || f == "1" || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+// revisionLogs: GET /v2/deployments/{id}/revisions/{rid}/logs[?phase=build,deploy,agent]
+// — the revision's log as JSON, or with follow=true (or Accept:
+// text/event-stream) as server-sent events: what is stored, then new lines
+// as they are written, until the revision is final and nothing is left to
+// write; a follower that names phase=agent goes on while it serves.
 func (s *Service) revisionLogs(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
 	dep, rid, err := deploymentAndRevisionIDs(ps)
 	if err != nil {
 		return err
 	}
-	entries, status, err := s.readLogs(p.WorkspaceID, dep, rid, "")
+	phases, err := csvEnum(r.URL.Query().Get("phase"), "phase", logPhases)
 	if err != nil {
 		return err
 	}
-	if r.URL.Query().Get("follow") != "true" && r.URL.Query().Get("follow") != "1" {
+	cur, err := parseCursor(r)
+	if err != nil {
+		return err
+	}
+	st, err := s.readLogs(p.WorkspaceID, dep, rid, phases, logCursor{})
+	if err != nil {
+		return err
+	}
+	if !wantsStream(r) {
+		if st.entries == nil {
+			st.entries = []LogEntry{}
+		}
+		httpx.WriteJSON(w, http.StatusOK, map[string]any{"logs": st.entries, "status": st.status, "is_active": st.active})
+		return nil
+	}
+	// Agent lines are part of the stream unless phase leaves them out,
+	// but only a follower that names phase=agent keeps following them
+	// once the revision is deployed: the plain follow ends with the
+	// revision, as a deploy script waiting for it wants.
+	agent := phases == nil || phases["agent"]
+	serving := phases["agent"]
+	return s.follow(w, r, cur, []string{revisionTopic(rid.String()), deploymentTopic(dep.String())},
+		func(e LogEntry) bool {
+			if e.Phase == "agent" {
+				return agent && e.RevisionID == rid.String()
+			}
+			return phases == nil || phases[e.Phase]
+		},
+		func(cur logCursor) ([]LogEntry, error) {
+			st, err := s.readLogs(p.WorkspaceID, dep, rid, phases, cur)
+			return st.entries, err
+		},
+		func() (string, error) {
+			// No phase: the status alone.
+			st, err := s.readLogs(p.WorkspaceID, dep, rid, map[string]bool{}, logCursor{})
+			switch {
+			case isNotFound(err):
+				return "DELETED", nil
+			case err != nil:
+				return "", err
+			case st.over(s, rid.String(), serving):
+				return st.status, nil
+			}
+			return "", nil
+		})
+}
+
+func isNotFound(err error) bool {
+	var e *httpx.Error
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+// deploymentLogs: GET /v2/deployments/{id}/logs[?revision_id=] — the
+// deployment's agent output (every revision's that its bounded log still
+// holds, oldest first), as JSON or, with follow=true, as server-sent
+// events that follow whichever revision serves until the deployment is
+// deleted.
+func (s *Service) deploymentLogs(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	p := auth.From(r)
+	dep, err := orgapi.ParseID(ps.ByName("id"), "path", "deployment_id")
+	if err != nil {
+		return err
+	}
+	var rev *uuid.UUID
+	if v := r.URL.Query().Get("revision_id"); v != "" {
+		id, err := orgapi.ParseID(v, "query", "revision_id")
+		if err != nil {
+			return err
+		}
+		rev = &id
+	}
+	cur, err := parseCursor(r)
+	if err != nil {
+		return err
+	}
+	read := func(cur logCursor) ([]LogEntry, *deploymentRecord, error) {
+		var out []LogEntry
+		var d *deploymentRecord
+		err := s.DB.View(func(tx *bolt.Tx) error {
+			var err error
+			if d, err = loadDeployment(tx, p.WorkspaceID, dep); err != nil {
+				return err
+			}
+			out, err = readAgentLogs(tx, dep, rev, cur.agent)
+			return err
+		})
+		return out, d, err
+	}
+	entries, d, err := read(logCursor{})
+	if err != nil {
+		return err
+	}
+	if !wantsStream(r) {
 		if entries == nil {
 			entries = []LogEntry{}
 		}
-		httpx.WriteJSON(w, http.StatusOK, map[string]any{"logs": entries, "status": status})
+		httpx.WriteJSON(w, http.StatusOK, map[string]any{"logs": entries, "active_revision_id": d.ActiveRevisionID})
 		return nil
 	}
+	return s.follow(w, r, cur, []string{deploymentTopic(dep.String())},
+		func(e LogEntry) bool { return rev == nil || e.RevisionID == rev.String() },
+		func(cur logCursor) ([]LogEntry, error) {
+			entries, _, err := read(cur)
+			return entries, err
+		},
+		func() (string, error) {
+			err := s.DB.View(func(tx *bolt.Tx) error {
+				_, err := loadDeployment(tx, p.WorkspaceID, dep)
+				return err
+			})
+			if isNotFound(err) {
+				return "DELETED", nil
+			}
+			return "", err
+		})
+}
+
+// follow streams log lines as server-sent events: every line after cur
+// that read finds, then the lines published to topics (those keep
+// accepts) as they are committed, until final reports the stream is over
+// (a non-empty final status, sent in an "end" event) or the client goes.
+// Each event's id is the cursor after it. A quiet stream sends a comment
+// every Heartbeat. A follower that falls behind the hub's buffer is
+// dropped there and catches up here from the database.
+func (s *Service) follow(w http.ResponseWriter, r *http.Request, cur logCursor, topics []string,
+	keep func(LogEntry) bool, read func(logCursor) ([]LogEntry, error), final func() (string, error)) error {
+	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	sent := 0
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
+	send := func(entries []LogEntry) error {
+		for _, e := range entries {
+			if !cur.advance(e) {
+				continue
+			}
+			raw, err := json.Marshal(e)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "id: %s\nevent: log\ndata: %s\n\n", cur, raw); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// end sends what is left and the final status. Agent output still
+	// buffered for the database is written first, so that the last lines
+	// of an agent that failed its deploy are part of the stream.
+	end := func(status string) error {
+		s.agentLog().Flush()
+		entries, err := read(cur)
+		if err != nil && !isNotFound(err) {
+			return err
+		}
+		if err := send(entries); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "event: end\ndata: {\"status\": %q}\n\n", status)
+		return rc.Flush()
+	}
+	heartbeat := time.NewTicker(s.heartbeat())
+	defer heartbeat.Stop()
+	// Statuses are not published: they are read again once a second.
+	check := time.NewTicker(time.Second)
+	defer check.Stop()
 	for {
-		for _, e := range entries[sent:] {
-			raw, _ := json.Marshal(e)
-			if _, err := fmt.Fprintf(w, "event: log\nid: %d\ndata: %s\n\n", e.ID, raw); err != nil {
+		sub := s.hub.Subscribe(subscriberBuffer, topics...)
+		// Read after subscribing: a line committed in between is both
+		// read and published, and the cursor sends it once.
+		entries, err := read(cur)
+		if err == nil {
+			err = send(entries)
+		}
+		if err == nil {
+			err = rc.Flush()
+		}
+		var status string
+		if err == nil {
+			status, err = final()
+		}
+		if err != nil || status != "" {
+			sub.Close()
+			if err == nil {
+				_ = end(status)
+			}
+			return nil
+		}
+	live:
+		for {
+			select {
+			case <-r.Context().Done():
+				sub.Close()
 				return nil
+			case e, ok := <-sub.C:
+				if !ok {
+					break live // dropped: catch up from the database
+				}
+				batch := []LogEntry{e}
+			more:
+				for len(batch) < subscriberBuffer {
+					select {
+					case e, ok := <-sub.C:
+						if !ok {
+							break more
+						}
+						batch = append(batch, e)
+					default:
+						break more
+					}
+				}
+				kept := batch[:0]
+				for _, e := range batch {
+					if keep(e) {
+						kept = append(kept, e)
+					}
+				}
+				if send(kept) != nil || rc.Flush() != nil {
+					sub.Close()
+					return nil
+				}
+			case <-heartbeat.C:
+				if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+					sub.Close()
+					return nil
+				}
+			case <-check.C:
+				status, err := final()
+				if err != nil || status != "" {
+					sub.Close()
+					if err == nil {
+						_ = end(status)
+					}
+					return nil
+				}
 			}
 		}
-		sent = len(entries)
-		if RevisionTerminal(status) && status != RevisionInterrupted {
-			fmt.Fprintf(w, "event: end\ndata: {\"status\": %q}\n\n", status)
-			if flusher != nil {
-				flusher.Flush()
-			}
-			return nil
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		select {
-		case <-r.Context().Done():
-			return nil
-		case <-tick.C:
-		}
-		if entries, status, err = s.readLogs(p.WorkspaceID, dep, rid, ""); err != nil {
-			return nil
-		}
+		sub.Close()
 	}
 }

@@ -51,6 +51,7 @@ func (s *Service) kick() {
 // ctx ends; Wait blocks until the workers have stopped.
 func (s *Service) Start(ctx context.Context) {
 	s.rec = &reconciler{s: s, ctx: ctx, kickc: make(chan struct{}, 1), busy: map[string]*job{}}
+	s.startAgentLogs(ctx)
 	if err := s.markInterrupted(); err != nil {
 		s.Log.Error().Err(err).Msg("recover interrupted revisions")
 	}
@@ -392,6 +393,11 @@ var errStale = errors.New("revision changed under the reconciler")
 // transition moves a revision from one status to another, only if it is
 // still in the expected status: a PATCH may have skipped it meanwhile.
 func (s *Service) transition(revID string, from []string, to, msg string) error {
+	if RevisionTerminal(to) {
+		// An agent that failed its deploy wrote its last words just now:
+		// they are stored before the status says the revision is over.
+		s.agentLog().Flush()
+	}
 	return s.update(func(tx *bolt.Tx) error {
 		rev, err := getRevision(tx, uuid.MustParse(revID))
 		if err != nil {
@@ -591,7 +597,7 @@ func (s *Service) removeDeployment(ctx context.Context, dep *deploymentRecord) {
 			}
 		}
 		deploymentsChanged(tx)
-		return errors.Join(
+		return errors.Join(deleteAgentLogs(tx, id),
 			releaseHost(tx, customHostOf(&d.Deployment), id),
 			tx.Bucket([]byte(storage.IdxPendingDeployments)).Delete(storage.Key(id)),
 			storage.Delete(tx, storage.BucketDeployments, storage.Key(id)),

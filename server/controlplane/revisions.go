@@ -32,6 +32,20 @@ type revisionRecord struct {
 	Attempt int `json:"attempt"`
 }
 
+// RevisionView is a revision as the API shows it. The spec's statuses have
+// no "superseded": after a rollback the revision it replaced still reads
+// DEPLOYED. IsActive says which one serves: true for exactly the
+// deployment's active_revision_id, read in the same transaction, so list
+// and get agree with the deployment.
+type RevisionView struct {
+	Revision
+	IsActive bool `json:"is_active"`
+}
+
+func viewRevision(d *deploymentRecord, rev *revisionRecord) RevisionView {
+	return RevisionView{Revision: rev.Revision, IsActive: d.ActiveRevisionID != nil && *d.ActiveRevisionID == rev.ID}
+}
+
 func revisionNotFound(id uuid.UUID) error {
 	return httpx.NotFound("Revision ID %s not found.", id)
 }
@@ -126,9 +140,10 @@ func (s *Service) listRevisions(w http.ResponseWriter, r *http.Request, ps httpr
 	if err != nil {
 		return err
 	}
-	out := List[Revision]{Resources: []Revision{}}
+	out := List[RevisionView]{Resources: []RevisionView{}}
 	err = s.DB.View(func(tx *bolt.Tx) error {
-		if _, err := loadDeployment(tx, p.WorkspaceID, id); err != nil {
+		d, err := loadDeployment(tx, p.WorkspaceID, id)
+		if err != nil {
 			return err
 		}
 		skipped := 0
@@ -147,7 +162,7 @@ func (s *Service) listRevisions(w http.ResponseWriter, r *http.Request, ps httpr
 			if len(out.Resources) == limit {
 				break
 			}
-			out.Resources = append(out.Resources, rev.Revision)
+			out.Resources = append(out.Resources, viewRevision(d, rev))
 		}
 		return nil
 	})
@@ -179,14 +194,17 @@ func (s *Service) getRevisionHandler(w http.ResponseWriter, r *http.Request, ps 
 	if err != nil {
 		return err
 	}
-	var rev *revisionRecord
+	var out RevisionView
 	if err := s.DB.View(func(tx *bolt.Tx) error {
-		_, rev, err = loadRevision(tx, p.WorkspaceID, dep, rid)
+		d, rev, err := loadRevision(tx, p.WorkspaceID, dep, rid)
+		if err == nil {
+			out = viewRevision(d, rev)
+		}
 		return err
 	}); err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, rev.Revision)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -31,6 +31,7 @@ func (s *Service) Routes(rt *httpx.Router, res auth.Resolver, prefix string) {
 	// A redeploy changes which revision the deployment runs: an update.
 	rt.POST(prefix+"/v2/deployments/:id/revisions/:rid/redeploy", tr("update_deployment", s.redeploy))
 	rt.GET(prefix+"/v2/deployments/:id/revisions/:rid/logs", ws(s.revisionLogs))
+	rt.GET(prefix+"/v2/deployments/:id/logs", ws(s.deploymentLogs))
 	rt.POST(prefix+"/v1/projects/:id/revisions/:rid/build_logs", auth.RequireRead(res, s.phaseLogs("build")))
 	rt.POST(prefix+"/v1/projects/:id/revisions/:rid/deploy_logs", auth.RequireRead(res, s.phaseLogs("deploy")))
 	rt.POST(prefix+"/v2/deployments/:id/upload-url", ws(s.createUploadURL))

@@ -32,6 +32,13 @@ type Service struct {
 	// Audit records tracked operations.
 	Audit *audit.Recorder
 
+	// AgentLogLimit bounds each deployment's stored agent output, in
+	// bytes (DefaultAgentLogLimit when 0).
+	AgentLogLimit int
+	// Heartbeat is how often a quiet log stream sends a comment, so that
+	// proxies keep it open and clients notice a dead connection (15 s
+	// when 0).
+	Heartbeat time.Duration
 	// HealthInterval is how often serving agents are checked (default 5 s).
 	HealthInterval time.Duration
 
@@ -43,6 +50,34 @@ type Service struct {
 	// at start-up; after that, the watcher decides when to start agents.
 	restoring sync.Map
 	targets   targetCache
+
+	hub       hub
+	agentOnce sync.Once
+	agent     *agentLogs
+	openMu    sync.Mutex
+	openLogs  map[string]int // revision id → logs being written
+}
+
+// AgentOutput is where the runtime driver sends what agents write; lines
+// are stored once Start has begun the periodic flush.
+func (s *Service) AgentOutput() runtime.Output { return s.agentLog() }
+
+func (s *Service) agentLog() *agentLogs {
+	s.agentOnce.Do(func() {
+		limit := s.AgentLogLimit
+		if limit <= 0 {
+			limit = DefaultAgentLogLimit
+		}
+		s.agent = &agentLogs{s: s, limit: limit}
+	})
+	return s.agent
+}
+
+func (s *Service) heartbeat() time.Duration {
+	if s.Heartbeat > 0 {
+		return s.Heartbeat
+	}
+	return 15 * time.Second
 }
 
 // update runs fn in a durable write transaction that concurrent requests

@@ -1,0 +1,255 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/runtime"
+	"slipway/storage"
+)
+
+// DefaultAgentLogLimit is how much agent output a deployment keeps when
+// SLIPWAY_AGENT_LOG_LIMIT_KB is not set.
+const DefaultAgentLogLimit = 2 << 20
+
+// agentLogSize is the key of a ring's byte count; entry keys are 8 bytes,
+// so it never collides with one.
+var agentLogSize = []byte("size")
+
+// agentLogs collects the output of running agents from the runtime driver
+// and keeps the last Limit bytes of each deployment's in its ring in the
+// agent_logs bucket. Lines are buffered and written every 300 ms in one
+// transaction for all deployments, as revision logs are, so a chatty agent
+// costs a few commits a second however much it writes. The driver's
+// goroutines never wait for the database: Line only appends to a buffer,
+// which is itself bounded (pendingLimit); lines beyond it are counted and
+// replaced by one line saying how many were dropped.
+type agentLogs struct {
+	s     *Service
+	limit int // bytes per deployment
+
+	mu      sync.Mutex
+	pending []LogEntry
+	bytes   int
+	dropped map[string]int // deployment → lines dropped since the last flush
+	flushMu sync.Mutex     // one flush at a time: published ids stay in order
+}
+
+// pendingLimit bounds the output buffered between two flushes.
+const pendingLimit = 8 << 20
+
+var _ runtime.Output = (*agentLogs)(nil)
+
+// Line buffers one line of agent output (runtime.Output).
+func (a *agentLogs) Line(l runtime.OutputLine) {
+	level := "info"
+	if l.Stream == "stderr" {
+		level = "warning"
+	}
+	// The agent logs JSON (SLIPWAY_LOG_FORMAT=json): its own level is
+	// the better one.
+	if len(l.Text) > 0 && l.Text[0] == '{' {
+		var v struct {
+			Level string `json:"level"`
+		}
+		if json.Unmarshal([]byte(l.Text), &v) == nil && v.Level != "" {
+			level = v.Level
+		}
+	}
+	e := LogEntry{Timestamp: l.Time, Level: level, Message: l.Text, Phase: "agent", Stream: l.Stream,
+		RevisionID: l.RevisionID, deploymentID: l.DeploymentID}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.bytes+len(l.Text) > pendingLimit {
+		if a.dropped == nil {
+			a.dropped = map[string]int{}
+		}
+		a.dropped[l.DeploymentID]++
+		return
+	}
+	a.bytes += len(l.Text)
+	a.pending = append(a.pending, e)
+}
+
+// startAgentLogs begins storing agent output until ctx ends.
+func (s *Service) startAgentLogs(ctx context.Context) {
+	a := s.agentLog()
+	s.rec.wg.Add(1)
+	go func() {
+		defer s.rec.wg.Done()
+		a.run(ctx.Done())
+	}()
+}
+
+// run flushes every 300 ms until stop is closed, then once more.
+func (a *agentLogs) run(stop <-chan struct{}) {
+	t := time.NewTicker(300 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			a.Flush()
+			return
+		case <-t.C:
+			a.Flush()
+		}
+	}
+}
+
+// Flush writes the buffered lines, trims each ring to its bound, and then
+// tells followers about the lines it wrote.
+func (a *agentLogs) Flush() {
+	a.flushMu.Lock()
+	defer a.flushMu.Unlock()
+	a.mu.Lock()
+	batch, dropped := a.pending, a.dropped
+	a.pending, a.dropped, a.bytes = nil, nil, 0
+	a.mu.Unlock()
+	for dep, n := range dropped {
+		batch = append(batch, LogEntry{Timestamp: a.s.now(), Level: "warning", Phase: "agent", deploymentID: dep,
+			Message: fmt.Sprintf("%d lines of agent output were dropped: the agent wrote faster than they could be stored", n)})
+	}
+	if len(batch) == 0 {
+		return
+	}
+	var written []LogEntry
+	err := a.s.update(func(tx *bolt.Tx) error {
+		written = written[:0]
+		gone := map[string]bool{}
+		for _, e := range batch {
+			if gone[e.deploymentID] {
+				continue
+			}
+			id, err := uuid.Parse(e.deploymentID)
+			if err != nil {
+				continue
+			}
+			// Output may still arrive from an agent being torn down
+			// after its deployment's records are gone: it has no ring to
+			// go to.
+			if tx.Bucket([]byte(storage.BucketDeployments)).Get(storage.Key(id)) == nil {
+				gone[e.deploymentID] = true
+				continue
+			}
+			seq, err := appendAgentLog(tx, id, e, a.limit)
+			if err != nil {
+				return err
+			}
+			e.ID = int64(seq)
+			written = append(written, e)
+		}
+		return nil
+	})
+	if err != nil {
+		a.s.Log.Error().Err(err).Msg("write agent output")
+		return
+	}
+	for _, e := range written {
+		a.s.hub.Publish(deploymentTopic(e.deploymentID), e)
+	}
+}
+
+// appendAgentLog adds one line to a deployment's ring and drops the oldest
+// lines while the ring holds more than limit bytes (the newest line always
+// stays). It returns the line's sequence number.
+func appendAgentLog(tx *bolt.Tx, dep uuid.UUID, e LogEntry, limit int) (uint64, error) {
+	b, err := tx.Bucket([]byte(storage.BucketAgentLogs)).CreateBucketIfNotExists(storage.Key(dep))
+	if err != nil {
+		return 0, err
+	}
+	seq, err := b.NextSequence()
+	if err != nil {
+		return 0, err
+	}
+	e.ID = int64(seq)
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return 0, err
+	}
+	if err := b.Put(storage.U64(seq), raw); err != nil {
+		return 0, err
+	}
+	size := uint64(len(raw))
+	if v := b.Get(agentLogSize); len(v) == 8 {
+		size += binary.BigEndian.Uint64(v)
+	}
+	if size > uint64(limit) {
+		var old [][]byte
+		c := b.Cursor()
+		for k, v := c.First(); k != nil && size > uint64(limit); k, v = c.Next() {
+			if len(k) != 8 || binary.BigEndian.Uint64(k) == seq {
+				break
+			}
+			size -= uint64(len(v))
+			old = append(old, storage.Copy(k))
+		}
+		for _, k := range old {
+			if err := b.Delete(k); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return seq, b.Put(agentLogSize, storage.U64(size))
+}
+
+// readAgentLogs returns a deployment's agent output after sequence number
+// after, oldest first: one revision's (rev non-nil) or all.
+func readAgentLogs(tx *bolt.Tx, dep uuid.UUID, rev *uuid.UUID, after int64) ([]LogEntry, error) {
+	b := tx.Bucket([]byte(storage.BucketAgentLogs)).Bucket(storage.Key(dep))
+	if b == nil {
+		return nil, nil
+	}
+	var out []LogEntry
+	c := b.Cursor()
+	for k, v := c.Seek(storage.U64(uint64(after + 1))); k != nil; k, v = c.Next() {
+		if len(k) != 8 {
+			continue
+		}
+		var e LogEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return nil, fmt.Errorf("agent log %x: %w", k, err)
+		}
+		if rev == nil || e.RevisionID == rev.String() {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// deleteAgentLogs removes a deployment's ring, in the transaction that
+// deletes the deployment.
+func deleteAgentLogs(tx *bolt.Tx, dep uuid.UUID) error {
+	err := tx.Bucket([]byte(storage.BucketAgentLogs)).DeleteBucket(storage.Key(dep))
+	if errors.Is(err, bolt.ErrBucketNotFound) {
+		return nil
+	}
+	return err
+}
+
+// mergeLogs merges build/deploy lines and agent lines, each oldest first,
+// by time; lines of one source keep their order.
+func mergeLogs(a, b []LogEntry) []LogEntry {
+	if len(b) == 0 {
+		return a
+	}
+	if len(a) == 0 {
+		return b
+	}
+	out := make([]LogEntry, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if b[0].Timestamp.Before(a[0].Timestamp) {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
