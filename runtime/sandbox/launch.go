@@ -229,8 +229,10 @@ func restrictLandlock(job Job, exe string) error {
 			if p == next {
 				continue
 			}
+			// Siblings may vanish between the listing and the rule (a
+			// build's temporary directory): a missing one needs no rule.
 			if e.IsDir() {
-				rules = append(rules, landlock.RODirs(p))
+				rules = append(rules, landlock.RODirs(p).IgnoreIfMissing())
 			} else {
 				rules = append(rules, landlock.ROFiles(p).IgnoreIfMissing())
 			}

@@ -73,8 +73,11 @@ func (c *Conn) shutdown(err error) {
 	pending := c.pending
 	c.pending = map[int64]chan Message{}
 	c.mu.Unlock()
-	c.cancel()
+	// Close before cancelling handlers: a handler that returns because of
+	// the cancel must find the channel closed, not send the other side a
+	// "context canceled" reply in place of the close it should see.
 	_ = c.rw.Close()
+	c.cancel()
 	for _, ch := range pending {
 		close(ch)
 	}
