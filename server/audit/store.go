@@ -353,8 +353,16 @@ func (l *Log) verifyManifest(tx *bolt.Tx, rep *VerifyReport, chains, appended ui
 }
 
 func indexedOrgs(tx *bolt.Tx) []uuid.UUID {
+	// Operation names are ASCII, so org ‖ 0xFF sorts after them all.
+	return orgsIn(tx.Bucket([]byte(storage.IdxAuditOp)), func(id uuid.UUID) []byte { return storage.Key(id, []byte{0xFF}) })
+}
+
+// orgsIn lists the organizations whose ids prefix b's keys, in id order,
+// skipping from one organization's range to the next: past(id) is a key
+// that sorts after all of id's.
+func orgsIn(b *bolt.Bucket, past func(uuid.UUID) []byte) []uuid.UUID {
 	var out []uuid.UUID
-	c := tx.Bucket([]byte(storage.IdxAuditOp)).Cursor()
+	c := b.Cursor()
 	for k, _ := c.First(); k != nil; {
 		if len(k) < 16 {
 			k, _ = c.Next()
@@ -362,8 +370,7 @@ func indexedOrgs(tx *bolt.Tx) []uuid.UUID {
 		}
 		id, _ := uuid.FromBytes(k[:16])
 		out = append(out, id)
-		// Operation names are ASCII, so org ‖ 0xFF sorts after them all.
-		k, _ = c.Seek(storage.Key(id, []byte{0xFF}))
+		k, _ = c.Seek(past(id))
 	}
 	return out
 }
@@ -475,18 +482,8 @@ func (l *Log) Prune(tx *bolt.Tx, org uuid.UUID, cutoff time.Time) (int, error) {
 // skips from one organization's key range to the next instead of reading
 // every event.
 func Orgs(tx *bolt.Tx) []uuid.UUID {
-	var out []uuid.UUID
-	c := tx.Bucket([]byte(storage.BucketAuditEvents)).Cursor()
-	for k, _ := c.First(); k != nil; {
-		if len(k) < 16 {
-			k, _ = c.Next()
-			continue
-		}
-		id, _ := uuid.FromBytes(k[:16])
-		out = append(out, id)
-		// The head key (…‖0xFF×8) is the last key of the organization.
-		c.Seek(storage.Key(id, storage.U64(headSeq)))
-		k, _ = c.Next()
-	}
-	return out
+	// The head key (…‖0xFF×8) is the last key of the organization.
+	return orgsIn(tx.Bucket([]byte(storage.BucketAuditEvents)), func(id uuid.UUID) []byte {
+		return storage.Key(id, storage.U64(headSeq), []byte{0})
+	})
 }

@@ -31,6 +31,19 @@ func (a *app) oneName(cmd string, pos []string) (string, error) {
 	return pos[0], nil
 }
 
+// theDeployment is the one deployment a command names: its arguments
+// checked, then the server asked.
+func (a *app) theDeployment(ctx context.Context, cmd string, pos []string) (*Deployment, error) {
+	name, err := a.oneName(cmd, pos)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.connect(); err != nil {
+		return nil, err
+	}
+	return a.need(ctx, name)
+}
+
 // findRevision resolves a revision id, or an unambiguous prefix or suffix
 // of one (the tables print the last 8 characters), among the deployment's
 // revisions.
@@ -98,14 +111,7 @@ func (a *app) status(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	name, err := a.oneName("status", pos)
-	if err != nil {
-		return err
-	}
-	if err := a.connect(); err != nil {
-		return err
-	}
-	d, err := a.need(ctx, name)
+	d, err := a.theDeployment(ctx, "status", pos)
 	if err != nil {
 		return err
 	}
@@ -148,14 +154,7 @@ func (a *app) revisions(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	name, err := a.oneName("revisions", pos)
-	if err != nil {
-		return err
-	}
-	if err := a.connect(); err != nil {
-		return err
-	}
-	d, err := a.need(ctx, name)
+	d, err := a.theDeployment(ctx, "revisions", pos)
 	if err != nil {
 		return err
 	}
@@ -265,14 +264,7 @@ func (a *app) remove(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	name, err := a.oneName("rm", pos)
-	if err != nil {
-		return err
-	}
-	if err := a.connect(); err != nil {
-		return err
-	}
-	d, err := a.need(ctx, name)
+	d, err := a.theDeployment(ctx, "rm", pos)
 	if err != nil {
 		return err
 	}

@@ -182,20 +182,28 @@ func (c *checker) object(depth int) error {
 		if err := c.value(depth); err != nil {
 			return err
 		}
-		c.ws()
-		if c.i >= len(c.b) {
-			return errSyntax
-		}
-		switch c.b[c.i] {
-		case ',':
-			c.i++
-		case '}':
-			c.i++
-			return nil
-		default:
-			return errSyntax
+		if more, err := c.next('}'); err != nil || !more {
+			return err
 		}
 	}
+}
+
+// next consumes what follows a member or element: a comma (more to come)
+// or the container's closing byte.
+func (c *checker) next(closing byte) (more bool, err error) {
+	c.ws()
+	if c.i >= len(c.b) {
+		return false, errSyntax
+	}
+	switch c.b[c.i] {
+	case ',':
+		c.i++
+		return true, nil
+	case closing:
+		c.i++
+		return false, nil
+	}
+	return false, errSyntax
 }
 
 func (c *checker) array(depth int) error {
@@ -212,18 +220,8 @@ func (c *checker) array(depth int) error {
 		if err := c.value(depth); err != nil {
 			return err
 		}
-		c.ws()
-		if c.i >= len(c.b) {
-			return errSyntax
-		}
-		switch c.b[c.i] {
-		case ',':
-			c.i++
-		case ']':
-			c.i++
-			return nil
-		default:
-			return errSyntax
+		if more, err := c.next(']'); err != nil || !more {
+			return err
 		}
 	}
 }
