@@ -309,7 +309,7 @@ func TestEveryTrackedOperation(t *testing.T) {
 	}
 	schema, err := ocsftest.Load(ocsftest.SchemaDir())
 	if err != nil {
-		t.Fatalf("load the OCSF 1.7.0 schema from ../shared: %v", err)
+		t.Fatalf("load the OCSF 1.7.0 schema from testdata/ocsf-schema-1.7.0: %v", err)
 	}
 	resources := map[string]string{}
 	for _, tc := range cases {
