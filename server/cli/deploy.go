@@ -310,7 +310,7 @@ func (a *app) watch(ctx context.Context, depID, name, rev string, after int64, g
 	}
 	p := newProgress(say, tty(say), name)
 	var seen []LogEntry
-	follower := LogFollower(&Poller{Client: a.client})
+	follower := LogFollower(&Streamer{Client: a.client})
 	status, err := follower.Follow(ctx, depID, rev, FollowOptions{After: after,
 		Entry:  func(e LogEntry) { seen = append(seen, e); p.Entry(e) },
 		Status: p.Status})

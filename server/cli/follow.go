@@ -35,9 +35,9 @@ type FollowOptions struct {
 }
 
 // LogFollower follows one revision's log until the revision's status is
-// final, returning that status. The deploy path and `logs -f` use it
-// through this interface so that a streaming implementation (server-sent
-// events from the logs endpoint's follow mode) can replace the poller.
+// final, returning that status. Streamer (server-sent events from the logs
+// endpoint's follow mode) is what the deploy path and `logs -f` use;
+// Poller is its fallback for control planes without that mode.
 type LogFollower interface {
 	Follow(ctx context.Context, depID, revID string, opt FollowOptions) (status string, err error)
 }
@@ -60,7 +60,9 @@ func (p *Poller) Follow(ctx context.Context, depID, revID string, opt FollowOpti
 	if interval <= 0 {
 		interval = 500 * time.Millisecond
 	}
-	last, status, failures := opt.After, "", 0
+	// Build and deploy lines are numbered per revision, agent lines per
+	// deployment: each series has its own last id.
+	last, lastAgent, status, failures := opt.After, int64(0), "", 0
 	for {
 		entries, st, err := p.Client.RevisionLogs(ctx, depID, revID)
 		var ue *unreachableError
@@ -84,8 +86,12 @@ func (p *Poller) Follow(ctx context.Context, depID, revID string, opt FollowOpti
 			}
 		}
 		for _, e := range entries {
-			if e.ID > last {
-				last = e.ID
+			seen := &last
+			if e.Phase == "agent" {
+				seen = &lastAgent
+			}
+			if e.ID > *seen {
+				*seen = e.ID
 				if opt.Entry != nil {
 					opt.Entry(e)
 				}

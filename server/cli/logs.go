@@ -73,7 +73,7 @@ func (a *app) logs(ctx context.Context, args []string) error {
 	}
 	var status string
 	if *follow {
-		status, err = LogFollower(&Poller{Client: a.client}).Follow(ctx, d.ID, rev, FollowOptions{Entry: emit, Forever: phase == "agent"})
+		status, err = LogFollower(&Streamer{Client: a.client}).Follow(ctx, d.ID, rev, FollowOptions{Entry: emit, Forever: phase == "agent"})
 	} else {
 		var entries []LogEntry
 		entries, status, err = a.client.RevisionLogs(ctx, d.ID, rev)
