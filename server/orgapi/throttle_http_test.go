@@ -2,6 +2,7 @@ package orgapi_test
 
 import (
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,7 +42,10 @@ func TestLoginThrottling(t *testing.T) {
 	}
 	unknown := try("203.0.113.2", "nobody@example.com", "wrong-password-1")
 	throttled(unknown)
-	if string(known.Body) != string(unknown.Body) {
+	// The same answer but for the seconds left, which move with the clock
+	// between the two requests.
+	digits := regexp.MustCompile(`[0-9]+`)
+	if k, u := digits.ReplaceAllString(string(known.Body), "N"), digits.ReplaceAllString(string(unknown.Body), "N"); k != u {
 		t.Fatalf("throttled answers differ: %s vs %s", known.Body, unknown.Body)
 	}
 
