@@ -9,7 +9,7 @@
 // saver is the project's own BaseCheckpointSaver), `call(method, params)`
 // sends a request to Slipway.
 export function createSaver(lib, call) {
-  const { BaseCheckpointSaver, WRITES_IDX_MAP, compareWritesSortKeys, writesSortKey, getCheckpointId } = lib;
+  const { BaseCheckpointSaver, WRITES_IDX_MAP, TASKS, compareWritesSortKeys, writesSortKey, getCheckpointId, maxChannelVersion } = lib;
 
   const enc = ([t, b]) => ({ t, b: Buffer.from(b).toString("base64") });
 
@@ -29,10 +29,8 @@ export function createSaver(lib, call) {
         if (blob.t === "empty") continue;
         checkpoint.channel_values[blob.channel] = await this._load(blob);
       }
-      const writes = (row.writes ?? []).slice();
-      writes.sort((a, b) =>
-        compareWritesSortKeys(writesSortKey(a.task_path ?? "", a.task_id, a.idx), writesSortKey(b.task_path ?? "", b.task_id, b.idx)),
-      );
+      const writes = sortedWrites(row.writes);
+      if (checkpoint.v < 4 && row.parent_checkpoint_id) await this._migratePendingSends(checkpoint, row);
       const tuple = {
         config: { configurable: { thread_id: row.thread_id, checkpoint_ns: row.checkpoint_ns, checkpoint_id: row.checkpoint_id } },
         checkpoint,
@@ -45,6 +43,22 @@ export function createSaver(lib, call) {
         };
       }
       return tuple;
+    }
+
+    // Checkpoints before format 4 kept pending sends as the parent's
+    // writes to TASKS rather than as a channel: read them as the channel,
+    // as every LangGraph saver does, so an old thread resumes its sends.
+    async _migratePendingSends(checkpoint, row) {
+      const parent = await call("cp.getTuple", {
+        thread_id: row.thread_id,
+        checkpoint_ns: row.checkpoint_ns,
+        checkpoint_id: row.parent_checkpoint_id,
+      });
+      const sends = await Promise.all(sortedWrites(parent?.writes).filter((w) => w.channel === TASKS).map((w) => this._load(w)));
+      checkpoint.channel_values[TASKS] = sends;
+      checkpoint.channel_versions ??= {};
+      const versions = Object.values(checkpoint.channel_versions);
+      checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
     }
 
     async getTuple(config) {
@@ -118,6 +132,13 @@ export function createSaver(lib, call) {
     async deleteThread(threadId) {
       await call("cp.deleteThread", { thread_id: str(threadId) });
     }
+  }
+
+  // sortedWrites orders a checkpoint's pending writes as LangGraph does (by task path, task id, index).
+  function sortedWrites(writes) {
+    return (writes ?? [])
+      .slice()
+      .sort((a, b) => compareWritesSortKeys(writesSortKey(a.task_path ?? "", a.task_id, a.idx), writesSortKey(b.task_path ?? "", b.task_id, b.idx)));
   }
 
   return new SlipwaySaver();
