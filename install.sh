@@ -139,6 +139,19 @@ if [ ! -e "$ENVFILE" ]; then
 # Forward audit events to a webhook (http:// or https://) or a JSON Lines file (file:///path).
 #SLIPWAY_AUDIT_FORWARD_URL=
 #SLIPWAY_AUDIT_FORWARD_INTERVAL=1h
+
+# Failed logins one client address may make, and one account may receive, per window; a
+# throttled caller is answered 429 with Retry-After.
+#SLIPWAY_LOGIN_ATTEMPTS=10
+#SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS=20
+#SLIPWAY_LOGIN_WINDOW=10m
+
+# How often each serving agent is checked (engine events and process exits act at once).
+#SLIPWAY_HEALTH_INTERVAL=5s
+
+# Agent output kept per deployment, in KiB, and the keep-alive of followed log streams.
+#SLIPWAY_AGENT_LOG_LIMIT_KB=2048
+#SLIPWAY_LOG_HEARTBEAT=15s
 ENV
 fi
 

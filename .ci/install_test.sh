@@ -22,7 +22,9 @@ DESTDIR="$root" ./install.sh --prefix /usr/local >/dev/null
 file "$root/usr/local/bin/slipway" 2>/dev/null | grep -q 'statically linked' || fail "binary is not static"
 [ "$(stat -c %a "$root/etc/slipway/slipway.env")" = 600 ] || fail "env file is not 0600"
 for v in SLIPWAY_ADDR SLIPWAY_DATA_DIR SLIPWAY_PUBLIC_URL SLIPWAY_LOG_LEVEL SLIPWAY_LOG_FORMAT SLIPWAY_MASTER_KEY \
-         SLIPWAY_MASTER_KEY_FILE SLIPWAY_BOOTSTRAP_API_KEY SLIPWAY_MAX_UPLOAD_MB SLIPWAY_RUNTIME SLIPWAY_SANDBOX_UID_RANGE; do
+         SLIPWAY_MASTER_KEY_FILE SLIPWAY_BOOTSTRAP_API_KEY SLIPWAY_MAX_UPLOAD_MB SLIPWAY_RUNTIME SLIPWAY_SANDBOX_UID_RANGE \
+         SLIPWAY_LOGIN_ATTEMPTS SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS SLIPWAY_LOGIN_WINDOW SLIPWAY_HEALTH_INTERVAL \
+         SLIPWAY_AGENT_LOG_LIMIT_KB SLIPWAY_LOG_HEARTBEAT; do
   grep -q "$v" "$root/etc/slipway/slipway.env" || fail "env file does not document $v"
 done
 unit="$root/etc/systemd/system/slipway.service"
