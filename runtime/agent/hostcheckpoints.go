@@ -299,7 +299,7 @@ func getTuple(tx *bolt.Tx, thread, ns, id string) (*cpTuple, error) {
 	} else {
 		prefix := lgKey(thread, ns, "")
 		c := b.Cursor()
-		k, v = c.Seek(append(storageCopy(prefix), 0xff))
+		k, _ = c.Seek(append(storageCopy(prefix), 0xff))
 		if k == nil {
 			k, v = c.Last()
 		} else {

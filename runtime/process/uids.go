@@ -91,7 +91,7 @@ func (t *uidTable) save() error {
 		return fmt.Errorf("save deployment uids: %w", err)
 	}
 	defer os.Remove(f.Name())
-	if _, err := f.Write(raw); err == nil {
+	if _, err = f.Write(raw); err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
