@@ -168,7 +168,7 @@ type cpTuple struct {
 	Writes []lgWrite `json:"writes"`
 }
 
-// hostRequest serves the host's checkpointer.
+// hostRequest serves the host's checkpointer and store.
 func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage) (any, error) {
 	switch method {
 	case "cp.put":
@@ -222,6 +222,9 @@ func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage
 			return nil, err
 		}
 		return nil, e.w.Update(func(tx *bolt.Tx) error { return deleteLG(tx, in.ThreadID, "") })
+	}
+	if strings.HasPrefix(method, "store.") {
+		return e.hostStore(method, p)
 	}
 	return nil, fmt.Errorf("unknown method %q", method)
 }
@@ -457,4 +460,44 @@ func copyLG(tx *bolt.Tx, from, to string) error {
 		}
 	}
 	return nil
+}
+
+// hostStore serves the host's BaseStore (store.mjs) from the same store
+// the /store API serves.
+func (e *Engine) hostStore(method string, p json.RawMessage) (any, error) {
+	var in struct {
+		Namespace []string       `json:"namespace"`
+		Key       string         `json:"key"`
+		Value     map[string]any `json:"value"`
+		Prefix    []string       `json:"namespace_prefix"`
+		NSPrefix  []string       `json:"prefix"`
+		Filter    map[string]any `json:"filter"`
+		Query     string         `json:"query"`
+		MaxDepth  int            `json:"max_depth"`
+		Limit     int            `json:"limit"`
+		Offset    int            `json:"offset"`
+	}
+	if err := json.Unmarshal(p, &in); err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	switch method {
+	case "store.get":
+		it, err := e.GetItem(in.Namespace, in.Key)
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil
+		}
+		return it, err
+	case "store.put":
+		if in.Value == nil {
+			return nil, fmt.Errorf("%w: store.put: value must be an object", ErrInvalid)
+		}
+		return nil, e.PutItem(in.Namespace, in.Key, in.Value)
+	case "store.delete":
+		return nil, e.DeleteItem(in.Namespace, in.Key)
+	case "store.search":
+		return e.SearchItems(in.Prefix, in.Filter, in.Query, max(in.Limit, 1), max(in.Offset, 0))
+	case "store.listNamespaces":
+		return e.ListNamespaces(in.NSPrefix, in.MaxDepth, max(in.Limit, 1), max(in.Offset, 0))
+	}
+	return nil, fmt.Errorf("unknown method %q", method)
 }

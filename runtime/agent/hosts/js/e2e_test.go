@@ -31,14 +31,25 @@ func needNode(t *testing.T) (project, suite string) {
 
 // TestJSHostThroughSDK runs e2e/host.test.mjs with node: the official JS
 // SDK against a real `slipway agent` serving testdata/graphs/js-agent.
-func TestJSHostThroughSDK(t *testing.T) {
+func TestJSHostThroughSDK(t *testing.T) { runSuite(t, "host.test.mjs") }
+
+// TestJSHostFidelity runs e2e/fidelity.test.mjs: the store from inside
+// graphs, graph descriptions and schemas, subgraphs, every stream mode,
+// resumable streams, interrupts and time travel on host graphs.
+func TestJSHostFidelity(t *testing.T) { runSuite(t, "fidelity.test.mjs") }
+
+func runSuite(t *testing.T, file string) {
 	project, suite := needNode(t)
 	a := servertest.StartAgent(t, map[string]string{"SLIPWAY_LOG_LEVEL": "warn", "SLIPWAY_GRAPH_CONFIG": filepath.Join(project, "langgraph.json")})
-	cmd := exec.Command("node", "--test", "--test-reporter=spec", "--test-concurrency=1", "host.test.mjs")
+	args := []string{"--test", "--test-reporter=spec", "--test-concurrency=1"}
+	if p := os.Getenv("JS_TEST_NAME_PATTERN"); p != "" {
+		args = append(args, "--test-name-pattern="+p)
+	}
+	cmd := exec.Command("node", append(args, file)...)
 	cmd.Dir = suite
 	cmd.Env = append(os.Environ(), "AGENT_URL="+a.URL)
 	out, err := cmd.CombinedOutput()
-	t.Logf("node --test:\n%s", out)
+	t.Logf("node --test %s:\n%s", file, out)
 	if err != nil {
 		t.Fatalf("JS host tests failed: %v\nagent log:\n%s", err, a.Logs())
 	}

@@ -13,6 +13,7 @@ import path from "node:path";
 import { register, createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { createSaver } from "./saver.mjs";
+import { createStore } from "./store.mjs";
 
 // A user's console.log must never reach the channel or be mistaken for
 // protocol: everything written to stdout goes to stderr, which Slipway logs.
@@ -119,12 +120,14 @@ function projectVersion(pkg) {
   }
 }
 
-let lg, saver;
+let lg, saver, store;
 const graphs = {}; // id → {graph} | {factory}
 const results = {};
 try {
   lg = await import("@langchain/langgraph");
-  saver = createSaver(await import("@langchain/langgraph-checkpoint"), call);
+  const cp = await import("@langchain/langgraph-checkpoint");
+  saver = createSaver(cp, call);
+  store = createStore(cp, call);
 } catch (err) {
   for (const id of Object.keys(cfg.graphs)) results[id] = { ok: false, error: `cannot import @langchain/langgraph from ${cfg.project_dir}: ${err.message}` };
 }
@@ -147,11 +150,12 @@ if (lg) {
 }
 
 // prepare compiles a StateGraph and gives a compiled graph Slipway's
-// checkpointer, whatever the user compiled it with.
+// checkpointer and store, whatever the user compiled it with.
 function prepare(g) {
   const compiled = typeof g?.compile === "function" && typeof g?.stream !== "function" ? g.compile() : g;
   if (typeof compiled?.stream !== "function") throw new Error("the export is not a LangGraph graph (no stream method)");
   compiled.checkpointer = saver;
+  compiled.store = store;
   return compiled;
 }
 

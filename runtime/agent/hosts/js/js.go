@@ -18,7 +18,7 @@ import (
 	"github.com/evanw/esbuild/pkg/api"
 )
 
-//go:embed host.mjs hooks.mjs saver.mjs
+//go:embed host.mjs hooks.mjs saver.mjs store.mjs
 var source embed.FS
 
 // Extensions are the file extensions of graphs this host serves.
@@ -107,7 +107,7 @@ func Prepare(dataDir, projectDir string, graphs []Graph) ([]string, error) {
 // version names the embedded source, so a new binary never runs an old host.
 func version() string {
 	h := sha256.New()
-	for _, name := range []string{"host.mjs", "hooks.mjs", "saver.mjs"} {
+	for _, name := range []string{"host.mjs", "hooks.mjs", "saver.mjs", "store.mjs"} {
 		b, _ := source.ReadFile(name)
 		h.Write(b)
 	}
@@ -118,7 +118,7 @@ func writeSource(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	for _, name := range []string{"host.mjs", "hooks.mjs", "saver.mjs"} {
+	for _, name := range []string{"host.mjs", "hooks.mjs", "saver.mjs", "store.mjs"} {
 		b, err := source.ReadFile(name)
 		if err != nil {
 			return err
