@@ -463,13 +463,29 @@ func emptyState(id string) Checkpoint {
 		Interrupts: []any{}, Checkpoint: CheckpointRef{ThreadID: id}}
 }
 
+// StateQuery names a state of a thread: its latest, or a checkpoint, in
+// the root graph or (checkpoint_ns) a subgraph; Subgraphs asks for the
+// states of interrupted subgraphs inside the tasks. Namespaces and
+// subgraphs exist only in language-host graphs' threads.
+type StateQuery struct {
+	CheckpointID string
+	NS           string
+	Subgraphs    bool
+}
+
 // GetState returns the thread's latest state, or the named checkpoint.
 func (e *Engine) GetState(id, checkpointID string) (Checkpoint, error) {
+	return e.GetStateQuery(id, StateQuery{CheckpointID: checkpointID})
+}
+
+// GetStateQuery returns the state q names.
+func (e *Engine) GetStateQuery(id string, q StateQuery) (Checkpoint, error) {
+	checkpointID := q.CheckpointID
 	if g, err := e.hostThread(id); err != nil || g != nil {
 		if err != nil {
 			return Checkpoint{}, err
 		}
-		return e.hostState(g, id, checkpointID)
+		return e.hostState(g, id, q)
 	}
 	var out Checkpoint
 	err := e.DB.View(func(tx *bolt.Tx) error {
@@ -535,13 +551,29 @@ func history(tx *bolt.Tx, id string, limit int, before string) ([]Checkpoint, er
 	return out, nil
 }
 
+// HistoryQuery selects checkpoints of a thread, newest first: up to
+// Limit, Before a checkpoint id, whose metadata matches Filter, in the
+// namespace NS (language-host graphs' threads only).
+type HistoryQuery struct {
+	Limit  int
+	Before string
+	Filter map[string]any
+	NS     string
+}
+
 // History returns up to limit checkpoints, newest first, optionally before one.
 func (e *Engine) History(id string, limit int, before string) ([]Checkpoint, error) {
+	return e.HistoryQuery(id, HistoryQuery{Limit: limit, Before: before})
+}
+
+// HistoryQuery returns the checkpoints q selects.
+func (e *Engine) HistoryQuery(id string, q HistoryQuery) ([]Checkpoint, error) {
+	limit, before := q.Limit, q.Before
 	if g, err := e.hostThread(id); err != nil || g != nil {
 		if err != nil {
 			return nil, err
 		}
-		return e.hostHistory(g, id, limit, before)
+		return e.hostHistory(g, id, q)
 	}
 	var out []Checkpoint
 	err := e.DB.View(func(tx *bolt.Tx) error {
@@ -549,8 +581,22 @@ func (e *Engine) History(id string, limit int, before string) ([]Checkpoint, err
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
 		var err error
-		out, err = history(tx, id, limit, before)
-		return err
+		out, err = history(tx, id, 0, before)
+		if err != nil {
+			return err
+		}
+		// The engine's own checkpoints are few per thread: filter, then page.
+		kept := out[:0]
+		for _, cp := range out {
+			if matches(cp.Metadata, q.Filter) {
+				kept = append(kept, cp)
+			}
+			if limit > 0 && len(kept) == limit {
+				break
+			}
+		}
+		out = kept
+		return nil
 	})
 	if out == nil {
 		out = []Checkpoint{}
@@ -586,11 +632,22 @@ func writeCheckpoint(tx *bolt.Tx, t *threadRecord, values map[string]any, source
 // UpdateState applies values to the thread's state as node asNode; refused
 // while the thread has a pending or running run.
 func (e *Engine) UpdateState(id string, values map[string]any, asNode string) (CheckpointRef, error) {
+	return e.UpdateStateAt(id, values, asNode, CheckpointRef{})
+}
+
+// UpdateStateAt is UpdateState on a given checkpoint (at.CheckpointID, in
+// namespace at.CheckpointNS): an update of an earlier checkpoint forks the
+// thread's history from there. Only language-host graphs' threads have
+// checkpoints to fork from.
+func (e *Engine) UpdateStateAt(id string, values map[string]any, asNode string, at CheckpointRef) (CheckpointRef, error) {
 	if g, err := e.hostThread(id); err != nil || g != nil {
 		if err != nil {
 			return CheckpointRef{}, err
 		}
-		return e.hostUpdateState(g, id, values, asNode)
+		return e.hostUpdateState(g, id, values, asNode, at)
+	}
+	if at.CheckpointID != "" || at.CheckpointNS != "" {
+		return CheckpointRef{}, fmt.Errorf("%w: this thread's graph keeps one line of checkpoints; update_state on a checkpoint needs a LangGraph graph", ErrInvalid)
 	}
 	var ref CheckpointRef
 	err := e.w.Update(func(tx *bolt.Tx) error {

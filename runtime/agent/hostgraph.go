@@ -256,15 +256,20 @@ func (e *Engine) hostThread(id string) (*HostGraph, error) {
 // hostCallTimeout bounds state reads and updates in the host.
 const hostCallTimeout = 30 * time.Second
 
-func (e *Engine) hostState(g *HostGraph, id, checkpointID string) (Checkpoint, error) {
+func (e *Engine) hostState(g *HostGraph, id string, q StateQuery) (Checkpoint, error) {
 	ctx, cancel := context.WithTimeout(e.ctx, hostCallTimeout)
 	defer cancel()
-	cp, err := g.state(ctx, map[string]any{"graph_id": g.ID, "thread_id": id, "checkpoint_id": checkpointID})
+	cp, err := g.state(ctx, map[string]any{"graph_id": g.ID, "thread_id": id, "checkpoint_id": q.CheckpointID,
+		"checkpoint_ns": q.NS, "subgraphs": q.Subgraphs})
 	if err != nil {
+		var he *hosts.Error
+		if q.NS != "" && errors.As(err, &he) && strings.Contains(he.Message, "not found") {
+			return Checkpoint{}, fmt.Errorf("%w: %s", ErrNotFound, he.Message)
+		}
 		return Checkpoint{}, err
 	}
-	if checkpointID != "" && cp.Checkpoint.CheckpointID != checkpointID {
-		return Checkpoint{}, fmt.Errorf("%w: checkpoint %s", ErrNotFound, checkpointID)
+	if q.CheckpointID != "" && cp.Checkpoint.CheckpointID != q.CheckpointID {
+		return Checkpoint{}, fmt.Errorf("%w: checkpoint %s", ErrNotFound, q.CheckpointID)
 	}
 	return fillState(cp, id), nil
 }
@@ -291,11 +296,16 @@ func fillState(cp Checkpoint, thread string) Checkpoint {
 	return cp
 }
 
-func (e *Engine) hostHistory(g *HostGraph, id string, limit int, before string) ([]Checkpoint, error) {
+func (e *Engine) hostHistory(g *HostGraph, id string, q HistoryQuery) ([]Checkpoint, error) {
 	ctx, cancel := context.WithTimeout(e.ctx, hostCallTimeout)
 	defer cancel()
 	var out []Checkpoint
-	err := g.host.Call(ctx, "history", map[string]any{"graph_id": g.ID, "thread_id": id, "limit": limit, "before": before}, &out)
+	var filter any
+	if len(q.Filter) > 0 {
+		filter = q.Filter
+	}
+	err := g.host.Call(ctx, "history", map[string]any{"graph_id": g.ID, "thread_id": id, "limit": q.Limit, "before": q.Before,
+		"filter": filter, "checkpoint_ns": q.NS}, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +321,7 @@ func (e *Engine) hostHistory(g *HostGraph, id string, limit int, before string) 
 // hostUpdateState applies an update as a node (update_state), refused
 // while the thread has a pending or running run, and records the state
 // the host computes after it on the thread.
-func (e *Engine) hostUpdateState(g *HostGraph, id string, values map[string]any, asNode string) (CheckpointRef, error) {
+func (e *Engine) hostUpdateState(g *HostGraph, id string, values map[string]any, asNode string, at CheckpointRef) (CheckpointRef, error) {
 	busy := false
 	err := e.DB.View(func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)
@@ -337,7 +347,8 @@ func (e *Engine) hostUpdateState(g *HostGraph, id string, values map[string]any,
 	if values != nil {
 		vals = values
 	}
-	if err := g.host.Call(ctx, "update_state", map[string]any{"graph_id": g.ID, "thread_id": id, "values": vals, "as_node": asNode}, &out); err != nil {
+	if err := g.host.Call(ctx, "update_state", map[string]any{"graph_id": g.ID, "thread_id": id, "values": vals, "as_node": asNode,
+		"checkpoint_id": at.CheckpointID, "checkpoint_ns": at.CheckpointNS}, &out); err != nil {
 		var fenced *hosts.Error
 		if errors.As(err, &fenced) && strings.Contains(fenced.Message, ErrFenced.Error()) {
 			return CheckpointRef{}, fmt.Errorf("%w: thread %s has a pending or running run", ErrConflict, id)

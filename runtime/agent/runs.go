@@ -36,6 +36,8 @@ type RunCreate struct {
 	InterruptBefore   any            `json:"interrupt_before"`
 	InterruptAfter    any            `json:"interrupt_after"`
 	CheckpointID      string         `json:"checkpoint_id"`
+	// Checkpoint is checkpoint_id as the SDK's object ({checkpoint_id, ...}).
+	Checkpoint *CheckpointRef `json:"checkpoint"`
 }
 
 // ResolveAssistant accepts an assistant id or a graph id.
@@ -182,6 +184,8 @@ func kwargs(rc RunCreate) map[string]any {
 	}
 	if rc.CheckpointID != "" {
 		k["checkpoint_id"] = rc.CheckpointID
+	} else if rc.Checkpoint != nil && rc.Checkpoint.CheckpointID != "" {
+		k["checkpoint_id"] = rc.Checkpoint.CheckpointID
 	}
 	return k
 }

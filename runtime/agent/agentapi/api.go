@@ -120,6 +120,19 @@ func intParam(r *http.Request, name string, def, min, max int) (int, error) {
 	return n, nil
 }
 
+// boolParam reads a query flag: true/false, 1/0 (absent is false).
+func boolParam(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, httpx.Errorf(http.StatusUnprocessableEntity, "%s must be true or false", name)
+	}
+	return b, nil
+}
+
 func limitOffset(limit, offset *int, defLimit int) error {
 	if *limit == 0 {
 		*limit = defLimit

@@ -157,7 +157,11 @@ func (a *API) getState(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	if err != nil {
 		return err
 	}
-	st, err := a.Engine.GetState(id, ps.ByName("checkpoint_id"))
+	sub, err := boolParam(r, "subgraphs")
+	if err != nil {
+		return err
+	}
+	st, err := a.Engine.GetStateQuery(id, agent.StateQuery{CheckpointID: ps.ByName("checkpoint_id"), Subgraphs: sub})
 	if err != nil {
 		return err
 	}
@@ -166,7 +170,8 @@ func (a *API) getState(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 }
 
 // stateAtCheckpoint: POST /threads/{id}/state/checkpoint with
-// {"checkpoint": {"checkpoint_id": ...}}.
+// {"checkpoint": {"checkpoint_id", "checkpoint_ns"}, "subgraphs"}: a
+// checkpoint_ns alone names a subgraph's latest state.
 func (a *API) stateAtCheckpoint(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	if ps.ByName("checkpoint_id") != "checkpoint" {
 		return httpx.Errorf(http.StatusMethodNotAllowed, "Method Not Allowed")
@@ -176,14 +181,14 @@ func (a *API) stateAtCheckpoint(w http.ResponseWriter, r *http.Request, ps httpr
 		return err
 	}
 	var body struct {
-		Checkpoint struct {
-			CheckpointID string `json:"checkpoint_id"`
-		} `json:"checkpoint"`
+		Checkpoint agent.CheckpointRef `json:"checkpoint"`
+		Subgraphs  bool                `json:"subgraphs"`
 	}
 	if err := decode(r, &body); err != nil {
 		return err
 	}
-	st, err := a.Engine.GetState(id, body.Checkpoint.CheckpointID)
+	st, err := a.Engine.GetStateQuery(id, agent.StateQuery{CheckpointID: body.Checkpoint.CheckpointID,
+		NS: body.Checkpoint.CheckpointNS, Subgraphs: body.Subgraphs})
 	if err != nil {
 		return err
 	}
@@ -197,13 +202,20 @@ func (a *API) updateState(w http.ResponseWriter, r *http.Request, ps httprouter.
 		return err
 	}
 	var body struct {
-		Values map[string]any `json:"values"`
-		AsNode string         `json:"as_node"`
+		Values       map[string]any      `json:"values"`
+		AsNode       string              `json:"as_node"`
+		CheckpointID string              `json:"checkpoint_id"`
+		Checkpoint   agent.CheckpointRef `json:"checkpoint"`
 	}
 	if err := decode(r, &body); err != nil {
 		return err
 	}
-	ref, err := a.Engine.UpdateState(id, body.Values, body.AsNode)
+	// checkpoint_id (or a checkpoint object) updates an earlier state: a fork.
+	at := body.Checkpoint
+	if body.CheckpointID != "" {
+		at.CheckpointID = body.CheckpointID
+	}
+	ref, err := a.Engine.UpdateStateAt(id, body.Values, body.AsNode, at)
 	if err != nil {
 		return err
 	}
@@ -217,8 +229,11 @@ func (a *API) history(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 		return err
 	}
 	var body struct {
-		Limit  int `json:"limit"`
-		Before any `json:"before"`
+		Limit      int                 `json:"limit"`
+		Before     any                 `json:"before"`
+		Metadata   map[string]any      `json:"metadata"`
+		Filter     map[string]any      `json:"filter"`
+		Checkpoint agent.CheckpointRef `json:"checkpoint"`
 	}
 	if r.Method == http.MethodPost {
 		if err := decode(r, &body); err != nil {
@@ -243,7 +258,12 @@ func (a *API) history(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 			before, _ = c["checkpoint_id"].(string)
 		}
 	}
-	h, err := a.Engine.History(id, body.Limit, before)
+	// The SDK sends the metadata filter as "metadata"; other clients as "filter".
+	filter := body.Metadata
+	if filter == nil {
+		filter = body.Filter
+	}
+	h, err := a.Engine.HistoryQuery(id, agent.HistoryQuery{Limit: body.Limit, Before: before, Filter: filter, NS: body.Checkpoint.CheckpointNS})
 	if err != nil {
 		return err
 	}

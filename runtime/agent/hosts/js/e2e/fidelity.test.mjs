@@ -34,3 +34,48 @@ test("the store from inside a graph: a node reads API items and its writes are v
   const search = await client.store.searchItems(["memories", user]);
   assert.deepEqual(search.items.map((i) => i.key).sort(), ["last_note", "profile"]);
 });
+
+test("a subgraph: stream_subgraphs names events mode|namespace; its state, checkpoint_ns and interrupt", async () => {
+  const thread = await client.threads.create();
+  const chunks = await collect(
+    client.runs.stream(thread.thread_id, "parent", { input: { topic: " boats " }, streamMode: ["updates", "values"], streamSubgraphs: true }),
+  );
+  assert.ok(!chunks.some((c) => c.event === "error"), JSON.stringify(chunks));
+  const names = chunks.map((c) => c.event);
+  const sub = names.filter((n) => n.startsWith("updates|"));
+  assert.ok(sub.length >= 1, names.join(","));
+  assert.match(sub[0], /^updates\|editor:[0-9a-f-]+$/);
+  const write = chunks.find((c) => c.event === sub[0]);
+  assert.deepEqual(write.data, { write: { draft: "a draft about boats" } });
+  assert.ok(names.some((n) => /^values\|editor:/.test(n)), names.join(","));
+  assert.ok(names.includes("updates") && names.includes("values"), "the root graph's events keep their plain names");
+
+  // The subgraph stopped at interrupt(): the thread is interrupted.
+  const t = await client.threads.get(thread.thread_id);
+  assert.equal(t.status, "interrupted");
+  const [, interrupts] = Object.entries(t.interrupts)[0];
+  assert.deepEqual(interrupts[0].value, { draft: "a draft about boats" });
+
+  const state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(state.next, ["editor"]);
+  const ns = state.tasks[0].checkpoint.checkpoint_ns;
+  assert.match(ns, /^editor:/);
+  assert.deepEqual(state.tasks[0].interrupts[0].value, { draft: "a draft about boats" });
+
+  // subgraphs: true puts the subgraph's state inside the task.
+  const deep = await client.threads.getState(thread.thread_id, undefined, { subgraphs: true });
+  assert.deepEqual(deep.tasks[0].state.values, { topic: "boats", draft: "a draft about boats" });
+  assert.deepEqual(deep.tasks[0].state.next, ["check"]);
+
+  // checkpoint_ns names the subgraph's own state.
+  const child = await client.threads.getState(thread.thread_id, { checkpoint_ns: ns });
+  assert.deepEqual(child.values.draft, "a draft about boats");
+  assert.deepEqual(child.next, ["check"]);
+  assert.equal(child.checkpoint.checkpoint_ns, ns);
+  const childHistory = await client.threads.getHistory(thread.thread_id, { checkpoint: { checkpoint_ns: ns } });
+  assert.ok(childHistory.length >= 2 && childHistory.every((h) => h.checkpoint.checkpoint_ns === ns), JSON.stringify(childHistory.map((h) => h.checkpoint)));
+
+  const out = await client.runs.wait(thread.thread_id, "parent", { command: { resume: "yes" } });
+  assert.equal(out.published, "a draft about boats");
+  assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
+});
