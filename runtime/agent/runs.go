@@ -545,6 +545,7 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 		// A finished run's interrupts are the thread's open questions; any
 		// later successful run answered (or dropped) them.
 		var open []any
+		halted := false
 		if status == RunSuccess && len(cps) > 0 {
 			open = cps[len(cps)-1].interrupts
 		}
@@ -553,6 +554,10 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 			t.Values = outcome.Values
 			t.Interrupts = outcome.interruptsByTask()
 			open = outcome.Interrupts
+			// A graph that stopped with nodes still to run (interrupt_before
+			// or interrupt_after) waits for the client, as the reference
+			// servers show it: the thread is interrupted.
+			halted = len(outcome.Next) > 0
 		case outcome != nil && outcome.Values != nil:
 			t.Values = outcome.Values
 		case status == RunSuccess:
@@ -564,7 +569,7 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 		switch {
 		case t.busy():
 			t.Status = ThreadBusy
-		case len(open) > 0:
+		case len(open) > 0, halted:
 			t.Status = ThreadInterrupted
 		case status == RunError || status == RunTimeout:
 			t.Status = ThreadError

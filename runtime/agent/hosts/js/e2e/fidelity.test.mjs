@@ -79,3 +79,83 @@ test("a subgraph: stream_subgraphs names events mode|namespace; its state, check
   assert.equal(out.published, "a draft about boats");
   assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
 });
+
+test("interrupt_before and interrupt_after on runs stop the graph there; a null input goes on", async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "steps", { input: {}, interruptBefore: ["two"] });
+  let state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(state.values.steps, ["one"]);
+  assert.deepEqual(state.next, ["two"]);
+  assert.equal((await client.threads.get(thread.thread_id)).status, "interrupted");
+
+  await client.runs.wait(thread.thread_id, "steps", { input: null, interruptAfter: ["two"] });
+  state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(state.values.steps, ["one", "two"]);
+  assert.deepEqual(state.next, ["three"]);
+
+  const values = await client.runs.wait(thread.thread_id, "steps", { input: null });
+  assert.deepEqual(values.steps, ["one", "two", "three"]);
+  assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
+});
+
+test("time travel: a run from an earlier checkpoint (checkpoint_id or checkpoint) and a fork through update_state", async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "steps", { input: {} });
+  const history = await client.threads.getHistory(thread.thread_id);
+  assert.deepEqual(history.map((h) => h.metadata.step), [3, 2, 1, 0, -1]);
+  const afterOne = history.find((h) => h.metadata.step === 1);
+  assert.deepEqual(afterOne.next, ["two"]);
+
+  // Replay from after "one": "two" and "three" run again on a new branch.
+  const replay = await client.runs.wait(thread.thread_id, "steps", { input: null, checkpointId: afterOne.checkpoint.checkpoint_id });
+  assert.deepEqual(replay.steps, ["one", "two", "three"]);
+  // LangGraph starts the branch with a "fork" checkpoint whose parent is the chosen one.
+  const replayed = await client.threads.getHistory(thread.thread_id, { limit: 3 });
+  assert.equal(replayed.length, 3);
+  assert.deepEqual(replayed.map((h) => h.metadata.source), ["loop", "loop", "fork"]);
+  assert.equal(replayed[2].parent_checkpoint.checkpoint_id, afterOne.checkpoint.checkpoint_id, "the branch starts at the chosen checkpoint");
+
+  // The same through the checkpoint object.
+  await client.runs.wait(thread.thread_id, "steps", { input: null, checkpoint: { checkpoint_id: afterOne.checkpoint.checkpoint_id } });
+  const again = await client.threads.getHistory(thread.thread_id, { limit: 3 });
+  assert.equal(again[2].parent_checkpoint.checkpoint_id, afterOne.checkpoint.checkpoint_id);
+
+  // A fork: update the state as it was after "one", then run on from it.
+  const fork = await client.threads.updateState(thread.thread_id, {
+    values: { steps: ["edited"] },
+    asNode: "one",
+    checkpointId: afterOne.checkpoint.checkpoint_id,
+  });
+  const forked = await client.threads.getState(thread.thread_id);
+  assert.equal(forked.checkpoint.checkpoint_id, fork.checkpoint.checkpoint_id);
+  assert.deepEqual(forked.values.steps, ["one", "edited"]);
+  assert.deepEqual(forked.next, ["two"]);
+  assert.equal(forked.parent_checkpoint.checkpoint_id, afterOne.checkpoint.checkpoint_id);
+  const out = await client.runs.wait(thread.thread_id, "steps", { input: null });
+  assert.deepEqual(out.steps, ["one", "edited", "two", "three"]);
+});
+
+test("threads.copy copies a host thread's checkpoints; history filters by metadata, before and limit", async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "steps", { input: {} });
+  const copy = await client.threads.copy(thread.thread_id);
+  assert.notEqual(copy.thread_id, thread.thread_id);
+  const [a, b] = await Promise.all([client.threads.getState(thread.thread_id), client.threads.getState(copy.thread_id)]);
+  assert.deepEqual(b.values, a.values);
+  assert.equal(b.checkpoint.thread_id, copy.thread_id);
+  assert.equal(b.checkpoint.checkpoint_id, a.checkpoint.checkpoint_id);
+  const ha = await client.threads.getHistory(thread.thread_id);
+  const hb = await client.threads.getHistory(copy.thread_id);
+  assert.deepEqual(hb.map((h) => h.checkpoint.checkpoint_id), ha.map((h) => h.checkpoint.checkpoint_id));
+  // The copy goes its own way.
+  await client.threads.updateState(copy.thread_id, { values: { steps: ["copy only"] }, asNode: "three" });
+  assert.deepEqual((await client.threads.getState(thread.thread_id)).values.steps, ["one", "two", "three"]);
+  assert.deepEqual((await client.threads.getState(copy.thread_id)).values.steps, ["one", "two", "three", "copy only"]);
+
+  const loops = await client.threads.getHistory(thread.thread_id, { metadata: { source: "loop" } });
+  assert.deepEqual(loops.map((h) => h.metadata.step), [3, 2, 1, 0]);
+  const input = await client.threads.getHistory(thread.thread_id, { metadata: { source: "input" } });
+  assert.deepEqual(input.map((h) => h.metadata.step), [-1]);
+  const before = await client.threads.getHistory(thread.thread_id, { before: { configurable: { checkpoint_id: ha[1].checkpoint.checkpoint_id } }, limit: 2 });
+  assert.deepEqual(before.map((h) => h.metadata.step), [1, 0]);
+});
