@@ -371,3 +371,31 @@ func (e *Engine) hostUpdateState(g *HostGraph, id string, values map[string]any,
 	})
 	return out.Checkpoint, err
 }
+
+// Describe asks the language host serving graphID for a description of
+// the graph computed from the compiled graph: "graph" (the drawable graph,
+// p: xray), "schemas", or "subgraphs" (p: namespace, recurse). ok is false
+// for a graph the engine runs itself.
+func (e *Engine) Describe(graphID, what string, config map[string]any, p map[string]any) (out json.RawMessage, ok bool, err error) {
+	g, _ := e.Graphs[graphID].(*HostGraph)
+	if g == nil {
+		return nil, false, nil
+	}
+	if g.host == nil {
+		return nil, true, fmt.Errorf("graph %q: its language host is not running", graphID)
+	}
+	args := map[string]any{"graph_id": g.ID, "config": hostConfig(config)}
+	for k, v := range p {
+		args[k] = v
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, hostCallTimeout)
+	defer cancel()
+	if err := g.host.Call(ctx, what, args, &out); err != nil {
+		var he *hosts.Error
+		if what == "subgraphs" && errors.As(err, &he) {
+			return nil, true, fmt.Errorf("%w: %s", ErrInvalid, he.Message)
+		}
+		return nil, true, err
+	}
+	return out, true, nil
+}

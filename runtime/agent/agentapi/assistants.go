@@ -1,7 +1,9 @@
 package agentapi
 
 import (
+	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -25,6 +27,8 @@ func (a *API) assistantRoutes(rt *httprouter.Router, h func(httpx.Handle) httpro
 	rt.DELETE("/assistants/:assistant_id", h(a.deleteAssistant))
 	rt.GET("/assistants/:assistant_id/graph", h(a.assistantGraph))
 	rt.GET("/assistants/:assistant_id/schemas", h(a.assistantSchemas))
+	rt.GET("/assistants/:assistant_id/subgraphs", h(a.assistantSubgraphs))
+	rt.GET("/assistants/:assistant_id/subgraphs/:namespace", h(a.assistantSubgraphs))
 	rt.POST("/assistants/:assistant_id/versions", h(a.assistantVersions))
 	rt.POST("/assistants/:assistant_id/latest", h(a.setLatestVersion))
 }
@@ -160,11 +164,28 @@ func (a *API) searchAssistants(w http.ResponseWriter, r *http.Request, count boo
 	return nil
 }
 
-// assistantGraph describes the graph's nodes: input → the graph → end.
+// assistantGraph describes the graph's nodes: a language host's graph as
+// its host draws it (xray: true, false or a depth of subgraphs to
+// expand); a built-in graph as input → the graph → end.
 func (a *API) assistantGraph(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	as, err := a.Engine.GetAssistant(ps.ByName("assistant_id"))
 	if err != nil {
 		return err
+	}
+	var xray any
+	switch v := r.URL.Query().Get("xray"); v {
+	case "", "false", "0":
+	case "true":
+		xray = true
+	default:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return httpx.Errorf(http.StatusUnprocessableEntity, "xray must be true, false or a non-negative integer")
+		}
+		xray = n
+	}
+	if out, ok, err := a.Engine.Describe(as.GraphID, "graph", as.Config, map[string]any{"xray": xray}); ok {
+		return writeRaw(w, out, err)
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{
 		"nodes": []any{map[string]any{"id": "__start__"}, map[string]any{"id": as.GraphID}, map[string]any{"id": "__end__"}},
@@ -178,8 +199,41 @@ func (a *API) assistantSchemas(w http.ResponseWriter, r *http.Request, ps httpro
 	if err != nil {
 		return err
 	}
+	if out, ok, err := a.Engine.Describe(as.GraphID, "schemas", as.Config, nil); ok {
+		return writeRaw(w, out, err)
+	}
 	state := map[string]any{"type": "object", "properties": map[string]any{"messages": map[string]any{"type": "array"}}}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"graph_id": as.GraphID, "input_schema": state, "output_schema": state,
 		"state_schema": state, "config_schema": map[string]any{"type": "object"}, "context_schema": map[string]any{"type": "object"}})
+	return nil
+}
+
+// assistantSubgraphs: GET /assistants/{id}/subgraphs[/{namespace}]?recurse,
+// the schemas of the graph's subgraphs by namespace (none for built-in graphs).
+func (a *API) assistantSubgraphs(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	as, err := a.Engine.GetAssistant(ps.ByName("assistant_id"))
+	if err != nil {
+		return err
+	}
+	recurse, err := boolParam(r, "recurse")
+	if err != nil {
+		return err
+	}
+	p := map[string]any{"namespace": ps.ByName("namespace"), "recurse": recurse}
+	if out, ok, err := a.Engine.Describe(as.GraphID, "subgraphs", as.Config, p); ok {
+		return writeRaw(w, out, err)
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{})
+	return nil
+}
+
+// writeRaw answers with JSON a language host computed.
+func writeRaw(w http.ResponseWriter, out json.RawMessage, err error) error {
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
 	return nil
 }

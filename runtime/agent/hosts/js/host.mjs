@@ -326,6 +326,78 @@ handlers.update_state = async (p) => {
   return { checkpoint: ref(next), state: stateOut(await graph.getState({ configurable: { thread_id: p.thread_id, checkpoint_ns: "" } })) };
 };
 
+// ---- graph descriptions ---------------------------------------------------
+
+// The drawable graph as the reference server answers
+// GET /assistants/{id}/graph: LangChain's Graph JSON, xray expanding
+// subgraphs (true, or a depth).
+handlers.graph = async (p) => {
+  const graph = await graphFor(p.graph_id, p.config ?? {});
+  const drawable = await graph.getGraphAsync({ ...(p.config ?? {}), xray: p.xray ?? undefined });
+  return ser(drawable.toJSON());
+};
+
+// zod/schema of the project's @langchain/langgraph computes JSON schemas of
+// graphs whose state (and context) are zod objects or StateSchemas; it is
+// imported on first use, so start-up does not pay for it.
+let zodSchemas;
+async function schemaLib() {
+  zodSchemas ??= import("@langchain/langgraph/zod/schema").catch(() => null);
+  return zodSchemas;
+}
+
+// channelSchema describes a graph whose state is an Annotation (no runtime
+// types): an object with one property per channel, as loose as the types
+// the runtime knows.
+function channelSchema(keys, title) {
+  const properties = {};
+  for (const k of keys) if (!k.startsWith("__")) properties[k] = {};
+  return { type: "object", title, properties };
+}
+
+function channelKeys(channels) {
+  if (Array.isArray(channels)) return channels;
+  if (typeof channels === "string") return [channels];
+  return Object.keys(channels ?? {});
+}
+
+async function schemasOf(graph, graphId) {
+  const lib = await schemaLib();
+  const get = (fn) => {
+    try {
+      return lib?.[fn]?.(graph) ?? null;
+    } catch {
+      return null;
+    }
+  };
+  const b = graph.builder;
+  const state = get("getStateTypeSchema") ?? channelSchema(Object.keys(b?.channels ?? graph.channels ?? {}), "State");
+  const input = get("getInputTypeSchema") ?? channelSchema(channelKeys(graph.inputChannels), "Input");
+  const output = get("getOutputTypeSchema") ?? channelSchema(channelKeys(graph.outputChannels), "Output");
+  const context = get("getConfigTypeSchema");
+  return {
+    graph_id: graphId,
+    input_schema: ser(input),
+    output_schema: ser(output),
+    state_schema: ser(state),
+    config_schema: ser(context ?? { type: "object", title: "Config", properties: {} }),
+    context_schema: ser(context ?? { type: "object", title: "Context", properties: {} }),
+  };
+}
+
+handlers.schemas = async (p) => schemasOf(await graphFor(p.graph_id, p.config ?? {}), p.graph_id);
+
+// subgraphs: {namespace: schemas} of the graph's subgraphs, under
+// p.namespace, recursively when p.recurse.
+handlers.subgraphs = async (p) => {
+  const graph = await graphFor(p.graph_id, p.config ?? {});
+  const out = {};
+  for await (const [ns, sub] of graph.getSubgraphsAsync(p.namespace || undefined, !!p.recurse)) {
+    out[ns] = await schemasOf(sub, p.graph_id);
+  }
+  return out;
+};
+
 notify("ready", {
   protocol: PROTOCOL,
   language: "javascript",

@@ -1,15 +1,19 @@
 // Long-term memory: `remember` reads the user's profile (put through the
 // store API), writes a note to the store and reports what it did on the
-// custom stream (config.writer).
-import { StateGraph, Annotation, START, END } from "@langchain/langgraph";
+// custom stream (config.writer). Its state and context are zod objects,
+// so its schemas are typed.
+import { StateGraph, START, END } from "@langchain/langgraph";
+import { z } from "zod";
 
-const State = Annotation.Root({
-  user: Annotation(),
-  note: Annotation(),
-  seen: Annotation(),
+const State = z.object({
+  user: z.string().describe("whose memories"),
+  note: z.string(),
+  seen: z.any().optional(),
 });
 
-export const graph = new StateGraph(State)
+const Context = z.object({ tone: z.enum(["plain", "warm"]).optional() });
+
+export const graph = new StateGraph({ state: State, context: Context })
   .addNode("remember", async (s, config) => {
     const ns = ["memories", s.user];
     const profile = await config.store.get(ns, "profile");

@@ -159,3 +159,34 @@ test("threads.copy copies a host thread's checkpoints; history filters by metada
   const before = await client.threads.getHistory(thread.thread_id, { before: { configurable: { checkpoint_id: ha[1].checkpoint.checkpoint_id } }, limit: 2 });
   assert.deepEqual(before.map((h) => h.metadata.step), [1, 0]);
 });
+
+test("a host graph's drawing (with xray), schemas and subgraphs come from the compiled graph", async () => {
+  const flat = await client.assistants.getGraph("parent");
+  assert.deepEqual(flat.nodes.map((n) => n.id).sort(), ["__end__", "__start__", "editor", "plan", "publish"]);
+  assert.deepEqual(
+    flat.edges.map((e) => `${e.source}>${e.target}`).sort(),
+    ["__start__>plan", "editor>publish", "plan>editor", "publish>__end__"],
+  );
+  const xray = await client.assistants.getGraph("parent", { xray: true });
+  const ids = xray.nodes.map((n) => n.id);
+  assert.ok(ids.includes("editor:write") && ids.includes("editor:check"), ids.join(","));
+  const one = await client.assistants.getGraph("parent", { xray: 1 });
+  assert.ok(one.nodes.some((n) => n.id === "editor:write"));
+
+  // Typed schemas of a zod-state graph, with its context schema.
+  const typed = await client.assistants.getSchemas("memory");
+  assert.equal(typed.graph_id, "memory");
+  assert.equal(typed.state_schema.properties.user.type, "string");
+  assert.equal(typed.state_schema.properties.user.description, "whose memories");
+  assert.deepEqual(Object.keys(typed.input_schema.properties).sort(), ["note", "seen", "user"]);
+  assert.deepEqual(typed.context_schema.properties.tone.enum, ["plain", "warm"]);
+  // An Annotation-state graph: its channels.
+  const plain = await client.assistants.getSchemas("parent");
+  assert.deepEqual(Object.keys(plain.state_schema.properties).sort(), ["approved", "draft", "published", "topic"]);
+
+  const subs = await client.assistants.getSubgraphs("parent");
+  assert.deepEqual(Object.keys(subs), ["editor"]);
+  assert.deepEqual(Object.keys(subs.editor.state_schema.properties).sort(), ["approved", "draft", "topic"]);
+  assert.deepEqual(Object.keys(await client.assistants.getSubgraphs("parent", { namespace: "editor", recurse: true })), ["editor"]);
+  assert.deepEqual(await client.assistants.getSubgraphs("steps"), {});
+});
