@@ -432,7 +432,7 @@ func (e *Engine) execute(r *runRecord) {
 	}
 	e.finish(r, status, runErr, cps, outcome)
 	if runErr != nil && status != RunInterrupted && status != "rollback" {
-		lr.events.publish("error", map[string]any{"error": errorName(status, runErr), "message": runErr.Error()})
+		lr.events.publish("error", map[string]any{"error": errorName(status, runErr), "message": errorMessage(runErr)})
 	}
 	lr.events.close()
 	close(lr.done)
@@ -450,6 +450,16 @@ func (e *Engine) execute(r *runRecord) {
 	} else {
 		forget()
 	}
+}
+
+// errorMessage is an error event's message: a graph's error as it threw it
+// (its type is the event's "error"), anything else in full.
+func errorMessage(err error) string {
+	var he *hosts.Error
+	if errors.As(err, &he) && he.Message != "" {
+		return he.Message
+	}
+	return err.Error()
 }
 
 func errorName(status string, err error) string {

@@ -257,7 +257,7 @@ async function execute(p, signal) {
   if (modes.includes("messages") || modes.includes("messages-tuple")) lib.add("messages");
   if (lib.size === 0) lib.add("values");
   const input = p.command ? commandOf(p.command) : (p.input ?? null);
-  const stream = await graph.stream(input, {
+  const options = {
     ...config,
     context: p.context ?? undefined,
     streamMode: [...lib],
@@ -265,10 +265,10 @@ async function execute(p, signal) {
     signal,
     interruptBefore: p.interrupt_before ?? undefined,
     interruptAfter: p.interrupt_after ?? undefined,
-  });
+  };
   const emit = (event, data) => notify("event", { run_id: p.run_id, event, data });
   const partial = new Map(); // message id → accumulated chunk
-  for await (const chunk of stream) {
+  const handle = (chunk) => {
     const [ns, mode, data] = p.subgraphs ? chunk : [[], ...chunk];
     const suffix = ns.length ? "|" + ns.join("|") : "";
     if (mode === "messages") {
@@ -286,9 +286,27 @@ async function execute(p, signal) {
           emit("messages/partial" + suffix, [ser(acc)]);
         }
       }
-      continue;
+      return;
     }
     if (modes.includes(mode)) emit(mode + suffix, ser(data));
+  };
+  if (modes.includes("events")) {
+    // The events mode is LangChain's streamEvents (v2) on the graph, as
+    // the reference server streams it: the root run's own on_chain_stream
+    // events carry the other modes' chunks, every other event goes out
+    // as an `events` event. Only runs that ask for it pay for the
+    // callbacks.
+    const events = graph.streamEvents(input, { ...options, version: "v2", runId: p.run_id });
+    for await (const ev of events) {
+      if (ev.tags?.includes("langsmith:hidden")) continue;
+      if (ev.event === "on_chain_stream" && ev.run_id === p.run_id) {
+        handle(ev.data.chunk);
+        continue;
+      }
+      emit("events", ser(ev));
+    }
+  } else {
+    for await (const chunk of await graph.stream(input, options)) handle(chunk);
   }
   const state = await graph.getState({ configurable: { thread_id: p.thread_id, checkpoint_ns: "" } });
   const out = stateOut(state);

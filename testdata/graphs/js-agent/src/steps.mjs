@@ -1,7 +1,7 @@
 // Three nodes in a row, each waiting `configurable.delay_ms` (default 0)
 // and writing progress (with the host's pid) to the custom stream: slow
 // runs for cancellation, multitask strategies and host crashes; fast ones
-// for benchmarks.
+// for benchmarks. `configurable.fail` names a node that throws a RangeError.
 import { StateGraph, Annotation, START, END } from "@langchain/langgraph";
 
 const State = Annotation.Root({
@@ -16,6 +16,7 @@ const node = (name) => async (state, config) => {
       config?.signal?.addEventListener("abort", () => { clearTimeout(t); reject(new Error("aborted")); }, { once: true });
     });
   }
+  if (config?.configurable?.fail === name) throw new RangeError(`step ${name} failed`);
   config?.writer?.({ node: name, done: state.steps.length + 1, pid: process.pid });
   return { steps: [name] };
 };

@@ -190,3 +190,104 @@ test("a host graph's drawing (with xray), schemas and subgraphs come from the co
   assert.deepEqual(Object.keys(await client.assistants.getSubgraphs("parent", { namespace: "editor", recurse: true })), ["editor"]);
   assert.deepEqual(await client.assistants.getSubgraphs("steps"), {});
 });
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitStatus(threadId, runId, want, ms = 10000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const run = await client.runs.get(threadId, runId);
+    if (want.includes(run.status) || Date.now() > end) return run;
+    await sleep(50);
+  }
+}
+
+test("the events mode streams LangChain's streamEvents v2 beside the other modes", async () => {
+  const chunks = await collect(client.runs.stream(null, "react", { input: { messages: [{ role: "user", content: "weather in Lima" }] }, streamMode: ["events", "updates"] }));
+  assert.equal(chunks[0].event, "metadata");
+  const events = chunks.filter((c) => c.event === "events").map((c) => c.data);
+  const kinds = new Set(events.map((e) => e.event));
+  for (const k of ["on_chain_start", "on_chain_end", "on_chat_model_start", "on_chat_model_stream", "on_chat_model_end", "on_tool_start", "on_tool_end"]) {
+    assert.ok(kinds.has(k), `${k} in ${[...kinds].join(",")}`);
+  }
+  assert.equal(events[0].event, "on_chain_start");
+  assert.equal(events[0].run_id, chunks[0].data.run_id, "the root run is the API's run");
+  const token = events.find((e) => e.event === "on_chat_model_stream");
+  assert.equal(token.metadata.langgraph_node, "agent");
+  assert.equal(typeof token.data.chunk.content, "string");
+  const tool = events.find((e) => e.event === "on_tool_end");
+  assert.equal(tool.name, "get_weather");
+  assert.ok(!events.some((e) => e.event === "on_chain_stream" && e.run_id === chunks[0].data.run_id), "the root's stream events become the other modes");
+  assert.deepEqual(chunks.filter((c) => c.event === "updates").map((c) => Object.keys(c.data)[0]), ["agent", "tools", "agent"]);
+});
+
+test("debug, tasks and checkpoints modes", async () => {
+  const chunks = await collect(client.runs.stream(null, "steps", { input: {}, streamMode: ["debug", "tasks", "checkpoints"] }));
+  const debug = chunks.filter((c) => c.event === "debug").map((c) => c.data);
+  assert.deepEqual([...new Set(debug.map((d) => d.type))].sort(), ["checkpoint", "task", "task_result"]);
+  const tasks = chunks.filter((c) => c.event === "tasks").map((c) => c.data);
+  assert.deepEqual(tasks.filter((t) => "input" in t).map((t) => t.name), ["one", "two", "three"]);
+  const results = tasks.filter((t) => "result" in t);
+  assert.deepEqual(results.map((t) => t.name), ["one", "two", "three"]);
+  assert.deepEqual(results[0].result, { steps: ["one"] });
+  const cps = chunks.filter((c) => c.event === "checkpoints").map((c) => c.data);
+  assert.deepEqual(cps.map((c) => c.metadata.step), [-1, 0, 1, 2, 3]);
+  assert.deepEqual(cps.at(-1).values.steps, ["one", "two", "three"]);
+  assert.deepEqual(cps[1].next, ["one"]);
+  assert.ok(cps.at(-1).config.configurable.checkpoint_id);
+});
+
+test("an error event carries the error's type and message; the run ends error", async () => {
+  const thread = await client.threads.create();
+  const chunks = await collect(
+    client.runs.stream(thread.thread_id, "steps", { input: {}, config: { configurable: { fail: "two" } }, streamMode: ["updates"] }),
+  );
+  const err = chunks.find((c) => c.event === "error");
+  assert.deepEqual(err.data, { error: "RangeError", message: "step two failed" });
+  const [run] = await client.runs.list(thread.thread_id);
+  assert.equal(run.status, "error");
+  assert.equal((await client.threads.get(thread.thread_id)).status, "error");
+  assert.deepEqual((await client.threads.getState(thread.thread_id)).values.steps, ["one"]);
+});
+
+test("resumable streams: joinStream replays from the start and resumes after Last-Event-ID", async () => {
+  const thread = await client.threads.create();
+  const run = await client.runs.create(thread.thread_id, "steps", {
+    input: {},
+    config: { configurable: { delay_ms: 150 } },
+    streamMode: ["custom", "updates"],
+    streamResumable: true,
+  });
+  const all = await collect(client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "-1" }));
+  const names = all.map((c) => c.event);
+  assert.equal(names[0], "metadata");
+  assert.deepEqual(names.filter((n) => n === "custom").length, 3);
+  assert.deepEqual(names.filter((n) => n === "updates").length, 3);
+  // Resume after the second event: exactly what followed it, again.
+  const rest = await collect(client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: all[1].id }));
+  assert.deepEqual(rest.map((c) => [c.id, c.event]), all.slice(2).map((c) => [c.id, c.event]));
+});
+
+test("on_disconnect cancel: a client that goes away cancels its run in the host", async () => {
+  const thread = await client.threads.create();
+  const controller = new AbortController();
+  let runId;
+  try {
+    for await (const chunk of client.runs.stream(thread.thread_id, "steps", {
+      input: {},
+      config: { configurable: { delay_ms: 400 } },
+      streamMode: ["custom"],
+      onDisconnect: "cancel",
+      signal: controller.signal,
+    })) {
+      if (chunk.event === "metadata") runId = chunk.data.run_id;
+      if (chunk.event === "custom") controller.abort();
+    }
+  } catch (err) {
+    assert.equal(err.name, "AbortError");
+  }
+  const run = await waitStatus(thread.thread_id, runId, ["interrupted", "success", "error"]);
+  assert.equal(run.status, "interrupted");
+  const state = await client.threads.getState(thread.thread_id);
+  assert.ok(state.values.steps.length < 3, JSON.stringify(state.values));
+});
