@@ -215,6 +215,50 @@ function stateOut(s) {
 
 // ---- runs -----------------------------------------------------------------
 
+// The API's shape of the checkpoints LangGraph streams (checkpoints mode,
+// and debug's checkpoint and task_result chunks), as the reference server
+// shows them: each config also as a checkpoint reference (checkpoint,
+// parent_checkpoint), snake_case parent_config, no internal configurable
+// keys (`__pregel_…`), and a task's subgraph config as its checkpoint.
+function checkpointRef(config, needId = true) {
+  const c = config?.configurable;
+  if (!c || typeof c.thread_id !== "string" || (needId && typeof c.checkpoint_id !== "string")) return null;
+  return { thread_id: c.thread_id, checkpoint_id: c.checkpoint_id || null, checkpoint_ns: c.checkpoint_ns || "", checkpoint_map: c.checkpoint_map || null };
+}
+
+function publicConfig(config) {
+  if (!config?.configurable) return config;
+  const { callbacks, ...rest } = config;
+  return { ...rest, configurable: Object.fromEntries(Object.entries(config.configurable).filter(([k]) => !k.startsWith("__"))) };
+}
+
+function shapeTask(task) {
+  const ref = task?.state?.configurable ? checkpointRef(task.state, false) : null;
+  if (!ref) return task;
+  const { state, ...rest } = task;
+  return { ...rest, checkpoint: ref };
+}
+
+function shapeCheckpoint(payload) {
+  const { parentConfig, ...rest } = payload;
+  return {
+    ...rest,
+    config: publicConfig(payload.config),
+    parent_config: publicConfig(parentConfig),
+    checkpoint: checkpointRef(payload.config),
+    parent_checkpoint: checkpointRef(parentConfig),
+    tasks: (payload.tasks ?? []).map(shapeTask),
+  };
+}
+
+function shapeChunk(mode, data) {
+  if (mode === "checkpoints") return shapeCheckpoint(data);
+  if (mode === "tasks") return shapeTask(data);
+  if (mode === "debug" && data?.type === "checkpoint") return { ...data, payload: shapeCheckpoint(data.payload) };
+  if (mode === "debug" && data?.type === "task_result") return { ...data, payload: shapeTask(data.payload) };
+  return data;
+}
+
 const runs = new Map(); // run id → {controller, done}
 const LIB_MODES = new Set(["values", "updates", "custom", "debug", "tasks", "checkpoints"]);
 
@@ -288,7 +332,7 @@ async function execute(p, signal) {
       }
       return;
     }
-    if (modes.includes(mode)) emit(mode + suffix, ser(data));
+    if (modes.includes(mode)) emit(mode + suffix, ser(shapeChunk(mode, data)));
   };
   if (modes.includes("events")) {
     // The events mode is LangChain's streamEvents (v2) on the graph, as

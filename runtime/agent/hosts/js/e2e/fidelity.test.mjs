@@ -234,7 +234,15 @@ test("debug, tasks and checkpoints modes", async () => {
   assert.deepEqual(cps.map((c) => c.metadata.step), [-1, 0, 1, 2, 3]);
   assert.deepEqual(cps.at(-1).values.steps, ["one", "two", "three"]);
   assert.deepEqual(cps[1].next, ["one"]);
-  assert.ok(cps.at(-1).config.configurable.checkpoint_id);
+  // As the reference server shapes them: checkpoint references beside the configs.
+  const last = cps.at(-1);
+  assert.equal(last.checkpoint.checkpoint_id, last.config.configurable.checkpoint_id);
+  assert.equal(last.parent_checkpoint.checkpoint_id, cps.at(-2).checkpoint.checkpoint_id);
+  assert.equal(last.parent_config.configurable.checkpoint_id, cps.at(-2).checkpoint.checkpoint_id);
+  assert.ok(!("parentConfig" in last));
+  assert.ok(!Object.keys(last.config.configurable).some((k) => k.startsWith("__")), Object.keys(last.config.configurable).join(","));
+  const dcp = debug.find((d) => d.type === "checkpoint").payload;
+  assert.ok(dcp.checkpoint.checkpoint_id && "parent_checkpoint" in dcp);
 });
 
 test("an error event carries the error's type and message; the run ends error", async () => {
