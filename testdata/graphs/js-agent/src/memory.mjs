@@ -1,8 +1,8 @@
 // Long-term memory: `remember` reads the user's profile (put through the
 // store API), writes a note to the store and reports what it did on the
-// custom stream (config.writer). Its state and context are zod objects,
+// custom stream (config.writer, getWriter()). Its state and context are zod objects,
 // so its schemas are typed.
-import { StateGraph, START, END } from "@langchain/langgraph";
+import { StateGraph, START, END, getStore, getWriter } from "@langchain/langgraph";
 import { z } from "zod";
 
 const State = z.object({
@@ -19,10 +19,11 @@ export const graph = new StateGraph({ state: State, context: Context })
     const profile = await config.store.get(ns, "profile");
     config.writer?.({ profile: profile?.value ?? null });
     await config.store.put(ns, "last_note", { text: s.note });
-    await config.store.put(ns, "scratch", { text: "temporary" });
+    // getStore() and getWriter() reach the same store and stream.
+    await getStore().put(ns, "scratch", { text: "temporary" });
     await config.store.delete(ns, "scratch");
     const found = await config.store.search(["memories"], { filter: { text: s.note } });
-    config.writer?.({ found: found.map((i) => i.key) });
+    getWriter()?.({ found: found.map((i) => i.key) });
     return { seen: { profile: profile?.value ?? null, found: found.map((i) => [i.namespace, i.key]) } };
   })
   .addEdge(START, "remember")

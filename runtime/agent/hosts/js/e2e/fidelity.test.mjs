@@ -22,6 +22,7 @@ test("the store from inside a graph: a node reads API items and its writes are v
   assert.ok(!chunks.some((c) => c.event === "error"), JSON.stringify(chunks));
   const custom = chunks.filter((c) => c.event === "custom").map((c) => c.data);
   assert.deepEqual(custom[0], { profile: { name: "Ada", likes: "tea" } });
+  assert.deepEqual(custom[1], { found: ["last_note"] });
   const seen = chunks.filter((c) => c.event === "values").at(-1).data.seen;
   assert.deepEqual(seen.profile, { name: "Ada", likes: "tea" });
   assert.deepEqual(seen.found, [[["memories", user], "last_note"]]);
@@ -96,6 +97,14 @@ test("interrupt_before and interrupt_after on runs stop the graph there; a null 
   const values = await client.runs.wait(thread.thread_id, "steps", { input: null });
   assert.deepEqual(values.steps, ["one", "two", "three"]);
   assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
+
+  // "*" stops before every node.
+  const every = await client.threads.create();
+  await client.runs.wait(every.thread_id, "steps", { input: {}, interruptBefore: "*" });
+  assert.deepEqual((await client.threads.getState(every.thread_id)).next, ["one"]);
+  await client.runs.wait(every.thread_id, "steps", { input: null, interruptAfter: "*" });
+  const after = await client.threads.getState(every.thread_id);
+  assert.deepEqual([after.values.steps, after.next], [["one"], ["two"]]);
 });
 
 test("time travel: a run from an earlier checkpoint (checkpoint_id or checkpoint) and a fork through update_state", async () => {
