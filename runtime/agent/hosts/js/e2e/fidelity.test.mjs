@@ -76,6 +76,10 @@ test("a subgraph: stream_subgraphs names events mode|namespace; its state, check
   const childHistory = await client.threads.getHistory(thread.thread_id, { checkpoint: { checkpoint_ns: ns } });
   assert.ok(childHistory.length >= 2 && childHistory.every((h) => h.checkpoint.checkpoint_ns === ns), JSON.stringify(childHistory.map((h) => h.checkpoint)));
 
+  // A namespace without checkpoints has an empty state, as LangGraph reads it.
+  const none = await client.threads.getState(thread.thread_id, { checkpoint_ns: "nowhere:1" });
+  assert.deepEqual([none.values, none.next], [{}, []]);
+
   const out = await client.runs.wait(thread.thread_id, "parent", { command: { resume: "yes" } });
   assert.equal(out.published, "a draft about boats");
   assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
@@ -179,6 +183,7 @@ test("a host graph's drawing (with xray), schemas and subgraphs come from the co
   const xray = await client.assistants.getGraph("parent", { xray: true });
   const ids = xray.nodes.map((n) => n.id);
   assert.ok(ids.includes("editor:write") && ids.includes("editor:check"), ids.join(","));
+  await assert.rejects(client.assistants.getGraph("parent", { xray: "deep" }), (err) => err.status === 422);
   const one = await client.assistants.getGraph("parent", { xray: 1 });
   assert.ok(one.nodes.some((n) => n.id === "editor:write"));
 
