@@ -185,3 +185,54 @@ func TestMigrateHostCheckpoints(t *testing.T) {
 		return nil
 	})
 }
+
+// TestHostStore: the host's store methods serve the items the store API
+// serves; a missing item is null, not an error; bad input is refused.
+func TestHostStore(t *testing.T) {
+	e := startEngine(t)
+	if err := e.PutItem([]string{"users", "ada"}, "profile", map[string]any{"likes": "tea"}); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		method string
+		p      map[string]any
+		want   string // JSON of the reply; "" for an error
+	}{
+		{"store.put", map[string]any{"namespace": []string{"users", "bob"}, "key": "note", "value": map[string]any{"text": "hi"}}, "null"},
+		{"store.listNamespaces", map[string]any{"prefix": []string{"users"}, "limit": 10}, `[["users","ada"],["users","bob"]]`},
+		{"store.listNamespaces", map[string]any{"prefix": []string{}, "max_depth": 1, "limit": 10}, `[["users"]]`},
+		{"store.delete", map[string]any{"namespace": []string{"users", "bob"}, "key": "note"}, "null"},
+		{"store.get", map[string]any{"namespace": []string{"users", "bob"}, "key": "note"}, "null"},
+		{"store.put", map[string]any{"namespace": []string{"users", "bob"}, "key": "note"}, ""},
+		{"store.put", map[string]any{"namespace": []string{"a.b"}, "key": "k", "value": map[string]any{}}, ""},
+		{"store.nothing", map[string]any{}, ""},
+	}
+	for i, s := range steps {
+		out, err := call(t, e, s.method, s.p)
+		switch {
+		case s.want == "" && err == nil:
+			t.Errorf("step %d %s: want an error, got %s", i, s.method, out)
+		case s.want != "" && err != nil:
+			t.Errorf("step %d %s: %v", i, s.method, err)
+		case s.want != "" && string(out) != s.want:
+			t.Errorf("step %d %s: got %s, want %s", i, s.method, out, s.want)
+		}
+	}
+	out, err := call(t, e, "store.get", map[string]any{"namespace": []string{"users", "ada"}, "key": "profile"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var it Item
+	if err := json.Unmarshal(out, &it); err != nil || it.Value["likes"] != "tea" || it.Key != "profile" {
+		t.Fatalf("store.get: %s (%v)", out, err)
+	}
+	out, err = call(t, e, "store.search", map[string]any{"namespace_prefix": []string{"users"}, "filter": map[string]any{"likes": "tea"}, "limit": 10})
+	if err != nil {
+		t.Fatalf("store.search: %s (%v)", out, err)
+	}
+	var items []Item
+	_ = json.Unmarshal(out, &items)
+	if len(items) != 1 || items[0].Key != "profile" {
+		t.Fatalf("store.search: %s", out)
+	}
+}
