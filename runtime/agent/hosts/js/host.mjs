@@ -423,7 +423,7 @@ function channelKeys(channels) {
   return Object.keys(channels ?? {});
 }
 
-async function schemasOf(graph, graphId) {
+async function schemasOf(graph) {
   const lib = await schemaLib();
   const get = (fn) => {
     try {
@@ -432,30 +432,38 @@ async function schemasOf(graph, graphId) {
       return null;
     }
   };
-  const b = graph.builder;
-  const state = get("getStateTypeSchema") ?? channelSchema(Object.keys(b?.channels ?? graph.channels ?? {}), "State");
-  const input = get("getInputTypeSchema") ?? channelSchema(channelKeys(graph.inputChannels), "Input");
-  const output = get("getOutputTypeSchema") ?? channelSchema(channelKeys(graph.outputChannels), "Output");
-  const context = get("getConfigTypeSchema");
-  return {
-    graph_id: graphId,
-    input_schema: ser(input),
-    output_schema: ser(output),
-    state_schema: ser(state),
-    config_schema: ser(context ?? { type: "object", title: "Config", properties: {} }),
-    context_schema: ser(context ?? { type: "object", title: "Context", properties: {} }),
-  };
+  // As the reference server: the state schema is the update schema (every
+  // key optional, reducers' input types), the context schema is also the
+  // config schema (JavaScript graphs cannot tell them apart), and a schema
+  // the graph does not define is left out.
+  const typed = { state: get("getUpdateTypeSchema"), input: get("getInputTypeSchema"), output: get("getOutputTypeSchema"), config: get("getConfigTypeSchema") };
+  if (Object.values(typed).every((v) => v == null)) {
+    const b = graph.builder;
+    typed.state = channelSchema(Object.keys(b?.channels ?? graph.channels ?? {}), "State");
+    typed.input = channelSchema(channelKeys(graph.inputChannels), "Input");
+    typed.output = channelSchema(channelKeys(graph.outputChannels), "Output");
+  }
+  return typed;
 }
 
-handlers.schemas = async (p) => schemasOf(await graphFor(p.graph_id, p.config ?? {}), p.graph_id);
+function omitNull(o) {
+  for (const k of Object.keys(o)) if (o[k] == null) delete o[k];
+  return ser(o);
+}
 
-// subgraphs: {namespace: schemas} of the graph's subgraphs, under
-// p.namespace, recursively when p.recurse.
+handlers.schemas = async (p) => {
+  const s = await schemasOf(await graphFor(p.graph_id, p.config ?? {}));
+  return omitNull({ graph_id: p.graph_id, input_schema: s.input, output_schema: s.output, state_schema: s.state, config_schema: s.config, context_schema: s.config });
+};
+
+// subgraphs: {namespace: {state, input, output, config}} of the graph's
+// subgraphs, under p.namespace, recursively when p.recurse (the reference
+// server's shape, which is not the /schemas one).
 handlers.subgraphs = async (p) => {
   const graph = await graphFor(p.graph_id, p.config ?? {});
   const out = {};
   for await (const [ns, sub] of graph.getSubgraphsAsync(p.namespace || undefined, !!p.recurse)) {
-    out[ns] = await schemasOf(sub, p.graph_id);
+    out[ns] = omitNull(await schemasOf(sub));
   }
   return out;
 };

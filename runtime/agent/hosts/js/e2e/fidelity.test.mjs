@@ -200,7 +200,8 @@ test("a host graph's drawing (with xray), schemas and subgraphs come from the co
 
   const subs = await client.assistants.getSubgraphs("parent");
   assert.deepEqual(Object.keys(subs), ["editor"]);
-  assert.deepEqual(Object.keys(subs.editor.state_schema.properties).sort(), ["approved", "draft", "topic"]);
+  // The reference server's subgraph shape: {state, input, output, config}.
+  assert.deepEqual(Object.keys(subs.editor.state.properties).sort(), ["approved", "draft", "topic"]);
   assert.deepEqual(Object.keys(await client.assistants.getSubgraphs("parent", { namespace: "editor", recurse: true })), ["editor"]);
   assert.deepEqual(await client.assistants.getSubgraphs("steps"), {});
 });
