@@ -363,7 +363,7 @@ func (e *Engine) hostUpdateState(g *HostGraph, id string, values map[string]any,
 		t.Values, t.Interrupts, t.UpdatedAt = out.State.Values, out.State.interruptsByTask(), time.Now().UTC()
 		if !t.busy() {
 			t.Status = ThreadIdle
-			if len(out.State.Interrupts) > 0 || len(out.State.Next) > 0 {
+			if len(out.State.Interrupts) > 0 {
 				t.Status = ThreadInterrupted
 			}
 		}
