@@ -553,12 +553,14 @@ func history(tx *bolt.Tx, id string, limit int, before string) ([]Checkpoint, er
 
 // HistoryQuery selects checkpoints of a thread, newest first: up to
 // Limit, Before a checkpoint id, whose metadata matches Filter, in the
-// namespace NS (language-host graphs' threads only).
+// namespace NS, only CheckpointID when given (NS and CheckpointID:
+// language-host graphs' threads only).
 type HistoryQuery struct {
-	Limit  int
-	Before string
-	Filter map[string]any
-	NS     string
+	Limit        int
+	Before       string
+	Filter       map[string]any
+	NS           string
+	CheckpointID string
 }
 
 // History returns up to limit checkpoints, newest first, optionally before one.

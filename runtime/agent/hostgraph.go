@@ -305,7 +305,7 @@ func (e *Engine) hostHistory(g *HostGraph, id string, q HistoryQuery) ([]Checkpo
 		filter = q.Filter
 	}
 	err := g.host.Call(ctx, "history", map[string]any{"graph_id": g.ID, "thread_id": id, "limit": q.Limit, "before": q.Before,
-		"filter": filter, "checkpoint_ns": q.NS}, &out)
+		"filter": filter, "checkpoint_ns": q.NS, "checkpoint_id": q.CheckpointID}, &out)
 	if err != nil {
 		return nil, err
 	}

@@ -263,7 +263,8 @@ func (a *API) history(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	if filter == nil {
 		filter = body.Filter
 	}
-	h, err := a.Engine.HistoryQuery(id, agent.HistoryQuery{Limit: body.Limit, Before: before, Filter: filter, NS: body.Checkpoint.CheckpointNS})
+	h, err := a.Engine.HistoryQuery(id, agent.HistoryQuery{Limit: body.Limit, Before: before, Filter: filter,
+		NS: body.Checkpoint.CheckpointNS, CheckpointID: body.Checkpoint.CheckpointID})
 	if err != nil {
 		return err
 	}
