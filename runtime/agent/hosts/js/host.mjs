@@ -293,7 +293,22 @@ handlers.cancel = async (p) => {
 };
 
 async function execute(p, signal) {
-  const config = { ...(p.config ?? {}), configurable: { ...(p.config?.configurable ?? {}), thread_id: p.thread_id, run_id: p.run_id, checkpoint_ns: "" } };
+  // The API's config is snake_case (recursion_limit); LangGraph.js reads
+  // recursionLimit. Like the reference server, the run's configurable
+  // also names its graph and assistant.
+  const { recursion_limit: recursionLimit, ...apiConfig } = p.config ?? {};
+  const config = {
+    ...apiConfig,
+    configurable: {
+      ...(p.config?.configurable ?? {}),
+      thread_id: p.thread_id,
+      run_id: p.run_id,
+      graph_id: p.graph_id,
+      ...(p.assistant_id ? { assistant_id: p.assistant_id } : {}),
+      checkpoint_ns: "",
+    },
+  };
+  if (recursionLimit !== undefined) config.recursionLimit = recursionLimit;
   if (p.checkpoint_id) config.configurable.checkpoint_id = p.checkpoint_id;
   const graph = await graphFor(p.graph_id, config);
   const modes = p.stream_mode ?? ["values"];

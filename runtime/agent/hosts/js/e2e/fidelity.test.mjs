@@ -273,6 +273,10 @@ test("an error event carries the error's type and message; the run ends error", 
   assert.equal(run.status, "error");
   assert.equal((await client.threads.get(thread.thread_id)).status, "error");
   assert.deepEqual((await client.threads.getState(thread.thread_id)).values.steps, ["one"]);
+
+  // config.recursion_limit reaches LangGraph (as recursionLimit): three steps do not fit in two.
+  const limited = await collect(client.runs.stream(null, "steps", { input: {}, config: { recursion_limit: 2 }, streamMode: ["updates"] }));
+  assert.equal(limited.find((c) => c.event === "error")?.data.error, "GraphRecursionError", JSON.stringify(limited));
 });
 
 test("resumable streams: joinStream replays from the start and resumes after Last-Event-ID", async () => {
