@@ -21,12 +21,16 @@ const node = (name) => async (state, config) => {
   return { steps: [name] };
 };
 
-export const graph = new StateGraph(State)
+const builder = new StateGraph(State)
   .addNode("one", node("one"))
   .addNode("two", node("two"))
   .addNode("three", node("three"))
   .addEdge(START, "one")
   .addEdge("one", "two")
   .addEdge("two", "three")
-  .addEdge("three", END)
-  .compile();
+  .addEdge("three", END);
+
+export const graph = builder.compile();
+
+// The same graph compiled to stop before "three" and after "one".
+export const gated = builder.compile({ interruptBefore: ["three"], interruptAfter: ["one"] });

@@ -111,6 +111,20 @@ test("interrupt_before and interrupt_after on runs stop the graph there; a null 
   assert.deepEqual([after.values.steps, after.next], [["one"], ["two"]]);
 });
 
+test("interrupts compiled into a graph stop its assistants' runs too", async () => {
+  const assistant = await client.assistants.create({ graphId: "gated", config: { configurable: { delay_ms: 0 } } });
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, assistant.assistant_id, { input: {} });
+  let state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual([state.values.steps, state.next], [["one"], ["two"]]);
+  assert.equal((await client.threads.get(thread.thread_id)).status, "interrupted");
+  await client.runs.wait(thread.thread_id, assistant.assistant_id, { input: null });
+  state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual([state.values.steps, state.next], [["one", "two"], ["three"]]);
+  const values = await client.runs.wait(thread.thread_id, assistant.assistant_id, { input: null });
+  assert.deepEqual(values.steps, ["one", "two", "three"]);
+});
+
 test("time travel: a run from an earlier checkpoint (checkpoint_id or checkpoint) and a fork through update_state", async () => {
   const thread = await client.threads.create();
   await client.runs.wait(thread.thread_id, "steps", { input: {} });
