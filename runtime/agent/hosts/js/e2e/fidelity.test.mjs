@@ -67,6 +67,10 @@ test("a subgraph: stream_subgraphs names events mode|namespace; its state, check
   const deep = await client.threads.getState(thread.thread_id, undefined, { subgraphs: true });
   assert.deepEqual(deep.tasks[0].state.values, { topic: "boats", draft: "a draft about boats" });
   assert.deepEqual(deep.tasks[0].state.next, ["check"]);
+  const atCheckpoint = await client.threads.getState(thread.thread_id, { checkpoint_id: state.checkpoint.checkpoint_id }, { subgraphs: true });
+  assert.deepEqual(atCheckpoint.tasks[0].state.next, ["check"]);
+  const byId = await client.threads.getState(thread.thread_id, state.checkpoint.checkpoint_id, { subgraphs: true });
+  assert.deepEqual(byId.tasks[0].state.values.draft, "a draft about boats");
 
   // checkpoint_ns names the subgraph's own state.
   const child = await client.threads.getState(thread.thread_id, { checkpoint_ns: ns });
