@@ -189,6 +189,9 @@ test("threads.copy copies a host thread's checkpoints; history filters by metada
   assert.deepEqual(input.map((h) => h.metadata.step), [-1]);
   const before = await client.threads.getHistory(thread.thread_id, { before: { configurable: { checkpoint_id: ha[1].checkpoint.checkpoint_id } }, limit: 2 });
   assert.deepEqual(before.map((h) => h.metadata.step), [1, 0]);
+  // The reference server takes before as a checkpoint id string only.
+  const beforeId = await client.threads.getHistory(thread.thread_id, { before: ha[1].checkpoint.checkpoint_id, limit: 2 });
+  assert.deepEqual(beforeId.map((h) => h.metadata.step), [1, 0]);
   const one = await client.threads.getHistory(thread.thread_id, { checkpoint: { checkpoint_id: ha[2].checkpoint.checkpoint_id } });
   assert.deepEqual(one.map((h) => h.checkpoint.checkpoint_id), [ha[2].checkpoint.checkpoint_id]);
 });
