@@ -306,6 +306,11 @@ func TestBadInput(t *testing.T) {
 		{"unknown run", "GET", "/threads/" + th + "/runs/0190f0f0-0000-7000-8000-000000000000", nil, 404},
 		{"store without namespace", "PUT", "/store/items", `{"key":"k","value":{}}`, 422},
 		{"store item missing", "GET", "/store/items?namespace=a&key=nope", nil, 404},
+		{"bad subgraphs flag", "GET", "/threads/" + th + "/state?subgraphs=maybe", nil, 422},
+		{"bad xray", "GET", "/assistants/echo/graph?xray=deep", nil, 422},
+		{"bad recurse", "GET", "/assistants/echo/subgraphs?recurse=maybe", nil, 422},
+		{"subgraphs of a built-in graph", "GET", "/assistants/echo/subgraphs", nil, 200},
+		{"fork of a built-in thread", "POST", "/threads/" + th + "/state", `{"values":{},"checkpoint_id":"0190f0f0-0000-7000-8000-000000000000"}`, 422},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -444,6 +449,11 @@ func TestBatchAndCheckpointState(t *testing.T) {
 	}
 	if nf := a.Do("POST", "/threads/"+th+"/state/checkpoint", map[string]any{"checkpoint": map[string]any{"checkpoint_id": "01a00000-0000-7000-8000-000000000000"}}); nf.Status != 404 {
 		t.Fatalf("unknown checkpoint: %d %s", nf.Status, nf.Body)
+	}
+	// The SDK's metadata filter: the two runs' input checkpoints, newest first.
+	inputs, _ := a.Do("POST", "/threads/"+th+"/history", map[string]any{"metadata": map[string]any{"source": "input"}}).JSON().([]any)
+	if len(inputs) != 2 || inputs[1].(map[string]any)["checkpoint"].(map[string]any)["checkpoint_id"] != oldest {
+		t.Fatalf("history filtered by metadata: %v", inputs)
 	}
 }
 
