@@ -36,6 +36,10 @@ func (a *API) Handler() http.Handler {
 	a.threadRoutes(rt, h)
 	a.runRoutes(rt, h)
 	a.storeRoutes(rt, h)
+	if a.Engine.HasHTTPApp() {
+		// The project's custom routes get every path the API does not own.
+		rt.NotFound = http.HandlerFunc(a.customRoute)
+	}
 	rt.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		httpx.LogFrom(r).Error().Interface("panic", v).Msg("handler panic")
 		httpx.WriteJSON(w, 500, map[string]any{"detail": "Internal server error."})
@@ -223,4 +227,42 @@ func decodeRunCreate(body []byte) (agent.RunCreate, error) {
 		}
 	}
 	return rc, nil
+}
+
+// hopHeaders are per-connection headers that a custom route's answer must
+// not carry over (the agent's own server sets them).
+var hopHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Transfer-Encoding": true,
+	"Content-Length": true, "Upgrade": true, "Trailer": true}
+
+// customRoute serves a request through the project's app in the language
+// host. Request and response bodies are buffered: they travel as one
+// protocol message each.
+func (a *API) customRoute(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	req := agent.HTTPRequest{Method: r.Method, URL: r.URL.RequestURI(), Body: body}
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			req.Headers = append(req.Headers, [2]string{k, v})
+		}
+	}
+	if r.Host != "" {
+		req.Headers = append(req.Headers, [2]string{"Host", r.Host})
+	}
+	resp, err := a.Engine.ServeHTTPApp(r.Context(), req)
+	if err != nil {
+		httpx.LogFrom(r).Error().Err(err).Msg("custom route")
+		httpx.WriteJSON(w, http.StatusBadGateway, map[string]any{"detail": "The project's custom routes failed: " + err.Error()})
+		return
+	}
+	for _, h := range resp.Headers {
+		if !hopHeaders[http.CanonicalHeaderKey(h[0])] {
+			w.Header().Add(h[0], h[1])
+		}
+	}
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
 }

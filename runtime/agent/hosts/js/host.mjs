@@ -146,6 +146,22 @@ if (lg) {
   }
 }
 
+// The project's custom routes: an app with a fetch(Request) method (Hono's,
+// or any other built on the web standard Request and Response).
+let httpApp, httpResult;
+if (cfg.http) {
+  try {
+    const mod = await import(pathToFileURL(cfg.http.file).href);
+    const app = mod[cfg.http.export];
+    if (app === undefined) throw new Error(`${cfg.http.source} has no export named "${cfg.http.export}"`);
+    if (typeof app?.fetch !== "function") throw new Error(`${cfg.http.source}:${cfg.http.export} is not an app with a fetch method (such as new Hono())`);
+    httpApp = app;
+    httpResult = { ok: true };
+  } catch (err) {
+    httpResult = { ok: false, error: `${cfg.http.source}: ${err?.stack || err}` };
+  }
+}
+
 // prepare compiles a StateGraph and gives a compiled graph Slipway's
 // checkpointer, whatever the user compiled it with.
 function prepare(g) {
@@ -291,6 +307,19 @@ async function execute(p, signal) {
   return { status: "success", values: out.values, next: out.next, tasks: out.tasks, interrupts: out.interrupts };
 }
 
+// ---- custom routes --------------------------------------------------------
+
+handlers.http = async (p) => {
+  if (!httpApp) throw new Error("this project has no custom routes");
+  const headers = new Headers();
+  for (const [k, v] of p.headers ?? []) headers.append(k, v);
+  const init = { method: p.method, headers };
+  if (p.body && p.method !== "GET" && p.method !== "HEAD") init.body = Buffer.from(p.body, "base64");
+  const res = await httpApp.fetch(new Request(new URL(p.url, `http://${headers.get("host") || "localhost"}`), init));
+  const body = Buffer.from(await res.arrayBuffer());
+  return { status: res.status, headers: [...res.headers.entries()], body: body.toString("base64") };
+};
+
 // ---- state ----------------------------------------------------------------
 
 function stateConfig(p) {
@@ -328,4 +357,5 @@ notify("ready", {
   runtime: `node ${process.version}`,
   langgraph: projectVersion("@langchain/langgraph"),
   graphs: results,
+  http: httpResult,
 });
