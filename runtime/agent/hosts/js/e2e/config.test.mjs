@@ -5,6 +5,8 @@
 //                   LANGGRAPH_CONFIG, context, custom routes, API details)
 //   restart-before  langgraph.json: leave a thread interrupted (its id in RESTART_FILE)
 //   restart-after   the same data dir after `slipway agent` was killed and started again
+//   deployed        testdata/graphs/js-deploy deployed by `slipway serve` (AGENT_URL is
+//                   the deployment's URL, LANGGRAPH_API_KEY Slipway's key)
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -146,4 +148,15 @@ test("restart, after: state, history and the pending interrupt survive, and the 
   assert.deepEqual(out.log, ["prepared ship", "reviewed: yes", "did ship"]);
   assert.equal((await client.threads.get(id)).status, "idle");
   assert.equal((await client.threads.getHistory(id)).length, before.history.length + 2);
+});
+
+// ---- a deployment through the control plane ------------------------------------
+
+test("deployed: testdata/graphs/js-deploy answers through the deployment URL", only("deployed"), async () => {
+  const thread = await client.threads.create();
+  const chunks = await collect(client.runs.stream(thread.thread_id, "agent", { input: { text: "ship it" }, streamMode: ["updates"] }));
+  assert.equal(chunks[0].event, "metadata");
+  assert.deepEqual(chunks.filter((c) => c.event === "updates").map((c) => c.data), [{ respond: { reply: "SHIP IT!" } }]);
+  assert.deepEqual((await client.threads.getState(thread.thread_id)).values, { text: "ship it", reply: "SHIP IT!" });
+  assert.equal((await client.runs.wait(null, "agent", { input: { text: "again" } })).reply, "AGAIN!");
 });
