@@ -156,7 +156,12 @@ test("deployed: testdata/graphs/js-deploy answers through the deployment URL", o
   const thread = await client.threads.create();
   const chunks = await collect(client.runs.stream(thread.thread_id, "agent", { input: { text: "ship it" }, streamMode: ["updates"] }));
   assert.equal(chunks[0].event, "metadata");
-  assert.deepEqual(chunks.filter((c) => c.event === "updates").map((c) => c.data), [{ respond: { reply: "SHIP IT!" } }]);
+  const updates = chunks.filter((c) => c.event === "updates").map((c) => c.data);
+  if (updates.length === 0) {
+    const runs = await client.runs.list(thread.thread_id);
+    assert.fail(`no updates: ${JSON.stringify(chunks)}; runs ${JSON.stringify(runs)}; state ${JSON.stringify(await client.threads.getState(thread.thread_id))}`);
+  }
+  assert.deepEqual(updates, [{ respond: { reply: "SHIP IT!" } }]);
   assert.deepEqual((await client.threads.getState(thread.thread_id)).values, { text: "ship it", reply: "SHIP IT!" });
   assert.equal((await client.runs.wait(null, "agent", { input: { text: "again" } })).reply, "AGAIN!");
 });
