@@ -96,7 +96,8 @@ type Engine struct {
 	// ProjectDir is the graph configuration's directory.
 	ProjectDir string
 
-	httpHost *hosts.Host // serves HTTPApp
+	httpHost    *hosts.Host // serves HTTPApp
+	httpStreams sync.Map    // stream id → HTTPStream of a streamed custom-route answer
 
 	w    *storage.Committer
 	sem  chan struct{}

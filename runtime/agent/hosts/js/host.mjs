@@ -316,6 +316,24 @@ handlers.http = async (p) => {
   const init = { method: p.method, headers };
   if (p.body && p.method !== "GET" && p.method !== "HEAD") init.body = Buffer.from(p.body, "base64");
   const res = await httpApp.fetch(new Request(new URL(p.url, `http://${headers.get("host") || "localhost"}`), init));
+  const type = res.headers.get("content-type") ?? "";
+  if (res.body && p.stream_id && /^(text\/event-stream|application\/x-ndjson)/.test(type)) {
+    // Streamed: each chunk is a call Slipway answers once it has written
+    // it to the client, so a slow (or departed) client stops the app.
+    await call("http.start", { stream_id: p.stream_id, status: res.status, headers: [...res.headers.entries()] });
+    const reader = res.body.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        await call("http.chunk", { stream_id: p.stream_id, body: Buffer.from(value).toString("base64") });
+      }
+    } catch (err) {
+      reader.cancel(err).catch(() => {});
+      throw err;
+    }
+    return { streamed: true };
+  }
   const body = Buffer.from(await res.arrayBuffer());
   return { status: res.status, headers: [...res.headers.entries()], body: body.toString("base64") };
 };

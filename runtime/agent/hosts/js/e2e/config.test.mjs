@@ -88,6 +88,30 @@ test("custom routes: GET and POST reach the project's Hono app; the agent API ke
   assert.ok((await client.assistants.search({ graphId: "contextual" })).length > 0);
 });
 
+test("custom routes: a server-sent event answer streams to the client as the app writes it", only("config"), async () => {
+  // Buffered, the answer would never come: the app waits for a release.
+  const res = await fetch(`${url}/custom/events?id=s1`, { signal: AbortSignal.timeout(10000) });
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get("content-type"), /^text\/event-stream/);
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  while (!text.includes("event: first")) {
+    const { done, value } = await reader.read();
+    assert.ok(!done, `the stream ended before its first event: ${text}`);
+    text += decoder.decode(value, { stream: true });
+  }
+  // The app holds "second" back until released: the first event came alone.
+  assert.ok(!text.includes("second"), text);
+  assert.equal((await fetch(`${url}/custom/release/s1`, { method: "POST" })).status, 200);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  assert.match(text, /event: first\ndata: s1\n\nevent: second\ndata: s1\n/);
+});
+
 test("assistant search by name is a case-insensitive substring", only("config"), async () => {
   const found = await client.assistants.search({ name: "TEXTU" });
   assert.ok(found.some((a) => a.graph_id === "contextual" && a.name === "contextual"), JSON.stringify(found.map((a) => a.name)));
