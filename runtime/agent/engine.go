@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/runtime/agent/hosts"
 	"slipway/storage"
 )
 
@@ -86,6 +87,17 @@ type Engine struct {
 	Workers int
 	Timeout time.Duration
 	Log     zerolog.Logger
+	// DefaultConfigs are the system assistants' configs by graph id
+	// (LANGGRAPH_CONFIG); a config's "context" becomes the assistant's.
+	DefaultConfigs map[string]map[string]any
+	// HTTPApp is the project's custom routes ("path:export"), served by
+	// the JavaScript host; "" when none.
+	HTTPApp string
+	// ProjectDir is the graph configuration's directory.
+	ProjectDir string
+
+	httpHost    *hosts.Host // serves HTTPApp
+	httpStreams sync.Map    // stream id → HTTPStream of a streamed custom-route answer
 
 	w    *storage.Committer
 	sem  chan struct{}
@@ -154,7 +166,15 @@ func (e *Engine) ensureAssistants() error {
 				continue
 			}
 			now := time.Now().UTC()
-			a := Assistant{AssistantID: aid, GraphID: id, Name: id, Config: map[string]any{}, Context: map[string]any{},
+			cfg, cx := map[string]any{}, map[string]any{}
+			for k, v := range e.DefaultConfigs[id] {
+				if m, ok := v.(map[string]any); ok && k == "context" {
+					cx = m
+					continue
+				}
+				cfg[k] = v
+			}
+			a := Assistant{AssistantID: aid, GraphID: id, Name: id, Config: cfg, Context: cx,
 				Metadata: map[string]any{"created_by": "system"}, Version: 1, CreatedAt: now, UpdatedAt: now}
 			if err := putJSON(b, aid, &a); err != nil {
 				return err

@@ -328,11 +328,23 @@ func LoadGraphs(path string, env []string) (map[string]Graph, []string, error) {
 		var g struct {
 			Builtin string   `json:"builtin"`
 			Command []string `json:"command"`
+			Path    string   `json:"path"` // {"path": "./src/agent.ts:graph", "description": ...}
 		}
 		if err := json.Unmarshal(spec, &g); err != nil {
 			return nil, nil, fmt.Errorf("graph %q: %w", id, err)
 		}
 		switch {
+		case g.Path != "":
+			hg, err := parseHostGraph(id, g.Path, dir)
+			if err != nil {
+				return nil, nil, err
+			}
+			if hg == nil {
+				warnings = append(warnings, fmt.Sprintf("graph %q (%s) needs a language host for Python, which slipway agent does not embed yet; it is not served", id, g.Path))
+				delete(graphs, id)
+				continue
+			}
+			graphs[id] = hg
 		case g.Builtin == "echo":
 			graphs[id] = Echo{}
 		case g.Builtin != "":

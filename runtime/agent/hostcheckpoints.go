@@ -171,6 +171,8 @@ type cpTuple struct {
 // hostRequest serves the host's checkpointer and store.
 func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage) (any, error) {
 	switch method {
+	case "http.start", "http.chunk":
+		return e.httpStreamRequest(method, p)
 	case "cp.put":
 		var in cpPut
 		if err := json.Unmarshal(p, &in); err != nil {

@@ -72,11 +72,22 @@ func (e *Engine) StartHosts(ctx context.Context, dataDir string, env []string) e
 		mine = append(mine, hg)
 		dir = hg.Dir
 	}
-	if len(mine) == 0 {
+	var app *js.Graph
+	if e.HTTPApp != "" {
+		i := strings.LastIndex(e.HTTPApp, ":")
+		if !js.Handles(e.HTTPApp[:i]) {
+			return fmt.Errorf("http.app %q: custom routes are served by the JavaScript host, which loads .js, .mjs and .ts files", e.HTTPApp)
+		}
+		app = &js.Graph{ID: "http", Path: e.HTTPApp[:i], Export: e.HTTPApp[i+1:]}
+		if dir == "" {
+			dir = e.ProjectDir
+		}
+	}
+	if len(mine) == 0 && app == nil {
 		return nil
 	}
 	start := time.Now()
-	argv, err := js.Prepare(dataDir, dir, jsGraphs)
+	argv, err := js.Prepare(dataDir, dir, jsGraphs, app)
 	if err != nil {
 		return err
 	}
@@ -98,6 +109,16 @@ func (e *Engine) StartHosts(ctx context.Context, dataDir string, env []string) e
 			failed = append(failed, fmt.Sprintf("graph %q (%s:%s) failed to load: %s", hg.ID, hg.Path, hg.Export, r.Error))
 		}
 		hg.host = h
+	}
+	if app != nil {
+		switch {
+		case ready.HTTP == nil:
+			failed = append(failed, fmt.Sprintf("http.app (%s): the host did not report it", e.HTTPApp))
+		case !ready.HTTP.OK:
+			failed = append(failed, fmt.Sprintf("http.app (%s) failed to load: %s", e.HTTPApp, ready.HTTP.Error))
+		default:
+			e.httpHost = h
+		}
 	}
 	if len(failed) > 0 {
 		return errors.New(strings.Join(failed, "\n"))

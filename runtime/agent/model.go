@@ -122,6 +122,9 @@ type runRecord struct {
 	// FirstSeq is the thread's checkpoint sequence before this run, so a
 	// rollback can delete what the run wrote.
 	FirstSeq uint64 `json:"first_seq"`
+	// NotBefore is when a run created with after_seconds may start; it
+	// waits in the thread's queue until then.
+	NotBefore *time.Time `json:"not_before,omitempty"`
 }
 
 // Checkpoint is one state of a thread.

@@ -106,6 +106,10 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 		if r.Metadata == nil {
 			r.Metadata = map[string]any{}
 		}
+		if rc.AfterSeconds > 0 {
+			nb := now.Add(time.Duration(rc.AfterSeconds * float64(time.Second)))
+			r.NotBefore = &nb
+		}
 		if t.busy() {
 			switch strategy {
 			case StrategyReject:
@@ -117,7 +121,7 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 			default:
 				t.Queue = append(t.Queue, r.RunID)
 			}
-		} else if slot {
+		} else if slot && r.NotBefore == nil {
 			r.Status, r.FirstSeq = RunRunning, t.Seq
 			t.Active = r.RunID
 			claimed = &r
@@ -187,6 +191,9 @@ func kwargs(rc RunCreate) map[string]any {
 	} else if rc.Checkpoint != nil && rc.Checkpoint.CheckpointID != "" {
 		k["checkpoint_id"] = rc.Checkpoint.CheckpointID
 	}
+	if rc.AfterSeconds > 0 {
+		k["after_seconds"] = rc.AfterSeconds
+	}
 	return k
 }
 
@@ -221,6 +228,10 @@ func (e *Engine) dispatch(threadID string) {
 	go func() {
 		defer e.wg.Done()
 		for {
+			if !e.waitHead(threadID) {
+				e.releaseDispatch(threadID)
+				return
+			}
 			select {
 			case e.sem <- struct{}{}:
 			case <-e.ctx.Done():
@@ -243,6 +254,40 @@ func (e *Engine) dispatch(threadID string) {
 			<-e.sem
 		}
 	}()
+}
+
+// waitHead waits, without holding a worker, until the run at the head of
+// the thread's queue may start (after_seconds). It looks again at least
+// every 250 ms, since the head may be cancelled or overtaken meanwhile.
+// It is false when the engine stops.
+func (e *Engine) waitHead(threadID string) bool {
+	for {
+		var wait time.Duration
+		_ = e.DB.View(func(tx *bolt.Tx) error {
+			var t struct {
+				Active string   `json:"active"`
+				Queue  []string `json:"queue"`
+			}
+			if getJSON(tx.Bucket([]byte(bThreads)), threadID, &t) != nil || t.Active != "" || len(t.Queue) == 0 {
+				return nil
+			}
+			var r struct {
+				NotBefore *time.Time `json:"not_before"`
+			}
+			if getJSON(tx.Bucket([]byte(bRuns)), t.Queue[0], &r) == nil && r.NotBefore != nil {
+				wait = time.Until(*r.NotBefore)
+			}
+			return nil
+		})
+		if wait <= 0 {
+			return true
+		}
+		select {
+		case <-time.After(min(wait, 250*time.Millisecond)):
+		case <-e.ctx.Done():
+			return false
+		}
+	}
 }
 
 func (e *Engine) releaseDispatch(threadID string) {
@@ -346,7 +391,7 @@ func (e *Engine) execute(r *runRecord) {
 		cfg, _ := r.Kwargs["config"].(map[string]any)
 		cx, _ := r.Kwargs["context"].(map[string]any)
 		cmd, _ := r.Kwargs["command"].(map[string]any)
-		req = Request{Input: in, Command: cmd, Config: merge(a.Config, cfg), Context: merge(a.Context, cx),
+		req = Request{Input: in, Command: cmd, Config: mergeConfig(a.Config, cfg), Context: merge(a.Context, cx),
 			ThreadID: r.ThreadID, RunID: r.RunID, AssistantID: a.AssistantID, GraphID: a.GraphID}
 		return nil
 	})
@@ -495,6 +540,19 @@ func inputUpdate(in map[string]any) map[string]any {
 		}
 	}
 	return up
+}
+
+// mergeConfig lays a run's config over its assistant's. Their configurable
+// dicts are merged key by key, as the reference servers do: a run that
+// sets one configurable key keeps the assistant's others.
+func mergeConfig(assistant, run map[string]any) map[string]any {
+	out := merge(assistant, run)
+	ac, aok := assistant["configurable"].(map[string]any)
+	rc, rok := run["configurable"].(map[string]any)
+	if aok && rok {
+		out["configurable"] = merge(ac, rc)
+	}
+	return out
 }
 
 func merge(a, b map[string]any) map[string]any {

@@ -308,8 +308,15 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 	if err != nil {
 		return "", err
 	}
+	install, installDir, err := jsProject(cfg, s.InstallCommand, log)
+	if err != nil {
+		return "", err
+	}
+	if installDir == "" {
+		installDir = app
+	}
 	for _, step := range []struct{ name, cmd, dir string }{
-		{"install", s.InstallCommand, app},
+		{"install", install, installDir},
 		{"build", s.BuildCommand, filepath.Dir(cfg)},
 	} {
 		if strings.TrimSpace(step.cmd) == "" {
@@ -332,6 +339,42 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 		return "", fmt.Errorf("mark build: %w", err)
 	}
 	return app, nil
+}
+
+// jsProject checks the graph configuration's node_version against this
+// host's node, and picks the install of a JavaScript project (a
+// package.json beside the configuration) when the revision names no
+// install_command: the package manager its lock file names, run in the
+// project's directory. It returns the install command and its directory
+// ("" for the source's root, where an install_command runs).
+func jsProject(cfg, installCommand string, log io.Writer) (string, string, error) {
+	want, err := build.NodeVersion(cfg)
+	if err != nil {
+		return "", "", err
+	}
+	if want != "" {
+		have, err := build.HostNodeVersion()
+		if err != nil {
+			return "", "", fmt.Errorf("node_version %s: %w", want, err)
+		}
+		if err := build.CheckNodeVersion(want, have); err != nil {
+			return "", "", err
+		}
+		fmt.Fprintf(log, "node_version %s: this host runs node %s\n", want, have)
+	}
+	if strings.TrimSpace(installCommand) != "" {
+		return installCommand, "", nil
+	}
+	js, ok, err := build.DetectJSInstall(filepath.Dir(cfg), exec.LookPath)
+	if err != nil || !ok {
+		return "", "", err
+	}
+	why := "no lock file"
+	if js.Lock != "" {
+		why = js.Lock
+	}
+	fmt.Fprintf(log, "JavaScript project: installing its dependencies with %s (%s)\n", js.Command, why)
+	return js.Command, filepath.Dir(cfg), nil
 }
 
 // job is a sandbox job of the deployment run as uid from dir.
@@ -603,6 +646,7 @@ type child struct {
 	stopping bool
 	served   bool  // it answered GET /ok once: exits are restarted from then on
 	exitErr  error // how the last run ended
+	startErr tail  // the end of its stderr before it was first healthy
 	done     chan struct{}
 	stopc    chan struct{} // closed by stop: ends a back-off wait
 }
@@ -720,6 +764,9 @@ func (c *child) waitHealthy(ctx context.Context, timeout time.Duration) error {
 		select {
 		case <-c.done:
 			_, err := c.running()
+			if out := c.startErr.String(); out != "" {
+				return fmt.Errorf("the agent exited before it became healthy (%v):\n%s", err, out)
+			}
 			return fmt.Errorf("the agent exited before it became healthy (%v)", err)
 		case <-ctx.Done():
 			return ctx.Err()

@@ -210,6 +210,14 @@ func TestBuildFailures(t *testing.T) {
 		{"missing graph config", func() runtime.Spec { s := spec(t, "r1", "{}", nil); s.GraphConfig = "nope.json"; return s }(), "not in the uploaded source"},
 		{"escaping graph config", func() runtime.Spec { s := spec(t, "r2", "{}", nil); s.GraphConfig = "../x.json"; return s }(), "leaves the source tree"},
 		{"install command fails", func() runtime.Spec { s := spec(t, "r3", "{}", nil); s.InstallCommand = "exit 7"; return s }(), "install command failed"},
+		{"node_version newer than the host's node", spec(t, "r4", `{"node_version": "99", "graphs": {}}`, nil), "node_version 99"},
+	}
+	if _, err := exec.LookPath("pnpm"); err != nil {
+		cases = append(cases, struct {
+			name string
+			s    runtime.Spec
+			want string
+		}{"pnpm lock without pnpm", spec(t, "r5", `{"graphs": {}}`, map[string]string{"package.json": "{}", "pnpm-lock.yaml": ""}), "pnpm is not installed on this host"})
 	}
 	// A docker source builds nothing and is refused at deploy (DEPLOY_FAILED).
 	docker := runtime.Spec{DeploymentID: "d", RevisionID: "r", Source: "internal_docker", ImageURI: "img:1"}

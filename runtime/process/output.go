@@ -2,6 +2,8 @@ package process
 
 import (
 	"io"
+	"strings"
+	"sync"
 
 	"slipway/runtime"
 )
@@ -31,5 +33,33 @@ func (c *child) streams() (stdout, stderr io.Writer, closeStreams func()) {
 	}
 	o := runtime.NewLineWriter(c.output, c.spec.DeploymentID, c.spec.RevisionID, "stdout")
 	e := runtime.NewLineWriter(c.output, c.spec.DeploymentID, c.spec.RevisionID, "stderr")
-	return o, e, func() { o.Close(); e.Close() }
+	var errw io.Writer = e
+	if !c.served {
+		// Until it is healthy, the end of its stderr says why a deploy
+		// failed (a graph that cannot be imported): the deploy log gets it.
+		errw = io.MultiWriter(e, &c.startErr)
+	}
+	return o, errw, func() { o.Close(); e.Close() }
+}
+
+// tail keeps the last 2 KiB written to it.
+type tail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 2048 {
+		t.b = t.b[len(t.b)-2048:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
 }

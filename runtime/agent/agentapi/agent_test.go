@@ -305,7 +305,7 @@ func TestBadInput(t *testing.T) {
 		{"bad sleep", "POST", "/runs/wait", `{"assistant_id":"echo","input":{"sleep":"long"}}`, 200},
 		{"unknown run", "GET", "/threads/" + th + "/runs/0190f0f0-0000-7000-8000-000000000000", nil, 404},
 		{"store without namespace", "PUT", "/store/items", `{"key":"k","value":{}}`, 422},
-		{"store item missing", "GET", "/store/items?namespace=a&key=nope", nil, 404},
+		{"store item missing", "GET", "/store/items?namespace=a&key=nope", nil, 200},
 		{"bad subgraphs flag", "GET", "/threads/" + th + "/state?subgraphs=maybe", nil, 422},
 		{"bad xray", "GET", "/assistants/echo/graph?xray=deep", nil, 422},
 		{"bad recurse", "GET", "/assistants/echo/subgraphs?recurse=maybe", nil, 422},
@@ -322,6 +322,9 @@ func TestBadInput(t *testing.T) {
 				if d, ok := r.Map()["detail"]; !ok || d == "" {
 					t.Fatalf("no detail: %s", r.Body)
 				}
+			}
+			if tc.name == "store item missing" && strings.TrimSpace(string(r.Body)) != "null" {
+				t.Fatalf("missing store item: %s, want null", r.Body)
 			}
 			if tc.name == "bad sleep" && !strings.Contains(string(r.Body), "__error__") {
 				t.Fatalf("failed run via /runs/wait: %s", r.Body)

@@ -2,12 +2,15 @@ package agentapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
@@ -36,6 +39,10 @@ func (a *API) Handler() http.Handler {
 	a.threadRoutes(rt, h)
 	a.runRoutes(rt, h)
 	a.storeRoutes(rt, h)
+	if a.Engine.HasHTTPApp() {
+		// The project's custom routes get every path the API does not own.
+		rt.NotFound = http.HandlerFunc(a.customRoute)
+	}
 	rt.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		httpx.LogFrom(r).Error().Interface("panic", v).Msg("handler panic")
 		httpx.WriteJSON(w, 500, map[string]any{"detail": "Internal server error."})
@@ -236,4 +243,111 @@ func decodeRunCreate(body []byte) (agent.RunCreate, error) {
 		}
 	}
 	return rc, nil
+}
+
+// hopHeaders are per-connection headers that a custom route's answer must
+// not carry over (the agent's own server sets them).
+var hopHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Transfer-Encoding": true,
+	"Content-Length": true, "Upgrade": true, "Trailer": true}
+
+// customRoute serves a request through the project's app in the language
+// host. The request body is buffered (it travels as one protocol
+// message); answers of type text/event-stream or application/x-ndjson
+// stream chunk by chunk, any other comes back whole.
+func (a *API) customRoute(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	req := agent.HTTPRequest{Method: r.Method, URL: r.URL.RequestURI(), Body: body}
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			req.Headers = append(req.Headers, [2]string{k, v})
+		}
+	}
+	if r.Host != "" {
+		req.Headers = append(req.Headers, [2]string{"Host", r.Host})
+	}
+	out := &routeStream{w: w, ctx: r.Context()}
+	// A chunk still in flight when the client left must not touch w
+	// once this handler has returned.
+	defer out.close()
+	resp, err := a.Engine.ServeHTTPApp(r.Context(), req, out)
+	if err != nil {
+		httpx.LogFrom(r).Error().Err(err).Msg("custom route")
+		if !out.started() {
+			httpx.WriteJSON(w, http.StatusBadGateway, map[string]any{"detail": "The project's custom routes failed: " + err.Error()})
+		}
+		return
+	}
+	if resp.Streamed {
+		return
+	}
+	copyHeaders(w, resp.Headers)
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}
+
+func copyHeaders(w http.ResponseWriter, headers [][2]string) {
+	for _, h := range headers {
+		if !hopHeaders[http.CanonicalHeaderKey(h[0])] {
+			w.Header().Add(h[0], h[1])
+		}
+	}
+}
+
+// routeStream writes a streamed custom-route answer to the client,
+// flushing each chunk. Its calls come from the host connection's
+// goroutines, one at a time (the host awaits each).
+type routeStream struct {
+	w   http.ResponseWriter
+	ctx context.Context
+
+	mu     sync.Mutex
+	began  bool
+	closed bool
+}
+
+func (s *routeStream) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+}
+
+func (s *routeStream) started() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.began
+}
+
+func (s *routeStream) Start(status int, headers [][2]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.began || s.closed {
+		return errors.New("the answer has already started, or its client has gone away")
+	}
+	s.began = true
+	copyHeaders(s.w, headers)
+	s.w.WriteHeader(status)
+	return s.flush()
+}
+
+func (s *routeStream) Write(chunk []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.began {
+		return errors.New("a chunk before the answer's start")
+	}
+	if err := s.ctx.Err(); err != nil || s.closed {
+		return errors.New("the client has gone away")
+	}
+	if _, err := s.w.Write(chunk); err != nil {
+		return fmt.Errorf("write to the client: %w", err)
+	}
+	return s.flush()
+}
+
+func (s *routeStream) flush() error {
+	return http.NewResponseController(s.w).Flush()
 }

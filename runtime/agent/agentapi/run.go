@@ -36,6 +36,19 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	// The token is Slipway's, not the deployment's: graphs run with this
 	// environment and must not learn it.
 	os.Unsetenv("SLIPWAY_AGENT_TOKEN")
+	project, err := agent.LoadProject(cfg.GraphConfig)
+	if err != nil {
+		return err
+	}
+	// The project's env reaches every graph: command graphs and language
+	// hosts inherit this process's environment.
+	if err := project.ApplyEnv(); err != nil {
+		return err
+	}
+	defaults, err := agent.DefaultConfigs(os.Getenv("LANGGRAPH_CONFIG"))
+	if err != nil {
+		return err
+	}
 	graphs, warnings, err := agent.LoadGraphs(cfg.GraphConfig, os.Environ())
 	if err != nil {
 		return err
@@ -50,7 +63,11 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	defer db.Close()
 	runCtx, stopRuns := context.WithCancel(context.Background())
 	defer stopRuns()
-	eng := &agent.Engine{DB: db, Graphs: graphs, Workers: cfg.Workers, Timeout: time.Duration(cfg.RunTimeout) * time.Second, Log: log}
+	eng := &agent.Engine{DB: db, Graphs: graphs, Workers: cfg.Workers, Timeout: time.Duration(cfg.RunTimeout) * time.Second, Log: log,
+		DefaultConfigs: defaults, HTTPApp: project.HTTPApp}
+	if cfg.GraphConfig != "" {
+		eng.ProjectDir = filepath.Dir(cfg.GraphConfig)
+	}
 	// Language hosts load every "path:attr" graph before anything is
 	// served: a graph that fails to import fails the start, with the
 	// loader's message, so a revision never serves without its graph.

@@ -5,6 +5,7 @@ package agentapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -82,7 +83,7 @@ func (a *API) joinStream(w http.ResponseWriter, r *http.Request, ps httprouter.P
 		}
 	}
 	after = max(after, 0)
-	modes := r.URL.Query()["stream_mode"]
+	modes := streamModes(r.URL.Query()["stream_mode"])
 	if len(modes) == 0 {
 		modes = []string{"values", "updates", "messages", "custom"}
 	}
@@ -97,4 +98,20 @@ func baseMode(event string) string {
 		return event[:i]
 	}
 	return event
+}
+
+// streamModes reads stream_mode query parameters: repeated
+// (?stream_mode=a&stream_mode=b) or, as the JS SDK sends a list, one
+// parameter holding a JSON array (?stream_mode=["a","b"]).
+func streamModes(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		var list []string
+		if strings.HasPrefix(strings.TrimSpace(v), "[") && json.Unmarshal([]byte(v), &list) == nil {
+			out = append(out, list...)
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
 }

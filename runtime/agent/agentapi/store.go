@@ -1,11 +1,13 @@
 package agentapi
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
+	"slipway/runtime/agent"
 	"slipway/server/httpx"
 )
 
@@ -45,8 +47,16 @@ func namespace(r *http.Request) []string {
 	return strings.Split(v, ".")
 }
 
+// getItem answers a missing item with 200 and null, as the reference
+// servers do: the JS SDK's getItem turns that body into null, while a 404
+// would throw in every client that checks whether a key exists.
 func (a *API) getItem(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	it, err := a.Engine.GetItem(namespace(r), r.URL.Query().Get("key"))
+	if errors.Is(err, agent.ErrNotFound) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("null\n"))
+		return nil
+	}
 	if err != nil {
 		return err
 	}

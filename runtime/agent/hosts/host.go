@@ -25,6 +25,8 @@ type Ready struct {
 	Runtime   string               `json:"runtime"`   // e.g. "node v20.20.2"
 	LangGraph string               `json:"langgraph"` // version of the user's langgraph library
 	Graphs    map[string]GraphLoad `json:"graphs"`
+	// HTTP is the custom routes' load result, when the project has some.
+	HTTP *GraphLoad `json:"http,omitempty"`
 }
 
 // GraphLoad is one graph's load result.

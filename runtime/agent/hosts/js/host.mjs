@@ -149,6 +149,22 @@ if (lg) {
   }
 }
 
+// The project's custom routes: an app with a fetch(Request) method (Hono's,
+// or any other built on the web standard Request and Response).
+let httpApp, httpResult;
+if (cfg.http) {
+  try {
+    const mod = await import(pathToFileURL(cfg.http.file).href);
+    const app = mod[cfg.http.export];
+    if (app === undefined) throw new Error(`${cfg.http.source} has no export named "${cfg.http.export}"`);
+    if (typeof app?.fetch !== "function") throw new Error(`${cfg.http.source}:${cfg.http.export} is not an app with a fetch method (such as new Hono())`);
+    httpApp = app;
+    httpResult = { ok: true };
+  } catch (err) {
+    httpResult = { ok: false, error: `${cfg.http.source}: ${err?.stack || err}` };
+  }
+}
+
 // prepare compiles a StateGraph and gives a compiled graph Slipway's
 // checkpointer and store, whatever the user compiled it with.
 function prepare(g) {
@@ -372,6 +388,37 @@ async function execute(p, signal) {
   return { status: "success", values: out.values, next: out.next, tasks: out.tasks, interrupts: out.interrupts };
 }
 
+// ---- custom routes --------------------------------------------------------
+
+handlers.http = async (p) => {
+  if (!httpApp) throw new Error("this project has no custom routes");
+  const headers = new Headers();
+  for (const [k, v] of p.headers ?? []) headers.append(k, v);
+  const init = { method: p.method, headers };
+  if (p.body && p.method !== "GET" && p.method !== "HEAD") init.body = Buffer.from(p.body, "base64");
+  const res = await httpApp.fetch(new Request(new URL(p.url, `http://${headers.get("host") || "localhost"}`), init));
+  const type = res.headers.get("content-type") ?? "";
+  if (res.body && p.stream_id && /^(text\/event-stream|application\/x-ndjson)/.test(type)) {
+    // Streamed: each chunk is a call Slipway answers once it has written
+    // it to the client, so a slow (or departed) client stops the app.
+    await call("http.start", { stream_id: p.stream_id, status: res.status, headers: [...res.headers.entries()] });
+    const reader = res.body.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        await call("http.chunk", { stream_id: p.stream_id, body: Buffer.from(value).toString("base64") });
+      }
+    } catch (err) {
+      reader.cancel(err).catch(() => {});
+      throw err;
+    }
+    return { streamed: true };
+  }
+  const body = Buffer.from(await res.arrayBuffer());
+  return { status: res.status, headers: [...res.headers.entries()], body: body.toString("base64") };
+};
+
 // ---- state ----------------------------------------------------------------
 
 function stateConfig(p) {
@@ -489,4 +536,5 @@ notify("ready", {
   runtime: `node ${process.version}`,
   langgraph: projectVersion("@langchain/langgraph"),
   graphs: results,
+  http: httpResult,
 });

@@ -46,6 +46,7 @@ type Graph struct {
 type config struct {
 	ProjectDir string               `json:"project_dir"`
 	Graphs     map[string]hostGraph `json:"graphs"`
+	HTTP       *hostGraph           `json:"http,omitempty"` // the custom routes' app
 }
 
 type hostGraph struct {
@@ -63,8 +64,9 @@ type hostGraph struct {
 // for a TypeScript loader. Each TypeScript graph is bundled with its local
 // imports (packages stay imports, resolved from the project by the host's
 // hook) into <dataDir>/hosts/js/cache/<content hash>.mjs, so an unchanged
-// project reuses its output.
-func Prepare(dataDir, projectDir string, graphs []Graph) ([]string, error) {
+// project reuses its output. app, when not nil, is the project's custom
+// routes (an app with a fetch method, such as Hono's), loaded like a graph.
+func Prepare(dataDir, projectDir string, graphs []Graph, app *Graph) ([]string, error) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		return nil, errors.New("JavaScript graphs need node on PATH (the deployment's Node.js), and none was found")
@@ -75,23 +77,37 @@ func Prepare(dataDir, projectDir string, graphs []Graph) ([]string, error) {
 	}
 	cacheDir := filepath.Join(dataDir, "hosts", "js", "cache")
 	cfg := config{ProjectDir: projectDir, Graphs: map[string]hostGraph{}}
-	for _, g := range graphs {
-		file := g.Path
+	entry := func(what, p string) (string, error) {
+		file := p
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(projectDir, file)
 		}
 		if _, err := os.Stat(file); err != nil {
-			return nil, fmt.Errorf("graph %q: %s: %w", g.ID, g.Path, err)
+			return "", fmt.Errorf("%s: %s: %w", what, p, err)
 		}
 		switch strings.ToLower(filepath.Ext(file)) {
 		case ".ts", ".mts", ".cts", ".tsx", ".jsx":
 			out, err := transpile(file, projectDir, cacheDir)
 			if err != nil {
-				return nil, fmt.Errorf("graph %q: %w", g.ID, err)
+				return "", fmt.Errorf("%s: %w", what, err)
 			}
 			file = out
 		}
+		return file, nil
+	}
+	for _, g := range graphs {
+		file, err := entry(fmt.Sprintf("graph %q", g.ID), g.Path)
+		if err != nil {
+			return nil, err
+		}
 		cfg.Graphs[g.ID] = hostGraph{File: file, Export: g.Export, Source: g.Path}
+	}
+	if app != nil {
+		file, err := entry("http.app", app.Path)
+		if err != nil {
+			return nil, err
+		}
+		cfg.HTTP = &hostGraph{File: file, Export: app.Export, Source: app.Path}
 	}
 	raw, err := json.Marshal(cfg)
 	if err != nil {

@@ -1,0 +1,53 @@
+package js_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"slipway/server/servertest"
+)
+
+// nodeSuite runs one SUITE of e2e/config.test.mjs against the agent at url.
+func nodeSuite(t *testing.T, dir, url, suite string, env ...string) {
+	t.Helper()
+	cmd := exec.Command("node", "--test", "--test-reporter=spec", "--test-concurrency=1", "config.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "AGENT_URL="+url, "SUITE="+suite), env...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node --test (SUITE=%s):\n%s", suite, out)
+	if err != nil {
+		t.Fatalf("SUITE=%s failed: %v", suite, err)
+	}
+}
+
+// TestJSHostConfiguration drives testdata/graphs/js-agent/configured.json
+// through the official SDK: graph factories, the project's env file and
+// LANGGRAPH_CONFIG, runtime context, assistants per graph, custom routes
+// (a Hono app), and API details (name search, after_seconds, Last-Event-ID
+// -1, missing store items).
+func TestJSHostConfiguration(t *testing.T) {
+	project, suite := needNode(t)
+	a := servertest.StartAgent(t, map[string]string{"SLIPWAY_LOG_LEVEL": "warn", "SLIPWAY_GRAPH_CONFIG": filepath.Join(project, "configured.json")})
+	nodeSuite(t, suite, a.URL, "config")
+	if t.Failed() {
+		t.Logf("agent log:\n%s", a.Logs())
+	}
+}
+
+// TestJSHostSurvivesAgentRestart kills `slipway agent` (SIGKILL) while a
+// host graph's thread waits at interrupt(), starts it again on the same
+// data directory, and resumes the interrupt.
+func TestJSHostSurvivesAgentRestart(t *testing.T) {
+	project, suite := needNode(t)
+	a := servertest.StartAgent(t, map[string]string{"SLIPWAY_LOG_LEVEL": "warn", "SLIPWAY_GRAPH_CONFIG": filepath.Join(project, "langgraph.json")})
+	file := filepath.Join(t.TempDir(), "before.json")
+	nodeSuite(t, suite, a.URL, "restart-before", "RESTART_FILE="+file)
+	a.Kill()
+	a.Restart()
+	nodeSuite(t, suite, a.URL, "restart-after", "RESTART_FILE="+file)
+	if t.Failed() {
+		t.Logf("agent log:\n%s", a.Logs())
+	}
+}

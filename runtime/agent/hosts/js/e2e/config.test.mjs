@@ -1,0 +1,191 @@
+// Configuration, custom routes, API details and restarts of LangGraph.js
+// graphs served by a real `slipway agent` (AGENT_URL), through the official
+// @langchain/langgraph-sdk. SUITE picks the part the Go test runs now:
+//   config          testdata/graphs/js-agent/configured.json (factories, env,
+//                   LANGGRAPH_CONFIG, context, custom routes, API details)
+//   restart-before  langgraph.json: leave a thread interrupted (its id in RESTART_FILE)
+//   restart-after   the same data dir after `slipway agent` was killed and started again
+//   deployed        testdata/graphs/js-deploy deployed by `slipway serve` (AGENT_URL is
+//                   the deployment's URL, LANGGRAPH_API_KEY Slipway's key)
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import { Client } from "@langchain/langgraph-sdk";
+
+const url = process.env.AGENT_URL;
+const client = new Client({ apiUrl: url, callerOptions: { maxRetries: 0 } });
+const suite = process.env.SUITE ?? "config";
+const only = (name) => ({ skip: suite !== name && `runs with SUITE=${name}` });
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function collect(stream) {
+  const out = [];
+  for await (const chunk of stream) out.push(chunk);
+  return out;
+}
+
+// ---- configured.json ---------------------------------------------------------
+
+test("graph factories, sync and async, are called with the run's config; the project's env file reaches them", only("config"), async () => {
+  for (const [graph, how] of [["made_sync", "sync factory"], ["made_async", "async factory"]]) {
+    const thread = await client.threads.create();
+    const loud = await client.runs.wait(thread.thread_id, graph, { input: { name: "Ann" }, config: { configurable: { style: "loud" } } });
+    assert.equal(loud.reply, `BONJOUR ANN (${how})`);
+    const plain = await client.runs.wait(null, graph, { input: { name: "Bob" } });
+    assert.equal(plain.reply, `Bonjour Bob (${how})`);
+    // State reads build the graph from the factory too.
+    const state = await client.threads.getState(thread.thread_id);
+    assert.equal(state.values.reply, `BONJOUR ANN (${how})`);
+    assert.equal((await client.threads.getHistory(thread.thread_id)).length, 3);
+  }
+});
+
+test("every graph has its system assistant at start-up, configured by LANGGRAPH_CONFIG", only("config"), async () => {
+  for (const graphId of ["made_sync", "made_async", "contextual"]) {
+    const found = await client.assistants.search({ graphId, metadata: { created_by: "system" } });
+    assert.equal(found.length, 1, graphId);
+    assert.equal(found[0].name, graphId);
+  }
+  const [sys] = await client.assistants.search({ graphId: "contextual" });
+  assert.deepEqual(sys.config, { configurable: { punctuation: "!" } });
+  assert.deepEqual(sys.context, { user: "system default" });
+});
+
+test("context on a run reaches the node; assistants carry config and context per graph, with versions", only("config"), async () => {
+  const ask = async (assistantId, extra = {}) => (await client.runs.wait(null, assistantId, { input: { question: "tea" }, ...extra })).answer;
+  assert.equal(await ask("contextual"), "tea for system default!");
+  assert.equal(await ask("contextual", { context: { user: "bob" } }), "tea for bob!");
+  // A run's configurable is merged key by key over its assistant's.
+  assert.equal(await ask("contextual", { context: { user: "bob" }, config: { configurable: { other: 1 } } }), "tea for bob!");
+
+  const a = await client.assistants.create({ graphId: "contextual", name: "Ann's helper", context: { user: "ann" }, config: { configurable: { punctuation: "?" } } });
+  assert.equal(a.version, 1);
+  assert.equal(await ask(a.assistant_id), "tea for ann?");
+  const v2 = await client.assistants.update(a.assistant_id, { context: { user: "cid" } });
+  assert.equal(v2.version, 2);
+  assert.equal(await ask(a.assistant_id), "tea for cid?");
+  const versions = await client.assistants.getVersions(a.assistant_id);
+  assert.deepEqual(versions.map((v) => v.version).sort(), [1, 2]);
+  await client.assistants.setLatest(a.assistant_id, 1);
+  assert.equal(await ask(a.assistant_id), "tea for ann?");
+});
+
+test("custom routes: GET and POST reach the project's Hono app; the agent API keeps its own paths", only("config"), async () => {
+  const get = await fetch(`${url}/custom/hello?name=sdk`);
+  assert.equal(get.status, 200);
+  assert.deepEqual(await get.json(), { hello: "sdk", greeting: "Bonjour" });
+
+  const post = await fetch(`${url}/custom/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ n: 1 }) });
+  assert.equal(post.status, 201);
+  assert.equal(post.headers.get("x-custom-route"), "yes");
+  assert.deepEqual(await post.json(), { method: "POST", got: { n: 1 } });
+
+  // The app's own 404 for what neither serves; Slipway's API is untouched.
+  const missing = await fetch(`${url}/custom/nothing`);
+  assert.equal(missing.status, 404);
+  assert.equal(await missing.text(), "404 Not Found");
+  assert.deepEqual(await (await fetch(`${url}/ok`)).json(), { ok: true });
+  assert.ok((await client.assistants.search({ graphId: "contextual" })).length > 0);
+});
+
+test("custom routes: a server-sent event answer streams to the client as the app writes it", only("config"), async () => {
+  // Buffered, the answer would never come: the app waits for a release.
+  const res = await fetch(`${url}/custom/events?id=s1`, { signal: AbortSignal.timeout(10000) });
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get("content-type"), /^text\/event-stream/);
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  while (!text.includes("event: first")) {
+    const { done, value } = await reader.read();
+    assert.ok(!done, `the stream ended before its first event: ${text}`);
+    text += decoder.decode(value, { stream: true });
+  }
+  // The app holds "second" back until released: the first event came alone.
+  assert.ok(!text.includes("second"), text);
+  assert.equal((await fetch(`${url}/custom/release/s1`, { method: "POST" })).status, 200);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  assert.match(text, /event: first\ndata: s1\n\nevent: second\ndata: s1\n/);
+});
+
+test("assistant search by name is a case-insensitive substring", only("config"), async () => {
+  const found = await client.assistants.search({ name: "TEXTU" });
+  assert.ok(found.some((a) => a.graph_id === "contextual" && a.name === "contextual"), JSON.stringify(found.map((a) => a.name)));
+  assert.ok(found.every((a) => a.name.toLowerCase().includes("textu")));
+});
+
+test("after_seconds keeps a run pending until its time", only("config"), async () => {
+  const thread = await client.threads.create();
+  const run = await client.runs.create(thread.thread_id, "made_sync", { input: { name: "Later" }, afterSeconds: 1.5 });
+  await sleep(500);
+  assert.equal((await client.runs.get(thread.thread_id, run.run_id)).status, "pending");
+  await client.runs.join(thread.thread_id, run.run_id);
+  const done = await client.runs.get(thread.thread_id, run.run_id);
+  assert.equal(done.status, "success");
+  assert.ok(Date.parse(done.updated_at) - Date.parse(done.created_at) >= 1500, `${done.created_at} → ${done.updated_at}`);
+});
+
+test("Last-Event-ID -1 replays a resumable run's stream from the beginning", only("config"), async () => {
+  const thread = await client.threads.create();
+  const run = await client.runs.create(thread.thread_id, "made_sync", { input: { name: "Eve" }, streamMode: ["values"], streamResumable: true });
+  await client.runs.join(thread.thread_id, run.run_id);
+  const events = await collect(client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "-1", streamMode: ["values"] }));
+  assert.equal(events[0].event, "metadata");
+  assert.equal(events[0].data.run_id, run.run_id);
+  assert.deepEqual(events.filter((e) => e.event === "values").map((e) => e.data), [{ name: "Eve" }, { name: "Eve", reply: "Bonjour Eve (sync factory)" }]);
+});
+
+test("reading a missing store item gives null, as with the reference servers", only("config"), async () => {
+  assert.equal(await client.store.getItem(["nobody", "here"], "nothing"), null);
+  await client.store.putItem(["somebody"], "k", { v: 1 });
+  assert.deepEqual((await client.store.getItem(["somebody"], "k")).value, { v: 1 });
+});
+
+// ---- restart of slipway agent ------------------------------------------------
+
+test("restart, before: a thread left waiting at interrupt()", only("restart-before"), async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "approval", { input: { request: "ship" } });
+  const t = await client.threads.get(thread.thread_id);
+  assert.equal(t.status, "interrupted");
+  const state = await client.threads.getState(thread.thread_id);
+  const history = await client.threads.getHistory(thread.thread_id);
+  fs.writeFileSync(process.env.RESTART_FILE, JSON.stringify({ thread_id: thread.thread_id, state, history }));
+});
+
+test("restart, after: state, history and the pending interrupt survive, and the interrupt resumes", only("restart-after"), async () => {
+  const before = JSON.parse(fs.readFileSync(process.env.RESTART_FILE, "utf8"));
+  const id = before.thread_id;
+  const t = await client.threads.get(id);
+  assert.equal(t.status, "interrupted");
+  assert.deepEqual(Object.values(t.interrupts)[0][0].value, { question: "approve ship?" });
+  const state = await client.threads.getState(id);
+  assert.deepEqual(state, before.state);
+  assert.deepEqual(state.tasks[0].interrupts[0].value, { question: "approve ship?" });
+  assert.deepEqual(await client.threads.getHistory(id), before.history);
+
+  const out = await client.runs.wait(id, "approval", { command: { resume: "yes" } });
+  assert.deepEqual(out.log, ["prepared ship", "reviewed: yes", "did ship"]);
+  assert.equal((await client.threads.get(id)).status, "idle");
+  assert.equal((await client.threads.getHistory(id)).length, before.history.length + 2);
+});
+
+// ---- a deployment through the control plane ------------------------------------
+
+test("deployed: testdata/graphs/js-deploy answers through the deployment URL", only("deployed"), async () => {
+  const thread = await client.threads.create();
+  const chunks = await collect(client.runs.stream(thread.thread_id, "agent", { input: { text: "ship it" }, streamMode: ["updates"] }));
+  assert.equal(chunks[0].event, "metadata");
+  const updates = chunks.filter((c) => c.event === "updates").map((c) => c.data);
+  if (updates.length === 0) {
+    const runs = await client.runs.list(thread.thread_id);
+    assert.fail(`no updates: ${JSON.stringify(chunks)}; runs ${JSON.stringify(runs)}; state ${JSON.stringify(await client.threads.getState(thread.thread_id))}`);
+  }
+  assert.deepEqual(updates, [{ respond: { reply: "SHIP IT!" } }]);
+  assert.deepEqual((await client.threads.getState(thread.thread_id)).values, { text: "ship it", reply: "SHIP IT!" });
+  assert.equal((await client.runs.wait(null, "agent", { input: { text: "again" } })).reply, "AGAIN!");
+});

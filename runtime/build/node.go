@@ -1,0 +1,131 @@
+package build
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// JSInstall is how a JavaScript project's dependencies are installed
+// when the revision names no install_command.
+type JSInstall struct {
+	Command string // run with sh -c in the project's directory
+	Lock    string // the lock file that chose it ("" for none)
+}
+
+// lockfiles map a lock file to its package manager and the install that
+// keeps to it, in the order the reference CLI looks for them.
+var lockfiles = []struct{ file, tool, cmd string }{
+	{"yarn.lock", "yarn", "yarn install --frozen-lockfile"},
+	{"pnpm-lock.yaml", "pnpm", "pnpm install --frozen-lockfile"},
+	{"package-lock.json", "npm", "npm ci"},
+	{"npm-shrinkwrap.json", "npm", "npm ci"},
+}
+
+// DetectJSInstall picks the install of the JavaScript project in dir (the
+// graph configuration's directory): none without a package.json; else the
+// package manager its lock file names, which must be on PATH (lookPath);
+// `npm install` for a project without a lock file.
+func DetectJSInstall(dir string, lookPath func(string) (string, error)) (JSInstall, bool, error) {
+	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
+		return JSInstall{}, false, nil
+	}
+	for _, l := range lockfiles {
+		if _, err := os.Stat(filepath.Join(dir, l.file)); err != nil {
+			continue
+		}
+		if _, err := lookPath(l.tool); err != nil {
+			return JSInstall{}, true, fmt.Errorf("the project has %s, which needs %s, and %s is not installed on this host: install it, or set install_command", l.file, l.tool, l.tool)
+		}
+		return JSInstall{Command: l.cmd, Lock: l.file}, true, nil
+	}
+	if _, err := lookPath("npm"); err != nil {
+		return JSInstall{}, true, fmt.Errorf("the project has a package.json and npm is not installed on this host: install Node.js with npm, or set install_command")
+	}
+	return JSInstall{Command: "npm install"}, true, nil
+}
+
+// NodeVersion is the graph configuration's node_version ("" when absent,
+// or when the file is not JSON).
+func NodeVersion(graphConfig string) (string, error) {
+	raw, err := os.ReadFile(graphConfig)
+	if err != nil {
+		return "", fmt.Errorf("read graph configuration: %w", err)
+	}
+	var cfg struct {
+		NodeVersion json.RawMessage `json:"node_version"`
+	}
+	if json.Unmarshal(raw, &cfg) != nil {
+		// Not the build's to report: the agent refuses the file at deploy,
+		// with its own message in the deploy log.
+		return "", nil
+	}
+	v := strings.TrimSpace(string(cfg.NodeVersion))
+	if v == "" || v == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(cfg.NodeVersion, &s) != nil {
+		s = v // a bare number: "node_version": 20
+	}
+	return strings.TrimPrefix(strings.TrimSpace(s), "v"), nil
+}
+
+// CheckNodeVersion checks that node (the `node --version` output, e.g.
+// "v20.20.2") is at least want ("20", "20.3" or "20.3.1").
+func CheckNodeVersion(want, node string) error {
+	w, err := parseVersion(want)
+	if err != nil {
+		return fmt.Errorf("node_version %q is not a version like \"20\" or \"20.11\"", want)
+	}
+	have, err := parseVersion(strings.TrimPrefix(strings.TrimSpace(node), "v"))
+	if err != nil {
+		return fmt.Errorf("cannot read this host's node version from %q", node)
+	}
+	for len(have) < 3 {
+		have = append(have, 0)
+	}
+	for i := range w {
+		if have[i] != w[i] {
+			if have[i] < w[i] {
+				return fmt.Errorf("node_version %s asks for Node.js %s or newer, and this host runs node %s", want, want, strings.TrimSpace(node))
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// parseVersion reads up to three dot-separated numbers.
+func parseVersion(v string) ([]int, error) {
+	parts := strings.Split(v, ".")
+	if len(parts) > 3 || v == "" {
+		return nil, fmt.Errorf("bad version %q", v)
+	}
+	out := make([]int, 0, 3)
+	for _, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("bad version %q", v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// HostNodeVersion runs `node --version` from PATH.
+func HostNodeVersion() (string, error) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return "", fmt.Errorf("node is not installed on this host")
+	}
+	out, err := exec.Command(node, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("node --version: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
