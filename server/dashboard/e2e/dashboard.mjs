@@ -1,0 +1,218 @@
+// The dashboard's browser steps, run by server/dashboard/browser_test.go
+// against a real `slipway serve`. Each step waits for what a user would
+// see; any failed expectation exits non-zero. Screenshots go to $SHOTS.
+import { chromium } from "playwright-core";
+import axe from "axe-core";
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+
+const env = (k) => { if (!process.env[k]) throw new Error(`${k} is not set`); return process.env[k]; };
+const BASE = env("BASE"), SHOTS = env("SHOTS");
+mkdirSync(SHOTS, { recursive: true });
+
+function check(cond, what) {
+  if (!cond) throw new Error("expectation failed: " + what);
+  console.log("ok:", what);
+}
+
+// a11y runs axe-core in the page (evaluated through the devtools protocol,
+// which the page's CSP does not govern) and fails on serious or critical
+// violations.
+async function a11y(page, name) {
+  await page.evaluate(axe.source);
+  const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  const bad = res.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  for (const v of bad) console.log(`axe ${name}: ${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`);
+  check(bad.length === 0, `${name}: no serious or critical accessibility violation (${res.violations.length} minor)`);
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(SHOTS, name + ".png"), fullPage: true });
+}
+
+async function signIn(page, email, password) {
+  await page.goto(BASE + "/#/signin");
+  await page.fill("#email", email);
+  await page.fill("#password", password);
+  await page.click("#signin-password button[type=submit]");
+  await page.waitForSelector("#deployments");
+}
+
+// waitLogEnd waits until the followed log ended, having seen lines arrive
+// while it was live, and returns the revision's final status.
+async function waitLogEnd(page) {
+  await page.waitForSelector("#log-state:text('live')", { timeout: 30000 }).catch(() => {});
+  await page.waitForFunction(() => document.querySelector("#log-state")?.textContent.startsWith("ended:"), null, { timeout: 180000 });
+  return (await page.textContent("#log-state")).replace("ended: ", "");
+}
+
+const browser = await chromium.launch({ executablePath: env("CHROMIUM"), args: ["--no-sandbox"] });
+try {
+  const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 }, acceptDownloads: true });
+  const page = await ctx.newPage();
+  page.on("dialog", (d) => d.accept());
+  page.on("pageerror", (e) => console.log("page error:", e.message));
+
+  // Sign in.
+  await page.goto(BASE + "/");
+  await page.waitForSelector("#signin-password");
+  await a11y(page, "sign-in");
+  await shot(page, "signin");
+  await signIn(page, env("ADMIN_EMAIL"), env("ADMIN_PASSWORD"));
+  check(true, "signed in with a basic-auth user");
+
+  // A new deployment from an uploaded archive; its build log streams live.
+  await page.click("a[href='#/new']");
+  await page.fill("#new-name", "web-agent");
+  await page.setInputFiles("#new-archive", env("ARCHIVE"));
+  await a11y(page, "new deployment");
+  await page.click("#new-form button[type=submit]");
+  await page.waitForSelector("#revisions");
+  await page.waitForSelector("#log-state:text('live')", { timeout: 30000 });
+  check(true, "the build log is followed live");
+  check(await waitLogEnd(page) === "DEPLOYED", "the first revision ends DEPLOYED");
+  check((await page.textContent("#log")).length > 0, "build and deploy lines were shown");
+  await page.reload();
+  await page.waitForSelector("#revisions");
+  await a11y(page, "deployment");
+  await shot(page, "deployment");
+  const firstRev = await page.getAttribute("#revisions tbody tr", "data-revision");
+
+  // The list shows it with its status and a copyable URL; the filter narrows it.
+  await page.goto(BASE + "/#/deployments");
+  await page.waitForSelector("tr[data-name='web-agent']");
+  await page.fill("#filter", "no-such");
+  await page.waitForSelector("tr[data-name='web-agent']", { state: "detached" });
+  await page.fill("#filter", "web");
+  await page.waitForSelector("tr[data-name='web-agent'] .badge:text('READY')");
+  await a11y(page, "deployments");
+  await shot(page, "deployments");
+
+  // Agent explorer: a run streams its events; an interrupt is resumed.
+  await page.click("tr[data-name='web-agent'] a");
+  await page.click("#explorer-link");
+  await page.waitForSelector("#assistants li");
+  await page.click("#new-thread");
+  await page.waitForSelector("#run-form");
+  await page.fill("#run-input", '{"messages": [{"role": "user", "content": "hello"}]}');
+  await page.click("#run-form button[type=submit]");
+  await page.waitForSelector("#run-done", { timeout: 60000 });
+  check((await page.textContent("#events")).includes("values"), "a run's streamed events are shown");
+  await page.fill("#run-input", '{"interrupt": "go on?"}');
+  await page.click("#run-form button[type=submit]");
+  await page.waitForSelector("#run-done", { timeout: 60000 });
+  await page.reload();
+  await page.waitForSelector("#interrupted");
+  check(true, "the thread reads as interrupted");
+  await a11y(page, "agent explorer");
+  await shot(page, "explorer");
+  await page.fill("#resume-value", '"yes"');
+  await page.click("#resume-form button[type=submit]");
+  await page.waitForSelector("#run-done", { timeout: 60000 });
+  await page.reload();
+  await page.waitForSelector("#state");
+  check(!(await page.$("#interrupted")), "the resumed thread is no longer interrupted");
+
+  // Set a secret: a new revision, followed until it serves.
+  await page.goto(BASE + "/#/deployments");
+  await page.click("tr[data-name='web-agent'] a");
+  await page.waitForSelector("#secrets-form");
+  await page.click("#secret-add");
+  await page.fill("#secret-name-0", "GREETING");
+  await page.fill("#secret-value-0", "hello-secret");
+  await page.click("#secrets-form button[type=submit]");
+  await page.waitForSelector("#secrets li:text('GREETING')");
+  check(await waitLogEnd(page) === "DEPLOYED", "the secret's revision ends DEPLOYED");
+  check(!(await page.content()).includes("hello-secret"), "the secret's value is not shown");
+
+  // Roll back to the first revision, confirmed.
+  await page.reload();
+  await page.waitForSelector(`tr[data-revision='${firstRev}'] .rollback`);
+  await page.click(`tr[data-revision='${firstRev}'] .rollback`);
+  await page.waitForSelector(`tr[data-revision='${firstRev}']`);
+  await waitLogEnd(page).catch(() => {});
+  await page.waitForFunction(async (rev) => {
+    const res = await fetch(location.origin + "/v2/deployments?name_contains=web-agent");
+    const d = (await res.json()).resources[0];
+    return d.active_revision_id === rev;
+  }, firstRev, { timeout: 120000, polling: 500 });
+  check(true, "rolled back to the first revision");
+
+  // An API key, shown once, then revoked.
+  await page.goto(BASE + "/#/org");
+  await page.waitForSelector("#key-form");
+  await a11y(page, "organization");
+  await page.fill("#key-description", "browser key");
+  await page.click("#key-form button[type=submit]");
+  const key = await page.textContent("#new-key-value");
+  check(key.startsWith("slw_"), "the new key is shown");
+  await shot(page, "organization");
+  await page.click("tr:has-text('browser key') .revoke");
+  await page.waitForSelector("tr:has-text('browser key')", { state: "detached" });
+  check(!(await page.$("#new-key-value")), "the key is not shown again");
+  await page.reload();
+  await page.waitForSelector("#key-form");
+  check(!(await page.content()).includes(key), "the key is not in the page after a reload");
+
+  // The audit log, filtered, has the events of what was done.
+  await page.goto(BASE + "/#/audit");
+  await page.waitForSelector("#audit-form");
+  await page.selectOption("#audit-ops", ["create_deployment", "update_deployment", "create_api_key", "delete_api_key"]);
+  await page.click("#audit-form button[type=submit]");
+  await page.waitForSelector("#audit .op:text('delete_api_key')");
+  const ops = await page.$$eval("#audit .op", (els) => els.map((e) => e.textContent));
+  for (const op of ["create_deployment", "update_deployment", "create_api_key", "delete_api_key"]) check(ops.includes(op), `the audit log shows ${op}`);
+  check(ops.every((op) => ["create_deployment", "update_deployment", "create_api_key", "delete_api_key"].includes(op)), "the operations filter applies");
+  await a11y(page, "audit log");
+  await shot(page, "audit");
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click("#audit-export")]);
+  const lines = readFileSync(await download.path(), "utf8").trim().split("\n");
+  check(lines.length === ops.length && JSON.parse(lines[0]).api, "the export is the window's events as JSON Lines");
+
+  // CSP: an injected inline script does not run.
+  const blocked = await page.evaluate(() => new Promise((resolve) => {
+    document.addEventListener("securitypolicyviolation", (e) => resolve(e.violatedDirective), { once: true });
+    const s = document.createElement("script");
+    s.textContent = "window.__injected = true";
+    document.body.append(s);
+    setTimeout(() => resolve("none"), 2000);
+  }));
+  check(blocked.startsWith("script-src") && !(await page.evaluate(() => window.__injected)), "an injected inline script is refused by the CSP");
+
+  // CSRF: a form on another origin posting to the API with the cookies is refused.
+  await page.goto(env("EVIL"));
+  await page.waitForURL(BASE + "/api/v1/api-key");
+  const answer = await page.textContent("body");
+  check(answer.includes("Cross-site request refused"), "a cross-site form post is refused: " + answer.trim());
+  await page.goto(BASE + "/#/org");
+  await page.waitForSelector("#key-table");
+  check(!(await page.content()).includes("stolen"), "the cross-site post created nothing");
+
+  // Sign out: the session ends.
+  await page.click("#signout");
+  await page.waitForSelector("#signin-password");
+  const after = await page.evaluate(async () => (await fetch("/ui/session")).status);
+  check(after === 401, "signed out: the session no longer answers");
+  await ctx.close();
+
+  // A Viewer sees no write controls, and a write from its session is refused.
+  const vctx = await browser.newContext({ viewport: { width: 390, height: 844 } }); // a phone
+  const vpage = await vctx.newPage();
+  await signIn(vpage, env("VIEWER_EMAIL"), env("VIEWER_PASSWORD"));
+  check(!(await vpage.$("a[href='#/new']")), "a Viewer has no New deployment link");
+  await vpage.click("tr[data-name='web-agent'] a");
+  await vpage.waitForSelector("#revisions");
+  check(!(await vpage.$(".rollback")) && !(await vpage.$("#secrets-form")) && !(await vpage.$("#delete-confirm")), "a Viewer sees no rollback, secrets or delete controls");
+  await shot(vpage, "viewer-phone");
+  const status = await vpage.evaluate(async () => {
+    const csrf = document.cookie.split("; ").find((c) => c.startsWith("slipway_csrf=")).split("=")[1];
+    const res = await fetch("/v2/deployments", { method: "POST", headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+      body: JSON.stringify({ name: "viewer-made", source: "internal_source", source_config: {}, source_revision_config: {}, secrets: [] }) });
+    return res.status;
+  });
+  check(status === 403, "a Viewer's direct write is refused (403)");
+  await vctx.close();
+  console.log("all browser steps passed");
+} finally {
+  await browser.close();
+}
