@@ -420,7 +420,7 @@ async function explorerPage(id, threadID) {
     el("h2", {}, "Streamed events"), events,
     el("h2", {}, "Runs"), el("ul", { id: "runs" }, runs.map((r) => el("li", {}, el("span", { class: "mono" }, short(r.run_id)), " ", statusBadge(r.status), " ", when(r.created_at)))),
     el("h2", {}, "History (checkpoints)"), el("ol", {}, history.map((h) => el("li", {}, el("details", {},
-      el("summary", {}, (h.checkpoint && h.checkpoint.checkpoint_id || "").slice(0, 13), " ", when(h.created_at)),
+      el("summary", {}, short(h.checkpoint && h.checkpoint.checkpoint_id), " ", when(h.created_at)),
       el("pre", {}, JSON.stringify(h.values, null, 2))))))));
 }
 

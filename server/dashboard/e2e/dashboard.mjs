@@ -30,6 +30,11 @@ async function shot(page, name) {
   await page.screenshot({ path: join(SHOTS, name + ".png"), fullPage: true });
 }
 
+// readmeShot is the top of the page, small enough for the README.
+async function readmeShot(page, name) {
+  await page.screenshot({ path: join(SHOTS, "readme-" + name + ".png"), clip: { x: 0, y: 0, width: 960, height: 720 } });
+}
+
 async function signIn(page, email, password) {
   await page.goto(BASE + "/#/signin");
   await page.fill("#email", email);
@@ -76,6 +81,7 @@ try {
   await page.waitForSelector("#revisions");
   await a11y(page, "deployment");
   await shot(page, "deployment");
+  await readmeShot(page, "deployment");
   const firstRev = await page.getAttribute("#revisions tbody tr", "data-revision");
 
   // The list shows it with its status and a copyable URL; the filter narrows it.
@@ -98,6 +104,8 @@ try {
   await page.click("#run-form button[type=submit]");
   await page.waitForSelector("#run-done", { timeout: 60000 });
   check((await page.textContent("#events")).includes("values"), "a run's streamed events are shown");
+  await page.locator("#events").scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(SHOTS, "readme-explorer.png"), fullPage: false });
   await page.fill("#run-input", '{"interrupt": "go on?"}');
   await page.click("#run-form button[type=submit]");
   await page.waitForSelector("#run-done", { timeout: 60000 });
@@ -153,6 +161,13 @@ try {
   await page.reload();
   await page.waitForSelector("#key-form");
   check(!(await page.content()).includes(key), "the key is not in the page after a reload");
+
+  // An invitation with an organization role shows as pending.
+  await page.fill("#invite-email", "invited@example.com");
+  await page.selectOption("#invite-role", { label: "Organization User" });
+  await page.click("#invite button[type=submit]");
+  await page.waitForSelector("#members td:text('invited@example.com (invited)')");
+  check(true, "an invitation is pending in the members list");
 
   // The audit log, filtered, has the events of what was done.
   await page.goto(BASE + "/#/audit");
