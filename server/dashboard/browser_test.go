@@ -123,9 +123,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	if shots == "" {
 		shots = filepath.Join(t.TempDir(), "screenshots")
 	}
+	folder := filepath.Join(t.TempDir(), "echo-agent")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(folder, "langgraph.json"), []byte(`{"graphs": {"agent": {"builtin": "echo"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(node, "dashboard.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "BASE="+s.URL, "CHROMIUM="+chromium, "ARCHIVE="+agentArchive(t), "SHOTS="+shots,
+	cmd.Env = append(os.Environ(), "BASE="+s.URL, "CHROMIUM="+chromium, "ARCHIVE="+agentArchive(t), "SHOTS="+shots, "FOLDER="+folder,
 		"EVIL="+evil.URL, "ADMIN_EMAIL=admin@example.com", "ADMIN_PASSWORD="+adminPW,
 		"VIEWER_EMAIL=viewer@example.com", "VIEWER_PASSWORD="+viewerPW)
 	out, err := cmd.CombinedOutput()

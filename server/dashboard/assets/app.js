@@ -309,14 +309,69 @@ function deleteSection(d) {
     } }, el("label", { for: "delete-confirm" }, `Type ${d.name} to delete it, its revisions and its agent's data`), input, " ", btn));
 }
 
+// ---- packing a folder chosen in the browser into a .tar.gz ----
+
+// skipped mirrors what `slipway deploy` never packs (README, the CLI):
+// version control, dependencies, virtual environments and .env files.
+function skipped(path) {
+  return path.split("/").some((p) => [".git", "node_modules", ".venv", "venv"].includes(p)) ||
+    /(^|\/)\.env(\.(?!example$|sample$|template$|dist$)[^/]*)?$/.test(path);
+}
+
+// tarHeader is a ustar header; names longer than 100 bytes use the prefix field.
+function tarHeader(name, size, mode, mtime) {
+  const h = new Uint8Array(512), enc = new TextEncoder();
+  let prefix = "";
+  if (enc.encode(name).length > 100) {
+    const cut = name.lastIndexOf("/", 155);
+    prefix = name.slice(0, cut); name = name.slice(cut + 1);
+  }
+  const put = (off, len, str) => h.set(enc.encode(str).slice(0, len), off);
+  const oct = (off, len, n) => put(off, len, n.toString(8).padStart(len - 1, "0") + "\0");
+  put(0, 100, name); oct(100, 8, mode); oct(108, 8, 0); oct(116, 8, 0); oct(124, 12, size); oct(136, 12, mtime);
+  put(148, 8, "        "); put(156, 1, "0"); put(257, 6, "ustar\0"); put(263, 2, "00"); put(345, 155, prefix);
+  let sum = 0;
+  for (const b of h) sum += b;
+  put(148, 8, sum.toString(8).padStart(6, "0") + "\0 ");
+  return h;
+}
+
+// packFolder tars the files of a folder input (their paths without the
+// folder's own name) and gzips them with the browser's CompressionStream.
+// Browsers do not expose file modes: files under bin/ are packed
+// executable, everything else 0644.
+async function packFolder(files) {
+  const parts = [];
+  let count = 0;
+  for (const f of files) {
+    const path = f.webkitRelativePath.split("/").slice(1).join("/");
+    if (!path || skipped(path)) continue;
+    const data = new Uint8Array(await f.arrayBuffer());
+    const mode = /(^|\/)bin\//.test(path) ? 0o755 : 0o644;
+    parts.push(tarHeader(path, data.length, mode, Math.floor(f.lastModified / 1000)), data, new Uint8Array((512 - (data.length % 512)) % 512));
+    count++;
+  }
+  if (!count) throw new Error("The folder has nothing to pack.");
+  parts.push(new Uint8Array(1024));
+  const gz = new Blob(parts).stream().pipeThrough(new CompressionStream("gzip"));
+  return new Response(gz).blob();
+}
+
 function newPage() {
   const name = el("input", { id: "new-name", required: true, pattern: "[a-zA-Z0-9][a-zA-Z0-9-]*", autocomplete: "off" });
   const config = el("input", { id: "new-config", value: "langgraph.json", required: true });
-  const file = el("input", { id: "new-archive", type: "file", accept: ".tar.gz,.tgz,application/gzip", required: true });
+  const file = el("input", { id: "new-archive", type: "file", accept: ".tar.gz,.tgz,application/gzip" });
+  const folder = el("input", { id: "new-folder", type: "file", webkitdirectory: true });
   const msg = el("div", { role: "status" });
   page("New deployment", el("form", { id: "new-form", onsubmit: async (ev) => {
     ev.preventDefault();
     try {
+      let source = file.files[0];
+      if (!source && folder.files.length) {
+        msg.textContent = "Packing the folder…";
+        source = await packFolder(folder.files);
+      }
+      if (!source) throw new Error("Choose a .tar.gz archive or a folder.");
       msg.textContent = "Creating…";
       const d = await api("POST", "/v2/deployments", { name: name.value, source: "internal_source", source_config: {},
         source_revision_config: { graph_config_path: config.value }, secrets: [] });
@@ -325,7 +380,7 @@ function newPage() {
       // The signed URL is absolute (the public URL); the same path on this
       // origin keeps the upload same-origin behind any proxy.
       const u = new URL(up.upload_url, location.href);
-      const res = await fetch(u.pathname + u.search, { method: "PUT", body: file.files[0], credentials: "omit" });
+      const res = await fetch(u.pathname + u.search, { method: "PUT", body: source, credentials: "omit" });
       if (!res.ok) throw new Error("Upload failed: " + (await res.text()));
       await api("PATCH", "/v2/deployments/" + d.id, { source_revision_config: { source_tarball_path: up.object_path } });
       location.hash = "#/d/" + d.id;
@@ -334,7 +389,10 @@ function newPage() {
   el("label", { for: "new-name" }, "Name"), name,
   el("label", { for: "new-config" }, "Graph configuration path (in the archive)"), config,
   el("label", { for: "new-archive" }, "Source archive (.tar.gz)"), file,
-  el("p", { class: "hint" }, "Pack the agent directory with: tar -czf app.tar.gz -C DIR ."),
+  el("label", { for: "new-folder" }, "…or a folder, packed in the browser"), folder,
+  el("p", { class: "hint" }, "A folder is packed without .git, node_modules, virtual environments and .env files; " +
+    "browsers do not tell file modes, so only files under bin/ are made executable. " +
+    "For full control pack it yourself: tar -czf app.tar.gz -C DIR ."),
   el("p", {}, el("button", { class: "primary", type: "submit" }, "Create and build")), msg));
 }
 
@@ -451,7 +509,9 @@ async function orgPage() {
     } }, el("label", { for: "invite-email" }, "Email"), email, el("label", { for: "invite-role" }, "Role"), role, " ", el("button", { type: "submit" }, "Invite"))));
   }
   out.append(sec("Workspaces", "workspaces", el("ul", {}, workspaces.map((w) => el("li", {}, w.display_name, " ", el("span", { class: "hint mono" }, w.id))))));
-  out.append(sec("API keys", "keys", await keysSection()));
+  out.append(sec("Workspace API keys", "keys", me.can_admin_workspace ? await keyManager("workspace")
+    : el("p", { class: "hint" }, "Workspace API keys are managed by the workspace's Admins.")));
+  if (me.kind !== "service_key") out.append(sec("Personal access tokens", "pats", await keyManager("personal")));
   out.append(sec("Retention", "retention", await safe(async () => {
     const t = await api("GET", "/api/v1/orgs/ttl-settings");
     const days = el("input", { id: "retention-days", type: "number", min: 1, max: 400, value: t.audit_log_retention_days || "" });
@@ -464,42 +524,44 @@ async function orgPage() {
   })));
 }
 
-async function keysSection() {
+// keyManager lists, creates (showing the new key once) and revokes one
+// kind of key: the workspace's service keys, or the caller's personal
+// access tokens.
+async function keyManager(kind) {
+  const ws = kind === "workspace";
+  const path = ws ? "/api/v1/api-key" : "/api/v1/orgs/current/personal-access-tokens";
+  const id = ws ? "key" : "pat";
   const box = el("div");
-  const once = el("div", { id: "new-key" });
-  let keys = [];
-  try { keys = me.can_admin_workspace ? await api("GET", "/api/v1/api-key") : []; } catch (e) { box.append(errorBox(e)); }
-  const desc = el("input", { id: "key-description", value: "dashboard key" });
+  const once = el("div", { id: `new-${id}` });
+  const desc = el("input", { id: `${id}-description`, value: ws ? "dashboard key" : "my token" });
   const role = el("select", { id: "key-role" }, ["Viewer", "Editor", "Admin"].map((r) => el("option", { value: r }, r)));
-  if (me.can_admin_workspace) {
-    box.append(el("form", { id: "key-form", onsubmit: async (ev) => {
-      ev.preventDefault();
-      try {
-        const k = await api("POST", "/api/v1/api-key", { description: desc.value, role_id: role.value });
-        once.replaceChildren(el("div", { class: "key-once" }, el("p", {}, "Copy this key now: it is shown only once."),
-          el("code", { id: "new-key-value" }, k.key), " ", copyButton(k.key, "Copy the new key")));
-        const rows = await keyRows();
-        box.querySelector("tbody").replaceChildren(...rows);
-      } catch (e) { toast(e.message); }
-    } }, el("label", { for: "key-description" }, "Description"), desc, el("label", { for: "key-role" }, "Workspace role"), role, " ",
-    el("button", { type: "submit" }, "Create key")), once);
-  }
-  const keyRows = async () => {
-    keys = await api("GET", "/api/v1/api-key");
-    return keys.map((k) => el("tr", { "data-key": k.id }, el("td", {}, k.description), el("td", { class: "mono" }, k.short_key),
-      el("td", { class: "opt" }, when(k.created_at)),
-      el("td", {}, el("button", { type: "button", class: "danger revoke", onclick: async () => {
-        if (!confirm(`Revoke the key "${k.description}"? Whatever uses it stops working.`)) return;
-        try { await api("DELETE", "/api/v1/api-key/" + k.id); once.replaceChildren(); toast("Revoked."); box.querySelector("tbody").replaceChildren(...await keyRows()); }
+  const readOnly = el("input", { id: "pat-read-only", type: "checkbox" });
+  const tbody = el("tbody");
+  const load = async () => {
+    const keys = await api("GET", path);
+    tbody.replaceChildren(...keys.map((k) => el("tr", { "data-key": k.id }, el("td", {}, k.description), el("td", { class: "mono" }, k.short_key),
+      el("td", { class: "opt" }, k.read_only ? "read-only" : ""), el("td", { class: "opt" }, when(k.created_at)),
+      el("td", {}, el("button", { type: "button", class: "danger revoke", "aria-label": `Revoke ${k.description}`, onclick: async () => {
+        if (!confirm(`Revoke "${k.description}"? Whatever uses it stops working.`)) return;
+        try { await api("DELETE", `${path}/${k.id}`); once.replaceChildren(); toast("Revoked."); await load(); }
         catch (e) { toast(e.message); }
-      } }, "Revoke"))));
+      } }, "Revoke")))));
   };
-  if (me.can_admin_workspace) {
-    box.append(el("div", { class: "scroll" }, el("table", { id: "key-table" }, el("thead", {}, el("tr", {}, el("th", {}, "Description"), el("th", {}, "Key"), el("th", { class: "opt" }, "Created"), el("th", {}, ""))),
-      el("tbody", {}, await keyRows()))));
-  } else {
-    box.append(el("p", { class: "hint" }, "Workspace API keys are managed by the workspace's Admins."));
-  }
+  box.append(el("form", { id: `${id}-form`, onsubmit: async (ev) => {
+    ev.preventDefault();
+    try {
+      const body = ws ? { description: desc.value, role_id: role.value } : { description: desc.value, read_only: readOnly.checked };
+      const k = await api("POST", path, body);
+      once.replaceChildren(el("div", { class: "key-once" }, el("p", {}, "Copy it now: it is shown only once."),
+        el("code", { id: `new-${id}-value` }, k.key), " ", copyButton(k.key, "Copy the new key")));
+      await load();
+    } catch (e) { toast(e.message); }
+  } }, el("label", { for: `${id}-description` }, "Description"), desc,
+  ws ? [el("label", { for: "key-role" }, "Workspace role"), role] : el("label", {}, readOnly, " read-only"), " ",
+  el("button", { type: "submit" }, ws ? "Create key" : "Create token")), once,
+  el("div", { class: "scroll" }, el("table", { id: `${id}-table` }, el("thead", {}, el("tr", {}, el("th", {}, "Description"), el("th", {}, "Key"),
+    el("th", { class: "opt" }, ""), el("th", { class: "opt" }, "Created"), el("th", {}, ""))), tbody)));
+  try { await load(); } catch (e) { box.replaceChildren(errorBox(e)); }
   return box;
 }
 
@@ -515,11 +577,12 @@ async function auditPage() {
   let ops = [];
   try { ops = await api("GET", "/api/v1/audit-logs/operations"); } catch { ops = []; }
   const op = el("select", { id: "audit-ops", multiple: true, size: 5 }, ops.map((o) => el("option", { value: o }, o)));
+  const size = el("select", { id: "audit-limit" }, [10, 50, 100].map((n) => el("option", { value: n, selected: n === 50 }, n)));
   const body = el("tbody");
   const more = el("button", { type: "button", id: "audit-more", hidden: true }, "Next page");
   let cursor = null;
   const query = (cur) => {
-    const q = new URLSearchParams({ start_time: new Date(start.value).toISOString(), end_time: new Date(end.value).toISOString(), limit: "50" });
+    const q = new URLSearchParams({ start_time: new Date(start.value).toISOString(), end_time: new Date(end.value).toISOString(), limit: size.value });
     for (const o of op.selectedOptions) q.append("operations", o.value);
     if (cur) q.set("cursor", cur);
     return "/api/v1/audit-logs?" + q;
@@ -559,7 +622,8 @@ async function auditPage() {
       el("div", { class: "row" },
         el("div", {}, el("label", { for: "audit-start" }, "From"), start),
         el("div", {}, el("label", { for: "audit-end" }, "To"), end),
-        el("div", {}, el("label", { for: "audit-ops" }, "Operations (none: all)"), op)),
+        el("div", {}, el("label", { for: "audit-ops" }, "Operations (none: all)"), op),
+        el("div", {}, el("label", { for: "audit-limit" }, "Per page"), size)),
       el("p", {}, el("button", { type: "submit", class: "primary" }, "Show"), " ",
         el("button", { type: "button", id: "audit-export", onclick: () => exportJSONL().catch((e) => toast(e.message)) }, "Export JSON Lines"))),
     el("div", { class: "scroll" }, el("table", { id: "audit" }, el("thead", {}, el("tr", {}, el("th", {}, "Time"), el("th", {}, "Operation"), el("th", {}, "Status"), el("th", { class: "opt" }, "Actor"), el("th", {}, ""))), body)),

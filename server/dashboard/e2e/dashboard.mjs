@@ -84,6 +84,24 @@ try {
   await readmeShot(page, "deployment");
   const firstRev = await page.getAttribute("#revisions tbody tr", "data-revision");
 
+  // A second deployment from a folder packed in the browser.
+  await page.goto(BASE + "/#/new");
+  await page.fill("#new-name", "folder-agent");
+  await page.setInputFiles("#new-folder", env("FOLDER"));
+  await page.click("#new-form button[type=submit]");
+  await page.waitForSelector("#revisions");
+  check(await waitLogEnd(page) === "DEPLOYED", "a deployment from a folder packed in the browser ends DEPLOYED");
+
+  // Keyboard: a page puts the focus on its content; Tab goes on from there
+  // with a visible focus ring, and the skip link is the first stop of the page.
+  await page.keyboard.press("Tab");
+  const focus = await page.evaluate(() => ({
+    inMain: document.getElementById("main").contains(document.activeElement),
+    outline: getComputedStyle(document.activeElement).outlineStyle,
+    skipFirst: document.querySelector("a[href], button, input, select, textarea").classList.contains("skip"),
+  }));
+  check(focus.inMain && focus.outline !== "none" && focus.skipFirst, `keyboard focus moves through the content with a visible ring (${JSON.stringify(focus)})`);
+
   // The list shows it with its status and a copyable URL; the filter narrows it.
   await page.goto(BASE + "/#/deployments");
   await page.waitForSelector("tr[data-name='web-agent']");
@@ -162,6 +180,14 @@ try {
   await page.waitForSelector("#key-form");
   check(!(await page.content()).includes(key), "the key is not in the page after a reload");
 
+  // A personal access token, shown once, then revoked.
+  await page.fill("#pat-description", "browser token");
+  await page.click("#pat-form button[type=submit]");
+  check((await page.textContent("#new-pat-value")).startsWith("slw_"), "the new personal access token is shown");
+  await page.click("#pat-table tr:has-text('browser token') .revoke");
+  await page.waitForSelector("#pat-table tr:has-text('browser token')", { state: "detached" });
+  check(true, "the personal access token is revoked");
+
   // An invitation with an organization role shows as pending.
   await page.fill("#invite-email", "invited@example.com");
   await page.selectOption("#invite-role", { label: "Organization User" });
@@ -183,6 +209,17 @@ try {
   const [download] = await Promise.all([page.waitForEvent("download"), page.click("#audit-export")]);
   const lines = readFileSync(await download.path(), "utf8").trim().split("\n");
   check(lines.length === ops.length && JSON.parse(lines[0]).api, "the export is the window's events as JSON Lines");
+
+  // Paging: ten events a page, the next page by the cursor.
+  await page.selectOption("#audit-ops", []);
+  await page.selectOption("#audit-limit", "10");
+  await page.click("#audit-form button[type=submit]");
+  await page.waitForFunction(() => document.querySelectorAll("#audit .audit-row").length === 10);
+  await page.click("#audit-more");
+  await page.waitForFunction(() => document.querySelectorAll("#audit .audit-row").length > 10);
+  check(true, "the next page of the audit log follows the cursor");
+  await page.click("#audit .audit-row summary");
+  check(JSON.parse(await page.textContent("#audit .audit-row pre")).metadata !== undefined, "an event's full OCSF JSON is shown");
 
   // CSP: an injected inline script does not run.
   const blocked = await page.evaluate(() => new Promise((resolve) => {
@@ -226,6 +263,9 @@ try {
     return res.status;
   });
   check(status === 403, "a Viewer's direct write is refused (403)");
+  await vpage.goto(BASE + "/#/audit");
+  await vpage.waitForSelector("#audit-why");
+  check((await vpage.textContent("main")).includes("organization:manage") || (await vpage.textContent("#audit-why")).includes("role"), "the audit page tells a Viewer why it cannot read the log");
   await vctx.close();
   console.log("all browser steps passed");
 } finally {
