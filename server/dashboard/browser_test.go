@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,18 +146,27 @@ func TestDashboardInBrowser(t *testing.T) {
 	// What the browser did is in the audit log, as if done with the API.
 	from := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	to := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	r = s.Do("GET", "/api/v1/audit-logs?limit=100&start_time="+from+"&end_time="+to, nil)
-	if r.Status != 200 {
-		t.Fatalf("audit log: %d %s", r.Status, r.Body)
-	}
 	seen := map[string]bool{}
-	for _, ev := range r.JSON().(map[string]any)["items"].([]any) {
-		e := ev.(map[string]any)
-		if api, ok := e["api"].(map[string]any); ok && e["status"] == "Success" {
-			seen[api["operation"].(string)] = true
+	for cursor := ""; ; {
+		r = s.Do("GET", "/api/v1/audit-logs?limit=100&start_time="+from+"&end_time="+to+"&cursor="+cursor, nil)
+		if r.Status != 200 {
+			t.Fatalf("audit log: %d %s", r.Status, r.Body)
 		}
+		page := r.JSON().(map[string]any)
+		for _, ev := range page["items"].([]any) {
+			e := ev.(map[string]any)
+			if api, ok := e["api"].(map[string]any); ok && e["status"] == "Success" {
+				seen[api["operation"].(string)] = true
+			}
+		}
+		next, _ := page["cursor"].(string)
+		if next == "" {
+			break
+		}
+		cursor = url.QueryEscape(next)
 	}
-	for _, op := range []string{"create_deployment", "update_deployment", "create_api_key", "delete_api_key"} {
+	for _, op := range []string{"create_deployment", "update_deployment", "delete_deployment", "create_api_key", "delete_api_key",
+		"create_personal_access_token", "delete_personal_access_token", "invite_user_to_org"} {
 		if !seen[op] {
 			t.Errorf("the audit log has no successful %s from the browser's actions; it has %v", op, seen)
 		}

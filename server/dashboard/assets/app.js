@@ -102,7 +102,7 @@ function renderNav() {
     document.cookie = `slipway_workspace=${encodeURIComponent(e.target.value)}; path=/; samesite=strict`;
     init().then(route);
   } }, workspaces.map((w) => el("option", { value: w.id, selected: w.id === me.workspace_id }, w.display_name)));
-  $nav.append(
+  $nav.append(...[
     el("a", { href: "#/deployments" }, "Deployments"),
     me.can_write ? el("a", { href: "#/new" }, "New deployment") : null,
     el("a", { href: "#/org" }, "Organization"),
@@ -111,7 +111,7 @@ function renderNav() {
     workspaces.length ? ws : null,
     el("span", { class: "hint", id: "whoami" }, me.kind === "session" ? (me.organization_role || me.workspace_role || "member") : "API key"),
     el("button", { type: "button", id: "signout", onclick: signOut }, "Sign out"),
-  );
+  ].filter(Boolean));
 }
 
 async function signOut() {
@@ -189,6 +189,10 @@ async function deploymentsPage() {
         el("th", { class: "opt" }, "Active revision"), el("th", { class: "opt" }, "Last change"))), body)),
     out);
   await load();
+  // Statuses change on their own (builds, health checks, deletions): the
+  // list is read again every few seconds while it is shown.
+  const poll = setInterval(load, 3000);
+  stop.push(() => clearInterval(poll));
 }
 
 // logView follows a log endpoint over server-sent events, with pause.

@@ -164,6 +164,22 @@ try {
   }, firstRev, { timeout: 120000, polling: 500 });
   check(true, "rolled back to the first revision");
 
+  // The agent's own output, followed live.
+  await page.selectOption("#log-source", "agent");
+  await page.waitForFunction(() => document.querySelector("#log")?.textContent.includes("agent"), null, { timeout: 60000 });
+  check(true, "the agent's output is followed");
+
+  // Delete, once the name is typed.
+  await page.goto(BASE + "/#/deployments");
+  await page.click("tr[data-name='folder-agent'] a");
+  await page.waitForSelector("#delete-confirm");
+  check(await page.isDisabled("form:has(#delete-confirm) button[type=submit]"), "delete is disabled until the name is typed");
+  await page.fill("#delete-confirm", "folder-agent");
+  await page.click("form:has(#delete-confirm) button[type=submit]");
+  await page.waitForSelector("#deployments");
+  await page.waitForSelector("tr[data-name='folder-agent']", { state: "detached" });
+  check(true, "a deployment is deleted after its name is typed");
+
   // An API key, shown once, then revoked.
   await page.goto(BASE + "/#/org");
   await page.waitForSelector("#key-form");
@@ -198,12 +214,12 @@ try {
   // The audit log, filtered, has the events of what was done.
   await page.goto(BASE + "/#/audit");
   await page.waitForSelector("#audit-form");
-  await page.selectOption("#audit-ops", ["create_deployment", "update_deployment", "create_api_key", "delete_api_key"]);
+  await page.selectOption("#audit-ops", ["create_deployment", "update_deployment", "delete_deployment", "create_api_key", "delete_api_key"]);
   await page.click("#audit-form button[type=submit]");
   await page.waitForSelector("#audit .op:text('delete_api_key')");
   const ops = await page.$$eval("#audit .op", (els) => els.map((e) => e.textContent));
-  for (const op of ["create_deployment", "update_deployment", "create_api_key", "delete_api_key"]) check(ops.includes(op), `the audit log shows ${op}`);
-  check(ops.every((op) => ["create_deployment", "update_deployment", "create_api_key", "delete_api_key"].includes(op)), "the operations filter applies");
+  for (const op of ["create_deployment", "update_deployment", "delete_deployment", "create_api_key", "delete_api_key"]) check(ops.includes(op), `the audit log shows ${op}`);
+  check(ops.every((op) => ["create_deployment", "update_deployment", "delete_deployment", "create_api_key", "delete_api_key"].includes(op)), "the operations filter applies");
   await a11y(page, "audit log");
   await shot(page, "audit");
   const [download] = await Promise.all([page.waitForEvent("download"), page.click("#audit-export")]);
