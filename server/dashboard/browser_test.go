@@ -112,6 +112,12 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("viewer's workspace role: %d %s", r.Status, r.Body)
 	}
 
+	vk := s.Do("POST", "/api/v1/api-key", map[string]any{"description": "viewer key", "role_id": "Viewer"})
+	if vk.Status != 200 {
+		t.Fatalf("viewer key: %d %s", vk.Status, vk.Body)
+	}
+	viewerKey := vk.Map()["key"].(string)
+
 	// A page of another origin that posts a form to Slipway with the
 	// browser's cookies: the CSRF check must refuse it.
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -135,7 +141,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "BASE="+s.URL, "CHROMIUM="+chromium, "ARCHIVE="+agentArchive(t), "SHOTS="+shots, "FOLDER="+folder,
 		"EVIL="+evil.URL, "ADMIN_EMAIL=admin@example.com", "ADMIN_PASSWORD="+adminPW,
-		"VIEWER_EMAIL=viewer@example.com", "VIEWER_PASSWORD="+viewerPW)
+		"VIEWER_EMAIL=viewer@example.com", "VIEWER_PASSWORD="+viewerPW, "VIEWER_KEY="+viewerKey)
 	out, err := cmd.CombinedOutput()
 	t.Logf("browser run:\n%s", out)
 	if err != nil {

@@ -591,7 +591,10 @@ async function auditPage() {
     if (cur) q.set("cursor", cur);
     return "/api/v1/audit-logs?" + q;
   };
+  const table = el("table", { id: "audit", "data-state": "loading" }, el("thead", {}, el("tr", {}, el("th", {}, "Time"), el("th", {}, "Operation"),
+    el("th", {}, "Status"), el("th", { class: "opt" }, "Actor"), el("th", {}, ""))), body);
   const load = async (cur) => {
+    table.dataset.state = "loading";
     try {
       const res = await api("GET", query(cur));
       if (!cur) body.replaceChildren();
@@ -604,7 +607,9 @@ async function auditPage() {
       cursor = res.cursor;
       more.hidden = !cursor;
       out.replaceChildren(body.children.length ? "" : el("p", { class: "hint" }, "No events in this window."));
+      table.dataset.state = "loaded";
     } catch (e) {
+      table.dataset.state = "failed";
       out.replaceChildren(errorBox(e));
       if (e.status === 403) out.append(el("p", { id: "audit-why" }, "Reading audit logs needs all three of: the Enterprise plan, the organization's can_use_audit_logs flag (slipway admin org set-flag ORG can_use_audit_logs true), and the Organization Admin or Operator role. The message above names the one missing."));
     }
@@ -630,7 +635,7 @@ async function auditPage() {
         el("div", {}, el("label", { for: "audit-limit" }, "Per page"), size)),
       el("p", {}, el("button", { type: "submit", class: "primary" }, "Show"), " ",
         el("button", { type: "button", id: "audit-export", onclick: () => exportJSONL().catch((e) => toast(e.message)) }, "Export JSON Lines"))),
-    el("div", { class: "scroll" }, el("table", { id: "audit" }, el("thead", {}, el("tr", {}, el("th", {}, "Time"), el("th", {}, "Operation"), el("th", {}, "Status"), el("th", { class: "opt" }, "Actor"), el("th", {}, ""))), body)),
+    el("div", { class: "scroll" }, table),
     more, out);
   await load(null);
 }

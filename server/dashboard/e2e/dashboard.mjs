@@ -63,6 +63,11 @@ try {
   await page.waitForSelector("#signin-password");
   await a11y(page, "sign-in");
   await shot(page, "signin");
+  await page.fill("#email", env("ADMIN_EMAIL"));
+  await page.fill("#password", "not-the-password");
+  await page.click("#signin-password button[type=submit]");
+  await page.waitForSelector("main [role=alert]");
+  check((await page.textContent("main [role=alert]")).includes("Invalid email or password"), "a wrong password is told, not a blank page");
   await signIn(page, env("ADMIN_EMAIL"), env("ADMIN_PASSWORD"));
   check(true, "signed in with a basic-auth user");
 
@@ -213,13 +218,14 @@ try {
 
   // The audit log, filtered, has the events of what was done.
   await page.goto(BASE + "/#/audit");
-  await page.waitForSelector("#audit-form");
+  await page.waitForSelector("#audit[data-state=loaded]");
   await page.selectOption("#audit-ops", ["create_deployment", "update_deployment", "delete_deployment", "create_api_key", "delete_api_key"]);
   await page.click("#audit-form button[type=submit]");
-  await page.waitForSelector("#audit .op:text('delete_api_key')");
+  const wanted = ["create_deployment", "update_deployment", "delete_deployment", "create_api_key", "delete_api_key"];
+  await page.waitForSelector("#audit[data-state=loaded]");
   const ops = await page.$$eval("#audit .op", (els) => els.map((e) => e.textContent));
-  for (const op of ["create_deployment", "update_deployment", "delete_deployment", "create_api_key", "delete_api_key"]) check(ops.includes(op), `the audit log shows ${op}`);
-  check(ops.every((op) => ["create_deployment", "update_deployment", "delete_deployment", "create_api_key", "delete_api_key"].includes(op)), "the operations filter applies");
+  for (const op of wanted) check(ops.includes(op), `the audit log shows ${op}`);
+  check(ops.every((op) => wanted.includes(op)), "the operations filter applies");
   await a11y(page, "audit log");
   await shot(page, "audit");
   const [download] = await Promise.all([page.waitForEvent("download"), page.click("#audit-export")]);
@@ -230,9 +236,11 @@ try {
   await page.selectOption("#audit-ops", []);
   await page.selectOption("#audit-limit", "10");
   await page.click("#audit-form button[type=submit]");
-  await page.waitForFunction(() => document.querySelectorAll("#audit .audit-row").length === 10);
+  await page.waitForSelector("#audit[data-state=loaded]");
+  check(await page.$$eval("#audit .audit-row", (r) => r.length) === 10, "a page holds ten events");
   await page.click("#audit-more");
-  await page.waitForFunction(() => document.querySelectorAll("#audit .audit-row").length > 10);
+  await page.waitForSelector("#audit[data-state=loaded]");
+  check(await page.$$eval("#audit .audit-row", (r) => r.length) > 10, "the next page is added");
   check(true, "the next page of the audit log follows the cursor");
   await page.click("#audit .audit-row summary");
   check(JSON.parse(await page.textContent("#audit .audit-row pre")).metadata !== undefined, "an event's full OCSF JSON is shown");
@@ -283,6 +291,16 @@ try {
   await vpage.waitForSelector("#audit-why");
   check((await vpage.textContent("main")).includes("organization:manage") || (await vpage.textContent("#audit-why")).includes("role"), "the audit page tells a Viewer why it cannot read the log");
   await vctx.close();
+
+  // Signing in with an API key works too (here a workspace Viewer's key).
+  const kctx = await browser.newContext();
+  const kpage = await kctx.newPage();
+  await kpage.goto(BASE + "/#/signin");
+  await kpage.fill("#apikey", env("VIEWER_KEY"));
+  await kpage.click("#signin-key button[type=submit]");
+  await kpage.waitForSelector("tr[data-name='web-agent']");
+  check((await kpage.textContent("#whoami")) === "API key" && !(await kpage.$("a[href='#/new']")), "signed in with an API key, read-only");
+  await kctx.close();
   console.log("all browser steps passed");
 } finally {
   await browser.close();
