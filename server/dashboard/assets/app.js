@@ -437,7 +437,15 @@ async function explorerPage(id, threadID) {
   try {
     assistants = await api("POST", base + "/assistants/search", { limit: 100 });
     threads = await api("POST", base + "/threads/search", { limit: 20 });
-  } catch (e) { out.replaceChildren(errorBox(e)); return; }
+  } catch (e) {
+    if (e.status !== 403) { out.replaceChildren(errorBox(e)); return; }
+    // The agent API lists with POST searches, which the proxy counts as
+    // writes: a read-only credential opens a thread by its id instead.
+    const tid = el("input", { id: "open-thread", class: "mono", autocomplete: "off" });
+    out.append(el("section", {}, el("p", { class: "hint" }, "Listing graphs and threads needs a role that writes (the agent API searches with POST). ",
+      "A thread can still be read by its id."), el("form", { onsubmit: (ev) => { ev.preventDefault(); location.hash = `#/d/${id}/agent/${tid.value.trim()}`; } },
+      el("label", { for: "open-thread" }, "Thread id"), tid, " ", el("button", { type: "submit" }, "Open"))));
+  }
   const pickA = el("select", { id: "assistant" }, assistants.map((a) => el("option", { value: a.assistant_id }, `${a.name || a.graph_id} (graph ${a.graph_id})`)));
   out.append(
     el("section", {}, el("h2", {}, "Graphs and assistants"), el("ul", { id: "assistants" }, assistants.map((a) => el("li", {}, el("strong", {}, a.graph_id), " ", el("span", { class: "mono hint" }, a.assistant_id))))),
@@ -450,7 +458,7 @@ async function explorerPage(id, threadID) {
   if (!threadID) return;
   const [state, history, runs] = await Promise.all([
     api("GET", `${base}/threads/${threadID}/state`),
-    api("POST", `${base}/threads/${threadID}/history`, { limit: 10 }),
+    api("GET", `${base}/threads/${threadID}/history?limit=10`),
     api("GET", `${base}/threads/${threadID}/runs`)]);
   const events = el("ol", { class: "events", id: "events", "aria-live": "polite" });
   const input = el("textarea", { id: "run-input", spellcheck: "false" }, '{"messages": [{"role": "user", "content": "hello"}]}');

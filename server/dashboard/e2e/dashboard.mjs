@@ -123,6 +123,7 @@ try {
   await page.waitForSelector("#assistants li");
   await page.click("#new-thread");
   await page.waitForSelector("#run-form");
+  const threadURL = page.url();
   await page.fill("#run-input", '{"messages": [{"role": "user", "content": "hello"}]}');
   await page.click("#run-form button[type=submit]");
   await page.waitForSelector("#run-done", { timeout: 60000 });
@@ -287,6 +288,9 @@ try {
     return res.status;
   });
   check(status === 403, "a Viewer's direct write is refused (403)");
+  await vpage.goto(threadURL);
+  await vpage.waitForSelector("#state");
+  check(!(await vpage.$("#run-form")) && !(await vpage.$("#resume-form")), "a Viewer reads a thread in the explorer, without run controls");
   await vpage.goto(BASE + "/#/audit");
   await vpage.waitForSelector("#audit-why");
   check((await vpage.textContent("main")).includes("organization:manage") || (await vpage.textContent("#audit-why")).includes("role"), "the audit page tells a Viewer why it cannot read the log");
