@@ -112,6 +112,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("viewer's workspace role: %d %s", r.Status, r.Body)
 	}
 
+	if r := s.Do("POST", "/api/v1/workspaces", map[string]any{"display_name": "Second"}); r.Status != 200 {
+		t.Fatalf("second workspace: %d %s", r.Status, r.Body)
+	}
 	vk := s.Do("POST", "/api/v1/api-key", map[string]any{"description": "viewer key", "role_id": "Viewer"})
 	if vk.Status != 200 {
 		t.Fatalf("viewer key: %d %s", vk.Status, vk.Body)

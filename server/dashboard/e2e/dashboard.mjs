@@ -265,6 +265,16 @@ try {
   await page.waitForSelector("#key-table");
   check(!(await page.content()).includes("stolen"), "the cross-site post created nothing");
 
+  // The workspace switcher: another workspace has none of this one's deployments.
+  await page.goto(BASE + "/#/deployments");
+  await page.waitForSelector("tr[data-name='web-agent']");
+  await page.selectOption("#workspace", { label: "Second" });
+  await page.waitForSelector("tr[data-name='web-agent']", { state: "detached" });
+  await page.waitForSelector("main p.hint:text('No deployments yet.')");
+  await page.selectOption("#workspace", { label: "Default" });
+  await page.waitForSelector("tr[data-name='web-agent']");
+  check(true, "the workspace switcher changes the workspace the pages act in");
+
   // Sign out: the session ends.
   await page.click("#signout");
   await page.waitForSelector("#signin-password");
