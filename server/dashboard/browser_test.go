@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"fmt"
@@ -11,7 +12,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,8 +148,35 @@ func TestDashboardInBrowser(t *testing.T) {
 	cmd.Env = append(os.Environ(), "BASE="+s.URL, "CHROMIUM="+chromium, "ARCHIVE="+agentArchive(t), "SHOTS="+shots, "FOLDER="+folder,
 		"EVIL="+evil.URL, "ADMIN_EMAIL=admin@example.com", "ADMIN_PASSWORD="+adminPW,
 		"VIEWER_EMAIL=viewer@example.com", "VIEWER_PASSWORD="+viewerPW, "VIEWER_KEY="+viewerKey)
-	out, err := cmd.CombinedOutput()
-	t.Logf("browser run:\n%s", out)
+	// The script asks for one thing only the host can do: "kill-agent ID"
+	// kills that deployment's agent processes, as a crash would, and is
+	// answered on its stdin once done.
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Separate buffers: the copy into Stderr's buffer runs in its own
+	// goroutine for as long as the process runs.
+	var out, errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		line := lines.Text()
+		out.WriteString(line + "\n")
+		if dep, ok := strings.CutPrefix(line, "kill-agent "); ok {
+			n := killAgent(t, filepath.Join(s.DataDir, "deployments", dep))
+			fmt.Fprintf(stdin, "killed %d\n", n)
+		}
+	}
+	err = cmd.Wait()
+	t.Logf("browser run:\n%s%s", out.String(), errOut.String())
 	if err != nil {
 		t.Fatalf("the browser steps failed: %v", err)
 	}
@@ -254,4 +284,28 @@ func TestDashboardHeaders(t *testing.T) {
 	if r := s.Do("GET", "/ok", nil); r.Status != 200 || !strings.Contains(string(r.Body), "ok") {
 		t.Errorf("GET /ok: %d %s", r.Status, r.Body)
 	}
+}
+
+// killAgent SIGKILLs every process whose working directory is under dir
+// (a deployment's directory on the process runtime) and says how many.
+func killAgent(t *testing.T, dir string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil &&
+			(cwd == dir || strings.HasPrefix(cwd, dir+string(filepath.Separator))) {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -5,6 +5,7 @@ import { chromium } from "playwright-core";
 import axe from "axe-core";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 
 const env = (k) => { if (!process.env[k]) throw new Error(`${k} is not set`); return process.env[k]; };
 const BASE = env("BASE"), SHOTS = env("SHOTS");
@@ -49,6 +50,14 @@ async function waitLogEnd(page) {
   await page.waitForSelector("#log-state:text('live')", { timeout: 30000 }).catch(() => {});
   await page.waitForFunction(() => document.querySelector("#log-state")?.textContent.startsWith("ended:"), null, { timeout: 180000 });
   return (await page.textContent("#log-state")).replace("ended: ", "");
+}
+
+// ask writes a request for the Go test on stdout and waits for its answer.
+const rl = createInterface({ input: process.stdin });
+const answers = rl[Symbol.asyncIterator]();
+async function ask(line) {
+  console.log(line);
+  return (await answers.next()).value;
 }
 
 const browser = await chromium.launch({ executablePath: env("CHROMIUM"), args: ["--no-sandbox"] });
@@ -174,6 +183,24 @@ try {
   await page.selectOption("#log-source", "agent");
   await page.waitForFunction(() => document.querySelector("#log")?.textContent.includes("agent"), null, { timeout: 60000 });
   check(true, "the agent's output is followed");
+
+  // A lost agent: the list shows the deployment unhealthy (red, with the
+  // reason) until Slipway brings it back.
+  const depID = page.url().split("#/d/")[1].split("/")[0];
+  await page.goto(BASE + "/#/deployments");
+  await page.waitForSelector("tr[data-name='web-agent'] .badge:text('READY')");
+  const killed = await ask(`kill-agent ${depID}`);
+  check(killed !== "killed 0", `the host killed the agent (${killed})`);
+  let unhealthy = false;
+  for (const end = Date.now() + 15000; !unhealthy && Date.now() < end;) {
+    await page.reload();
+    await page.waitForSelector("tr[data-name='web-agent'] .badge");
+    unhealthy = await page.$("tr[data-name='web-agent'] .badge.s-bad") !== null;
+    if (unhealthy) await shot(page, "unhealthy");
+  }
+  check(unhealthy, "a lost agent shows as unhealthy in the list: " + (await page.textContent("tr[data-name='web-agent'] .badge")));
+  await page.waitForSelector("tr[data-name='web-agent'] .badge:text('READY')", { timeout: 60000 });
+  check(true, "the deployment reads READY again once its agent is back");
 
   // Delete, once the name is typed.
   await page.goto(BASE + "/#/deployments");
@@ -318,4 +345,6 @@ try {
   console.log("all browser steps passed");
 } finally {
   await browser.close();
+  rl.close(); // stdin would keep the process alive
+  process.stdin.destroy();
 }
