@@ -24,6 +24,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/controlplane"
+	"slipway/server/dashboard"
 	"slipway/server/httpx"
 	"slipway/server/orgapi"
 	"slipway/storage"
@@ -52,6 +53,9 @@ type app struct {
 	// SLIPWAY_AUDIT_FORWARD_URL.
 	retention *audit.Retention
 	forward   *audit.Forwarder
+	// dash is the web dashboard at /; its sign-in calls the API through
+	// the handler Handler returns.
+	dash *dashboard.Dashboard
 }
 
 func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.Logger, version string) (*app, error) {
@@ -185,7 +189,9 @@ func (a *app) Handler() http.Handler {
 		httpx.WriteJSON(w, http.StatusInternalServerError, map[string]any{"detail": "Internal server error."})
 	}
 	// API bodies are small; uploads stream through their own cap.
-	return a.byHost(limitNonUpload(rt, 1<<20), auth.Require(a.orgs, true, px.serve))
+	h := a.byHost(limitNonUpload(rt, 1<<20), auth.Require(a.orgs, true, px.serve))
+	a.dash.API = h
+	return h
 }
 
 // register puts every route of `serve` on rt (the authorization tests read
@@ -197,6 +203,8 @@ func (a *app) register(rt *httpx.Router) *proxy {
 		rt.GET(prefix+"/ok", a.ok)
 		rt.GET(prefix+"/info", a.info)
 	}
+	a.dash = &dashboard.Dashboard{Auth: a.orgs, Secure: strings.HasPrefix(strings.ToLower(a.cfg.PublicURL), "https://")}
+	a.dash.Routes(rt)
 	px := &proxy{cp: a.cp, driver: a.driver, gate: a.gate, handoverWait: 60 * time.Second}
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
 		rt.Handle(m, "/agents/:name/*path", auth.Require(a.orgs, true, px.serve))

@@ -109,6 +109,13 @@ var authzMatrix = map[string]string{
 	// public
 	"GET /ok":   "aaaaaaaaa",
 	"GET /info": "aaaaaaaaa",
+	// the dashboard: its page and files are public, signing in and out
+	// needs no credential, and who is signed in is read with one
+	"GET /":                "aaaaaaaaa",
+	"GET /ui/assets/*file": "aaaaaaaaa",
+	"GET /ui/session":      "aaaaaaa31",
+	"POST /ui/session":     "aaaaaaaaa",
+	"POST /ui/signout":     "aaaaaaaaa",
 	// the proxy to deployments: a workspace route for every method
 	"GET /agents/:name/*path":     "aaaaaaa31",
 	"HEAD /agents/:name/*path":    "aaaaaaa31",

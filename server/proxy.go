@@ -79,6 +79,39 @@ func stripCredentials(h http.Header, keepAuthorization bool) {
 	if !keepAuthorization {
 		h.Del("Authorization")
 	}
+	stripDashboardCookies(h)
+}
+
+// stripDashboardCookies drops the dashboard's cookies (auth.CredentialCookie
+// and its siblings, all named slipway_*) from a request bound for an agent,
+// keeping any other cookie: the deployment may set and read its own.
+func stripDashboardCookies(h http.Header) {
+	lines := h.Values("Cookie")
+	if len(lines) == 0 {
+		return
+	}
+	var keep []string
+	for _, line := range lines {
+		for _, c := range strings.Split(line, ";") {
+			if name, _, _ := strings.Cut(strings.TrimSpace(c), "="); name != "" && !strings.HasPrefix(name, "slipway_") {
+				keep = append(keep, strings.TrimSpace(c))
+			}
+		}
+	}
+	h.Del("Cookie")
+	if len(keep) > 0 {
+		h.Set("Cookie", strings.Join(keep, "; "))
+	}
+}
+
+// sandboxAgentDocuments makes whatever page a deployment serves through
+// Slipway's own origin run in an opaque origin: the dashboard lives on
+// that origin, and a deployment's script must not be able to read its CSRF
+// cookie or call the API as the signed-in user.
+func sandboxAgentDocuments(resp *http.Response) error {
+	// Added, not set: a policy of the deployment's own still applies.
+	resp.Header.Add("Content-Security-Policy", "sandbox")
+	return nil
 }
 
 // authorizationIsCallers reports whether the Authorization header of an
@@ -108,6 +141,7 @@ func (p *proxy) reverseProxy() *httputil.ReverseProxy {
 				}
 				pr.SetXForwarded()
 			},
+			ModifyResponse: sandboxAgentDocuments,
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 				if r.Context().Err() != nil {
 					return // the client went away; its disconnect reached the agent

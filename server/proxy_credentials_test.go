@@ -165,3 +165,41 @@ func TestProxyStripsSlipwayCredentials(t *testing.T) {
 		t.Fatalf("bad annotation value: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestProxyDropsDashboardCookies: a browser signed in to the dashboard
+// reaches a deployment with its session cookie, which must not reach the
+// deployment's code (the agent could replay it against Slipway); the
+// deployment's own cookies pass. What the deployment serves is sandboxed,
+// since it shares the dashboard's origin.
+func TestProxyDropsDashboardCookies(t *testing.T) {
+	s := servertest.Start(t, nil)
+	echoDeployment(t, s, "echo", headerEcho(t), nil)
+	r := s.Do("POST", "/ui/session", map[string]any{"api_key": s.Key}, "X-Api-Key", "")
+	if r.Status != 200 {
+		t.Fatalf("sign in: %d %s", r.Status, r.Body)
+	}
+	var cookies []string
+	for _, c := range r.Header.Values("Set-Cookie") {
+		if pair, _, _ := strings.Cut(c, ";"); !strings.HasSuffix(pair, "=") {
+			cookies = append(cookies, pair)
+		}
+	}
+	cookies = append(cookies, "theme=dark")
+	r = servertest.Do(t, "GET", s.URL+"/agents/echo/whoami", nil, "X-Api-Key", "", "Cookie", strings.Join(cookies, "; "))
+	if r.Status != 200 {
+		t.Fatalf("proxy with the dashboard's cookie: %d %s", r.Status, r.Body)
+	}
+	var h http.Header
+	if err := json.Unmarshal(r.Body, &h); err != nil {
+		t.Fatalf("echo answer %s: %v", r.Body, err)
+	}
+	if got := h.Get("Cookie"); got != "theme=dark" {
+		t.Errorf("Cookie at the agent = %q, want only the deployment's own %q", got, "theme=dark")
+	}
+	if strings.Contains(string(r.Body), s.Key) {
+		t.Errorf("the agent received the key: %s", r.Body)
+	}
+	if csp := r.Header.Get("Content-Security-Policy"); csp != "sandbox" {
+		t.Errorf("Content-Security-Policy of a proxied answer = %q, want sandbox", csp)
+	}
+}

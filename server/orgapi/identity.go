@@ -183,10 +183,22 @@ func (s *Store) Authenticate(r *http.Request) (*auth.Principal, error) {
 			key = strings.TrimSpace(h[7:])
 		}
 	}
+	tenant, org := r.Header.Get("X-Tenant-Id"), r.Header.Get("X-Organization-Id")
+	if key == "" && r.Header.Get("Authorization") == "" {
+		// The dashboard's cookie, only when no header names a credential:
+		// a script's explicit credential always wins over an ambient one.
+		cookie, ws, err := auth.CookieCredential(r)
+		if err != nil {
+			return nil, err
+		}
+		key = cookie
+		if tenant == "" {
+			tenant = ws
+		}
+	}
 	if key == "" {
 		return nil, httpx.Unauthorized("Not authenticated: send an API key in the X-Api-Key header or a token as Authorization: Bearer.")
 	}
-	tenant, org := r.Header.Get("X-Tenant-Id"), r.Header.Get("X-Organization-Id")
 	ck := keyOf(key, tenant, org)
 	if p, ok := s.cache.get(ck, s.now()); ok {
 		return p, nil

@@ -941,6 +941,12 @@ func (s *Store) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 		return httpx.BadRequest("Only a login session can be logged out; revoke API keys instead.")
 	}
 	token := bearer(r)
+	if token == "" {
+		// Authenticated by the dashboard's cookie (auth.CookieCredential).
+		if c, err := r.Cookie(auth.CredentialCookie); err == nil {
+			token = c.Value
+		}
+	}
 	if err := s.update(func(tx *bolt.Tx) error { return storage.Delete(tx, storage.BucketSessions, auth.Hash(token)) }); err != nil {
 		return err
 	}
