@@ -343,7 +343,8 @@ func (e *Engine) execute(r *runRecord) {
 		cx, _ := r.Kwargs["context"].(map[string]any)
 		cmd, _ := r.Kwargs["command"].(map[string]any)
 		req = Request{Input: in, Command: cmd, Config: merge(a.Config, cfg), Context: merge(a.Context, cx),
-			ThreadID: r.ThreadID, RunID: r.RunID, AssistantID: a.AssistantID, GraphID: a.GraphID}
+			ThreadID: r.ThreadID, RunID: r.RunID, AssistantID: a.AssistantID, GraphID: a.GraphID,
+			Metadata: merge(a.Metadata, r.Metadata)}
 		return nil
 	})
 	lr.events.publish("metadata", map[string]any{"run_id": r.RunID, "attempt": 1})

@@ -119,12 +119,17 @@ function projectVersion(pkg) {
   }
 }
 
-let lg, saver;
+let lg, saver, graphSaver, preferStreaming;
+const LANGGRAPH_VERSION = projectVersion("@langchain/langgraph");
 const graphs = {}; // id → {graph} | {factory}
 const results = {};
 try {
   lg = await import("@langchain/langgraph");
   saver = createSaver(await import("@langchain/langgraph-checkpoint"), call);
+  graphSaver = mergingSaver(saver);
+  const { BaseCallbackHandler } = await import("@langchain/core/callbacks/base");
+  preferStreaming = BaseCallbackHandler.fromMethods({});
+  preferStreaming.lc_prefer_streaming = true;
 } catch (err) {
   for (const id of Object.keys(cfg.graphs)) results[id] = { ok: false, error: `cannot import @langchain/langgraph from ${cfg.project_dir}: ${err.message}` };
 }
@@ -146,14 +151,33 @@ if (lg) {
   }
 }
 
+// graphSaver is the saver graphs run with: a checkpoint's metadata also
+// records its config's metadata — for a run, its configurable keys, the
+// assistant's and the run's metadata, graph and assistant ids (execute) —
+// so history can be filtered by them, as the reference servers'
+// checkpointers record them. The saver stores metadata as given.
+function mergingSaver(saver) {
+  const s = Object.create(saver);
+  s.put = (config, checkpoint, metadata, newVersions) => saver.put(config, checkpoint, { ...config?.metadata, ...metadata }, newVersions);
+  return s;
+}
+
+// Configurable keys a checkpoint's metadata does not repeat: LangGraph's
+// internals, and what names the checkpoint itself.
+const EXCLUDED_CONFIGURABLE = new Set(["checkpoint_ns", "checkpoint_id", "run_id", "thread_id"]);
+function publicConfigurable(configurable) {
+  return Object.fromEntries(Object.entries(configurable ?? {}).filter(([k]) => !k.startsWith("__") && !EXCLUDED_CONFIGURABLE.has(k)));
+}
+
 // prepare compiles a StateGraph and gives a compiled graph Slipway's
 // checkpointer, whatever the user compiled it with.
 function prepare(g) {
   const compiled = typeof g?.compile === "function" && typeof g?.stream !== "function" ? g.compile() : g;
   if (typeof compiled?.stream !== "function") throw new Error("the export is not a LangGraph graph (no stream method)");
-  compiled.checkpointer = saver;
+  compiled.checkpointer = graphSaver;
   return compiled;
 }
+
 
 async function graphFor(id, config) {
   const entry = graphs[id];
@@ -209,6 +233,49 @@ function stateOut(s) {
   };
 }
 
+// apiShape gives debug, checkpoints and tasks events the shape the
+// reference servers stream: checkpoints named by {thread_id, checkpoint_ns,
+// checkpoint_id, checkpoint_map}, parent_config in snake case, no internal
+// configurable keys or callbacks, and a task's state as a checkpoint.
+function apiShape(mode, data) {
+  if (mode === "debug" && data?.type === "checkpoint") return { ...data, payload: debugCheckpoint(data.payload) };
+  if (mode === "debug" && data?.type === "task_result") return { ...data, payload: debugTask(data.payload) };
+  if (mode === "checkpoints") return debugCheckpoint(data);
+  if (mode === "tasks") return debugTask(data);
+  return data;
+}
+
+function checkpointOf(config, task = false) {
+  const c = config?.configurable;
+  if (!c?.thread_id || (!task && !c.checkpoint_id)) return null;
+  return { thread_id: c.thread_id, checkpoint_id: c.checkpoint_id || null, checkpoint_ns: c.checkpoint_ns || "", checkpoint_map: c.checkpoint_map || null };
+}
+
+function publicConfig(config) {
+  if (!config?.configurable || typeof config.configurable !== "object") return config;
+  const { callbacks, ...rest } = config;
+  return { ...rest, configurable: Object.fromEntries(Object.entries(config.configurable).filter(([k]) => !k.startsWith("__"))) };
+}
+
+function debugTask(task) {
+  const checkpoint = task?.state?.configurable ? checkpointOf(task.state, true) : null;
+  if (!checkpoint) return task;
+  const { state, ...rest } = task;
+  return { ...rest, checkpoint };
+}
+
+function debugCheckpoint(payload) {
+  const { parentConfig, ...rest } = payload;
+  return {
+    ...rest,
+    checkpoint: checkpointOf(payload.config),
+    parent_checkpoint: checkpointOf(parentConfig),
+    tasks: (payload.tasks ?? []).map(debugTask),
+    config: publicConfig(payload.config),
+    parent_config: publicConfig(parentConfig),
+  };
+}
+
 // ---- runs -----------------------------------------------------------------
 
 const runs = new Map(); // run id → {controller, done}
@@ -245,13 +312,29 @@ handlers.cancel = async (p) => {
 };
 
 async function execute(p, signal) {
-  const config = { ...(p.config ?? {}), configurable: { ...(p.config?.configurable ?? {}), thread_id: p.thread_id, run_id: p.run_id, checkpoint_ns: "" } };
+  const ids = { graph_id: p.graph_id, assistant_id: p.assistant_id };
+  const config = {
+    ...(p.config ?? {}),
+    configurable: { ...(p.config?.configurable ?? {}), ...ids, thread_id: p.thread_id, run_id: p.run_id },
+    metadata: {
+      ...publicConfigurable(p.config?.configurable),
+      ...(p.config?.metadata ?? {}),
+      ...(p.metadata ?? {}),
+      ...ids,
+      run_attempt: 1,
+      langgraph_version: LANGGRAPH_VERSION,
+    },
+  };
   if (p.checkpoint_id) config.configurable.checkpoint_id = p.checkpoint_id;
   const graph = await graphFor(p.graph_id, config);
   const modes = p.stream_mode ?? ["values"];
   const lib = new Set(modes.filter((m) => LIB_MODES.has(m)));
   if (modes.includes("messages") || modes.includes("messages-tuple")) lib.add("messages");
   if (lib.size === 0) lib.add("values");
+  // Chat models stream their answer even when the client did not ask for
+  // messages, as under the reference servers (which always stream
+  // events): a model can answer differently streamed than invoked.
+  if (!lib.has("messages") && preferStreaming) config.callbacks = [preferStreaming];
   const input = p.command ? commandOf(p.command) : (p.input ?? null);
   const stream = await graph.stream(input, {
     ...config,
@@ -284,7 +367,7 @@ async function execute(p, signal) {
       }
       continue;
     }
-    if (modes.includes(mode)) emit(mode + suffix, ser(data));
+    if (modes.includes(mode)) emit(mode + suffix, ser(apiShape(mode, data)));
   }
   const state = await graph.getState({ configurable: { thread_id: p.thread_id, checkpoint_ns: "" } });
   const out = stateOut(state);
@@ -317,6 +400,8 @@ handlers.history = async (p) => {
 
 handlers.update_state = async (p) => {
   const config = stateConfig(p);
+  // The new checkpoint's metadata names its graph, as a run's do.
+  config.metadata = { graph_id: p.graph_id };
   const graph = await graphFor(p.graph_id, config);
   const next = await graph.updateState(config, p.values ?? null, p.as_node || undefined);
   return { checkpoint: ref(next), state: stateOut(await graph.getState({ configurable: { thread_id: p.thread_id, checkpoint_ns: "" } })) };
@@ -326,6 +411,6 @@ notify("ready", {
   protocol: PROTOCOL,
   language: "javascript",
   runtime: `node ${process.version}`,
-  langgraph: projectVersion("@langchain/langgraph"),
+  langgraph: LANGGRAPH_VERSION,
   graphs: results,
 });
