@@ -330,6 +330,9 @@ async function execute(p, signal) {
   const modes = p.stream_mode ?? ["values"];
   const lib = new Set(modes.filter((m) => LIB_MODES.has(m)));
   if (modes.includes("messages") || modes.includes("messages-tuple")) lib.add("messages");
+  // `messages` completes a message when the state shows it (values), as
+  // the reference servers do: the input, a tool's answer, a streamed answer.
+  if (modes.includes("messages")) lib.add("values");
   if (lib.size === 0) lib.add("values");
   // Chat models stream their answer even when the client did not ask for
   // messages, as under the reference servers (which always stream
@@ -347,27 +350,35 @@ async function execute(p, signal) {
   });
   const emit = (event, data) => notify("event", { run_id: p.run_id, event, data });
   const partial = new Map(); // message id → accumulated chunk
+  const completed = new Set(); // ids of messages sent as messages/complete
   for await (const chunk of stream) {
     const [ns, mode, data] = p.subgraphs ? chunk : [[], ...chunk];
     const suffix = ns.length ? "|" + ns.join("|") : "";
     if (mode === "messages") {
       if (modes.includes("messages-tuple")) emit("messages" + suffix, ser(data));
       if (modes.includes("messages")) {
+        // Partial messages are a chat model's chunks, accumulated.
         const [msg, metadata] = data;
         const id = msg?.id;
         const isChunk = typeof msg?.concat === "function" && /Chunk$/.test(msg?.constructor?.name ?? "");
-        if (id && !partial.has(id)) emit("messages/metadata" + suffix, { [id]: { metadata: ser(metadata) } });
-        if (!isChunk) {
-          emit("messages/complete" + suffix, [ser(msg)]);
-        } else {
+        if (id && isChunk) {
+          // The metadata of the model's run, as a stream of events shows it:
+          // without the tags LangGraph adds to message tuples.
+          const { tags, ...runMetadata } = metadata ?? {};
+          if (!partial.has(id)) emit("messages/metadata" + suffix, { [id]: { metadata: ser(runMetadata) } });
           const acc = partial.has(id) ? partial.get(id).concat(msg) : msg;
-          if (id) partial.set(id, acc);
+          partial.set(id, acc);
           emit("messages/partial" + suffix, [ser(acc)]);
         }
       }
       continue;
     }
     if (modes.includes(mode)) emit(mode + suffix, ser(apiShape(mode, data)));
+    if (modes.includes("messages") && !ns.length && data && typeof data === "object" && "messages" in data && typeof data._getType !== "function") {
+      const fresh = [].concat(data.messages ?? []).filter((m) => m?.id && !completed.has(m.id));
+      for (const m of fresh) completed.add(m.id);
+      if (fresh.length) emit("messages/complete", ser(fresh));
+    }
   }
   const state = await graph.getState({ configurable: { thread_id: p.thread_id, checkpoint_ns: "" } });
   const out = stateOut(state);

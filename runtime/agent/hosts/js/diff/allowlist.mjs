@@ -25,11 +25,6 @@ export const allowlist = [
     path: /^(events|interrupted|resumed)\.\d+\.data\.payload\.tasks\.\d+\.(result|error)$/,
     reason: "the reference serialises a debug checkpoint event after LangGraph has gone on to run its next tasks and may show their result and error in it (it shares the task objects); Slipway serialises each event when it is produced",
   },
-  {
-    scenario: /stream messages/,
-    path: /^events$/,
-    reason: "unfinished: the reference builds `messages` events from values as well as from the model's tokens (a messages/complete for the input and after a streamed answer); Slipway only from LangGraph's messages stream mode",
-  },
 ];
 
 export function allowed(scenario, path) {
