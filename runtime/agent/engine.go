@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -535,27 +536,58 @@ func history(tx *bolt.Tx, id string, limit int, before string) ([]Checkpoint, er
 	return out, nil
 }
 
-// History returns up to limit checkpoints, newest first, optionally before one.
-func (e *Engine) History(id string, limit int, before string) ([]Checkpoint, error) {
+// History returns up to limit checkpoints, newest first, optionally before
+// one, and only those whose metadata holds every key of filter with an
+// equal value.
+func (e *Engine) History(id string, limit int, before string, filter map[string]any) ([]Checkpoint, error) {
 	if g, err := e.hostThread(id); err != nil || g != nil {
 		if err != nil {
 			return nil, err
 		}
-		return e.hostHistory(g, id, limit, before)
+		return e.hostHistory(g, id, limit, before, filter)
 	}
 	var out []Checkpoint
 	err := e.DB.View(func(tx *bolt.Tx) error {
 		if !threadExists(tx, id) {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
-		var err error
-		out, err = history(tx, id, limit, before)
+		// Without a filter only limit checkpoints are read.
+		n := limit
+		if len(filter) > 0 {
+			n = 0
+		}
+		all, err := history(tx, id, n, before)
+		for _, cp := range all {
+			if limit > 0 && len(out) == limit {
+				break
+			}
+			if metadataMatches(cp.Metadata, filter) {
+				out = append(out, cp)
+			}
+		}
 		return err
 	})
 	if out == nil {
 		out = []Checkpoint{}
 	}
 	return out, err
+}
+
+// metadataMatches: does metadata hold every key of filter with an equal
+// value (compared as JSON, so numbers and nested values compare alike)?
+func metadataMatches(metadata, filter map[string]any) bool {
+	for k, want := range filter {
+		got, ok := metadata[k]
+		if !ok {
+			return false
+		}
+		a, _ := json.Marshal(got)
+		b, _ := json.Marshal(want)
+		if !bytes.Equal(a, b) {
+			return false
+		}
+	}
+	return true
 }
 
 // writeCheckpoint appends a checkpoint to the thread (in the caller's tx).

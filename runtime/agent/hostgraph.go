@@ -292,11 +292,15 @@ func fillState(cp Checkpoint, thread string) Checkpoint {
 	return cp
 }
 
-func (e *Engine) hostHistory(g *HostGraph, id string, limit int, before string) ([]Checkpoint, error) {
+func (e *Engine) hostHistory(g *HostGraph, id string, limit int, before string, filter map[string]any) ([]Checkpoint, error) {
 	ctx, cancel := context.WithTimeout(e.ctx, hostCallTimeout)
 	defer cancel()
 	var out []Checkpoint
-	err := g.host.Call(ctx, "history", map[string]any{"graph_id": g.ID, "thread_id": id, "limit": limit, "before": before}, &out)
+	p := map[string]any{"graph_id": g.ID, "thread_id": id, "limit": limit, "before": before}
+	if len(filter) > 0 {
+		p["filter"] = filter
+	}
+	err := g.host.Call(ctx, "history", p, &out)
 	if err != nil {
 		return nil, err
 	}

@@ -217,8 +217,9 @@ func (a *API) history(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 		return err
 	}
 	var body struct {
-		Limit  int `json:"limit"`
-		Before any `json:"before"`
+		Limit    int            `json:"limit"`
+		Before   any            `json:"before"`
+		Metadata map[string]any `json:"metadata"`
 	}
 	if r.Method == http.MethodPost {
 		if err := decode(r, &body); err != nil {
@@ -243,7 +244,7 @@ func (a *API) history(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 			before, _ = c["checkpoint_id"].(string)
 		}
 	}
-	h, err := a.Engine.History(id, body.Limit, before)
+	h, err := a.Engine.History(id, body.Limit, before, body.Metadata)
 	if err != nil {
 		return err
 	}
