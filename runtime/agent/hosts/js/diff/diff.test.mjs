@@ -100,6 +100,24 @@ const scenarios = {
     return { updated, afterUpdate, rerun, history };
   },
 
+  async "steps: interrupt_before, run metadata and configurable in history, a filter, time travel"(c) {
+    const { thread_id } = await c.threads.create();
+    const paused = await c.runs.wait(thread_id, "steps", {
+      input: {},
+      interruptBefore: ["two"],
+      metadata: { origin: "diff" },
+      config: { configurable: { delay_ms: 0 } },
+    });
+    const atPause = await c.threads.getState(thread_id);
+    const resumed = await c.runs.wait(thread_id, "steps", { input: null });
+    const filtered = await c.threads.getHistory(thread_id, { metadata: { origin: "diff" } });
+    const history = await c.threads.getHistory(thread_id);
+    // Run again from the checkpoint before "two": history forks there.
+    const fork = history.find((h) => h.next.includes("two"));
+    const replayed = await c.runs.wait(thread_id, "steps", { input: null, checkpointId: fork.checkpoint.checkpoint_id });
+    return { paused, atPause, resumed, filtered, replayed, after: await c.threads.getHistory(thread_id) };
+  },
+
   async "typed: a TypeScript graph, wait and state"(c) {
     const { thread_id } = await c.threads.create();
     const result = await c.runs.wait(thread_id, "typed", { input: { name: "Ada" } });
