@@ -14,7 +14,9 @@ export const allowlist = [
     reason: "Slipway names a checkpoint by thread, namespace and id; the reference adds checkpoint_map (null outside subgraphs) to state and history",
   },
   {
-    path: /^((state|stateAtInterrupt|afterUpdate|atPause)|(history|after|filtered)\.\d+)\.interrupts$/,
+    // A recorded state (`state`) or an entry of a recorded history
+    // (`history.3`); not a thread's interrupts, which must match.
+    path: /^(?!thread\.)[^.]+(\.\d+)?\.interrupts$/,
     reason: "Slipway's thread state also lists its tasks' interrupts at top level, as the Python reference server does; the JS reference only has them under tasks",
   },
   {

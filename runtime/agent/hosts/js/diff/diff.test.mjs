@@ -82,6 +82,18 @@ const scenarios = {
     return { atInterrupt, done };
   },
 
+  async "approval: Command with update and goto, update_state as a node at the interrupt"(c) {
+    const first = (await c.threads.create()).thread_id;
+    await c.runs.wait(first, "approval", { input: { request: "scale" } });
+    const jumped = await c.runs.wait(first, "approval", { command: { update: { decision: "no" }, goto: "act" } });
+    const second = (await c.threads.create()).thread_id;
+    await c.runs.wait(second, "approval", { input: { request: "purge" } });
+    await c.threads.updateState(second, { values: { decision: "yes", log: ["approved by hand"] }, asNode: "review" });
+    const afterUpdate = await c.threads.getState(second);
+    const finished = await c.runs.wait(second, "approval", { input: null });
+    return { jumped, jumpedHistory: await c.threads.getHistory(first), afterUpdate, finished };
+  },
+
   async "steps: updates, custom, values, debug, tasks and checkpoints"(c) {
     const { thread_id } = await c.threads.create();
     const events = await collect(
