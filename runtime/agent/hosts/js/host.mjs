@@ -30,10 +30,20 @@ let nextId = 0;
 const pending = new Map(); // id → {resolve, reject}
 const handlers = {};
 
+// Frames produced in the same turn of the event loop (a run's events, its
+// saver's calls, other runs' replies) leave in one write: fewer system
+// calls here and fewer reads in Slipway.
+let outbox = [];
 function send(msg) {
   const line = JSON.stringify(msg);
   if (line.length > MAX_FRAME) throw new Error(`message of ${line.length} bytes exceeds the host protocol's ${MAX_FRAME}`);
-  sock.write(line + "\n");
+  if (outbox.push(line) === 1) setImmediate(flush);
+}
+
+function flush() {
+  const lines = outbox;
+  outbox = [];
+  sock.write(lines.join("\n") + "\n");
 }
 
 function call(m, p) {
