@@ -37,6 +37,10 @@ type Request struct {
 	RunID       string         `json:"run_id"`
 	AssistantID string         `json:"assistant_id"`
 	GraphID     string         `json:"graph_id"`
+	// Metadata is the assistant's metadata under the run's: a language
+	// host puts it in the run's config, and so in its checkpoints'
+	// metadata, as the reference servers do.
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // Graph executes runs. emit is called with each update a node makes (the

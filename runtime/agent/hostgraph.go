@@ -193,7 +193,8 @@ func (g *HostGraph) runHost(ctx context.Context, r *runRecord, req Request) (*ho
 	}
 	subgraphs, _ := r.Kwargs["stream_subgraphs"].(bool)
 	p := map[string]any{
-		"run_id": r.RunID, "graph_id": g.ID, "assistant_id": req.AssistantID, "thread_id": r.ThreadID,
+		"run_id": r.RunID, "graph_id": g.ID, "thread_id": r.ThreadID,
+		"assistant_id": req.AssistantID, "metadata": req.Metadata,
 		"config": hostConfig(req.Config), "context": req.Context, "input": nilIfEmpty(req.Input),
 		"command": req.Command, "stream_mode": modes, "subgraphs": subgraphs,
 		"interrupt_before": r.Kwargs["interrupt_before"], "interrupt_after": r.Kwargs["interrupt_after"],

@@ -129,6 +129,11 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 			t.Queue = append(t.Queue, r.RunID)
 		}
 		t.Status, t.UpdatedAt = ThreadBusy, now
+		// A thread keeps the config its runs were given: a later run
+		// without config continues with it, as on the reference servers.
+		if len(rc.Config) > 0 {
+			t.Config = mergeConfig(t.Config, rc.Config)
+		}
 		if err := putJSON(tx.Bucket([]byte(bRuns)), r.RunID, &r); err != nil {
 			return err
 		}
@@ -391,8 +396,9 @@ func (e *Engine) execute(r *runRecord) {
 		cfg, _ := r.Kwargs["config"].(map[string]any)
 		cx, _ := r.Kwargs["context"].(map[string]any)
 		cmd, _ := r.Kwargs["command"].(map[string]any)
-		req = Request{Input: in, Command: cmd, Config: mergeConfig(a.Config, cfg), Context: merge(a.Context, cx),
-			ThreadID: r.ThreadID, RunID: r.RunID, AssistantID: a.AssistantID, GraphID: a.GraphID}
+		req = Request{Input: in, Command: cmd, Config: mergeConfig(a.Config, t.Config, cfg), Context: merge(a.Context, cx),
+			ThreadID: r.ThreadID, RunID: r.RunID, AssistantID: a.AssistantID, GraphID: a.GraphID,
+			Metadata: merge(merge(a.Metadata, t.Metadata), r.Metadata)}
 		return nil
 	})
 	lr.events.publish("metadata", map[string]any{"run_id": r.RunID, "attempt": 1})
@@ -542,19 +548,6 @@ func inputUpdate(in map[string]any) map[string]any {
 	return up
 }
 
-// mergeConfig lays a run's config over its assistant's. Their configurable
-// dicts are merged key by key, as the reference servers do: a run that
-// sets one configurable key keeps the assistant's others.
-func mergeConfig(assistant, run map[string]any) map[string]any {
-	out := merge(assistant, run)
-	ac, aok := assistant["configurable"].(map[string]any)
-	rc, rok := run["configurable"].(map[string]any)
-	if aok && rok {
-		out["configurable"] = merge(ac, rc)
-	}
-	return out
-}
-
 func merge(a, b map[string]any) map[string]any {
 	out := map[string]any{}
 	for k, v := range a {
@@ -562,6 +555,29 @@ func merge(a, b map[string]any) map[string]any {
 	}
 	for k, v := range b {
 		out[k] = v
+	}
+	return out
+}
+
+// mergeConfig layers run configs, later ones winning, with their
+// configurable maps merged key by key rather than replaced: a run's
+// configurable adds to its assistant's and its thread's.
+func mergeConfig(layers ...map[string]any) map[string]any {
+	out := map[string]any{}
+	configurable := map[string]any{}
+	for _, l := range layers {
+		for k, v := range l {
+			if c, ok := v.(map[string]any); ok && k == "configurable" {
+				for ck, cv := range c {
+					configurable[ck] = cv
+				}
+				continue
+			}
+			out[k] = v
+		}
+	}
+	if len(configurable) > 0 {
+		out["configurable"] = configurable
 	}
 	return out
 }

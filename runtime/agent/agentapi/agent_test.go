@@ -460,6 +460,41 @@ func TestBatchAndCheckpointState(t *testing.T) {
 	}
 }
 
+// TestHistoryMetadataFilter: POST /threads/{id}/history with `metadata`
+// lists only the checkpoints whose metadata holds those keys and values,
+// up to limit, as the SDK's getHistory({metadata}) asks.
+func TestHistoryMetadataFilter(t *testing.T) {
+	a := servertest.StartAgent(t, map[string]string{"SLIPWAY_LOG_LEVEL": "warn"})
+	th := newThread(t, a)
+	a.Do("POST", "/threads/"+th+"/runs/wait", runBody("first", 0, ""))
+	a.Do("POST", "/threads/"+th+"/runs/wait", runBody("second", 0, ""))
+	all, _ := a.Do("POST", "/threads/"+th+"/history", map[string]any{"limit": 100}).JSON().([]any)
+	for _, tc := range []struct {
+		name   string
+		body   map[string]any
+		want   int
+		source string
+	}{
+		{"no filter", map[string]any{}, len(all), ""},
+		{"each run's input", map[string]any{"metadata": map[string]any{"source": "input"}}, 2, "input"},
+		{"limited", map[string]any{"metadata": map[string]any{"source": "input"}, "limit": 1}, 1, "input"},
+		{"a key no checkpoint has", map[string]any{"metadata": map[string]any{"origin": "elsewhere"}}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := a.Do("POST", "/threads/"+th+"/history", tc.body)
+			got, _ := r.JSON().([]any)
+			if r.Status != 200 || len(got) != tc.want {
+				t.Fatalf("%d checkpoints (of %d), want %d: %d %s", len(got), len(all), tc.want, r.Status, r.Body)
+			}
+			for _, h := range got {
+				if md := h.(map[string]any)["metadata"].(map[string]any); tc.source != "" && md["source"] != tc.source {
+					t.Fatalf("a checkpoint of source %v passed the filter", md["source"])
+				}
+			}
+		})
+	}
+}
+
 // TestAssistantVersions: every patch is a version; /latest goes back to one
 // and the next patch still gets a new number.
 func TestAssistantVersions(t *testing.T) {

@@ -9,6 +9,18 @@
 // ratios. -reference "" skips it; -reference-url (with -reference-pid)
 // measures one already running instead.
 //
+// With -graph-config (a langgraph.json) slipway agent serves that
+// project's graphs through its language host, and the reference serves
+// the same file: -graph names the graph both run. The acceptance's
+// LangGraph.js comparison is
+//
+//	(cd runtime/agent/hosts/js/diff && npm ci) && (cd testdata/graphs/js-agent && npm ci)
+//	go build -o /tmp/slipway . && go run ./runtime/agent/agentapi/loadtool -bin /tmp/slipway \
+//	  -graph-config testdata/graphs/js-agent/bench.json -graph bench -reference runtime/agent/hosts/js/diff
+//
+// which also measures time to the first streamed event, slipway's RSS
+// together with its host process, and the host's start-up to `ready`.
+//
 // The reference is installed with `npm install`, not `npm ci`: where the
 // registry lacks some of its platform-optional packages, npm ci refuses
 // the lock while npm install resolves it.
@@ -18,6 +30,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -28,6 +41,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +53,9 @@ import (
 type latency struct{ p50, p99 time.Duration }
 
 func percentiles(ds []time.Duration) latency {
+	if len(ds) == 0 {
+		return latency{}
+	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return latency{ds[len(ds)/2], ds[len(ds)*99/100]}
 }
@@ -56,6 +73,11 @@ type result struct {
 	fileMB                  float64 // RssFile: pages of the memory-mapped database the kernel keeps resident
 	totalRuns               int
 	rssMeasure              bool
+	procs                   int // processes whose memory RSS adds up
+	// Time from a stream request to its first event and to its first
+	// values event (the graph's input state).
+	firstEvent, firstValues latency
+	streamed                int
 }
 
 func main() {
@@ -65,7 +87,10 @@ func main() {
 	refDir := flag.String("reference", "runtime/agent/agentapi/loadtool/reference", "directory of the reference server to start (after `npm install` there); empty: none")
 	refURL := flag.String("reference-url", "", "an already running reference server to measure instead of starting one")
 	refPID := flag.Int("reference-pid", 0, "pid of the reference server, for RSS")
-	refGraph := flag.String("reference-graph", "echo", "assistant/graph id on the reference server")
+	refGraph := flag.String("reference-graph", "", "assistant/graph id on the reference server (default: -graph)")
+	graphConfig := flag.String("graph-config", "", "langgraph.json for slipway agent (SLIPWAY_GRAPH_CONFIG) and for the reference server; empty: the built-in echo graph, and the reference directory's own configuration")
+	graph := flag.String("graph", "echo", "assistant/graph id slipway agent runs")
+	streamRuns := flag.Int("stream-runs", 200, "sequential streamed runs timed to their first events")
 	seq := flag.Int("seq", 1000, "sequential runs")
 	conc := flag.Int("concurrency", 16, "concurrent clients")
 	concRuns := flag.Int("conc-runs", 4000, "runs in the concurrent phase")
@@ -80,13 +105,16 @@ func main() {
 			fmt.Fprintln(os.Stderr, "loadtool: give -bin (to start slipway agent) or -url")
 			os.Exit(2)
 		}
-		u, p, stop, err := startAgent(*bin)
+		u, p, stop, err := startAgent(*bin, *graphConfig)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "loadtool:", err)
 			os.Exit(1)
 		}
 		defer stop()
 		*url, *pid = u, p
+	}
+	if *refGraph == "" {
+		*refGraph = *graph
 	}
 	// Check the reference can start before spending minutes on slipway.
 	if *refURL == "" && *refDir != "" {
@@ -95,19 +123,21 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	results := []result{measure("slipway agent", *url, "echo", []int{*pid}, *seq, *conc, *concRuns, *rssRuns)}
-	refPIDs := []int{*refPID}
+	// The agent's language host, if any, is its child: their memory
+	// counts together.
+	results := []result{measure("slipway agent", *url, *graph, func() []int { return withDescendants(*pid) }, *seq, *conc, *concRuns, *rssRuns, *streamRuns)}
+	refPIDs := func() []int { return []int{*refPID} }
 	if *refURL == "" && *refDir != "" {
-		u, pids, stop, err := startReference(*refDir)
+		u, pids, stop, err := startReference(*refDir, *graphConfig)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "loadtool:", err)
 			os.Exit(1)
 		}
 		defer stop()
-		*refURL, refPIDs = u, pids()
+		*refURL, refPIDs = u, pids
 	}
 	if *refURL != "" {
-		results = append(results, measure("reference", *refURL, *refGraph, refPIDs, *refSeq, *conc, *refConcRuns, *refRSSRuns))
+		results = append(results, measure("reference", *refURL, *refGraph, refPIDs, *refSeq, *conc, *refConcRuns, *refRSSRuns, *streamRuns))
 	}
 	// The closed loop above runs each server as fast as it goes, so the
 	// concurrent phase's creation latency is that of a saturated slipway
@@ -117,7 +147,7 @@ func main() {
 	if len(results) == 2 && results[1].concRate > 0 {
 		rate := results[1].concRate
 		fmt.Printf("slipway agent: %d runs from %d clients at the reference's rate, %.1f runs/s ...\n", *refConcRuns, *conc, rate)
-		lat, err := concurrent(*url, "echo", *conc, *refConcRuns, time.Duration(float64(time.Second)/rate))
+		lat, err := concurrent(*url, *graph, *conc, *refConcRuns, time.Duration(float64(time.Second)/rate))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "loadtool:", err)
 			os.Exit(1)
@@ -138,6 +168,17 @@ func main() {
 			ms(r.seqLat), ms(r.concLat), ms(r.allLat), rss, split)
 	}
 	fmt.Println("(run-creation latency in ms: sequential phase, concurrent phase,", *conc, "clients, and both)")
+	for _, r := range results {
+		if r.streamed > 0 {
+			fmt.Printf("%s: first streamed event (metadata) p50/p99 %s ms, first values event p50/p99 %s ms, over %d streamed runs\n", r.name, ms(r.firstEvent), ms(r.firstValues), r.streamed)
+		}
+		if r.rssMeasure {
+			fmt.Printf("%s: RSS %.1f MB over %d processes\n", r.name, r.rssMB, r.procs)
+		}
+	}
+	if hostReady != "" {
+		fmt.Printf("slipway agent: language host start-up to ready %s ms (from its log)\n", hostReady)
+	}
 	if len(results) == 2 {
 		s, ref := results[0], results[1]
 		ratio := func(a, b time.Duration) float64 { return float64(a) / float64(b) }
@@ -151,11 +192,18 @@ func main() {
 		if s.rssMeasure && ref.rssMeasure {
 			fmt.Printf(", RSS %.2f×", s.rssMB/ref.rssMB)
 		}
+		if s.streamed > 0 && ref.streamed > 0 {
+			fmt.Printf(", first values event p50/p99 %.2f×/%.2f×", ratio(s.firstValues.p50, ref.firstValues.p50), ratio(s.firstValues.p99, ref.firstValues.p99))
+		}
 		fmt.Println()
 	}
 }
 
-func startAgent(bin string) (string, int, func(), error) {
+// hostReady is the language host's start-up to `ready`, in ms, as the
+// agent logs it ("javascript host ready", field startup).
+var hostReady string
+
+func startAgent(bin, graphConfig string) (string, int, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", 0, nil, err
@@ -169,6 +217,41 @@ func startAgent(bin string) (string, int, func(), error) {
 	cmd := exec.Command(bin, "agent")
 	cmd.Env = append(os.Environ(), "SLIPWAY_AGENT_ADDR="+addr, "SLIPWAY_AGENT_DATA_DIR="+dir, "SLIPWAY_LOG_LEVEL=warn")
 	cmd.Stderr = os.Stderr
+	var readyLine chan string
+	if graphConfig != "" {
+		abs, err := filepath.Abs(graphConfig)
+		if err != nil {
+			return "", 0, nil, err
+		}
+		// Info level for the host's ready line; the agent logs no
+		// per-request lines at info.
+		cmd.Env = append(cmd.Env, "SLIPWAY_GRAPH_CONFIG="+abs, "SLIPWAY_LOG_LEVEL=info")
+		cmd.Stderr = nil
+		pr, err := cmd.StderrPipe()
+		if err != nil {
+			return "", 0, nil, err
+		}
+		readyLine = make(chan string, 1)
+		go func() {
+			sc := bufio.NewScanner(pr)
+			for sc.Scan() {
+				line := sc.Text()
+				var entry struct {
+					Message string  `json:"message"`
+					Startup float64 `json:"startup"`
+					Level   string  `json:"level"`
+				}
+				if json.Unmarshal([]byte(line), &entry) == nil && entry.Message == "javascript host ready" {
+					readyLine <- fmt.Sprintf("%.0f", entry.Startup)
+					continue
+				}
+				if entry.Level != "info" {
+					fmt.Fprintln(os.Stderr, line)
+				}
+			}
+		}()
+	}
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return "", 0, nil, err
 	}
@@ -178,9 +261,16 @@ func startAgent(bin string) (string, int, func(), error) {
 		os.RemoveAll(dir)
 	}
 	u := "http://" + addr
-	for i := 0; i < 500; i++ {
+	for i := 0; i < 3000; i++ {
 		if resp, err := http.Get(u + "/ok"); err == nil {
 			resp.Body.Close()
+			fmt.Printf("slipway agent: exec to first served /ok %.0f ms\n", float64(time.Since(started))/float64(time.Millisecond))
+			if readyLine != nil {
+				select {
+				case hostReady = <-readyLine:
+				case <-time.After(time.Second):
+				}
+			}
 			return u, cmd.Process.Pid, stop, nil
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -192,7 +282,11 @@ func startAgent(bin string) (string, int, func(), error) {
 // startReference runs `langgraphjs dev` in dir on a free port, in its own
 // process group (it forks the API server) so stop ends all of it; pids
 // lists the group's processes for the RSS reading.
-func startReference(dir string) (string, func() []int, func(), error) {
+//
+// With a graph configuration the reference serves that file's graphs from
+// a scratch directory linking the project's files, because the dev server
+// writes its state and a .gitignore beside its configuration.
+func startReference(dir, graphConfig string) (string, func() []int, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, nil, err
@@ -202,7 +296,15 @@ func startReference(dir string) (string, func() []int, func(), error) {
 	// Start from an empty database: the dev server persists its in-memory
 	// state under .langgraph_api between runs.
 	_ = os.RemoveAll(filepath.Join(dir, ".langgraph_api"))
-	cmd := exec.Command(filepath.Join("node_modules", ".bin", "langgraphjs"), "dev", "--port", strconv.Itoa(port), "--host", "127.0.0.1", "--no-browser")
+	args := []string{"dev", "--port", strconv.Itoa(port), "--host", "127.0.0.1", "--no-browser"}
+	scratch := ""
+	if graphConfig != "" {
+		if scratch, err = scratchProject(graphConfig); err != nil {
+			return "", nil, nil, err
+		}
+		args = append(args, "--config", filepath.Join(scratch, "langgraph.json"))
+	}
+	cmd := exec.Command(filepath.Join("node_modules", ".bin", "langgraphjs"), args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -227,6 +329,9 @@ func startReference(dir string) (string, func() []int, func(), error) {
 		}
 		logf.Close()
 		os.Remove(logf.Name())
+		if scratch != "" {
+			os.RemoveAll(scratch)
+		}
 	}
 	pids := func() []int {
 		var out []int
@@ -255,6 +360,113 @@ func startReference(dir string) (string, func() []int, func(), error) {
 	}
 	stop()
 	return "", nil, nil, fmt.Errorf("the reference server did not answer /ok within 60s")
+}
+
+// scratchProject makes a directory whose langgraph.json is a copy of
+// graphConfig and whose other entries link to those beside it.
+func scratchProject(graphConfig string) (string, error) {
+	abs, err := filepath.Abs(graphConfig)
+	if err != nil {
+		return "", err
+	}
+	scratch, err := os.MkdirTemp("", "loadtool-reference-project-")
+	if err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(filepath.Dir(abs))
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		switch e.Name() {
+		case "langgraph.json", ".langgraph_api", ".gitignore":
+			continue
+		}
+		if err := os.Symlink(filepath.Join(filepath.Dir(abs), e.Name()), filepath.Join(scratch, e.Name())); err != nil {
+			return "", err
+		}
+	}
+	raw, err := os.ReadFile(abs)
+	if err != nil {
+		return "", err
+	}
+	return scratch, os.WriteFile(filepath.Join(scratch, "langgraph.json"), raw, 0o644)
+}
+
+// withDescendants lists pid and every process below it.
+func withDescendants(pid int) []int {
+	if pid <= 0 {
+		return nil
+	}
+	parent := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		// The command name may hold spaces: fields start after its ")".
+		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+		if len(f) > 1 {
+			pp, _ := strconv.Atoi(f[1])
+			parent[p] = pp
+		}
+	}
+	out := []int{pid}
+	for changed := true; changed; {
+		changed = false
+		for p, pp := range parent {
+			if slices.Contains(out, pp) && !slices.Contains(out, p) {
+				out = append(out, p)
+				changed = true
+			}
+		}
+	}
+	return out
+}
+
+// firstEvents streams one run on a fresh thread and times, from the
+// stream request, its first event (metadata) and its first values event.
+func firstEvents(base, graph string, i int) (time.Duration, time.Duration, error) {
+	th, _, err := post(base+"/threads", map[string]any{})
+	if err != nil {
+		return 0, 0, err
+	}
+	tid, _ := th["thread_id"].(string)
+	raw, _ := json.Marshal(map[string]any{"assistant_id": graph, "stream_mode": []string{"values"},
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": fmt.Sprintf("message %d", i)}}}})
+	start := time.Now()
+	resp, err := client.Post(base+"/threads/"+tid+"/runs/stream", "application/json", bytes.NewReader(raw))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return 0, 0, fmt.Errorf("stream: %d", resp.StatusCode)
+	}
+	var first, values time.Duration
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		ev, ok := strings.CutPrefix(sc.Text(), "event:")
+		if !ok {
+			continue
+		}
+		if first == 0 {
+			first = time.Since(start)
+		}
+		if strings.TrimSpace(ev) == "values" && values == 0 {
+			values = time.Since(start)
+		}
+	}
+	if values == 0 {
+		return 0, 0, fmt.Errorf("stream of run %d had no values event", i)
+	}
+	return first, values, sc.Err()
 }
 
 var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 60 * time.Second}
@@ -346,8 +558,21 @@ func concurrent(base, graph string, conc, n int, pace time.Duration) ([]time.Dur
 	return lat, failed
 }
 
-func measure(name, base, graph string, pids []int, seq, conc, concRuns, rssRuns int) result {
+func measure(name, base, graph string, pids func() []int, seq, conc, concRuns, rssRuns, streamRuns int) result {
 	r := result{name: name}
+	if streamRuns > 0 {
+		fmt.Printf("%s: %d sequential streamed runs ...\n", name, streamRuns)
+		var first, values []time.Duration
+		for i := 0; i < streamRuns; i++ {
+			f, v, err := firstEvents(base, graph, i)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "loadtool:", err)
+				os.Exit(1)
+			}
+			first, values = append(first, f), append(values, v)
+		}
+		r.firstEvent, r.firstValues, r.streamed = percentiles(first), percentiles(values), streamRuns
+	}
 	var lat []time.Duration
 	// A load average taken now says how busy the machine was.
 	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -387,10 +612,11 @@ func measure(name, base, graph string, pids []int, seq, conc, concRuns, rssRuns 
 	}
 	// A server may be several processes (the reference runs its API in a
 	// child of the CLI): its memory is theirs together.
-	for _, pid := range pids {
+	for _, pid := range pids() {
 		if pid <= 0 {
 			continue
 		}
+		r.procs++
 		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 		if err != nil {
 			continue
