@@ -356,7 +356,6 @@ async function execute(p, signal) {
       run_id: p.run_id,
       graph_id: p.graph_id,
       ...(p.assistant_id ? { assistant_id: p.assistant_id } : {}),
-      checkpoint_ns: "",
     },
     metadata: {
       ...publicConfigurable(p.config?.configurable),
