@@ -86,6 +86,9 @@ type Engine struct {
 	Workers int
 	Timeout time.Duration
 	Log     zerolog.Logger
+	// Python is the interpreter of the Python host when set
+	// (SLIPWAY_AGENT_PYTHON); else the project's virtualenv or python3.
+	Python string
 
 	w    *storage.Committer
 	sem  chan struct{}

@@ -14,6 +14,7 @@ import (
 
 	"slipway/runtime/agent/hosts"
 	"slipway/runtime/agent/hosts/js"
+	"slipway/runtime/agent/hosts/py"
 )
 
 // HostGraph is a graph a language host runs: a "path:attr" entry of the
@@ -22,7 +23,7 @@ import (
 // thread (values, tasks, interrupts) is computed by the host from them.
 type HostGraph struct {
 	ID       string
-	Language string // "javascript"
+	Language string // "javascript" or "python"
 	Path     string // as configured, relative to Dir
 	Export   string
 	Dir      string // the graph configuration's directory (the project)
@@ -44,46 +45,70 @@ func parseHostGraph(id, spec, dir string) (*HostGraph, error) {
 		return nil, fmt.Errorf("graph %q: %q is not \"path:export\"", id, spec)
 	}
 	path, export := spec[:i], spec[i+1:]
-	if !js.Handles(path) {
-		return nil, nil
+	switch {
+	case js.Handles(path):
+		return &HostGraph{ID: id, Language: "javascript", Path: path, Export: export, Dir: dir}, nil
+	case py.Handles(path):
+		return &HostGraph{ID: id, Language: "python", Path: path, Export: export, Dir: dir}, nil
 	}
-	return &HostGraph{ID: id, Language: "javascript", Path: path, Export: export, Dir: dir}, nil
+	return nil, nil
 }
 
-// StartHosts starts the language hosts the graphs need and waits until
-// they have loaded every graph. A graph that fails to load is an error
-// naming it with the loader's message: the agent must not serve without
-// it. The hosts run until ctx ends.
+// StartHosts starts the language hosts the graphs need (one per
+// language) and waits until they have loaded every graph. A graph that
+// fails to load is an error naming it with the loader's message: the agent
+// must not serve without it. The hosts run until ctx ends.
 func (e *Engine) StartHosts(ctx context.Context, dataDir string, env []string) error {
-	var jsGraphs []js.Graph
-	var mine []*HostGraph
-	dir := ""
+	byLang := map[string][]*HostGraph{}
 	ids := make([]string, 0, len(e.Graphs))
 	for id := range e.Graphs {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		hg, ok := e.Graphs[id].(*HostGraph)
-		if !ok {
-			continue
+		if hg, ok := e.Graphs[id].(*HostGraph); ok {
+			byLang[hg.Language] = append(byLang[hg.Language], hg)
 		}
-		jsGraphs = append(jsGraphs, js.Graph{ID: hg.ID, Path: hg.Path, Export: hg.Export})
-		mine = append(mine, hg)
-		dir = hg.Dir
-	}
-	if len(mine) == 0 {
-		return nil
-	}
-	start := time.Now()
-	argv, err := js.Prepare(dataDir, dir, jsGraphs)
-	if err != nil {
-		return err
 	}
 	if env == nil {
 		env = os.Environ()
 	}
-	h, ready, err := hosts.Start(ctx, hosts.Spec{Language: "javascript", Argv: argv, Dir: dir, Env: env},
+	for _, lang := range []string{"javascript", "python"} {
+		if mine := byLang[lang]; len(mine) > 0 {
+			if err := e.startHost(ctx, lang, dataDir, env, mine); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Engine) startHost(ctx context.Context, lang, dataDir string, env []string, mine []*HostGraph) error {
+	start := time.Now()
+	dir := mine[0].Dir
+	var argv []string
+	var err error
+	switch lang {
+	case "javascript":
+		var graphs []js.Graph
+		for _, hg := range mine {
+			graphs = append(graphs, js.Graph{ID: hg.ID, Path: hg.Path, Export: hg.Export})
+		}
+		argv, err = js.Prepare(dataDir, dir, graphs)
+	case "python":
+		var graphs []py.Graph
+		for _, hg := range mine {
+			graphs = append(graphs, py.Graph{ID: hg.ID, Path: hg.Path, Export: hg.Export})
+		}
+		var python string
+		if python, err = py.Interpreter(e.Python, dir); err == nil {
+			argv, err = py.Prepare(dataDir, dir, python, graphs)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	h, ready, err := hosts.Start(ctx, hosts.Spec{Language: lang, Argv: argv, Dir: dir, Env: env},
 		hostHandler{e}, e.Log)
 	if err != nil {
 		return err
@@ -103,7 +128,7 @@ func (e *Engine) StartHosts(ctx context.Context, dataDir string, env []string) e
 		return errors.New(strings.Join(failed, "\n"))
 	}
 	e.Log.Info().Str("runtime", ready.Runtime).Str("langgraph", ready.LangGraph).Int("protocol", ready.Protocol).
-		Dur("startup", time.Since(start)).Int("graphs", len(mine)).Msg("javascript host ready")
+		Dur("startup", time.Since(start)).Int("graphs", len(mine)).Msg(lang + " host ready")
 	return nil
 }
 
@@ -193,8 +218,18 @@ func (g *HostGraph) runHost(ctx context.Context, r *runRecord, req Request) (*ho
 		// period the run is fenced anyway (finish clears it as the
 		// thread's active run), so a late write cannot land.
 		cctx, cstop := context.WithTimeout(context.Background(), 10*time.Second)
-		_ = g.host.Call(cctx, "cancel", map[string]any{"run_id": r.RunID}, nil)
+		var ack struct {
+			Stuck bool `json:"stuck"`
+		}
+		_ = g.host.Call(cctx, "cancel", map[string]any{"run_id": r.RunID}, &ack)
 		cstop()
+		if ack.Stuck {
+			// A synchronous node that never returns cannot be stopped
+			// inside the host (a Python thread): past the host's grace
+			// period the host is restarted, which ends its other runs
+			// with an error too; they continue from their last checkpoint.
+			g.host.Restart("run " + r.RunID + " did not unwind after cancel")
+		}
 		select {
 		case <-done:
 		case <-time.After(time.Second):
