@@ -3,7 +3,9 @@ Command(resume=...) continues it. A synchronous graph, run as LangGraph
 runs sync nodes (in a worker thread)."""
 
 import operator
-from typing import Annotated, TypedDict
+from typing import Annotated
+
+from typing_extensions import TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt

@@ -1,6 +1,6 @@
 """A graph factory: a function of the run's config, called per run."""
 
-from typing import TypedDict
+from typing_extensions import TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph

@@ -3,7 +3,7 @@ The node reads the user's profile (put through the API), counts its
 visits in the store, and streams what it did."""
 
 from dataclasses import dataclass
-from typing import TypedDict
+from typing_extensions import TypedDict
 
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph

@@ -18,7 +18,9 @@ import json
 import os
 import pickle
 import operator
-from typing import Annotated, TypedDict
+from typing import Annotated
+
+from typing_extensions import TypedDict
 
 from langgraph.graph import END, START, StateGraph
 

@@ -8,7 +8,9 @@ import asyncio
 import operator
 import os
 import time
-from typing import Annotated, TypedDict
+from typing import Annotated
+
+from typing_extensions import TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer

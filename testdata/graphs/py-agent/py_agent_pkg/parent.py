@@ -2,7 +2,9 @@
 interrupt, loaded by module spec ("py_agent_pkg.parent:graph")."""
 
 import operator
-from typing import Annotated, TypedDict
+from typing import Annotated
+
+from typing_extensions import TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
