@@ -344,6 +344,18 @@ def load_module(spec: dict) -> Any:
     return mod
 
 
+def load_error(err: BaseException) -> str:
+    """The loader's message: the exception with the user's frames only
+    (none of the host's or importlib's)."""
+    te = traceback.TracebackException.from_exception(err)
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in te.stack if f.filename != os.path.abspath(__file__) and not f.filename.startswith("<frozen")]
+    )
+    if not te.stack:
+        return "".join(te.format_exception_only()).strip()
+    return "".join(te.format()).strip()
+
+
 def prepare(g: Any) -> Any:
     """Compiles a StateGraph and gives a compiled graph Slipway's
     checkpointer and store, whatever the user compiled it with."""
@@ -406,8 +418,7 @@ async def load_graphs(loop: asyncio.AbstractEventLoop) -> None:
                 raise TypeError(f"the export is not a LangGraph graph (a {type(g).__name__})")
             results[gid] = {"ok": True}
         except BaseException as err:  # noqa: BLE001 - SystemExit from a graph module too
-            tb = "".join(traceback.format_exception(type(err), err, err.__traceback__))
-            results[gid] = {"ok": False, "error": f"{spec['source']}: {tb.strip()}"}
+            results[gid] = {"ok": False, "error": f"{spec['source']}: {load_error(err)}"}
 
 
 # ---- runs --------------------------------------------------------------------

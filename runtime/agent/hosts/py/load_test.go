@@ -1,0 +1,63 @@
+package py_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"slipway/server/servertest"
+)
+
+// TestPyGraphImportFailureFailsStart: a Python graph that cannot be loaded
+// makes `slipway agent` exit non-zero with the loader's message, never
+// serve without it (so a revision ends DEPLOY_FAILED with the message in
+// its log).
+func TestPyGraphImportFailureFailsStart(t *testing.T) {
+	python, _, _ := needPython(t)
+	for _, tc := range []struct {
+		name, file, code, spec, want string
+	}{
+		{"syntax error", "broken.py", "graph = (\n", "./broken.py:graph", "SyntaxError"},
+		{"missing attribute", "noattr.py", "other = 1\n", "./noattr.py:graph", `has no attribute named "graph"`},
+		{"missing dependency", "nodep.py", "import left_pad_not_installed\ngraph = 1\n", "./nodep.py:graph", "No module named 'left_pad_not_installed'"},
+		{"missing module", "", "", "no_such_pkg.agent:graph", "No module named 'no_such_pkg'"},
+		{"not a graph", "notgraph.py", "graph = {'hello': 1}\n", "./notgraph.py:graph", "not a LangGraph graph"},
+		{"raises at import", "raises.py", "raise RuntimeError('no API key')\n", "./raises.py:graph", "RuntimeError: no API key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := t.TempDir()
+			if tc.file != "" {
+				if err := os.WriteFile(filepath.Join(app, tc.file), []byte(tc.code), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := filepath.Join(app, "langgraph.json")
+			if err := os.WriteFile(cfg, []byte(`{"graphs": {"agent": "`+tc.spec+`"}}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(servertest.Binary(t), "agent")
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SLIPWAY_GRAPH_CONFIG=" + cfg,
+				"SLIPWAY_AGENT_PYTHON=" + python,
+				"SLIPWAY_AGENT_DATA_DIR=" + t.TempDir(), "SLIPWAY_AGENT_ADDR=" + servertest.FreeAddr(t)}
+			done := make(chan struct{})
+			var out []byte
+			var err error
+			go func() { out, err = cmd.CombinedOutput(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(60 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatal("slipway agent kept running with a graph that cannot load")
+			}
+			if err == nil {
+				t.Fatalf("slipway agent exited 0:\n%s", out)
+			}
+			if !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), `graph \"agent\"`) && !strings.Contains(string(out), `graph "agent"`) {
+				t.Fatalf("output does not name the graph and %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}
