@@ -89,6 +89,8 @@ type Engine struct {
 	// Python is the interpreter of the Python host when set
 	// (SLIPWAY_AGENT_PYTHON); else the project's virtualenv or python3.
 	Python string
+	// App is the custom route app (LoadHTTPApp), nil when there is none.
+	App *HostApp
 
 	w    *storage.Committer
 	sem  chan struct{}

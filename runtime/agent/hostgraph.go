@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +37,49 @@ type HostGraph struct {
 // record the Graph interface folds updates into.
 func (g *HostGraph) Run(context.Context, Request, func(string, map[string]any, []Event) error) error {
 	return fmt.Errorf("graph %q runs in a language host", g.ID)
+}
+
+// HostApp is the custom route app of the graph configuration
+// ("http": {"app": "./app.py:app"}), served by its language's host for the
+// paths the agent's API does not own.
+type HostApp struct {
+	Language string
+	Path     string
+	Export   string
+	Dir      string
+
+	host *hosts.Host
+}
+
+// LoadHTTPApp reads the custom route app of the graph configuration at
+// path (nil when it names none).
+func LoadHTTPApp(path string) (*HostApp, error) {
+	if path == "" {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read graph configuration: %w", err)
+	}
+	var cfg struct {
+		HTTP struct {
+			App string `json:"app"`
+		} `json:"http"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("graph configuration %s: %w", path, err)
+	}
+	if cfg.HTTP.App == "" {
+		return nil, nil
+	}
+	hg, err := parseHostGraph("http.app", cfg.HTTP.App, filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	if hg == nil {
+		return nil, fmt.Errorf("http.app %q: not a Python or JavaScript \"path:attr\"", cfg.HTTP.App)
+	}
+	return &HostApp{Language: hg.Language, Path: hg.Path, Export: hg.Export, Dir: hg.Dir}, nil
 }
 
 // parseHostGraph recognises "path:attr" graphs a host of this binary serves.
@@ -73,9 +117,17 @@ func (e *Engine) StartHosts(ctx context.Context, dataDir string, env []string) e
 	if env == nil {
 		env = os.Environ()
 	}
+	if e.App != nil && e.App.Language != "python" {
+		e.Log.Warn().Str("app", e.App.Path+":"+e.App.Export).Msg("custom routes are served for Python apps only; this one is not served")
+		e.App = nil
+	}
 	for _, lang := range []string{"javascript", "python"} {
-		if mine := byLang[lang]; len(mine) > 0 {
-			if err := e.startHost(ctx, lang, dataDir, env, mine); err != nil {
+		var app *HostApp
+		if e.App != nil && e.App.Language == lang {
+			app = e.App
+		}
+		if mine := byLang[lang]; len(mine) > 0 || app != nil {
+			if err := e.startHost(ctx, lang, dataDir, env, mine, app); err != nil {
 				return err
 			}
 		}
@@ -83,9 +135,14 @@ func (e *Engine) StartHosts(ctx context.Context, dataDir string, env []string) e
 	return nil
 }
 
-func (e *Engine) startHost(ctx context.Context, lang, dataDir string, env []string, mine []*HostGraph) error {
+func (e *Engine) startHost(ctx context.Context, lang, dataDir string, env []string, mine []*HostGraph, app *HostApp) error {
 	start := time.Now()
-	dir := mine[0].Dir
+	var dir string
+	if len(mine) > 0 {
+		dir = mine[0].Dir
+	} else {
+		dir = app.Dir
+	}
 	var argv []string
 	var err error
 	switch lang {
@@ -100,9 +157,13 @@ func (e *Engine) startHost(ctx context.Context, lang, dataDir string, env []stri
 		for _, hg := range mine {
 			graphs = append(graphs, py.Graph{ID: hg.ID, Path: hg.Path, Export: hg.Export})
 		}
+		var pyApp *py.Graph
+		if app != nil {
+			pyApp = &py.Graph{ID: "http.app", Path: app.Path, Export: app.Export}
+		}
 		var python string
 		if python, err = py.Interpreter(e.Python, dir); err == nil {
-			argv, err = py.Prepare(dataDir, dir, python, graphs)
+			argv, err = py.Prepare(dataDir, dir, python, graphs, pyApp)
 		}
 	}
 	if err != nil {
@@ -123,6 +184,15 @@ func (e *Engine) startHost(ctx context.Context, lang, dataDir string, env []stri
 			failed = append(failed, fmt.Sprintf("graph %q (%s:%s) failed to load: %s", hg.ID, hg.Path, hg.Export, r.Error))
 		}
 		hg.host = h
+	}
+	if app != nil {
+		switch r := ready.HTTPApp; {
+		case r == nil:
+			failed = append(failed, fmt.Sprintf("http app %s:%s: the host did not report it", app.Path, app.Export))
+		case !r.OK:
+			failed = append(failed, fmt.Sprintf("http app %s:%s failed to load: %s", app.Path, app.Export, r.Error))
+		}
+		app.host = h
 	}
 	if len(failed) > 0 {
 		return errors.New(strings.Join(failed, "\n"))
@@ -433,4 +503,39 @@ func (e *Engine) Describe(graphID, what string, config map[string]any, p map[str
 		return nil, true, err
 	}
 	return out, true, nil
+}
+
+// AppRequest is a request for the custom route app.
+type AppRequest struct {
+	Method  string      `json:"method"`
+	Path    string      `json:"path"`
+	Query   string      `json:"query"`
+	Headers [][2]string `json:"headers"`
+	Body    []byte      `json:"body"`
+}
+
+// AppResponse is the app's answer.
+type AppResponse struct {
+	Status  int         `json:"status"`
+	Headers [][2]string `json:"headers"`
+	Body    []byte      `json:"body"`
+}
+
+// ServeApp has the custom route app answer a request; ok is false when the
+// configuration names no app.
+func (e *Engine) ServeApp(ctx context.Context, req *AppRequest) (resp *AppResponse, ok bool, err error) {
+	if e.App == nil || e.App.host == nil {
+		return nil, false, nil
+	}
+	resp = &AppResponse{}
+	limit := e.Timeout
+	if limit <= 0 {
+		limit = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	if err := e.App.host.Call(ctx, "http", req, resp); err != nil {
+		return nil, true, err
+	}
+	return resp, true, nil
 }

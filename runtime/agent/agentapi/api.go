@@ -36,11 +36,54 @@ func (a *API) Handler() http.Handler {
 	a.threadRoutes(rt, h)
 	a.runRoutes(rt, h)
 	a.storeRoutes(rt, h)
+	if a.Engine.App != nil {
+		// Paths (and methods) the API does not own go to the custom route app.
+		rt.NotFound = http.HandlerFunc(a.customRoute)
+		rt.MethodNotAllowed = http.HandlerFunc(a.customRoute)
+	}
 	rt.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		httpx.LogFrom(r).Error().Interface("panic", v).Msg("handler panic")
 		httpx.WriteJSON(w, 500, map[string]any{"detail": "Internal server error."})
 	}
 	return httpx.LimitBody(rt, a.MaxBody)
+}
+
+// customRoute has the deployment's own HTTP app ("http": {"app": ...} in
+// langgraph.json) answer a request Slipway's API does not own. The answer
+// travels in one host message: no streaming responses.
+func (a *API) customRoute(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	req := &agent.AppRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: body}
+	for k, vs := range r.Header {
+		if k == "X-Slipway-Agent-Token" {
+			continue // Slipway's, not the app's
+		}
+		for _, v := range vs {
+			req.Headers = append(req.Headers, [2]string{k, v})
+		}
+	}
+	if r.Host != "" {
+		req.Headers = append(req.Headers, [2]string{"Host", r.Host})
+	}
+	resp, _, err := a.Engine.ServeApp(r.Context(), req)
+	if err != nil {
+		httpx.LogFrom(r).Error().Err(err).Str("path", r.URL.Path).Msg("custom route app")
+		httpx.WriteJSON(w, http.StatusBadGateway, map[string]any{"detail": "The custom route app failed: " + err.Error()})
+		return
+	}
+	for _, h := range resp.Headers {
+		switch http.CanonicalHeaderKey(h[0]) {
+		case "Content-Length", "Transfer-Encoding", "Connection":
+			continue
+		}
+		w.Header().Add(h[0], h[1])
+	}
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
 }
 
 func (a *API) info(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

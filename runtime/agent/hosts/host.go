@@ -25,6 +25,8 @@ type Ready struct {
 	Runtime   string               `json:"runtime"`   // e.g. "node v20.20.2"
 	LangGraph string               `json:"langgraph"` // version of the user's langgraph library
 	Graphs    map[string]GraphLoad `json:"graphs"`
+	// HTTPApp is the custom route app's load result, when one was asked for.
+	HTTPApp *GraphLoad `json:"http_app,omitempty"`
 }
 
 // GraphLoad is one graph's load result.

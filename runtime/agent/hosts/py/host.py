@@ -317,6 +317,8 @@ class RunExecutor(ThreadPoolExecutor):
 lg_version = ""
 graphs: dict[str, dict] = {}  # id → {"graph": compiled} | {"factory": fn}
 results: dict[str, dict] = {}
+http_app: Any = None
+http_app_result: dict | None = None
 saver = store = None
 lg = None  # namespace of the LangGraph classes the host needs
 
@@ -419,6 +421,25 @@ async def load_graphs(loop: asyncio.AbstractEventLoop) -> None:
             results[gid] = {"ok": True}
         except BaseException as err:  # noqa: BLE001 - SystemExit from a graph module too
             results[gid] = {"ok": False, "error": f"{spec['source']}: {load_error(err)}"}
+    await load_http_app()
+
+
+async def load_http_app() -> None:
+    global http_app, http_app_result
+    spec = CFG.get("http_app")
+    if not spec:
+        return
+    try:
+        mod = load_module(spec)
+        if not hasattr(mod, spec["export"]):
+            raise AttributeError(f'{spec["source"]} has no attribute named "{spec["export"]}"')
+        app = getattr(mod, spec["export"])
+        if not callable(app):
+            raise TypeError(f"the export is not an ASGI application (a {type(app).__name__})")
+        http_app = app
+        http_app_result = {"ok": True}
+    except BaseException as err:  # noqa: BLE001
+        http_app_result = {"ok": False, "error": f"{spec['source']}: {load_error(err)}"}
 
 
 # ---- runs --------------------------------------------------------------------
@@ -688,7 +709,59 @@ async def h_subgraphs(p: dict) -> dict:
     return out
 
 
+# ---- custom routes -----------------------------------------------------------
+
+
+async def h_http(p: dict) -> dict:
+    """One request to the custom route app (ASGI 3, "http" scope): the
+    body arrives whole, the response is collected whole."""
+    import base64
+
+    if http_app is None:
+        raise LookupError("this host serves no custom route app")
+    body = base64.b64decode(p.get("body") or "")
+    path = p.get("path") or "/"
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": p.get("method") or "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": (p.get("query") or "").encode(),
+        "root_path": "",
+        "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in p.get("headers") or []],
+        "client": None,
+        "server": None,
+        "state": {},
+    }
+    delivered = False
+
+    async def receive() -> dict:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        # The client stays connected until the response is complete.
+        await asyncio.Future()
+
+    status, headers, chunks = 500, [], []
+
+    async def send(msg: dict) -> None:
+        nonlocal status, headers
+        if msg["type"] == "http.response.start":
+            status = msg["status"]
+            headers = [[k.decode("latin-1"), v.decode("latin-1")] for k, v in msg.get("headers") or []]
+        elif msg["type"] == "http.response.body":
+            chunks.append(msg.get("body") or b"")
+
+    await http_app(scope, receive, send)
+    return {"status": status, "headers": headers, "body": base64.b64encode(b"".join(chunks)).decode("ascii")}
+
+
 handlers.update(
+    http=h_http,
     run=h_run,
     cancel=h_cancel,
     state=h_state,
@@ -720,6 +793,7 @@ async def main() -> None:
             "runtime": f"python {platform.python_version()} ({sys.executable})",
             "langgraph": lg_version,
             "graphs": results,
+            **({"http_app": http_app_result} if http_app_result is not None else {}),
         },
     )
     await reading

@@ -26,6 +26,7 @@ func TestPyGraphImportFailureFailsStart(t *testing.T) {
 		{"missing module", "", "", "no_such_pkg.agent:graph", "No module named 'no_such_pkg'"},
 		{"not a graph", "notgraph.py", "graph = {'hello': 1}\n", "./notgraph.py:graph", "not a LangGraph graph"},
 		{"raises at import", "raises.py", "raise RuntimeError('no API key')\n", "./raises.py:graph", "RuntimeError: no API key"},
+		{"custom route app", "app.py", "import no_such_web_framework\n", "http:./app.py:app", "No module named 'no_such_web_framework'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			app := t.TempDir()
@@ -35,7 +36,11 @@ func TestPyGraphImportFailureFailsStart(t *testing.T) {
 				}
 			}
 			cfg := filepath.Join(app, "langgraph.json")
-			if err := os.WriteFile(cfg, []byte(`{"graphs": {"agent": "`+tc.spec+`"}}`), 0o644); err != nil {
+			conf, name := `{"graphs": {"agent": "`+tc.spec+`"}}`, `graph "agent"`
+			if app, ok := strings.CutPrefix(tc.spec, "http:"); ok {
+				conf, name = `{"graphs": {}, "http": {"app": "`+app+`"}}`, "http app "+app
+			}
+			if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(servertest.Binary(t), "agent")
@@ -55,7 +60,8 @@ func TestPyGraphImportFailureFailsStart(t *testing.T) {
 			if err == nil {
 				t.Fatalf("slipway agent exited 0:\n%s", out)
 			}
-			if !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), `graph \"agent\"`) && !strings.Contains(string(out), `graph "agent"`) {
+			named := strings.Contains(string(out), name) || strings.Contains(string(out), strings.ReplaceAll(name, `"`, `\"`))
+			if !strings.Contains(string(out), tc.want) || !named {
 				t.Fatalf("output does not name the graph and %q:\n%s", tc.want, out)
 			}
 		})

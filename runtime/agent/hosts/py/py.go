@@ -46,6 +46,7 @@ type Graph struct {
 type config struct {
 	ProjectDir string               `json:"project_dir"`
 	Graphs     map[string]hostGraph `json:"graphs"`
+	HTTPApp    *hostGraph           `json:"http_app,omitempty"`
 }
 
 type hostGraph struct {
@@ -84,7 +85,10 @@ func Interpreter(explicit, projectDir string) (string, error) {
 // that starts the host with the interpreter python. projectDir is the
 // directory of the graph configuration (put first on sys.path, as the
 // reference server does).
-func Prepare(dataDir, projectDir, python string, graphs []Graph) ([]string, error) {
+//
+// app, when not nil, is the custom route app (an ASGI application) the
+// host serves.
+func Prepare(dataDir, projectDir, python string, graphs []Graph, app *Graph) ([]string, error) {
 	hostDir := filepath.Join(dataDir, "hosts", "py", version())
 	if err := writeSource(hostDir); err != nil {
 		return nil, err
@@ -95,20 +99,18 @@ func Prepare(dataDir, projectDir, python string, graphs []Graph) ([]string, erro
 	}
 	cfg := config{ProjectDir: abs, Graphs: map[string]hostGraph{}}
 	for _, g := range graphs {
-		hg := hostGraph{Export: g.Export, Source: g.Path + ":" + g.Export}
-		if strings.EqualFold(filepath.Ext(g.Path), ".py") {
-			file := g.Path
-			if !filepath.IsAbs(file) {
-				file = filepath.Join(abs, file)
-			}
-			if _, err := os.Stat(file); err != nil {
-				return nil, fmt.Errorf("graph %q: %s: %w", g.ID, g.Path, err)
-			}
-			hg.File = file
-		} else {
-			hg.Module = g.Path
+		hg, err := spec(abs, g)
+		if err != nil {
+			return nil, err
 		}
 		cfg.Graphs[g.ID] = hg
+	}
+	if app != nil {
+		hg, err := spec(abs, *app)
+		if err != nil {
+			return nil, err
+		}
+		cfg.HTTPApp = &hg
 	}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
@@ -120,6 +122,24 @@ func Prepare(dataDir, projectDir, python string, graphs []Graph) ([]string, erro
 	}
 	// -u: unbuffered stderr lines reach the agent's log as they are written.
 	return []string{python, "-u", filepath.Join(hostDir, "host.py"), cfgPath}, nil
+}
+
+// spec is what the host imports for g: a file, or a module.
+func spec(projectDir string, g Graph) (hostGraph, error) {
+	hg := hostGraph{Export: g.Export, Source: g.Path + ":" + g.Export}
+	if !strings.EqualFold(filepath.Ext(g.Path), ".py") {
+		hg.Module = g.Path
+		return hg, nil
+	}
+	file := g.Path
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(projectDir, file)
+	}
+	if _, err := os.Stat(file); err != nil {
+		return hg, fmt.Errorf("graph %q: %s: %w", g.ID, g.Path, err)
+	}
+	hg.File = file
+	return hg, nil
 }
 
 // version names the embedded source, so a new binary never runs an old host.

@@ -7,6 +7,7 @@ import os
 import signal
 import time
 
+import httpx
 import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.errors import APIStatusError
@@ -312,3 +313,20 @@ async def test_restart_of_slipway_agent_keeps_state_history_and_interrupts(own_a
     assert [h["checkpoint"]["checkpoint_id"] for h in after] == [h["checkpoint"]["checkpoint_id"] for h in before]
     values = await client.runs.wait(thread["thread_id"], "approval", command={"resume": "ok"})
     assert values["log"] == ["prepared ship", "reviewed: ok", "did ship"]
+
+
+async def test_custom_routes_are_served_by_the_app(agent, client):
+    # Through the SDK's own HTTP client, as a user calls custom routes.
+    assert await client.http.get("/custom/hello", params={"name": "Ada"}) == {"hello": "Ada"}
+    async with httpx.AsyncClient(base_url=agent.url) as h:
+        r = await h.post("/custom/echo", json={"a": 1}, headers={"x-demo": "yes"})
+        assert r.status_code == 201
+        assert r.json() == {"got": {"a": 1}, "header": "yes"}
+        assert r.headers["x-app"] == "py-agent"
+        # A method Slipway does not serve on its own path goes to the app...
+        r = await h.delete("/threads")
+        assert (r.status_code, r.text) == (200, "custom DELETE /threads")
+        # ...what Slipway serves stays Slipway's, and the app answers its own 404s.
+        assert (await h.get("/ok")).json() == {"ok": True}
+        assert (await h.post("/threads", json={})).json()["thread_id"]
+        assert (await h.get("/custom/nothing")).status_code == 404
