@@ -89,6 +89,9 @@ type Engine struct {
 	// Python is the interpreter of the Python host when set
 	// (SLIPWAY_AGENT_PYTHON); else the project's virtualenv or python3.
 	Python string
+	// HostEnv is the graph configuration's "env" (LoadConfigEnv), given
+	// to the language hosts under the agent's own environment.
+	HostEnv []string
 	// App is the custom route app (LoadHTTPApp), nil when there is none.
 	App *HostApp
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joho/godotenv"
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/runtime/agent/hosts"
@@ -82,6 +83,65 @@ func LoadHTTPApp(path string) (*HostApp, error) {
 	return &HostApp{Language: hg.Language, Path: hg.Path, Export: hg.Export, Dir: hg.Dir}, nil
 }
 
+// LoadConfigEnv reads the "env" of the graph configuration at path — an
+// object, or the path of a .env file relative to the configuration — as
+// KEY=VALUE pairs for the language hosts.
+func LoadConfigEnv(path string) ([]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read graph configuration: %w", err)
+	}
+	var cfg Config
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("graph configuration %s: %w", path, err)
+	}
+	if len(cfg.Env) == 0 || string(cfg.Env) == "null" {
+		return nil, nil
+	}
+	vars := map[string]string{}
+	var file string
+	if err := json.Unmarshal(cfg.Env, &file); err == nil {
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(filepath.Dir(path), file)
+		}
+		if vars, err = godotenv.Read(file); err != nil {
+			return nil, fmt.Errorf("env file of the graph configuration: %w", err)
+		}
+	} else if err := json.Unmarshal(cfg.Env, &vars); err != nil {
+		return nil, fmt.Errorf("graph configuration %s: env must be an object of strings or a .env file path: %w", path, err)
+	}
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k+"="+vars[k])
+	}
+	return out, nil
+}
+
+// withConfigEnv adds the configuration's variables to base, except those
+// base already sets: the deployment's own environment (its secrets) wins.
+func withConfigEnv(base, extra []string) []string {
+	set := map[string]bool{}
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		set[k] = true
+	}
+	out := append([]string(nil), base...)
+	for _, kv := range extra {
+		if k, _, _ := strings.Cut(kv, "="); !set[k] {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // parseHostGraph recognises "path:attr" graphs a host of this binary serves.
 func parseHostGraph(id, spec, dir string) (*HostGraph, error) {
 	i := strings.LastIndex(spec, ":")
@@ -117,6 +177,7 @@ func (e *Engine) StartHosts(ctx context.Context, dataDir string, env []string) e
 	if env == nil {
 		env = os.Environ()
 	}
+	env = withConfigEnv(env, e.HostEnv)
 	if e.App != nil && e.App.Language != "python" {
 		e.Log.Warn().Str("app", e.App.Path+":"+e.App.Export).Msg("custom routes are served for Python apps only; this one is not served")
 		e.App = nil

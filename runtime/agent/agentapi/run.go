@@ -47,6 +47,10 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	if err != nil {
 		return err
 	}
+	hostEnv, err := agent.LoadConfigEnv(cfg.GraphConfig)
+	if err != nil {
+		return err
+	}
 	db, err := storage.Open(filepath.Join(cfg.DataDir, "agent.db"), 5*time.Second, agent.Migrations)
 	if err != nil {
 		return err
@@ -55,7 +59,7 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	runCtx, stopRuns := context.WithCancel(context.Background())
 	defer stopRuns()
 	eng := &agent.Engine{DB: db, Graphs: graphs, Workers: cfg.Workers, Timeout: time.Duration(cfg.RunTimeout) * time.Second, Log: log,
-		Python: cfg.Python, App: app}
+		Python: cfg.Python, App: app, HostEnv: hostEnv}
 	// Language hosts load every "path:attr" graph before anything is
 	// served: a graph that fails to import fails the start, with the
 	// loader's message, so a revision never serves without its graph.

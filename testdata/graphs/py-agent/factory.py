@@ -1,4 +1,8 @@
-"""A graph factory: a function of the run's config, called per run."""
+"""A graph factory: a function of the run's config, called per run. Its
+style comes from the config, else from PY_AGENT_STYLE (set by the "env" of
+langgraph.json)."""
+
+import os
 
 from typing_extensions import TypedDict
 
@@ -11,7 +15,7 @@ class State(TypedDict, total=False):
 
 
 def make_graph(config: RunnableConfig):
-    style = (config.get("configurable") or {}).get("style", "plain")
+    style = (config.get("configurable") or {}).get("style") or os.environ.get("PY_AGENT_STYLE", "plain")
 
     def shout(state: State) -> dict:
         text = state.get("text", "")

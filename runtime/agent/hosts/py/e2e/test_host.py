@@ -136,9 +136,10 @@ async def test_store_from_inside_a_node_and_context(client):
     assert {i["key"] for i in found["items"]} >= {"profile", "visits"}
 
 
-async def test_graph_factory_takes_the_run_config(client):
-    assert await client.runs.wait(None, "factory", input={"text": "hi"}, config={"configurable": {"style": "loud"}}) == {"text": "HI"}
-    assert await client.runs.wait(None, "factory", input={"text": "hi"}) == {"text": "hi"}
+async def test_graph_factory_takes_the_run_config_and_the_config_env(client):
+    assert await client.runs.wait(None, "factory", input={"text": "hi"}, config={"configurable": {"style": "plain"}}) == {"text": "hi"}
+    # Without a style in the config, PY_AGENT_STYLE from langgraph.json's "env" decides.
+    assert await client.runs.wait(None, "factory", input={"text": "hi"}) == {"text": "HI"}
 
 
 async def test_custom_events_and_several_modes_at_once(client):
