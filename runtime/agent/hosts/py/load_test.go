@@ -67,3 +67,29 @@ func TestPyGraphImportFailureFailsStart(t *testing.T) {
 		})
 	}
 }
+
+// TestPyProjectVirtualenvIsTheInterpreter: without SLIPWAY_AGENT_PYTHON the
+// host runs with the .venv beside langgraph.json; one without LangGraph
+// fails the start naming that interpreter.
+func TestPyProjectVirtualenvIsTheInterpreter(t *testing.T) {
+	python, _, _ := needPython(t)
+	app := t.TempDir()
+	if out, err := exec.Command(python, "-m", "venv", "--without-pip", filepath.Join(app, ".venv")).CombinedOutput(); err != nil {
+		t.Fatalf("venv: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(app, "agent.py"), []byte("graph = None\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(app, "langgraph.json")
+	if err := os.WriteFile(cfg, []byte(`{"graphs": {"agent": "./agent.py:graph"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(servertest.Binary(t), "agent")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SLIPWAY_GRAPH_CONFIG=" + cfg,
+		"SLIPWAY_AGENT_DATA_DIR=" + t.TempDir(), "SLIPWAY_AGENT_ADDR=" + servertest.FreeAddr(t)}
+	out, err := cmd.CombinedOutput()
+	want := "cannot import langgraph with " + filepath.Join(app, ".venv", "bin", "python")
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Fatalf("want a failed start naming %q, got %v:\n%s", want, err, out)
+	}
+}
