@@ -331,3 +331,27 @@ async def test_custom_routes_are_served_by_the_app(agent, client):
         assert (await h.get("/ok")).json() == {"ok": True}
         assert (await h.post("/threads", json={})).json()["thread_id"]
         assert (await h.get("/custom/nothing")).status_code == 404
+
+
+async def test_command_update_and_goto_interrupt_before_after_filters_and_copy(client):
+    thread = await client.threads.create()
+    await client.runs.wait(thread["thread_id"], "approval", input={"request": "deploy"})
+    out = await client.runs.wait(thread["thread_id"], "approval", command={"update": {"log": ["skipped review"]}, "goto": "act"})
+    assert out["log"] == ["prepared deploy", "skipped review", "did deploy"]
+
+    t = await client.threads.create()
+    assert await client.runs.wait(t["thread_id"], "steps", input={}, interrupt_before=["three"]) == {"steps": ["one", "two"]}
+    assert (await client.threads.get(t["thread_id"]))["status"] == "interrupted"
+    assert (await client.threads.get_state(t["thread_id"]))["next"] == ["three"]
+    assert await client.runs.wait(t["thread_id"], "steps", input=None) == {"steps": ["one", "two", "three"]}
+    assert (await client.threads.get(t["thread_id"]))["status"] == "idle"
+
+    t = await client.threads.create()
+    assert await client.runs.wait(t["thread_id"], "steps", input={}, interrupt_after=["one"]) == {"steps": ["one"]}
+    assert (await client.threads.get(t["thread_id"]))["status"] == "interrupted"
+    hist = await client.threads.get_history(t["thread_id"], metadata={"step": 1})
+    assert [h["values"] for h in hist] == [{"steps": ["one"]}]
+    copy = await client.threads.copy(t["thread_id"])
+    assert (await client.threads.get_state(copy["thread_id"]))["values"] == {"steps": ["one"]}
+    assert await client.runs.wait(copy["thread_id"], "steps", input=None) == {"steps": ["one", "two", "three"]}
+    assert (await client.threads.get_state(t["thread_id"]))["values"] == {"steps": ["one"]}, "the original is untouched"
