@@ -4,7 +4,8 @@ any graph, it is handed the host's checkpointer — the saver whose storage
 is `slipway agent`'s database — and, when SLIPWAY_TEST_SAVER_RELAY names a
 Unix socket path, serves that saver's async methods on it, so the
 conformance suite (which runs in its own process) calls the very saver the
-host runs graphs with.
+host runs graphs with — its async methods, and its sync wrappers from a
+worker thread.
 
 Frames are newline-delimited JSON: {"id", "m", "a"} with the method's
 arguments, and {"id", "r"} or {"id", "e"}. Arguments and results travel
@@ -36,16 +37,23 @@ def inc(state: State) -> dict:
 graph = StateGraph(State).add_node("inc", inc).add_edge(START, "inc").add_edge("inc", END).compile()
 
 METHODS = {"aget_tuple", "alist", "aput", "aput_writes", "adelete_thread"}
+# The synchronous wrappers, called from a worker thread as a graph run
+# with .invoke inside a thread would call them.
+SYNC = {"get_tuple", "list", "put", "put_writes", "delete_thread"}
 
 
 async def serve(m: str, a: str):
     saver = graph.checkpointer
     if saver is None or not hasattr(saver, "serde"):
         raise RuntimeError("the host has not given this graph its checkpointer")
-    if m not in METHODS:
+    if m not in METHODS | SYNC:
         raise ValueError(f"unknown saver method {m}")
     args, kwargs = pickle.loads(base64.b64decode(a))
-    if m == "alist":
+    if m == "list":
+        out = await asyncio.to_thread(lambda: list(saver.list(*args, **kwargs)))
+    elif m in SYNC:
+        out = await asyncio.to_thread(getattr(saver, m), *args, **kwargs)
+    elif m == "alist":
         out = [t async for t in saver.alist(*args, **kwargs)]
     else:
         out = await getattr(saver, m)(*args, **kwargs)
