@@ -33,3 +33,19 @@ async def remember(state: State, runtime: Runtime[Context]) -> dict:
 
 
 graph = StateGraph(State, context_schema=Context).add_node("remember", remember).add_edge(START, "remember").add_edge("remember", END).compile()
+
+
+def remember_sync(state: State, runtime: Runtime[Context]) -> dict:
+    # The same in a synchronous node (run in a worker thread): the store's
+    # sync methods hand their calls to the host's event loop.
+    user = runtime.context.user if runtime.context else "anonymous"
+    ns = ("users", user)
+    profile = runtime.store.get(ns, "profile")
+    seen = runtime.store.get(ns, "visits")
+    visits = (seen.value["n"] if seen else 0) + 1
+    runtime.store.put(ns, "visits", {"n": visits})
+    name = profile.value.get("name", user) if profile else user
+    return {"greeting": f"Hello, {name}!", "visits": visits}
+
+
+graph_sync = StateGraph(State, context_schema=Context).add_node("remember", remember_sync).add_edge(START, "remember").add_edge("remember", END).compile()

@@ -134,6 +134,10 @@ async def test_store_from_inside_a_node_and_context(client):
     assert out["visits"] == 2
     found = await client.store.search_items(["users"])
     assert {i["key"] for i in found["items"]} >= {"profile", "visits"}
+    # A synchronous node reads and writes the same items.
+    out = await client.runs.wait(None, "memory_sync", input={}, context={"user": "ada"})
+    assert out == {"greeting": "Hello, Ada Lovelace!", "visits": 3}
+    assert (await client.store.get_item(["users", "ada"], "visits"))["value"] == {"n": 3}
 
 
 async def test_graph_factory_takes_the_run_config_and_the_config_env(client):
