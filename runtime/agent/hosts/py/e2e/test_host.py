@@ -211,8 +211,12 @@ async def test_multitask_strategies_reject_interrupt_rollback(client):
 
 async def test_cancel_ends_the_run_interrupted_keeping_its_progress(client):
     thread = await client.threads.create()
-    run = await client.runs.create(thread["thread_id"], "steps", **slow(700))
-    await asyncio.sleep(1.0)
+    run = await client.runs.create(thread["thread_id"], "steps", **slow(1000))
+    for _ in range(250):  # cancel once a superstep is durable
+        st = await client.threads.get_state(thread["thread_id"])
+        if st["values"].get("steps"):
+            break
+        await asyncio.sleep(0.02)
     await client.runs.cancel(thread["thread_id"], run["run_id"], wait=True)
     assert (await client.runs.get(thread["thread_id"], run["run_id"]))["status"] == "interrupted"
     state = await client.threads.get_state(thread["thread_id"])
@@ -253,14 +257,14 @@ async def test_graph_schemas_and_subgraphs_endpoints(client):
 async def test_kill_9_of_the_host_mid_run(client):
     thread = await client.threads.create()
     pid = run_id = None
-    async for chunk in client.runs.stream(thread["thread_id"], "steps", **slow(800), stream_mode=["custom"]):
+    async for chunk in client.runs.stream(thread["thread_id"], "steps", **slow(1500), stream_mode=["custom"]):
         if chunk.event == "metadata":
             run_id = chunk.data["run_id"]
         if chunk.event == "custom":
             pid = chunk.data["pid"]
             break  # the run goes on: on_disconnect defaults to continue
     assert pid and pid != os.getpid(), "the graph reports the host's pid"
-    for _ in range(100):  # kill once the first superstep is durable, while "two" runs
+    for _ in range(250):  # kill once the first superstep is durable, while "two" runs
         st = await client.threads.get_state(thread["thread_id"])
         if st["values"].get("steps") == ["one"]:
             break
