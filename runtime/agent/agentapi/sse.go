@@ -82,7 +82,14 @@ func (a *API) joinStream(w http.ResponseWriter, r *http.Request, ps httprouter.P
 		}
 	}
 	after = max(after, 0)
-	modes := r.URL.Query()["stream_mode"]
+	// The Python SDK sends stream_mode= (empty) when the caller names no
+	// mode: that is no filter, like an absent parameter.
+	var modes []string
+	for _, m := range r.URL.Query()["stream_mode"] {
+		if m != "" {
+			modes = append(modes, m)
+		}
+	}
 	if len(modes) == 0 {
 		modes = []string{"values", "updates", "messages", "custom"}
 	}
