@@ -363,3 +363,26 @@ async def test_command_update_and_goto_interrupt_before_after_filters_and_copy(c
     assert (await client.threads.get_state(copy["thread_id"]))["values"] == {"steps": ["one"]}
     assert await client.runs.wait(copy["thread_id"], "steps", input=None) == {"steps": ["one", "two", "three"]}
     assert (await client.threads.get_state(t["thread_id"]))["values"] == {"steps": ["one"]}, "the original is untouched"
+
+
+async def test_on_disconnect_cancel_and_resumable_streams(client):
+    # A client that goes away with on_disconnect=cancel cancels the run in the host.
+    thread = await client.threads.create()
+    run_id = None
+    async for chunk in client.runs.stream(thread["thread_id"], "steps", **slow(1000), stream_mode=["custom"], on_disconnect="cancel"):
+        if chunk.event == "metadata":
+            run_id = chunk.data["run_id"]
+        if chunk.event == "custom":
+            break
+    ended = await wait_status(client, thread["thread_id"], run_id, ("interrupted", "success", "error"))
+    assert ended["status"] == "interrupted"
+
+    # A resumable stream replays from the beginning for a late joiner, and
+    # from after a given event for one that reconnects.
+    thread = await client.threads.create()
+    run = await client.runs.create(thread["thread_id"], "steps", **slow(150), stream_mode=["custom", "updates"], stream_resumable=True)
+    everything = await collect(client.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id="-1"))
+    assert everything[0].event == "metadata"
+    assert [next(iter(c.data)) for c in everything if c.event == "updates"] == ["one", "two", "three"]
+    rest = await collect(client.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id=everything[1].id))
+    assert [(c.id, c.event) for c in rest] == [(c.id, c.event) for c in everything[2:]]
