@@ -355,7 +355,8 @@ func (e *Engine) DeleteAssistant(id string) error {
 	})
 }
 
-// SearchAssistants lists assistants matching graph id, name and metadata.
+// SearchAssistants lists assistants matching graph id, name (a
+// case-insensitive substring, as the SDKs document it) and metadata.
 func (e *Engine) SearchAssistants(graphID, name string, metadata map[string]any, limit, offset int) ([]Assistant, int, error) {
 	var all []Assistant
 	err := e.DB.View(func(tx *bolt.Tx) error {
@@ -364,7 +365,7 @@ func (e *Engine) SearchAssistants(graphID, name string, metadata map[string]any,
 			if err := unmarshalStored(v, &a); err != nil {
 				return err
 			}
-			if graphID != "" && a.GraphID != graphID || name != "" && !strings.Contains(a.Name, name) || !matches(a.Metadata, metadata) {
+			if graphID != "" && a.GraphID != graphID || name != "" && !strings.Contains(strings.ToLower(a.Name), strings.ToLower(name)) || !matches(a.Metadata, metadata) {
 				return nil
 			}
 			all = append(all, a)
