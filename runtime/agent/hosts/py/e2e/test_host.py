@@ -140,6 +140,17 @@ async def test_store_from_inside_a_node_and_context(client):
     assert (await client.store.get_item(["users", "ada"], "visits"))["value"] == {"n": 3}
 
 
+async def test_assistants_of_python_graphs(client):
+    # Every graph has its system assistant; search by name is a case-insensitive substring.
+    found = await client.assistants.search(name="MEM")
+    assert {a["graph_id"] for a in found} == {"memory", "memory_sync"}
+    quiet = await client.assistants.create("factory", config={"configurable": {"style": "plain"}}, name="quiet")
+    assert await client.runs.wait(None, quiet["assistant_id"], input={"text": "x"}) == {"text": "x"}
+    await client.assistants.update(quiet["assistant_id"], config={"configurable": {"style": "loud"}})
+    assert await client.runs.wait(None, quiet["assistant_id"], input={"text": "x"}) == {"text": "X"}
+    assert len(await client.assistants.get_versions(quiet["assistant_id"])) == 2
+
+
 async def test_graph_factory_takes_the_run_config_and_the_config_env(client):
     assert await client.runs.wait(None, "factory", input={"text": "hi"}, config={"configurable": {"style": "plain"}}) == {"text": "hi"}
     # Without a style in the config, PY_AGENT_STYLE from langgraph.json's "env" decides.
