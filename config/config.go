@@ -80,6 +80,10 @@ type Agent struct {
 	RunTimeout  int    `env:"SLIPWAY_AGENT_RUN_TIMEOUT_SECONDS" envDefault:"600"`
 	LogLevel    string `env:"SLIPWAY_LOG_LEVEL" envDefault:"info"`
 	LogFormat   string `env:"SLIPWAY_LOG_FORMAT" envDefault:"json"`
+	// Python is the interpreter that runs Python graphs. Empty: a .venv or
+	// venv beside langgraph.json, else python3 on PATH. A runtime that
+	// builds each revision's virtualenv points it there.
+	Python string `env:"SLIPWAY_AGENT_PYTHON"`
 	// Token, when set, is a secret every request must carry in
 	// X-Slipway-Agent-Token. The process runtime sets it: its agents share
 	// the host's loopback, where other deployments' code could otherwise

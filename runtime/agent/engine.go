@@ -14,7 +14,6 @@ import (
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
 
-	"slipway/runtime/agent/hosts"
 	"slipway/storage"
 )
 
@@ -90,14 +89,14 @@ type Engine struct {
 	// DefaultConfigs are the system assistants' configs by graph id
 	// (LANGGRAPH_CONFIG); a config's "context" becomes the assistant's.
 	DefaultConfigs map[string]map[string]any
-	// HTTPApp is the project's custom routes ("path:export"), served by
-	// the JavaScript host; "" when none.
-	HTTPApp string
-	// ProjectDir is the graph configuration's directory.
-	ProjectDir string
+	// Python is the interpreter of the Python host when set
+	// (SLIPWAY_AGENT_PYTHON); else the project's virtualenv or python3.
+	Python string
+	// App is the project's custom routes (HostAppFor), served by the host
+	// of its language; nil when there are none.
+	App *HostApp
 
-	httpHost    *hosts.Host // serves HTTPApp
-	httpStreams sync.Map    // stream id → HTTPStream of a streamed custom-route answer
+	httpStreams sync.Map // stream id → HTTPStream of a streamed custom-route answer
 
 	w    *storage.Committer
 	sem  chan struct{}

@@ -295,9 +295,9 @@ type Config struct {
 
 // LoadGraphs reads the graph configuration. A graph is {"builtin": "echo"},
 // {"command": [...]} (run from the configuration's directory), or a
-// "path:attr" string: a JavaScript or TypeScript file is a HostGraph (the
-// JavaScript host runs it once StartHosts has started it); other languages
-// have no host yet and are reported as such.
+// "path:attr" string: a JavaScript, TypeScript or Python file (or a Python
+// module) is a HostGraph, run by its language's host once StartHosts has
+// started it; other languages have no host and are reported as such.
 // Without a file, the built-in echo graph is served as "echo".
 func LoadGraphs(path string, env []string) (map[string]Graph, []string, error) {
 	graphs := map[string]Graph{"echo": Echo{}}
@@ -325,7 +325,7 @@ func LoadGraphs(path string, env []string) (map[string]Graph, []string, error) {
 				graphs[id] = hg
 				continue
 			}
-			warnings = append(warnings, fmt.Sprintf("graph %q (%s) needs a language host for Python, which slipway agent does not embed yet; it is not served", id, s))
+			warnings = append(warnings, fmt.Sprintf("graph %q (%s) needs a language host slipway agent does not have; it is not served", id, s))
 			delete(graphs, id)
 			continue
 		}

@@ -79,7 +79,7 @@ func TestCommandGraphProtocol(t *testing.T) {
 func TestLoadGraphs(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "langgraph.json")
-	_ = os.WriteFile(cfg, []byte(`{"graphs": {"agent": {"builtin": "echo"}, "py": "./agent.py:graph", "cmd": {"command": ["./bin/counter"]}}}`), 0o600)
+	_ = os.WriteFile(cfg, []byte(`{"graphs": {"agent": {"builtin": "echo"}, "py": "./agent.rb:graph", "cmd": {"command": ["./bin/counter"]}}}`), 0o600)
 	graphs, warnings, err := LoadGraphs(cfg, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"slipway/runtime/agent/hosts"
 	"slipway/runtime/agent/hosts/js"
+	"slipway/runtime/agent/hosts/py"
 )
 
 // HostGraph is a graph a language host runs: a "path:attr" entry of the
@@ -22,7 +23,7 @@ import (
 // thread (values, tasks, interrupts) is computed by the host from them.
 type HostGraph struct {
 	ID       string
-	Language string // "javascript"
+	Language string // "javascript" or "python"
 	Path     string // as configured, relative to Dir
 	Export   string
 	Dir      string // the graph configuration's directory (the project)
@@ -37,6 +38,35 @@ func (g *HostGraph) Run(context.Context, Request, func(string, map[string]any, [
 	return fmt.Errorf("graph %q runs in a language host", g.ID)
 }
 
+// HostApp is the custom route app of the graph configuration
+// ("http": {"app": "./app.py:app"}), served by its language's host for the
+// paths the agent's API does not own.
+type HostApp struct {
+	Language string
+	Path     string
+	Export   string
+	Dir      string
+
+	host *hosts.Host
+}
+
+// HostAppFor is the project's custom routes named by spec ("path:export",
+// relative to dir): nil when spec is "", an error when no host of this
+// binary serves that file.
+func HostAppFor(spec, dir string) (*HostApp, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	hg, err := parseHostGraph("http.app", spec, dir)
+	if err != nil {
+		return nil, err
+	}
+	if hg == nil {
+		return nil, fmt.Errorf("http.app %q: not a Python or JavaScript \"path:export\"", spec)
+	}
+	return &HostApp{Language: hg.Language, Path: hg.Path, Export: hg.Export, Dir: hg.Dir}, nil
+}
+
 // parseHostGraph recognises "path:attr" graphs a host of this binary serves.
 func parseHostGraph(id, spec, dir string) (*HostGraph, error) {
 	i := strings.LastIndex(spec, ":")
@@ -44,57 +74,87 @@ func parseHostGraph(id, spec, dir string) (*HostGraph, error) {
 		return nil, fmt.Errorf("graph %q: %q is not \"path:export\"", id, spec)
 	}
 	path, export := spec[:i], spec[i+1:]
-	if !js.Handles(path) {
-		return nil, nil
+	switch {
+	case js.Handles(path):
+		return &HostGraph{ID: id, Language: "javascript", Path: path, Export: export, Dir: dir}, nil
+	case py.Handles(path):
+		return &HostGraph{ID: id, Language: "python", Path: path, Export: export, Dir: dir}, nil
 	}
-	return &HostGraph{ID: id, Language: "javascript", Path: path, Export: export, Dir: dir}, nil
+	return nil, nil
 }
 
-// StartHosts starts the language hosts the graphs need and waits until
-// they have loaded every graph. A graph that fails to load is an error
-// naming it with the loader's message: the agent must not serve without
-// it. The hosts run until ctx ends.
+// StartHosts starts the language hosts the graphs need (one per
+// language) and waits until they have loaded every graph. A graph that
+// fails to load is an error naming it with the loader's message: the agent
+// must not serve without it. The hosts run until ctx ends.
 func (e *Engine) StartHosts(ctx context.Context, dataDir string, env []string) error {
-	var jsGraphs []js.Graph
-	var mine []*HostGraph
-	dir := ""
+	byLang := map[string][]*HostGraph{}
 	ids := make([]string, 0, len(e.Graphs))
 	for id := range e.Graphs {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		hg, ok := e.Graphs[id].(*HostGraph)
-		if !ok {
-			continue
+		if hg, ok := e.Graphs[id].(*HostGraph); ok {
+			byLang[hg.Language] = append(byLang[hg.Language], hg)
 		}
-		jsGraphs = append(jsGraphs, js.Graph{ID: hg.ID, Path: hg.Path, Export: hg.Export})
-		mine = append(mine, hg)
-		dir = hg.Dir
-	}
-	var app *js.Graph
-	if e.HTTPApp != "" {
-		i := strings.LastIndex(e.HTTPApp, ":")
-		if !js.Handles(e.HTTPApp[:i]) {
-			return fmt.Errorf("http.app %q: custom routes are served by the JavaScript host, which loads .js, .mjs and .ts files", e.HTTPApp)
-		}
-		app = &js.Graph{ID: "http", Path: e.HTTPApp[:i], Export: e.HTTPApp[i+1:]}
-		if dir == "" {
-			dir = e.ProjectDir
-		}
-	}
-	if len(mine) == 0 && app == nil {
-		return nil
-	}
-	start := time.Now()
-	argv, err := js.Prepare(dataDir, dir, jsGraphs, app)
-	if err != nil {
-		return err
 	}
 	if env == nil {
 		env = os.Environ()
 	}
-	h, ready, err := hosts.Start(ctx, hosts.Spec{Language: "javascript", Argv: argv, Dir: dir, Env: env},
+	for _, lang := range []string{"javascript", "python"} {
+		var app *HostApp
+		if e.App != nil && e.App.Language == lang {
+			app = e.App
+		}
+		if mine := byLang[lang]; len(mine) > 0 || app != nil {
+			if err := e.startHost(ctx, lang, dataDir, env, mine, app); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Engine) startHost(ctx context.Context, lang, dataDir string, env []string, mine []*HostGraph, app *HostApp) error {
+	start := time.Now()
+	var dir string
+	if len(mine) > 0 {
+		dir = mine[0].Dir
+	} else {
+		dir = app.Dir
+	}
+	var argv []string
+	var err error
+	switch lang {
+	case "javascript":
+		var graphs []js.Graph
+		for _, hg := range mine {
+			graphs = append(graphs, js.Graph{ID: hg.ID, Path: hg.Path, Export: hg.Export})
+		}
+		var jsApp *js.Graph
+		if app != nil {
+			jsApp = &js.Graph{ID: "http", Path: app.Path, Export: app.Export}
+		}
+		argv, err = js.Prepare(dataDir, dir, graphs, jsApp)
+	case "python":
+		var graphs []py.Graph
+		for _, hg := range mine {
+			graphs = append(graphs, py.Graph{ID: hg.ID, Path: hg.Path, Export: hg.Export})
+		}
+		var pyApp *py.Graph
+		if app != nil {
+			pyApp = &py.Graph{ID: "http.app", Path: app.Path, Export: app.Export}
+		}
+		var python string
+		if python, err = py.Interpreter(e.Python, dir); err == nil {
+			argv, err = py.Prepare(dataDir, dir, python, graphs, pyApp)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	h, ready, err := hosts.Start(ctx, hosts.Spec{Language: lang, Argv: argv, Dir: dir, Env: env},
 		hostHandler{e}, e.Log)
 	if err != nil {
 		return err
@@ -111,20 +171,19 @@ func (e *Engine) StartHosts(ctx context.Context, dataDir string, env []string) e
 		hg.host = h
 	}
 	if app != nil {
-		switch {
-		case ready.HTTP == nil:
-			failed = append(failed, fmt.Sprintf("http.app (%s): the host did not report it", e.HTTPApp))
-		case !ready.HTTP.OK:
-			failed = append(failed, fmt.Sprintf("http.app (%s) failed to load: %s", e.HTTPApp, ready.HTTP.Error))
-		default:
-			e.httpHost = h
+		switch r := ready.HTTP; {
+		case r == nil:
+			failed = append(failed, fmt.Sprintf("http app %s:%s: the host did not report it", app.Path, app.Export))
+		case !r.OK:
+			failed = append(failed, fmt.Sprintf("http app %s:%s failed to load: %s", app.Path, app.Export, r.Error))
 		}
+		app.host = h
 	}
 	if len(failed) > 0 {
 		return errors.New(strings.Join(failed, "\n"))
 	}
 	e.Log.Info().Str("runtime", ready.Runtime).Str("langgraph", ready.LangGraph).Int("protocol", ready.Protocol).
-		Dur("startup", time.Since(start)).Int("graphs", len(mine)).Msg("javascript host ready")
+		Dur("startup", time.Since(start)).Int("graphs", len(mine)).Msg(lang + " host ready")
 	return nil
 }
 
@@ -215,8 +274,18 @@ func (g *HostGraph) runHost(ctx context.Context, r *runRecord, req Request) (*ho
 		// period the run is fenced anyway (finish clears it as the
 		// thread's active run), so a late write cannot land.
 		cctx, cstop := context.WithTimeout(context.Background(), 10*time.Second)
-		_ = g.host.Call(cctx, "cancel", map[string]any{"run_id": r.RunID}, nil)
+		var ack struct {
+			Stuck bool `json:"stuck"`
+		}
+		_ = g.host.Call(cctx, "cancel", map[string]any{"run_id": r.RunID}, &ack)
 		cstop()
+		if ack.Stuck {
+			// A synchronous node that never returns cannot be stopped
+			// inside the host (a Python thread): past the host's grace
+			// period the host is restarted, which ends its other runs
+			// with an error too; they continue from their last checkpoint.
+			g.host.Restart("run " + r.RunID + " did not unwind after cancel")
+		}
 		select {
 		case <-done:
 		case <-time.After(time.Second):

@@ -37,20 +37,20 @@ type HTTPStream interface {
 }
 
 // HasHTTPApp reports whether the project's custom routes are served.
-func (e *Engine) HasHTTPApp() bool { return e.httpHost != nil }
+func (e *Engine) HasHTTPApp() bool { return e.App != nil && e.App.host != nil }
 
 // ServeHTTPApp hands a request the agent API does not own to the
 // project's app in the language host. A streamed answer goes to out as it
 // comes; any other comes back whole.
 func (e *Engine) ServeHTTPApp(ctx context.Context, req HTTPRequest, out HTTPStream) (HTTPResponse, error) {
 	var res HTTPResponse
-	if e.httpHost == nil {
+	if !e.HasHTTPApp() {
 		return res, fmt.Errorf("%w: no custom routes", ErrNotFound)
 	}
 	req.StreamID = uuid.NewString()
 	e.httpStreams.Store(req.StreamID, out)
 	defer e.httpStreams.Delete(req.StreamID)
-	if err := e.httpHost.Call(ctx, "http", req, &res); err != nil {
+	if err := e.App.host.Call(ctx, "http", req, &res); err != nil {
 		return res, fmt.Errorf("custom route %s %s: %w", req.Method, req.URL, err)
 	}
 	if !res.Streamed && (res.Status < 100 || res.Status > 999) {

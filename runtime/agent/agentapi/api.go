@@ -40,8 +40,10 @@ func (a *API) Handler() http.Handler {
 	a.runRoutes(rt, h)
 	a.storeRoutes(rt, h)
 	if a.Engine.HasHTTPApp() {
-		// The project's custom routes get every path the API does not own.
+		// Paths (and methods) the API does not own go to the project's
+		// custom routes.
 		rt.NotFound = http.HandlerFunc(a.customRoute)
+		rt.MethodNotAllowed = http.HandlerFunc(a.customRoute)
 	}
 	rt.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		httpx.LogFrom(r).Error().Interface("panic", v).Msg("handler panic")

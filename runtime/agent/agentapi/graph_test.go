@@ -40,7 +40,7 @@ func counterApp(t *testing.T, extra map[string]string) string {
 func startWithCounter(t *testing.T) *servertest.Agent {
 	t.Helper()
 	return servertest.StartAgent(t, map[string]string{
-		"SLIPWAY_GRAPH_CONFIG":              counterApp(t, map[string]string{"pyagent": `"./agent.py:graph"`}),
+		"SLIPWAY_GRAPH_CONFIG":              counterApp(t, map[string]string{"pyagent": `"./agent.rb:graph"`}),
 		"SLIPWAY_AGENT_RUN_TIMEOUT_SECONDS": "1",
 	})
 }

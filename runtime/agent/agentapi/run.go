@@ -56,6 +56,10 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	for _, w := range warnings {
 		log.Warn().Msg(w)
 	}
+	app, err := agent.HostAppFor(project.HTTPApp, filepath.Dir(cfg.GraphConfig))
+	if err != nil {
+		return err
+	}
 	db, err := storage.Open(filepath.Join(cfg.DataDir, "agent.db"), 5*time.Second, agent.Migrations)
 	if err != nil {
 		return err
@@ -64,10 +68,7 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	runCtx, stopRuns := context.WithCancel(context.Background())
 	defer stopRuns()
 	eng := &agent.Engine{DB: db, Graphs: graphs, Workers: cfg.Workers, Timeout: time.Duration(cfg.RunTimeout) * time.Second, Log: log,
-		DefaultConfigs: defaults, HTTPApp: project.HTTPApp}
-	if cfg.GraphConfig != "" {
-		eng.ProjectDir = filepath.Dir(cfg.GraphConfig)
-	}
+		DefaultConfigs: defaults, Python: cfg.Python, App: app}
 	// Language hosts load every "path:attr" graph before anything is
 	// served: a graph that fails to import fails the start, with the
 	// loader's message, so a revision never serves without its graph.

@@ -102,7 +102,9 @@ func baseMode(event string) string {
 
 // streamModes reads stream_mode query parameters: repeated
 // (?stream_mode=a&stream_mode=b) or, as the JS SDK sends a list, one
-// parameter holding a JSON array (?stream_mode=["a","b"]).
+// parameter holding a JSON array (?stream_mode=["a","b"]). The Python SDK
+// sends stream_mode= (empty) when the caller names no mode: that is no
+// filter, like an absent parameter.
 func streamModes(vals []string) []string {
 	var out []string
 	for _, v := range vals {
@@ -111,7 +113,9 @@ func streamModes(vals []string) []string {
 			out = append(out, list...)
 			continue
 		}
-		out = append(out, v)
+		if v != "" {
+			out = append(out, v)
+		}
 	}
 	return out
 }

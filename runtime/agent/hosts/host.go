@@ -205,6 +205,13 @@ func (h *Host) kill() {
 	}
 }
 
+// Restart kills the current process; the supervisor starts a new one
+// (its calls in flight fail with ErrHostDied).
+func (h *Host) Restart(reason string) {
+	h.log.Warn().Str("reason", reason).Msg("restarting language host")
+	h.kill()
+}
+
 // Tail is the end of the current (or last) process's stderr.
 func (h *Host) Tail() string {
 	h.mu.Lock()

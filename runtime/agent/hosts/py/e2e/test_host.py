@@ -1,0 +1,399 @@
+"""Drives LangGraph Python graphs (testdata/graphs/py-agent) served by a real
+`slipway agent` through the official langgraph-sdk: the scenarios of the
+JavaScript host's suites, on the Python host."""
+
+import asyncio
+import os
+import signal
+import time
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+from langgraph_sdk.errors import APIStatusError
+
+
+def human(content: str) -> dict:
+    return {"messages": [{"role": "user", "content": content}]}
+
+
+async def collect(stream) -> list:
+    return [chunk async for chunk in stream]
+
+
+async def wait_status(client, thread_id: str, run_id: str, want: tuple, seconds: float = 15) -> dict:
+    end = time.monotonic() + seconds
+    while True:
+        run = await client.runs.get(thread_id, run_id)
+        if run["status"] in want or time.monotonic() > end:
+            return run
+        await asyncio.sleep(0.05)
+
+
+def slow(ms: int) -> dict:
+    return {"input": {}, "config": {"configurable": {"delay_ms": ms}}}
+
+
+async def test_react_agent_streams_updates_and_message_tuples(client):
+    thread = await client.threads.create()
+    chunks = await collect(
+        client.runs.stream(thread["thread_id"], "react", input=human("weather in Paris"), stream_mode=["updates", "messages-tuple"])
+    )
+    assert chunks[0].event == "metadata"
+    updates = [next(iter(c.data)) for c in chunks if c.event == "updates"]
+    assert updates == ["agent", "tools", "agent"]
+    tuples = [c for c in chunks if c.event == "messages"]
+    assert len(tuples) > 3, "model tokens arrive as message tuples"
+    msg, meta = tuples[-1].data
+    assert msg["type"] in ("ai", "AIMessageChunk")
+    assert meta["langgraph_node"] == "agent"
+
+    state = await client.threads.get_state(thread["thread_id"])
+    assert [(m["type"], m["content"]) for m in state["values"]["messages"]] == [
+        ("human", "weather in Paris"),
+        ("ai", ""),
+        ("tool", "It is sunny in Paris."),
+        ("ai", "The tool says: It is sunny in Paris."),
+    ]
+    assert state["values"]["messages"][1]["tool_calls"][0]["name"] == "get_weather"
+    assert state["next"] == []
+    history = await client.threads.get_history(thread["thread_id"])
+    assert [h["metadata"]["step"] for h in history] == [3, 2, 1, 0, -1]
+    assert history[1]["checkpoint"]["checkpoint_id"] == state["parent_checkpoint"]["checkpoint_id"]
+    t = await client.threads.get(thread["thread_id"])
+    assert t["status"] == "idle"
+    assert len(t["values"]["messages"]) == 4
+
+    # A second turn continues the conversation from the checkpoints.
+    await client.runs.wait(thread["thread_id"], "react", input=human("and in Rome"))
+    after = await client.threads.get_state(thread["thread_id"])
+    assert len(after["values"]["messages"]) == 8
+    assert after["values"]["messages"][-1]["content"] == "The tool says: It is sunny in Rome."
+
+
+async def test_messages_mode_builds_partial_messages(client):
+    thread = await client.threads.create()
+    chunks = await collect(client.runs.stream(thread["thread_id"], "react", input=human("weather in Oslo"), stream_mode="messages"))
+    names = {c.event for c in chunks}
+    assert {"messages/metadata", "messages/partial"} <= names, names
+    partials = [c.data[0] for c in chunks if c.event == "messages/partial"]
+    assert partials[-1]["content"] == "The tool says: It is sunny in Oslo."
+    assert len(partials) > 3
+
+
+async def test_interrupt_and_command_resume(client):
+    thread = await client.threads.create()
+    chunks = await collect(client.runs.stream(thread["thread_id"], "approval", input={"request": "deploy"}, stream_mode=["updates"]))
+    intr = next(c for c in chunks if c.event == "updates" and "__interrupt__" in c.data)
+    assert intr.data["__interrupt__"][0]["value"] == {"question": "approve deploy?"}
+    t = await client.threads.get(thread["thread_id"])
+    assert t["status"] == "interrupted"
+    task_id, interrupts = next(iter(t["interrupts"].items()))
+    assert interrupts[0]["value"] == {"question": "approve deploy?"}
+    state = await client.threads.get_state(thread["thread_id"])
+    assert state["next"] == ["review"]
+    assert state["tasks"][0]["id"] == task_id
+    assert state["tasks"][0]["interrupts"][0]["value"] == {"question": "approve deploy?"}
+
+    values = await client.runs.wait(thread["thread_id"], "approval", command={"resume": "yes"})
+    assert values["log"] == ["prepared deploy", "reviewed: yes", "did deploy"]
+    done = await client.threads.get(thread["thread_id"])
+    assert done["status"] == "idle"
+    assert done["interrupts"] == {}
+
+
+async def test_subgraph_interrupt_from_a_module_spec(client):
+    thread = await client.threads.create()
+    chunks = await collect(
+        client.runs.stream(thread["thread_id"], "parent", input={"topic": "tides"}, stream_mode=["updates"], stream_subgraphs=True)
+    )
+    sub = [c for c in chunks if c.event.startswith("updates|editor:")]
+    assert sub and sub[0].data == {"draft": {"log": ["draft about tides"]}}
+    state = await client.threads.get_state(thread["thread_id"], subgraphs=True)
+    assert state["next"] == ["editor"]
+    inner = state["tasks"][0]["state"]
+    assert inner["next"] == ["check"]
+    assert inner["values"]["log"] == ["draft about tides"]
+    # The subgraph's own state by its namespace.
+    ns = inner["checkpoint"]["checkpoint_ns"]
+    own = await client.threads.get_state(thread["thread_id"], checkpoint={"checkpoint_ns": ns})
+    assert own["next"] == ["check"]
+    values = await client.runs.wait(thread["thread_id"], "parent", command={"resume": "fine"})
+    assert values["log"] == ["draft about tides", "checked: fine", "published"]
+
+
+async def test_store_from_inside_a_node_and_context(client):
+    await client.store.put_item(["users", "ada"], "profile", {"name": "Ada Lovelace"})
+    chunks = await collect(client.runs.stream(None, "memory", input={}, context={"user": "ada"}, stream_mode=["custom", "values"]))
+    assert [c.data for c in chunks if c.event == "custom"] == [{"user": "ada", "visits": 1}]
+    assert [c.data for c in chunks if c.event == "values"][-1] == {"greeting": "Hello, Ada Lovelace!", "visits": 1}
+    # What the node put is the API's item at once.
+    item = await client.store.get_item(["users", "ada"], "visits")
+    assert item["value"] == {"n": 1}
+    out = await client.runs.wait(None, "memory", input={}, context={"user": "ada"})
+    assert out["visits"] == 2
+    found = await client.store.search_items(["users"])
+    assert {i["key"] for i in found["items"]} >= {"profile", "visits"}
+    # A synchronous node reads and writes the same items.
+    out = await client.runs.wait(None, "memory_sync", input={}, context={"user": "ada"})
+    assert out == {"greeting": "Hello, Ada Lovelace!", "visits": 3}
+    assert (await client.store.get_item(["users", "ada"], "visits"))["value"] == {"n": 3}
+
+
+async def test_assistants_of_python_graphs(client):
+    # Every graph has its system assistant; search by name is a case-insensitive substring.
+    found = await client.assistants.search(name="MEM")
+    assert {a["graph_id"] for a in found} == {"memory", "memory_sync"}
+    quiet = await client.assistants.create("factory", config={"configurable": {"style": "plain"}}, name="quiet")
+    assert await client.runs.wait(None, quiet["assistant_id"], input={"text": "x"}) == {"text": "x"}
+    await client.assistants.update(quiet["assistant_id"], config={"configurable": {"style": "loud"}})
+    assert await client.runs.wait(None, quiet["assistant_id"], input={"text": "x"}) == {"text": "X"}
+    assert len(await client.assistants.get_versions(quiet["assistant_id"])) == 2
+
+
+async def test_graph_factory_takes_the_run_config_and_the_config_env(client):
+    assert await client.runs.wait(None, "factory", input={"text": "hi"}, config={"configurable": {"style": "plain"}}) == {"text": "hi"}
+    # Without a style in the config, PY_AGENT_STYLE from langgraph.json's "env" decides.
+    assert await client.runs.wait(None, "factory", input={"text": "hi"}) == {"text": "HI"}
+
+
+async def test_custom_events_and_several_modes_at_once(client):
+    chunks = await collect(client.runs.stream(None, "steps", input={}, stream_mode=["custom", "values", "updates"]))
+    assert [c.data["node"] for c in chunks if c.event == "custom"] == ["one", "two", "three"]
+    assert [next(iter(c.data)) for c in chunks if c.event == "updates"] == ["one", "two", "three"]
+    assert [c.data for c in chunks if c.event == "values"][-1]["steps"] == ["one", "two", "three"]
+
+
+async def test_events_debug_tasks_and_checkpoints_modes(client):
+    modes = ["events", "debug", "tasks", "checkpoints"]
+    chunks = await collect(client.runs.stream(None, "steps", input={}, stream_mode=modes))
+    names = {c.event for c in chunks}
+    assert set(modes) <= names, names
+    starts = [c.data["name"] for c in chunks if c.event == "events" and c.data["event"] == "on_chain_start"]
+    assert {"one", "two", "three"} <= set(starts)
+    cps = [c.data for c in chunks if c.event == "checkpoints"]
+    assert [c["metadata"]["step"] for c in cps] == [-1, 0, 1, 2, 3]
+    assert all(c["checkpoint"]["checkpoint_id"] for c in cps)
+    assert not any(k.startswith("__") for c in cps for k in c["config"]["configurable"])
+
+
+async def test_error_event_carries_the_error_class_and_message(client):
+    thread = await client.threads.create()
+    run = {"input": {}, "config": {"configurable": {"fail": "two"}}}
+    chunks = await collect(client.runs.stream(thread["thread_id"], "steps", **run, stream_mode=["updates"]))
+    err = [c.data for c in chunks if c.event == "error"]
+    assert err == [{"error": "ValueError", "message": "step two failed"}]
+    state = await client.threads.get_state(thread["thread_id"])
+    assert state["values"]["steps"] == ["one"]
+
+
+async def test_multitask_strategies_reject_interrupt_rollback(client):
+    t1 = await client.threads.create()
+    first = await client.runs.create(t1["thread_id"], "steps", **slow(400))
+    with pytest.raises(APIStatusError) as e:
+        await client.runs.create(t1["thread_id"], "steps", input={}, multitask_strategy="reject")
+    assert e.value.response.status_code == 409
+    assert e.value.response.json() == {
+        "detail": "Thread is already running a task. Wait for it to finish or choose a different multitask strategy."
+    }
+    await client.runs.join(t1["thread_id"], first["run_id"])
+    assert (await client.runs.get(t1["thread_id"], first["run_id"]))["status"] == "success"
+
+    t2 = await client.threads.create()
+    victim = await client.runs.create(t2["thread_id"], "steps", **slow(1500))
+    await wait_status(client, t2["thread_id"], victim["run_id"], ("running",))
+    nxt = await client.runs.create(t2["thread_id"], "steps", input={}, multitask_strategy="interrupt")
+    await client.runs.join(t2["thread_id"], nxt["run_id"])
+    assert (await client.runs.get(t2["thread_id"], victim["run_id"]))["status"] == "interrupted"
+    assert (await client.runs.get(t2["thread_id"], nxt["run_id"]))["status"] == "success"
+
+    t3 = await client.threads.create()
+    doomed = await client.runs.create(t3["thread_id"], "steps", **slow(600))
+    await asyncio.sleep(0.9)  # let it persist a superstep, which the rollback must delete
+    kept = await client.runs.create(t3["thread_id"], "steps", input={}, multitask_strategy="rollback")
+    await client.runs.join(t3["thread_id"], kept["run_id"])
+    with pytest.raises(APIStatusError) as e:
+        await client.runs.get(t3["thread_id"], doomed["run_id"])
+    assert e.value.response.status_code == 404
+    state = await client.threads.get_state(t3["thread_id"])
+    assert state["values"]["steps"] == ["one", "two", "three"]
+    assert len(await client.threads.get_history(t3["thread_id"])) == 5, "only the kept run's checkpoints remain"
+
+
+async def test_cancel_ends_the_run_interrupted_keeping_its_progress(client):
+    thread = await client.threads.create()
+    run = await client.runs.create(thread["thread_id"], "steps", **slow(1000))
+    for _ in range(250):  # cancel once a superstep is durable
+        st = await client.threads.get_state(thread["thread_id"])
+        if st["values"].get("steps"):
+            break
+        await asyncio.sleep(0.02)
+    await client.runs.cancel(thread["thread_id"], run["run_id"], wait=True)
+    assert (await client.runs.get(thread["thread_id"], run["run_id"]))["status"] == "interrupted"
+    state = await client.threads.get_state(thread["thread_id"])
+    assert 1 <= len(state["values"]["steps"]) < 3, state["values"]
+
+
+async def test_update_state_as_a_node_and_time_travel(client):
+    thread = await client.threads.create()
+    await client.runs.wait(thread["thread_id"], "steps", input={})
+    await client.threads.update_state(thread["thread_id"], {"steps": ["manual"]}, as_node="three")
+    state = await client.threads.get_state(thread["thread_id"])
+    assert state["values"]["steps"] == ["one", "two", "three", "manual"]
+    assert state["metadata"]["source"] == "update"
+    t = await client.threads.get(thread["thread_id"])
+    assert t["values"]["steps"] == ["one", "two", "three", "manual"]
+
+    # Replay from the checkpoint after "one": the branch runs two and three again.
+    history = await client.threads.get_history(thread["thread_id"])
+    after_one = next(h for h in history if h["values"].get("steps") == ["one"])
+    out = await client.runs.wait(thread["thread_id"], "steps", input=None, checkpoint_id=after_one["checkpoint"]["checkpoint_id"])
+    assert out["steps"] == ["one", "two", "three"]
+
+
+async def test_graph_schemas_and_subgraphs_endpoints(client):
+    parent = (await client.assistants.search(graph_id="parent"))[0]
+    drawn = await client.assistants.get_graph(parent["assistant_id"], xray=True)
+    ids = {n["id"] for n in drawn["nodes"]}
+    assert {"publish", "editor:draft", "editor:check"} <= ids, ids
+    schemas = await client.assistants.get_schemas(parent["assistant_id"])
+    assert schemas["input_schema"]["properties"]["topic"]["type"] == "string"
+    assert set(schemas["state_schema"]["properties"]) == {"topic", "log"}
+    subs = await client.assistants.get_subgraphs(parent["assistant_id"])
+    assert list(subs) == ["editor"]
+    memory = (await client.assistants.search(graph_id="memory"))[0]
+    assert (await client.assistants.get_schemas(memory["assistant_id"]))["context_schema"]["properties"]["user"]["type"] == "string"
+
+
+async def test_kill_9_of_the_host_mid_run(client):
+    thread = await client.threads.create()
+    pid = run_id = None
+    async for chunk in client.runs.stream(thread["thread_id"], "steps", **slow(1500), stream_mode=["custom"]):
+        if chunk.event == "metadata":
+            run_id = chunk.data["run_id"]
+        if chunk.event == "custom":
+            pid = chunk.data["pid"]
+            break  # the run goes on: on_disconnect defaults to continue
+    assert pid and pid != os.getpid(), "the graph reports the host's pid"
+    for _ in range(250):  # kill once the first superstep is durable, while "two" runs
+        st = await client.threads.get_state(thread["thread_id"])
+        if st["values"].get("steps") == ["one"]:
+            break
+        await asyncio.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    ended = await wait_status(client, thread["thread_id"], run_id, ("error", "success"))
+    assert ended["status"] == "error"
+    before = await client.threads.get_state(thread["thread_id"])
+    assert before["values"]["steps"] == ["one"]
+    assert before["next"] == ["two"]
+    # A null input resumes the pending task from the checkpoint, in the restarted host.
+    values = await client.runs.wait(thread["thread_id"], "steps", input=None)
+    assert values["steps"] == ["one", "two", "three"]
+
+
+async def test_a_sync_node_that_never_returns_is_ended_by_a_host_restart(client):
+    thread = await client.threads.create()
+    pid = run_id = None
+    async for chunk in client.runs.stream(thread["thread_id"], "spin", input={}, stream_mode=["custom"]):
+        if chunk.event == "metadata":
+            run_id = chunk.data["run_id"]
+        if chunk.event == "custom":
+            pid = chunk.data["pid"]
+            break
+    await client.runs.cancel(thread["thread_id"], run_id, wait=True)
+    assert (await client.runs.get(thread["thread_id"], run_id))["status"] == "interrupted"
+    # Past the grace period the host was restarted: the old process is gone...
+    for _ in range(200):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        pytest.fail(f"host {pid} still running a node that never returns")
+    # ...and a new one serves.
+    out = await client.runs.wait(None, "steps", input={})
+    assert out["steps"] == ["one", "two", "three"]
+
+
+async def test_restart_of_slipway_agent_keeps_state_history_and_interrupts(own_agent):
+    client = get_client(url=own_agent.url, timeout=30)
+    thread = await client.threads.create()
+    await client.runs.wait(thread["thread_id"], "approval", input={"request": "ship"})
+    before = await client.threads.get_history(thread["thread_id"])
+    own_agent.restart()
+    client = get_client(url=own_agent.url, timeout=30)
+    t = await client.threads.get(thread["thread_id"])
+    assert t["status"] == "interrupted"
+    assert next(iter(t["interrupts"].values()))[0]["value"] == {"question": "approve ship?"}
+    state = await client.threads.get_state(thread["thread_id"])
+    assert state["next"] == ["review"]
+    assert state["tasks"][0]["interrupts"][0]["value"] == {"question": "approve ship?"}
+    after = await client.threads.get_history(thread["thread_id"])
+    assert [h["checkpoint"]["checkpoint_id"] for h in after] == [h["checkpoint"]["checkpoint_id"] for h in before]
+    values = await client.runs.wait(thread["thread_id"], "approval", command={"resume": "ok"})
+    assert values["log"] == ["prepared ship", "reviewed: ok", "did ship"]
+
+
+async def test_custom_routes_are_served_by_the_app(agent, client):
+    # Through the SDK's own HTTP client, as a user calls custom routes.
+    assert await client.http.get("/custom/hello", params={"name": "Ada"}) == {"hello": "Ada"}
+    async with httpx.AsyncClient(base_url=agent.url) as h:
+        r = await h.post("/custom/echo", json={"a": 1}, headers={"x-demo": "yes"})
+        assert r.status_code == 201
+        assert r.json() == {"got": {"a": 1}, "header": "yes"}
+        assert r.headers["x-app"] == "py-agent"
+        # A method Slipway does not serve on its own path goes to the app...
+        r = await h.delete("/threads")
+        assert (r.status_code, r.text) == (200, "custom DELETE /threads")
+        # ...what Slipway serves stays Slipway's, and the app answers its own 404s.
+        assert (await h.get("/ok")).json() == {"ok": True}
+        assert (await h.post("/threads", json={})).json()["thread_id"]
+        assert (await h.get("/custom/nothing")).status_code == 404
+
+
+async def test_command_update_and_goto_interrupt_before_after_filters_and_copy(client):
+    thread = await client.threads.create()
+    await client.runs.wait(thread["thread_id"], "approval", input={"request": "deploy"})
+    out = await client.runs.wait(thread["thread_id"], "approval", command={"update": {"log": ["skipped review"]}, "goto": "act"})
+    assert out["log"] == ["prepared deploy", "skipped review", "did deploy"]
+
+    t = await client.threads.create()
+    assert await client.runs.wait(t["thread_id"], "steps", input={}, interrupt_before=["three"]) == {"steps": ["one", "two"]}
+    assert (await client.threads.get(t["thread_id"]))["status"] == "interrupted"
+    assert (await client.threads.get_state(t["thread_id"]))["next"] == ["three"]
+    assert await client.runs.wait(t["thread_id"], "steps", input=None) == {"steps": ["one", "two", "three"]}
+    assert (await client.threads.get(t["thread_id"]))["status"] == "idle"
+
+    t = await client.threads.create()
+    assert await client.runs.wait(t["thread_id"], "steps", input={}, interrupt_after=["one"]) == {"steps": ["one"]}
+    assert (await client.threads.get(t["thread_id"]))["status"] == "interrupted"
+    hist = await client.threads.get_history(t["thread_id"], metadata={"step": 1})
+    assert [h["values"] for h in hist] == [{"steps": ["one"]}]
+    copy = await client.threads.copy(t["thread_id"])
+    assert (await client.threads.get_state(copy["thread_id"]))["values"] == {"steps": ["one"]}
+    assert await client.runs.wait(copy["thread_id"], "steps", input=None) == {"steps": ["one", "two", "three"]}
+    assert (await client.threads.get_state(t["thread_id"]))["values"] == {"steps": ["one"]}, "the original is untouched"
+
+
+async def test_on_disconnect_cancel_and_resumable_streams(client):
+    # A client that goes away with on_disconnect=cancel cancels the run in the host.
+    thread = await client.threads.create()
+    run_id = None
+    async for chunk in client.runs.stream(thread["thread_id"], "steps", **slow(1000), stream_mode=["custom"], on_disconnect="cancel"):
+        if chunk.event == "metadata":
+            run_id = chunk.data["run_id"]
+        if chunk.event == "custom":
+            break
+    ended = await wait_status(client, thread["thread_id"], run_id, ("interrupted", "success", "error"))
+    assert ended["status"] == "interrupted"
+
+    # A resumable stream replays from the beginning for a late joiner, and
+    # from after a given event for one that reconnects.
+    thread = await client.threads.create()
+    run = await client.runs.create(thread["thread_id"], "steps", **slow(150), stream_mode=["custom", "updates"], stream_resumable=True)
+    everything = await collect(client.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id="-1"))
+    assert everything[0].event == "metadata"
+    assert [next(iter(c.data)) for c in everything if c.event == "updates"] == ["one", "two", "three"]
+    rest = await collect(client.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id=everything[1].id))
+    assert [(c.id, c.event) for c in rest] == [(c.id, c.event) for c in everything[2:]]

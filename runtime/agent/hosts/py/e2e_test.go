@@ -1,0 +1,114 @@
+package py_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"slipway/server/servertest"
+)
+
+// needPython returns the test virtualenv's interpreter (SLIPWAY_TEST_PYTHON,
+// else /opt/slipway-ci/venv/bin/python, which .ci/run creates from
+// e2e/requirements.txt), skipping (or, in CI, failing) when it is missing or
+// lacks the pinned packages.
+func needPython(t *testing.T) (python, project, suite string) {
+	t.Helper()
+	root := servertest.RepoRoot()
+	project = filepath.Join(root, "testdata", "graphs", "py-agent")
+	suite = filepath.Join(root, "runtime", "agent", "hosts", "py", "e2e")
+	python = os.Getenv("SLIPWAY_TEST_PYTHON")
+	if python == "" {
+		python = "/opt/slipway-ci/venv/bin/python"
+	}
+	check := exec.Command(python, "-c", "import langgraph, langgraph_sdk, pytest, langgraph.checkpoint.conformance")
+	if out, err := check.CombinedOutput(); err != nil {
+		msg := "the Python host tests need a virtualenv with runtime/agent/hosts/py/e2e/requirements.txt installed " +
+			"(.ci/run makes /opt/slipway-ci/venv; or set SLIPWAY_TEST_PYTHON): " + python + ": " + string(out) + err.Error()
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return python, project, suite
+}
+
+// TestPyCheckpointerConformance runs langgraph-checkpoint-conformance
+// (e2e/conformance.py) against the Python host's checkpointer in a real
+// `slipway agent`: the agent serves testdata/graphs/py-agent/conformance.json,
+// whose graph relays the host's saver on a Unix socket the suite calls.
+func TestPyCheckpointerConformance(t *testing.T) {
+	python, project, suite := needPython(t)
+	// A short directory: a Unix socket path has at most 107 bytes.
+	dir, err := os.MkdirTemp("", "pycv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "relay.sock")
+	a := servertest.StartAgent(t, map[string]string{
+		"SLIPWAY_LOG_LEVEL":        "warn",
+		"SLIPWAY_GRAPH_CONFIG":     filepath.Join(project, "conformance.json"),
+		"SLIPWAY_AGENT_PYTHON":     python,
+		"SLIPWAY_TEST_SAVER_RELAY": sock,
+	})
+	report := filepath.Join(dir, "report.json")
+	cmd := exec.Command(python, "conformance.py", report)
+	cmd.Dir = suite
+	cmd.Env = append(os.Environ(), "SAVER_RELAY="+sock)
+	out, runErr := cmd.CombinedOutput()
+	t.Logf("conformance:\n%s", out)
+	raw, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("the suite wrote no report (%v): %v\nagent log:\n%s", runErr, err, a.Logs())
+	}
+	// One report per way of calling the saver: its async methods, and its
+	// synchronous wrappers from a worker thread.
+	var r map[string]map[string]struct {
+		Detected bool  `json:"detected"`
+		Passed   *bool `json:"passed"`
+		OK       int   `json:"tests_passed"`
+		Failed   int   `json:"tests_failed"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	passed, failed := 0, 0
+	for _, name := range []string{"slipway-python-host", "slipway-python-host-sync"} {
+		for _, base := range []string{"put", "put_writes", "get_tuple", "list", "delete_thread"} {
+			c := r[name][base]
+			if !c.Detected || c.Passed == nil || !*c.Passed {
+				t.Errorf("%s, capability %s: detected %v, passed %v", name, base, c.Detected, c.Passed)
+			}
+		}
+		for _, c := range r[name] {
+			passed, failed = passed+c.OK, failed+c.Failed
+		}
+	}
+	t.Logf("checkpointer conformance: %d passed, %d failed", passed, failed)
+	if runErr != nil || failed > 0 || passed == 0 {
+		t.Fatalf("checkpointer conformance failed (%v): %d failed\nagent log:\n%s", runErr, failed, a.Logs())
+	}
+}
+
+// TestPyHostThroughSDK runs the pytest suite e2e/test_host.py: the official
+// Python SDK against real `slipway agent` processes (the suite starts
+// them from this binary, so it can kill the host and restart the agent)
+// serving testdata/graphs/py-agent.
+func TestPyHostThroughSDK(t *testing.T) {
+	python, _, suite := needPython(t)
+	args := []string{"-m", "pytest", "-v", "-p", "no:cacheprovider"}
+	if k := os.Getenv("PY_TEST_K"); k != "" {
+		args = append(args, "-k", k)
+	}
+	cmd := exec.Command(python, args...)
+	cmd.Dir = suite
+	cmd.Env = append(os.Environ(), "SLIPWAY_BIN="+servertest.Binary(t), "PYHOST_PRINT_LOGS=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("pytest:\n%s", out)
+	if err != nil {
+		t.Fatalf("Python host tests failed: %v", err)
+	}
+}

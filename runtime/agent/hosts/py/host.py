@@ -1,0 +1,805 @@
+"""Slipway's Python language host (protocol version 1, see the README,
+"Language hosts").
+
+Slipway starts one per agent, with the project's own interpreter, as
+`python host.py <config.json>`, and talks to it over fd 3: newline-delimited
+JSON, {"id","m","p"} requests, {"id","r"|"e"} replies, {"m","p"}
+notifications, in both directions.
+
+The host is stateless: it imports the user's graphs, runs them on asyncio
+with a checkpointer whose storage is Slipway (saver.py), and streams their
+events back. Slipway owns every durable byte.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# A user's print() must never reach the channel or be mistaken for
+# protocol: file descriptor 1 becomes a copy of 2 (stderr, which Slipway
+# logs) before anything else runs, so even child processes and C
+# extensions writing to stdout cannot corrupt it.
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+import asyncio  # noqa: E402
+import collections  # noqa: E402
+import contextvars  # noqa: E402
+import dataclasses  # noqa: E402
+import datetime  # noqa: E402
+import enum  # noqa: E402
+import importlib  # noqa: E402
+import importlib.metadata  # noqa: E402
+import importlib.util  # noqa: E402
+import inspect  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import socket  # noqa: E402
+import threading  # noqa: E402
+import traceback  # noqa: E402
+import uuid  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from typing import Any  # noqa: E402
+
+PROTOCOL = 1
+MAX_FRAME = 32 << 20
+# How long a cancelled run may take to unwind, its synchronous nodes
+# included, before the host answers that it is stuck (Slipway then
+# restarts the host: a thread running Python code cannot be stopped).
+CANCEL_GRACE = float(os.environ.get("SLIPWAY_HOST_CANCEL_GRACE_SECONDS", "5"))
+
+with open(sys.argv[1], encoding="utf-8") as f:
+    CFG = json.load(f)
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+# The project's own modules import as they do under the reference server.
+sys.path.insert(0, CFG["project_dir"])
+
+# ---- channel -----------------------------------------------------------------
+
+pending: dict[int, asyncio.Future] = {}
+handlers: dict[str, Any] = {}
+next_id = 0
+writer: asyncio.StreamWriter | None = None
+
+
+def send(msg: dict) -> None:
+    line = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()
+    if len(line) > MAX_FRAME:
+        raise ValueError(f"message of {len(line)} bytes exceeds the host protocol's {MAX_FRAME}")
+    writer.write(line + b"\n")
+
+
+async def call(m: str, p: Any) -> Any:
+    global next_id
+    next_id += 1
+    fut = asyncio.get_running_loop().create_future()
+    pending[next_id] = fut
+    send({"id": next_id, "m": m, "p": p})
+    return await fut
+
+
+def notify(m: str, p: Any) -> None:
+    send({"m": m, "p": p})
+
+
+class RemoteError(Exception):
+    def __init__(self, e: dict) -> None:
+        super().__init__(e.get("message", ""))
+        self.type = e.get("type") or "Error"
+
+
+def error_of(err: BaseException) -> dict:
+    return {"type": type(err).__name__, "message": str(err)}
+
+
+async def serve_request(msg: dict) -> None:
+    try:
+        h = handlers.get(msg["m"])
+        if h is None:
+            raise ValueError(f"unknown method {msg['m']}")
+        r = await h(msg.get("p") or {})
+        send({"id": msg["id"], "r": ser(r)})
+    except Exception as err:  # noqa: BLE001 - every failure is the caller's answer
+        send({"id": msg["id"], "e": error_of(err)})
+
+
+def receive(msg: dict) -> None:
+    if "m" not in msg:
+        fut = pending.pop(msg.get("id"), None)
+        if fut is None or fut.done():
+            return
+        if msg.get("e"):
+            fut.set_exception(RemoteError(msg["e"]))
+        else:
+            fut.set_result(msg.get("r"))
+        return
+    if msg.get("id") is None:
+        h = handlers.get(msg["m"])
+        if h is not None:
+            asyncio.ensure_future(h(msg.get("p") or {}))
+        return
+    asyncio.ensure_future(serve_request(msg))
+
+
+async def read_loop(reader: asyncio.StreamReader) -> None:
+    while True:
+        try:
+            line = await reader.readline()
+        except (asyncio.LimitOverrunError, ValueError):
+            print("slipway host: frame too long from Slipway", file=sys.stderr)
+            os._exit(70)
+        except ConnectionError:
+            os._exit(0)
+        if not line:
+            # Slipway went away: nothing is left to serve. _exit, since a
+            # synchronous node stuck in a thread would hold up a clean exit.
+            os._exit(0)
+        if line.strip():
+            receive(json.loads(line))
+
+
+# ---- serialisation -----------------------------------------------------------
+
+
+def ser(v: Any) -> Any:
+    """The plain JSON shape of a value as the API shows it: LangChain
+    messages and other pydantic models as their model_dump(), dataclasses
+    (Interrupt, Send, Command) as dicts, errors as {type, message}."""
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, float):
+        return v if v == v and v not in (float("inf"), float("-inf")) else None
+    if isinstance(v, dict):
+        return {str(k): ser(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return [ser(x) for x in v]
+    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
+        return v.isoformat()
+    if isinstance(v, uuid.UUID):
+        return str(v)
+    if isinstance(v, enum.Enum):
+        return ser(v.value)
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, BaseException):
+        return {"error": type(v).__name__, "message": str(v)}
+    dump = getattr(v, "model_dump", None)
+    if callable(dump):
+        try:
+            return ser(dump())
+        except Exception:  # noqa: BLE001
+            pass
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: ser(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    asdict = getattr(v, "_asdict", None)
+    if callable(asdict):
+        return ser(asdict())
+    to_json = getattr(v, "to_json", None)
+    if callable(to_json):
+        try:
+            return ser(to_json())
+        except Exception:  # noqa: BLE001
+            pass
+    if isinstance(v, type):
+        return v.__name__
+    return str(v)
+
+
+def ref(config: Any) -> dict | None:
+    c = (config or {}).get("configurable") if isinstance(config, dict) else None
+    if not c:
+        return None
+    return {"thread_id": c.get("thread_id"), "checkpoint_ns": c.get("checkpoint_ns") or "", "checkpoint_id": c.get("checkpoint_id")}
+
+
+def state_out(s: Any) -> dict:
+    tasks = []
+    for t in s.tasks or ():
+        st = t.state
+        tasks.append(
+            {
+                "id": t.id,
+                "name": t.name,
+                "path": ser(t.path or []),
+                "error": None if t.error is None else str(t.error),
+                "interrupts": ser(list(t.interrupts or ())),
+                "checkpoint": ref(st) if isinstance(st, dict) else None,
+                "state": state_out(st) if st is not None and not isinstance(st, dict) else None,
+                "result": ser(getattr(t, "result", None)),
+            }
+        )
+    return {
+        "values": ser(s.values if s.values is not None else {}),
+        "next": list(s.next or ()),
+        "tasks": tasks,
+        "checkpoint": ref(s.config),
+        "metadata": ser(s.metadata or {}),
+        "created_at": s.created_at,
+        "parent_checkpoint": ref(s.parent_config) if s.parent_config else None,
+        "interrupts": [i for t in tasks for i in t["interrupts"]],
+    }
+
+
+# The API's shape of the checkpoints LangGraph streams (checkpoints mode,
+# and debug's checkpoint and task_result chunks), as the JavaScript host
+# shows them: configs also as checkpoint references, no internal
+# configurable keys.
+def checkpoint_ref(config: Any, need_id: bool = True) -> dict | None:
+    c = (config or {}).get("configurable") if isinstance(config, dict) else None
+    if not c or not isinstance(c.get("thread_id"), str) or (need_id and not isinstance(c.get("checkpoint_id"), str)):
+        return None
+    return {
+        "thread_id": c["thread_id"],
+        "checkpoint_id": c.get("checkpoint_id") or None,
+        "checkpoint_ns": c.get("checkpoint_ns") or "",
+        "checkpoint_map": c.get("checkpoint_map") or None,
+    }
+
+
+def public_config(config: Any) -> Any:
+    if not isinstance(config, dict) or not isinstance(config.get("configurable"), dict):
+        return config
+    rest = {k: v for k, v in config.items() if k != "callbacks"}
+    rest["configurable"] = {k: v for k, v in config["configurable"].items() if not k.startswith("__")}
+    return rest
+
+
+def shape_task(task: Any) -> Any:
+    if not isinstance(task, dict) or not isinstance(task.get("state"), dict):
+        return task
+    r = checkpoint_ref(task["state"], False)
+    if r is None:
+        return task
+    out = {k: v for k, v in task.items() if k != "state"}
+    out["checkpoint"] = r
+    return out
+
+
+def shape_checkpoint(payload: Any) -> Any:
+    if not isinstance(payload, dict):
+        return payload
+    out = dict(payload)
+    out["config"] = public_config(payload.get("config"))
+    out["parent_config"] = public_config(payload.get("parent_config"))
+    out["checkpoint"] = checkpoint_ref(payload.get("config"))
+    out["parent_checkpoint"] = checkpoint_ref(payload.get("parent_config"))
+    out["tasks"] = [shape_task(t) for t in payload.get("tasks") or []]
+    return out
+
+
+def shape_chunk(mode: str, data: Any) -> Any:
+    if mode == "checkpoints":
+        return shape_checkpoint(data)
+    if mode == "tasks":
+        return shape_task(data)
+    if mode == "debug" and isinstance(data, dict):
+        if data.get("type") == "checkpoint":
+            return {**data, "payload": shape_checkpoint(data.get("payload"))}
+        if data.get("type") == "task_result":
+            return {**data, "payload": shape_task(data.get("payload"))}
+    return data
+
+
+# ---- runs and their synchronous nodes ----------------------------------------
+
+# The run a piece of code belongs to: LangGraph runs synchronous nodes in
+# the loop's default executor with the submitting task's context, so the
+# executor can count each run's threads, and a cancelled run whose
+# synchronous node never returns is reported stuck.
+current_run: contextvars.ContextVar[str | None] = contextvars.ContextVar("slipway_run", default=None)
+busy: collections.Counter = collections.Counter()
+busy_lock = threading.Lock()
+
+
+class RunExecutor(ThreadPoolExecutor):
+    def submit(self, fn, /, *args, **kwargs):
+        rid = current_run.get()
+        if rid is None:
+            return super().submit(fn, *args, **kwargs)
+        with busy_lock:
+            busy[rid] += 1
+
+        def counted():
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with busy_lock:
+                    busy[rid] -= 1
+                    if busy[rid] <= 0:
+                        del busy[rid]
+
+        return super().submit(counted)
+
+
+# ---- loading -----------------------------------------------------------------
+
+lg_version = ""
+graphs: dict[str, dict] = {}  # id → {"graph": compiled} | {"factory": fn}
+results: dict[str, dict] = {}
+http_app: Any = None
+http_app_result: dict | None = None
+saver = store = None
+lg = None  # namespace of the LangGraph classes the host needs
+
+
+def load_module(spec: dict) -> Any:
+    if spec.get("module"):
+        return importlib.import_module(spec["module"])
+    path = spec["file"]
+    name = os.path.splitext(os.path.basename(path))[0]
+    existing = sys.modules.get(name)
+    if existing is not None and os.path.abspath(getattr(existing, "__file__", "") or "") != path:
+        name = f"__slipway_graph_{abs(hash(path)):x}_{name}"
+    elif existing is not None:
+        return existing
+    mspec = importlib.util.spec_from_file_location(name, path)
+    if mspec is None or mspec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    mod = importlib.util.module_from_spec(mspec)
+    sys.modules[name] = mod  # dataclasses and pydantic look their module up
+    try:
+        mspec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return mod
+
+
+def load_error(err: BaseException) -> str:
+    """The loader's message: the exception with the user's frames only
+    (none of the host's or importlib's)."""
+    te = traceback.TracebackException.from_exception(err)
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in te.stack if f.filename != os.path.abspath(__file__) and not f.filename.startswith("<frozen")]
+    )
+    if not te.stack:
+        return "".join(te.format_exception_only()).strip()
+    return "".join(te.format()).strip()
+
+
+def prepare(g: Any) -> Any:
+    """Compiles a StateGraph and gives a compiled graph Slipway's
+    checkpointer and store, whatever the user compiled it with."""
+    if isinstance(g, lg.StateGraph):
+        g = g.compile()
+    if not isinstance(g, lg.Pregel):
+        raise TypeError(f"the export is not a LangGraph graph (a {type(g).__name__})")
+    g.checkpointer = saver
+    g.store = store
+    return g
+
+
+async def graph_for(gid: str, config: dict) -> Any:
+    entry = graphs.get(gid)
+    if entry is None:
+        raise LookupError(f'graph "{gid}" is not loaded by this host')
+    if "graph" in entry:
+        return entry["graph"]
+    factory = entry["factory"]
+    try:
+        takes = len(inspect.signature(factory).parameters) > 0
+    except (TypeError, ValueError):
+        takes = True
+    out = factory(config) if takes else factory()
+    if inspect.isawaitable(out):
+        out = await out
+    return prepare(out)
+
+
+async def load_graphs(loop: asyncio.AbstractEventLoop) -> None:
+    global saver, store, lg, lg_version
+    try:
+        import types
+
+        from langgraph.graph import StateGraph
+        from langgraph.pregel import Pregel
+        from langgraph.types import Command, Send
+        from slipway_saver import SlipwaySaver
+        from slipway_store import SlipwayStore
+
+        lg = types.SimpleNamespace(StateGraph=StateGraph, Pregel=Pregel, Command=Command, Send=Send)
+        saver = SlipwaySaver(call, loop)
+        store = SlipwayStore(call, loop)
+        lg_version = importlib.metadata.version("langgraph")
+    except Exception as err:  # noqa: BLE001
+        for gid in CFG["graphs"]:
+            results[gid] = {"ok": False, "error": f"cannot import langgraph with {sys.executable}: {type(err).__name__}: {err}"}
+        return
+    for gid, spec in CFG["graphs"].items():
+        try:
+            mod = load_module(spec)
+            if not hasattr(mod, spec["export"]):
+                raise AttributeError(f'{spec["source"]} has no attribute named "{spec["export"]}"')
+            g = getattr(mod, spec["export"])
+            if isinstance(g, (lg.Pregel, lg.StateGraph)):
+                graphs[gid] = {"graph": prepare(g)}
+            elif callable(g):
+                graphs[gid] = {"factory": g}
+            else:
+                raise TypeError(f"the export is not a LangGraph graph (a {type(g).__name__})")
+            results[gid] = {"ok": True}
+        except BaseException as err:  # noqa: BLE001 - SystemExit from a graph module too
+            results[gid] = {"ok": False, "error": f"{spec['source']}: {load_error(err)}"}
+    await load_http_app()
+
+
+async def load_http_app() -> None:
+    global http_app, http_app_result
+    spec = CFG.get("http_app")
+    if not spec:
+        return
+    try:
+        mod = load_module(spec)
+        if not hasattr(mod, spec["export"]):
+            raise AttributeError(f'{spec["source"]} has no attribute named "{spec["export"]}"')
+        app = getattr(mod, spec["export"])
+        if not callable(app):
+            raise TypeError(f"the export is not an ASGI application (a {type(app).__name__})")
+        http_app = app
+        http_app_result = {"ok": True}
+    except BaseException as err:  # noqa: BLE001
+        http_app_result = {"ok": False, "error": f"{spec['source']}: {load_error(err)}"}
+
+
+# ---- runs --------------------------------------------------------------------
+
+runs: dict[str, asyncio.Task] = {}
+LIB_MODES = {"values", "updates", "custom", "debug", "tasks", "checkpoints"}
+
+
+def command_of(c: dict | None) -> Any:
+    if not c:
+        return None
+    kwargs: dict[str, Any] = {}
+    if "resume" in c and c["resume"] is not None:
+        kwargs["resume"] = c["resume"]
+    if c.get("update") is not None:
+        kwargs["update"] = c["update"]
+    if c.get("goto") is not None:
+        goto = c["goto"] if isinstance(c["goto"], list) else [c["goto"]]
+        kwargs["goto"] = [g if isinstance(g, str) else lg.Send(g["node"], g.get("input")) for g in goto]
+    return lg.Command(**kwargs)
+
+
+async def h_run(p: dict) -> dict:
+    rid = p["run_id"]
+    runs[rid] = asyncio.current_task()
+    current_run.set(rid)
+    try:
+        return await execute(p)
+    except asyncio.CancelledError:
+        return {"status": "interrupted"}
+    except Exception as err:  # noqa: BLE001
+        return {"status": "error", "error": error_of(err)}
+    finally:
+        runs.pop(rid, None)
+
+
+async def h_cancel(p: dict) -> dict:
+    """Cancels a run's task; answered once the run has unwound, its
+    synchronous nodes included, or after the grace period with stuck:
+    true (a thread cannot be stopped: Slipway restarts the host)."""
+    rid = p["run_id"]
+    task = runs.get(rid)
+    if task is None and not busy.get(rid):
+        return {"cancelled": False}
+    if task is not None:
+        task.cancel()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + float(p.get("grace_seconds") or CANCEL_GRACE)
+    while loop.time() < deadline:
+        if (task is None or task.done()) and not busy.get(rid):
+            return {"cancelled": True}
+        await asyncio.sleep(0.02)
+    return {"cancelled": False, "stuck": True}
+
+
+async def execute(p: dict) -> dict:
+    api_config = dict(p.get("config") or {})
+    configurable = {
+        **(api_config.get("configurable") or {}),
+        "thread_id": p["thread_id"],
+        "run_id": p["run_id"],
+        "graph_id": p["graph_id"],
+        "checkpoint_ns": "",
+    }
+    if p.get("assistant_id"):
+        configurable["assistant_id"] = p["assistant_id"]
+    if p.get("checkpoint_id"):
+        configurable["checkpoint_id"] = p["checkpoint_id"]
+    config = {**api_config, "configurable": configurable}
+    try:
+        config["run_id"] = uuid.UUID(p["run_id"])
+    except (ValueError, TypeError):
+        pass
+    graph = await graph_for(p["graph_id"], config)
+    modes = p.get("stream_mode") or ["values"]
+    lib = [m for m in modes if m in LIB_MODES]
+    if "messages" in modes or "messages-tuple" in modes:
+        lib.append("messages")
+    if not lib:
+        lib.append("values")
+    lib = list(dict.fromkeys(lib))
+    inp = command_of(p["command"]) if p.get("command") else p.get("input")
+    subgraphs = bool(p.get("subgraphs"))
+    kwargs: dict[str, Any] = {"stream_mode": lib, "subgraphs": subgraphs}
+    if p.get("context") is not None:
+        kwargs["context"] = p["context"]
+    if p.get("interrupt_before") is not None:
+        kwargs["interrupt_before"] = p["interrupt_before"]
+    if p.get("interrupt_after") is not None:
+        kwargs["interrupt_after"] = p["interrupt_after"]
+    rid = p["run_id"]
+
+    def emit(event: str, data: Any) -> None:
+        notify("event", {"run_id": rid, "event": event, "data": ser(data)})
+
+    partial: dict[str, Any] = {}
+
+    def handle(chunk: Any) -> None:
+        if subgraphs:
+            ns, mode, data = chunk
+        else:
+            (mode, data), ns = chunk, ()
+        suffix = "|" + "|".join(ns) if ns else ""
+        if mode == "messages":
+            msg, metadata = data
+            if "messages-tuple" in modes:
+                emit("messages" + suffix, [msg, metadata])
+            if "messages" in modes:
+                mid = getattr(msg, "id", None)
+                if mid and mid not in partial:
+                    emit("messages/metadata" + suffix, {mid: {"metadata": metadata}})
+                if not type(msg).__name__.endswith("Chunk"):
+                    emit("messages/complete" + suffix, [msg])
+                else:
+                    acc = partial[mid] + msg if mid in partial else msg
+                    if mid:
+                        partial[mid] = acc
+                    emit("messages/partial" + suffix, [acc])
+            return
+        if mode in modes:
+            emit(mode + suffix, shape_chunk(mode, data))
+
+    if "events" in modes:
+        # The events mode is LangChain's astream_events (v2) on the graph,
+        # as the reference server streams it: the root run's own
+        # on_chain_stream events carry the other modes' chunks, every
+        # other event goes out as an `events` event. Only runs that ask
+        # for it pay for the callbacks.
+        root = str(config.get("run_id", ""))
+        async for ev in graph.astream_events(inp, config, version="v2", **kwargs):
+            if "langsmith:hidden" in (ev.get("tags") or []):
+                continue
+            if ev.get("event") == "on_chain_stream" and ev.get("run_id") == root:
+                handle(ev["data"]["chunk"])
+                continue
+            emit("events", ev)
+    else:
+        async for chunk in graph.astream(inp, config, **kwargs):
+            handle(chunk)
+    state = await graph.aget_state({"configurable": {"thread_id": p["thread_id"], "checkpoint_ns": ""}})
+    out = state_out(state)
+    return {"status": "success", "values": out["values"], "next": out["next"], "tasks": out["tasks"], "interrupts": out["interrupts"]}
+
+
+# ---- state -------------------------------------------------------------------
+
+
+def state_config(p: dict) -> dict:
+    c = {"thread_id": p["thread_id"], "checkpoint_ns": p.get("checkpoint_ns") or ""}
+    if p.get("checkpoint_id"):
+        c["checkpoint_id"] = p["checkpoint_id"]
+    return {"configurable": c}
+
+
+async def h_state(p: dict) -> dict:
+    config = state_config(p)
+    graph = await graph_for(p["graph_id"], config)
+    return state_out(await graph.aget_state(config, subgraphs=bool(p.get("subgraphs"))))
+
+
+async def h_history(p: dict) -> list:
+    config = state_config(p)
+    graph = await graph_for(p["graph_id"], config)
+    before = {"configurable": {"checkpoint_id": p["before"]}} if p.get("before") else None
+    return [
+        state_out(s)
+        async for s in graph.aget_state_history(config, filter=p.get("filter") or None, before=before, limit=p.get("limit") or None)
+    ]
+
+
+async def h_update_state(p: dict) -> dict:
+    config = state_config(p)
+    graph = await graph_for(p["graph_id"], config)
+    nxt = await graph.aupdate_state(config, p.get("values"), as_node=p.get("as_node") or None)
+    state = await graph.aget_state({"configurable": {"thread_id": p["thread_id"], "checkpoint_ns": ""}})
+    return {"checkpoint": ref(nxt), "state": state_out(state)}
+
+
+# ---- graph descriptions ------------------------------------------------------
+
+
+async def h_graph(p: dict) -> Any:
+    graph = await graph_for(p["graph_id"], p.get("config") or {})
+    xray = p.get("xray")
+    drawable = await graph.aget_graph(p.get("config") or None, xray=xray if xray is not None else False)
+    return drawable.to_json()
+
+
+def state_schema(graph: Any) -> dict | None:
+    # As the reference server: one property per streamed channel, typed by
+    # what an update to it takes.
+    from pydantic import TypeAdapter, create_model
+
+    fields: dict[str, Any] = {}
+    for k in graph.stream_channels_list:
+        ch = graph.channels.get(k)
+        if ch is None:
+            continue
+        try:
+            TypeAdapter(ch.UpdateType).json_schema()
+            fields[k] = (ch.UpdateType, None)
+        except Exception:  # noqa: BLE001 - a type pydantic cannot describe
+            fields[k] = (Any, None)
+    return create_model(graph.get_name("State"), **fields).model_json_schema()
+
+
+def schemas_of(graph: Any) -> dict:
+    def get(fn):
+        try:
+            return fn()
+        except Exception:  # noqa: BLE001
+            return None
+
+    def config_schema():
+        s = graph.get_config_jsonschema()
+        conf = (s.get("properties") or {}).get("configurable")
+        if not conf:
+            return None
+        ref_ = conf.get("$ref") or next((x.get("$ref") for x in conf.get("allOf") or [] if "$ref" in x), None)
+        if ref_:
+            name = ref_.rsplit("/", 1)[-1]
+            out = dict((s.get("$defs") or {}).get(name) or {})
+            defs = {k: v for k, v in (s.get("$defs") or {}).items() if k != name}
+            if defs:
+                out["$defs"] = defs
+            return out
+        return conf
+
+    def context_schema():
+        if getattr(graph, "context_schema", None) is None:
+            return None
+        return graph.get_context_jsonschema()
+
+    return {
+        "input": get(graph.get_input_jsonschema),
+        "output": get(graph.get_output_jsonschema),
+        "state": get(lambda: state_schema(graph)),
+        "config": get(config_schema),
+        "context": get(context_schema),
+    }
+
+
+def omit_none(d: dict) -> dict:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+async def h_schemas(p: dict) -> dict:
+    s = schemas_of(await graph_for(p["graph_id"], p.get("config") or {}))
+    return omit_none(
+        {
+            "graph_id": p["graph_id"],
+            "input_schema": s["input"],
+            "output_schema": s["output"],
+            "state_schema": s["state"],
+            "config_schema": s["config"],
+            "context_schema": s["context"],
+        }
+    )
+
+
+async def h_subgraphs(p: dict) -> dict:
+    graph = await graph_for(p["graph_id"], p.get("config") or {})
+    out = {}
+    async for ns, sub in graph.aget_subgraphs(namespace=p.get("namespace") or None, recurse=bool(p.get("recurse"))):
+        s = schemas_of(sub)
+        out[ns] = omit_none({"state": s["state"], "input": s["input"], "output": s["output"], "config": s["config"], "context": s["context"]})
+    return out
+
+
+# ---- custom routes -----------------------------------------------------------
+
+
+async def h_http(p: dict) -> dict:
+    """One request to the custom route app (ASGI 3, "http" scope): the
+    body arrives whole, the response is collected whole."""
+    import base64
+    import urllib.parse
+
+    if http_app is None:
+        raise LookupError("this host serves no custom route app")
+    body = base64.b64decode(p.get("body") or "")
+    raw_path, _, query = (p.get("url") or "/").partition("?")
+    path = urllib.parse.unquote(raw_path)
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": p.get("method") or "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": raw_path.encode("latin-1"),
+        "query_string": query.encode("latin-1"),
+        "root_path": "",
+        "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in p.get("headers") or []],
+        "client": None,
+        "server": None,
+        "state": {},
+    }
+    delivered = False
+
+    async def receive() -> dict:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        # The client stays connected until the response is complete.
+        await asyncio.Future()
+
+    status, headers, chunks = 500, [], []
+
+    async def send(msg: dict) -> None:
+        nonlocal status, headers
+        if msg["type"] == "http.response.start":
+            status = msg["status"]
+            headers = [[k.decode("latin-1"), v.decode("latin-1")] for k, v in msg.get("headers") or []]
+        elif msg["type"] == "http.response.body":
+            chunks.append(msg.get("body") or b"")
+
+    await http_app(scope, receive, send)
+    return {"status": status, "headers": headers, "body": base64.b64encode(b"".join(chunks)).decode("ascii")}
+
+
+handlers.update(
+    http=h_http,
+    run=h_run,
+    cancel=h_cancel,
+    state=h_state,
+    history=h_history,
+    update_state=h_update_state,
+    graph=h_graph,
+    schemas=h_schemas,
+    subgraphs=h_subgraphs,
+)
+
+# ---- main --------------------------------------------------------------------
+
+
+async def main() -> None:
+    global writer
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(RunExecutor(thread_name_prefix="slipway-sync-node"))
+    sock = socket.socket(fileno=3)
+    os.set_inheritable(sock.fileno(), False)
+    reader, writer = await asyncio.open_unix_connection(sock=sock, limit=MAX_FRAME + 1)
+    reading = asyncio.ensure_future(read_loop(reader))
+    # Graphs are imported inside the loop: a module may start tasks on it.
+    await load_graphs(loop)
+    notify(
+        "ready",
+        {
+            "protocol": PROTOCOL,
+            "language": "python",
+            "runtime": f"python {platform.python_version()} ({sys.executable})",
+            "langgraph": lg_version,
+            "graphs": results,
+            **({"http": http_app_result} if http_app_result is not None else {}),
+        },
+    )
+    await reading
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
