@@ -197,6 +197,7 @@ func (a *app) register(rt *httpx.Router) *proxy {
 		rt.GET(prefix+"/ok", a.ok)
 		rt.GET(prefix+"/info", a.info)
 	}
+	docRoutes(rt, a.version)
 	px := &proxy{cp: a.cp, driver: a.driver, gate: a.gate, handoverWait: 60 * time.Second}
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
 		rt.Handle(m, "/agents/:name/*path", auth.Require(a.orgs, true, px.serve))

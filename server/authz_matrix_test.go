@@ -107,8 +107,10 @@ var authzMatrix = map[string]string{
 	"GET /api/v1/audit-logs":                                     "aa333a331",
 	"GET /api/v1/audit-logs/operations":                          "aaaaaaa31",
 	// public
-	"GET /ok":   "aaaaaaaaa",
-	"GET /info": "aaaaaaaaa",
+	"GET /ok":           "aaaaaaaaa",
+	"GET /info":         "aaaaaaaaa",
+	"GET /openapi.json": "aaaaaaaaa",
+	"GET /docs":         "aaaaaaaaa",
 	// the proxy to deployments: a workspace route for every method
 	"GET /agents/:name/*path":     "aaaaaaa31",
 	"HEAD /agents/:name/*path":    "aaaaaaa31",

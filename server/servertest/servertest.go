@@ -195,6 +195,7 @@ func (s *Server) start() {
 		t.Fatal(err)
 	}
 	s.cmd = cmd
+	checkAPI(s.URL)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		resp, err := http.Get(s.URL + "/ok")
@@ -316,18 +317,21 @@ func (s *Server) Do(method, path string, body any, headers ...string) *Response 
 // later pair overrides an earlier one and an empty value removes the header.
 func Do(t testing.TB, method, url string, body any, headers ...string) *Response {
 	t.Helper()
-	var rd io.Reader
+	var raw []byte
 	switch b := body.(type) {
 	case nil:
 	case string:
-		rd = strings.NewReader(b)
+		raw = []byte(b)
 	case []byte:
-		rd = bytes.NewReader(b)
+		raw = b
 	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
+		var err error
+		if raw, err = json.Marshal(b); err != nil {
 			t.Fatal(err)
 		}
+	}
+	var rd io.Reader
+	if body != nil {
 		rd = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequest(method, url, rd)
@@ -349,11 +353,12 @@ func Do(t testing.TB, method, url string, body any, headers ...string) *Response
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	out, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+	CheckExchange(t, method, url, req.Header, raw, resp.StatusCode, resp.Header, out)
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
 }
 
 // PID is the server's process id (0 when stopped).
