@@ -315,4 +315,3 @@ func colours(img image.Image) int {
 	}
 	return len(seen)
 }
-

@@ -59,8 +59,8 @@ type htmlResp struct{ Status, Body, Description string }
 
 type htmlOp struct {
 	Method, Path, ID, Summary, Description, Security, Body string
-	Params                                                []htmlParam
-	Responses                                             []htmlResp
+	Params                                                 []htmlParam
+	Responses                                              []htmlResp
 }
 
 type htmlGroup struct {
