@@ -143,6 +143,35 @@ var hostedSchemaFor = map[string]string{
 	"DeploymentCreateRequest": "CreateRequest", "DeploymentPatchRequest": "PatchRequest",
 	"ListenerCreateRequest": "ListenerCreateRequest", "ListenerPatchRequest": "ListenerPatchRequest",
 	"HTTPValidationError": "HTTPValidationError", "ValidationError": "ValidationError",
+	"DeploymentsList": "ListDeployment", "RevisionsList": "ListRevisionView", "ListenersList": "ListListener",
+	"GithubIntegration": "GithubIntegration",
+}
+
+// responseRefs maps each status of an operation to the schema it names.
+func responseRefs(op json.RawMessage) map[string]string {
+	var o struct {
+		Responses map[string]struct {
+			Content map[string]struct {
+				Schema struct {
+					Ref   string `json:"$ref"`
+					Items struct {
+						Ref string `json:"$ref"`
+					}
+				}
+			}
+		}
+	}
+	_ = json.Unmarshal(op, &o)
+	out := map[string]string{}
+	for code, r := range o.Responses {
+		s := r.Content["application/json"].Schema
+		ref := s.Ref
+		if ref == "" && s.Items.Ref != "" {
+			ref = "[]" + strings.TrimPrefix(s.Items.Ref, "#/components/schemas/")
+		}
+		out[code] = strings.TrimPrefix(ref, "#/components/schemas/")
+	}
+	return out
 }
 
 // TestOpenAPIAlignedWithHostedControlPlane compares the document with the
@@ -179,8 +208,24 @@ func TestOpenAPIAlignedWithHostedControlPlane(t *testing.T) {
 			if _, skip := hostedOnly[routeKey(strings.ToUpper(m), p)]; skip {
 				continue
 			}
-			if _, ok := ours.Paths[p][m]; !ok {
+			op, ok := ours.Paths[p][m]
+			if !ok {
 				t.Errorf("hosted operation %s is not in Slipway's document under the same path", key)
+				continue
+			}
+			// The same success and validation answers, in the same shapes.
+			got := responseRefs(op)
+			for code, ref := range responseRefs(ops[m]) {
+				if code[0] != '2' && code != "422" {
+					continue
+				}
+				want := ref
+				if name, ok := hostedSchemaFor[strings.TrimPrefix(ref, "[]")]; ok {
+					want = strings.Replace(ref, strings.TrimPrefix(ref, "[]"), name, 1)
+				}
+				if g, ok := got[code]; !ok || g != want {
+					t.Errorf("%s answers %s with %q in the hosted document, %q (present: %v) in Slipway's", key, code, want, g, ok)
+				}
 			}
 		}
 	}

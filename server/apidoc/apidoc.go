@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
 	jsonschema "github.com/swaggest/jsonschema-go"
 )
 
@@ -71,7 +72,7 @@ type Op struct {
 	// Schema is used as is); BodyType defaults to application/json.
 	Body     any
 	BodyType string
-	// BodyOptional says a missing body is accepted.
+	// BodyOptional says a missing (or null) body is accepted.
 	BodyOptional bool
 	Responses    []Resp
 }
@@ -148,6 +149,10 @@ func (d *Doc) Build() ([]byte, error) {
 		b.defs[k] = v
 	}
 	b.r.InterceptDefName(b.defName)
+	// A UUID is a string in place: as a definition of its own the
+	// reflector would leave a *uuid.UUID a bare $ref, which null fails.
+	b.r.InlineDefinition(uuid.UUID{})
+
 	paths := map[string]map[string]any{}
 	for _, op := range d.Ops {
 		o, err := b.operation(op)
@@ -176,10 +181,10 @@ func (d *Doc) Build() ([]byte, error) {
 		"info":    Schema{"title": d.Title, "version": d.Version, "description": d.Description},
 		"tags":    tags,
 		"paths":   paths,
-		"components": Schema{
-			"schemas":         b.defs,
-			"securitySchemes": d.Schemes,
-		},
+		"components": Schema{"schemas": b.defs},
+	}
+	if d.Schemes != nil {
+		out["components"].(Schema)["securitySchemes"] = d.Schemes
 	}
 	// Normalize through JSON: a nullable $ref comes out of the reflector
 	// as {"anyOf":[null, ref], "type":"object"}, whose type would forbid
@@ -225,6 +230,9 @@ var pkgPathRE = regexp.MustCompile(`[A-Za-z0-9_./-]*\.`)
 // API's names, e.g. "Deployment"), keeping the package prefix only when two
 // packages use the same name.
 func (b *builder) defName(t reflect.Type, def string) string {
+	if def == "" {
+		return def // inlined by the reflector (uuid.UUID, time.Time ...)
+	}
 	name := pkgPathRE.ReplaceAllString(t.Name(), "")
 	name = strings.NewReplacer("[", "", "]", "", ",", "", "*", "").Replace(name)
 	if name == "" {
@@ -315,6 +323,9 @@ func (b *builder) operation(op Op) (any, error) {
 		ct := op.BodyType
 		if ct == "" {
 			ct = "application/json"
+		}
+		if op.BodyOptional && ct == "application/json" {
+			s = Schema{"anyOf": []any{Schema{"type": "null"}, s}}
 		}
 		o["requestBody"] = Schema{"required": !op.BodyOptional, "content": Schema{ct: Schema{"schema": s}}}
 	}

@@ -81,7 +81,7 @@ func OpenAPI() []apidoc.Op {
 	keys, wsT, mem, roles, set, audits, auth := "API keys", "Workspaces", "Members", "Roles", "Settings", "Audit log", "Authentication"
 	members := apidoc.Schema{"type": "object", "description": "{organization_id or tenant_id, members: [Member], pending: [PendingInvite]}"}
 	return []apidoc.Op{
-		{Method: "POST", Path: "/api/v1/api-key", ID: "create_api_key", Summary: "Create a workspace service key", Tag: keys, Security: ws, Body: APIKeyCreateRequest{}, Responses: ok(APIKeyResponse{})},
+		{Method: "POST", Path: "/api/v1/api-key", ID: "create_api_key", Summary: "Create a workspace service key", Tag: keys, Security: ws, Body: APIKeyCreateRequest{}, BodyOptional: true, Responses: ok(APIKeyResponse{})},
 		{Method: "GET", Path: "/api/v1/api-key", ID: "list_api_keys", Summary: "List the workspace's service keys", Tag: keys, Security: ws, Responses: ok([]APIKeyResponse{})},
 		{Method: "DELETE", Path: "/api/v1/api-key/:id", ID: "delete_api_key", Summary: "Revoke a workspace service key", Tag: keys, Security: ws, Responses: ok(APIKeyResponse{})},
 		{Method: "POST", Path: "/api/v1/api-key/:id", ID: "create_personal_access_token_legacy", Summary: "Create a personal access token (id: current)", Tag: keys, Security: ws, Body: APIKeyCreateRequest{}, BodyOptional: true, Responses: ok(APIKeyResponse{})},
@@ -92,8 +92,8 @@ func OpenAPI() []apidoc.Op {
 		{Method: "PATCH", Path: "/api/v1/workspaces/:id", ID: "update_workspace", Summary: "Rename a workspace", Tag: wsT, Security: org, Body: WorkspaceRequest{}, Responses: ok(Tenant{})},
 		{Method: "DELETE", Path: "/api/v1/workspaces/:id", ID: "delete_workspace", Summary: "Delete a workspace", Tag: wsT, Security: org, Responses: empty},
 		{Method: "POST", Path: "/api/v1/login", ID: "login", Summary: "Log in with email and password", Tag: auth, Public: true,
-			Description: "Slipway's basic-auth login: the token is a Bearer credential until it expires or POST /api/v1/logout. Form-encoded bodies are accepted too.",
-			Body:        LoginRequest{}, Responses: ok(LoginResponse{})},
+			Description: "Slipway's basic-auth login: the token is a Bearer credential until it expires or POST /api/v1/logout. HTTP Basic credentials (Authorization: Basic, no body) are accepted too.",
+			Body:        LoginRequest{}, BodyOptional: true, Responses: ok(LoginResponse{})},
 		{Method: "POST", Path: "/api/v1/logout", ID: "logout", Summary: "End the login session", Tag: auth, Security: []string{"bearer"}, Responses: empty},
 		{Method: "GET", Path: "/api/v1/orgs/current/members", ID: "list_org_members", Summary: "List the organization's members and invitations", Tag: mem, Security: org, Responses: ok(members)},
 		{Method: "POST", Path: "/api/v1/orgs/current/members", ID: "invite_user_to_org", Summary: "Invite a user", Tag: mem, Security: org, Body: InviteRequest{}, Responses: ok(PendingInvite{})},
@@ -122,7 +122,7 @@ func OpenAPI() []apidoc.Op {
 		{Method: "GET", Path: "/api/v1/orgs/current/info", ID: "get_organization_info", Summary: "The caller's organization", Tag: set, Security: org, Responses: ok(OrganizationInfo{})},
 		{Method: "PATCH", Path: "/api/v1/orgs/current/info", ID: "update_organization_info", Summary: "Rename the organization", Tag: set, Security: org, Body: OrgInfoPatch{}, Responses: ok(OrganizationInfo{})},
 		{Method: "GET", Path: "/api/v1/orgs/current/service-keys", ID: "list_service_keys", Summary: "List organization service keys", Tag: keys, Security: org, Responses: ok([]APIKeyResponse{})},
-		{Method: "POST", Path: "/api/v1/orgs/current/service-keys", ID: "create_service_key", Summary: "Create an organization service key", Tag: keys, Security: org, Body: APIKeyCreateRequest{}, Responses: ok(APIKeyResponse{})},
+		{Method: "POST", Path: "/api/v1/orgs/current/service-keys", ID: "create_service_key", Summary: "Create an organization service key", Tag: keys, Security: org, Body: APIKeyCreateRequest{}, BodyOptional: true, Responses: ok(APIKeyResponse{})},
 		{Method: "DELETE", Path: "/api/v1/orgs/current/service-keys/:api_key_id", ID: "delete_service_key", Summary: "Revoke an organization service key", Tag: keys, Security: org, Responses: ok(APIKeyResponse{})},
 		{Method: "GET", Path: "/api/v1/orgs/current/personal-access-tokens", ID: "list_personal_access_tokens", Summary: "List the caller's personal access tokens", Tag: keys, Security: org, Responses: ok([]APIKeyResponse{})},
 		{Method: "POST", Path: "/api/v1/orgs/current/personal-access-tokens", ID: "create_personal_access_token", Summary: "Create a personal access token", Tag: keys, Security: org, Body: APIKeyCreateRequest{}, BodyOptional: true, Responses: ok(APIKeyResponse{})},

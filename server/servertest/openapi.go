@@ -110,7 +110,7 @@ func CheckExchange(t testing.TB, method, rawURL string, reqHeader http.Header, r
 	mkReq := func() *http.Request {
 		req, _ := http.NewRequest(method, u2.String(), bytes.NewReader(reqBody))
 		req.Header = reqHeader.Clone()
-		if req.Header.Get("Content-Type") == "" && len(reqBody) > 0 {
+		if req.Header.Get("Content-Type") == "" {
 			req.Header.Set("Content-Type", "application/json")
 		}
 		return req
