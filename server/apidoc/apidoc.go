@@ -96,6 +96,9 @@ type Doc struct {
 	// Bounds adds keywords (minLength, maximum, pattern ...) to reflected
 	// properties, keyed like Enums.
 	Bounds map[string]Schema
+	// StringDetail422 says a 422 may also carry one sentence in detail
+	// (the agent API answers some as the reference LangGraph server does).
+	StringDetail422 bool
 }
 
 // Tag groups operations on the /docs page.
@@ -177,10 +180,10 @@ func (d *Doc) Build() ([]byte, error) {
 		tags = append(tags, Schema{"name": t.Name, "description": t.Description})
 	}
 	out := Schema{
-		"openapi": "3.1.0",
-		"info":    Schema{"title": d.Title, "version": d.Version, "description": d.Description},
-		"tags":    tags,
-		"paths":   paths,
+		"openapi":    "3.1.0",
+		"info":       Schema{"title": d.Title, "version": d.Version, "description": d.Description},
+		"tags":       tags,
+		"paths":      paths,
 		"components": Schema{"schemas": b.defs},
 	}
 	if d.Schemes != nil {
@@ -355,7 +358,11 @@ func (b *builder) operation(op Op) (any, error) {
 	}
 	if !op.Public || op.Body != nil || len(op.Query) > 0 {
 		if _, ok := resps["422"]; !ok && (op.Body != nil || len(op.Query) > 0 || strings.Contains(op.Path, ":")) {
-			resps["422"] = Schema{"description": "Invalid request", "content": Schema{"application/json": Schema{"schema": Schema{"$ref": "#/components/schemas/HTTPValidationError"}}}}
+			var schema any = Schema{"$ref": "#/components/schemas/HTTPValidationError"}
+			if b.doc.StringDetail422 {
+				schema = Schema{"anyOf": []any{schema, Schema{"$ref": "#/components/schemas/ErrorDetail"}}}
+			}
+			resps["422"] = Schema{"description": "Invalid request", "content": Schema{"application/json": Schema{"schema": schema}}}
 		}
 	}
 	resps["default"] = Schema{"description": "An error", "content": Schema{"application/json": Schema{"schema": Schema{"$ref": "#/components/schemas/ErrorDetail"}}}}

@@ -156,6 +156,12 @@ func relevant(errs []*verrors.ValidationError, status int) []*verrors.Validation
 		if e.ValidationType == helpers.PathValidation && (status == 404 || status == 405) {
 			continue
 		}
+		// The validator's JSON decoder stops at a nesting depth the
+		// server accepts (tests store such documents on purpose): that
+		// body cannot be checked, which is no mismatch.
+		if strings.Contains(e.Reason, "exceeded max depth") {
+			continue
+		}
 		out = append(out, e)
 	}
 	return out

@@ -72,7 +72,7 @@ func OpenAPIDoc(version string) *apidoc.Doc {
 		op("DELETE", "/threads/:thread_id/runs/:run_id", "delete_run", "Delete a run", runs, nil, []apidoc.Resp{{Status: 204}, {Status: 200, Body: anyV}}),
 		op("GET", "/threads/:thread_id/runs/:run_id/join", "join_run", "Wait for a run and get the thread's values", runs, nil, ok(anyV)),
 		op("GET", "/threads/:thread_id/runs/:run_id/stream", "join_run_stream", "Follow a run's events", runs, nil, []apidoc.Resp{{Status: 200, Body: apidoc.SSE, ContentType: "text/event-stream"}}),
-		op("POST", "/threads/:thread_id/runs/:run_id/cancel", "cancel_run", "Cancel a run", runs, nil, []apidoc.Resp{{Status: 200, Body: anyV}, {Status: 202, Body: anyV}, {Status: 204}}),
+		op("POST", "/threads/:thread_id/runs/:run_id/cancel", "cancel_run", "Cancel a run", runs, nil, []apidoc.Resp{{Status: 200, Body: anyV}, {Status: 202, Description: "Cancelling: the run stops at its next step."}, {Status: 204}}),
 		op("PUT", "/store/items", "put_store_item", "Store an item", st, apidoc.JSON, []apidoc.Resp{{Status: 204}, {Status: 200, Body: anyV}}),
 		{Method: "GET", Path: "/store/items", ID: "get_store_item", Summary: "Get an item", Tag: st, Public: true,
 			Query:     []apidoc.Param{{Name: "key", Required: true}, {Name: "namespace", Description: "Dot-separated namespace.", Schema: apidoc.Schema{"type": "string"}}},
@@ -86,7 +86,8 @@ func OpenAPIDoc(version string) *apidoc.Doc {
 		Version: version,
 		Description: "The LangGraph agent API a deployment serves (assistants, threads, runs, store). Behind Slipway's proxy it is /agents/{name}/..., with Slipway's credentials; " +
 			"the agent itself checks none, so it listens only where the proxy reaches it. Errors are {\"detail\": \"...\"}, and 422 is an HTTPValidationError.",
-		Ops: ops,
+		Ops:             ops,
+		StringDetail422: true,
 		Enums: map[string][]string{
 			"Run.status":             {agent.RunPending, agent.RunRunning, agent.RunSuccess, agent.RunError, agent.RunTimeout, agent.RunInterrupted},
 			"Thread.status":          {agent.ThreadIdle, agent.ThreadBusy, agent.ThreadInterrupted, agent.ThreadError},
