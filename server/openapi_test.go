@@ -3,8 +3,10 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -359,4 +361,52 @@ func colours(img image.Image) int {
 		}
 	}
 	return len(seen)
+}
+
+// errRecorder is a testing.TB that keeps what Errorf reports.
+type errRecorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *errRecorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func (r *errRecorder) Helper() {}
+
+// TestExchangeCheckCatchesMismatches feeds the shared client's check
+// answers the document does not allow, and one it does.
+func TestExchangeCheckCatchesMismatches(t *testing.T) {
+	s := servertest.Start(t, nil)
+	dep := "/v2/deployments/0199a1c2-0000-7000-8000-000000000001"
+	h := http.Header{"X-Api-Key": {s.Key}}
+	for _, c := range []struct {
+		name, method, path, req string
+		status                  int
+		resp                    string
+		want                    string // "" for no error
+	}{
+		{"a valid deployment", "GET", dep, "", 200, `{"id":"x","status":"READY","health":null,"secrets":[]}`, ""},
+		{"a status outside the enum", "GET", dep, "", 200, `{"id":"x","status":"BOGUS"}`, "status"},
+		{"a field of the wrong type", "GET", dep, "", 200, `{"id":"x","created_at":12}`, "created_at"},
+		{"an error without detail", "GET", dep, "", 404, `{"message":"gone"}`, "detail"},
+		{"a 422 with a string detail", "POST", "/v2/deployments", `{}`, 422, `{"detail":"bad"}`, "detail"},
+		{"an accepted request the document forbids", "POST", "/v2/deployments", `{"name":7}`, 201, `{"id":"x"}`, "name"},
+		{"an undocumented route that answered", "GET", "/v2/nowhere", "", 200, `{}`, "nowhere"},
+		{"an undocumented route that was not found", "GET", "/v2/nowhere", "", 404, `{"detail":"Not Found"}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := &errRecorder{TB: t}
+			servertest.CheckExchange(rec, c.method, s.URL+c.path, h, []byte(c.req), c.status,
+				http.Header{"Content-Type": {"application/json"}}, []byte(c.resp))
+			got := strings.Join(rec.errs, "\n")
+			if c.want == "" && got != "" {
+				t.Fatalf("unexpected mismatch:\n%s", got)
+			}
+			if c.want != "" && !strings.Contains(got, c.want) {
+				t.Fatalf("want a mismatch naming %q, got:\n%s", c.want, got)
+			}
+		})
+	}
 }
