@@ -44,12 +44,15 @@ type (
 // OpenAPIEnums are the enums the validator enforces, for the document.
 func OpenAPIEnums() map[string][]string {
 	return map[string][]string{
-		"Deployment.status":            DeploymentStatuses,
-		"Deployment.source":            {SourceGitHub, SourceExternalDocker, SourceInternalDocker, SourceInternalSource},
-		"CreateRequest.source":         {SourceGitHub, SourceExternalDocker, SourceInternalDocker, SourceInternalSource},
+		"Deployment.status": DeploymentStatuses,
+		"Deployment.source": {SourceGitHub, SourceExternalDocker, SourceInternalDocker, SourceInternalSource},
+		// github is refused: it needs the hosted service's GitHub App.
+		"CreateRequest.source":         selfHosted,
 		"RevisionView.status":          RevisionStatuses,
 		"RevisionLogs.status":          RevisionStatuses,
-		"SourceConfig.deployment_type": {DeploymentTypeDevFree, DeploymentTypeDev, DeploymentTypeProd},
+		"SourceConfig.deployment_type": deploymentTypes,
+		"Container.imagePullPolicy":    pullPolicies,
+		"Container.restartPolicy":      restartPolicies,
 		"LogEntry.phase":               logPhases,
 		"Listener.compute_type":        {ComputeTypeK8s},
 	}
@@ -58,8 +61,10 @@ func OpenAPIEnums() map[string][]string {
 // OpenAPIBounds are the bounds the validator enforces on bodies.
 func OpenAPIBounds() map[string]apidoc.Schema {
 	return map[string]apidoc.Schema{
-		"CreateRequest.name": {"minLength": 1, "maxLength": 63, "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-			"description": "A DNS label: it names the deployment's URL /agents/{name}."},
+		"CreateRequest.name": {"minLength": 1, "maxLength": 63, "pattern": dnsLabelPattern,
+			"description": "A lowercase RFC 1123 DNS label: it names the deployment's URL /agents/{name}."},
+		"Secret.name":          {"pattern": cIdentPattern, "description": "An environment variable name."},
+		"SecretReference.name": {"pattern": cIdentPattern},
 	}
 }
 
