@@ -29,7 +29,9 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d struct{ Paths map[string]map[string]json.RawMessage }
+	var d struct {
+		Paths map[string]map[string]json.RawMessage
+	}
 	if err := json.Unmarshal(spec, &d); err != nil {
 		t.Fatal(err)
 	}
