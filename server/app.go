@@ -205,6 +205,7 @@ func (a *app) register(rt *httpx.Router) *proxy {
 	}
 	a.dash = &dashboard.Dashboard{Auth: a.orgs, Secure: strings.HasPrefix(strings.ToLower(a.cfg.PublicURL), "https://")}
 	a.dash.Routes(rt)
+	docRoutes(rt, a.version)
 	px := &proxy{cp: a.cp, driver: a.driver, gate: a.gate, handoverWait: 60 * time.Second}
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
 		rt.Handle(m, "/agents/:name/*path", auth.Require(a.orgs, true, px.serve))

@@ -107,8 +107,10 @@ var authzMatrix = map[string]string{
 	"GET /api/v1/audit-logs":                                     "aa333a331",
 	"GET /api/v1/audit-logs/operations":                          "aaaaaaa31",
 	// public
-	"GET /ok":   "aaaaaaaaa",
-	"GET /info": "aaaaaaaaa",
+	"GET /ok":           "aaaaaaaaa",
+	"GET /info":         "aaaaaaaaa",
+	"GET /openapi.json": "aaaaaaaaa",
+	"GET /docs":         "aaaaaaaaa",
 	// the dashboard: its page and files are public, signing in and out
 	// needs no credential, and who is signed in is read with one
 	"GET /":                "aaaaaaaaa",

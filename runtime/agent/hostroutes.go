@@ -37,7 +37,7 @@ type HTTPStream interface {
 }
 
 // HasHTTPApp reports whether the project's custom routes are served.
-func (e *Engine) HasHTTPApp() bool { return e.App != nil && e.App.host != nil }
+func (e *Engine) HasHTTPApp() bool { return e != nil && e.App != nil && e.App.host != nil }
 
 // ServeHTTPApp hands a request the agent API does not own to the
 // project's app in the language host. A streamed answer goes to out as it

@@ -16,15 +16,16 @@ import (
 	"slipway/server/servertest"
 )
 
-// runtimes the end-to-end test runs on: the process runtime by default;
-// SLIPWAY_CLI_E2E_RUNTIMES=process,docker adds the docker runtime, whose
-// build-command steps need a base image with a shell
-// (SLIPWAY_CLI_E2E_BASE_IMAGE; those steps are skipped without one).
+// runtimes the end-to-end test runs on: the process and docker runtimes
+// (docker is skipped without an engine, and required under CI=true);
+// SLIPWAY_CLI_E2E_RUNTIMES=process picks some. On docker the build-command
+// steps use a base image with a shell: SLIPWAY_CLI_E2E_BASE_IMAGE, or one
+// the test imports from this machine's own shell (no registry needed).
 func runtimes() []string {
 	if v := os.Getenv("SLIPWAY_CLI_E2E_RUNTIMES"); v != "" {
 		return strings.Split(v, ",")
 	}
-	return []string{"process"}
+	return []string{"process", "docker"}
 }
 
 // user runs the slipway binary as a user would: from the checkout, with
@@ -118,13 +119,21 @@ func TestCLIEndToEnd(t *testing.T) {
 }
 
 func cliEndToEnd(t *testing.T, rt string) {
+	baseImage := os.Getenv("SLIPWAY_CLI_E2E_BASE_IMAGE")
+	if rt == "docker" {
+		cli := dockerEngine(t)
+		if baseImage == "" {
+			baseImage = shellImage(t, cli)
+		}
+		// Registered before the server starts, so it runs after it stops.
+		t.Cleanup(func() { removeDockerObjects(t, cli) })
+	}
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": rt})
 	home := t.TempDir()
 	u := &user{t: t, bin: servertest.Binary(t), env: []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
 		"SLIPWAY_URL=" + s.URL, "SLIPWAY_API_KEY=" + s.Key,
 	}}
-	baseImage := os.Getenv("SLIPWAY_CLI_E2E_BASE_IMAGE")
 	shellBuilds := rt != "docker" || baseImage != ""
 	// project copies a testdata project; on docker a build command needs a
 	// base image with a shell.
@@ -172,7 +181,11 @@ func cliEndToEnd(t *testing.T, rt string) {
 	// 3. A code change deploys as a new revision; what must never be
 	// uploaded is left out.
 	dir := project("cli-agent")
-	write(t, filepath.Join(dir, "langgraph.json"), `{"graphs": {"agent": {"builtin": "echo"}, "other": {"builtin": "echo"}}}`)
+	base := ""
+	if rt == "docker" && baseImage != "" {
+		base = `"base_image": "` + baseImage + `", `
+	}
+	write(t, filepath.Join(dir, "langgraph.json"), `{`+base+`"graphs": {"agent": {"builtin": "echo"}, "other": {"builtin": "echo"}}}`)
 	write(t, filepath.Join(dir, ".env"), "OPENAI_API_KEY=sk-local\n")
 	write(t, filepath.Join(dir, "node_modules/dep/index.js"), "")
 	write(t, filepath.Join(dir, "debug.log"), "")

@@ -347,7 +347,7 @@ func TestSourceUploadFlow(t *testing.T) {
 	assertLoc(t, patch(objectPath), loc, "value_error")
 
 	put := func(url string, body []byte) *servertest.Response {
-		return servertest.Do(t, "PUT", url, body)
+		return servertest.Do(t, "PUT", url, body, "Content-Type", "application/gzip")
 	}
 	mustStatus(t, put(uploadURL+"x", tarGz(t, map[string]string{"a": "b"})), 403)
 	mustStatus(t, put(uploadURL, []byte("not a tarball")), 400)

@@ -53,6 +53,7 @@ func (a *Agent) start() {
 		t.Fatal(err)
 	}
 	a.cmd = cmd
+	checkAPI(a.URL)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		resp, err := http.Get(a.URL + "/ok")

@@ -28,13 +28,25 @@ type API struct {
 
 // Handler routes every endpoint.
 func (a *API) Handler() http.Handler {
-	rt := httpx.NewRouter()
+	rt := httpx.Record(httpx.NewRouter())
+	a.routes(rt)
+	rt.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
+		httpx.LogFrom(r).Error().Interface("panic", v).Msg("handler panic")
+		httpx.WriteJSON(w, 500, map[string]any{"detail": "Internal server error."})
+	}
+	return httpx.LimitBody(rt, a.MaxBody)
+}
+
+// routes registers every endpoint on rt (the tests read them back to
+// compare with the OpenAPI document).
+func (a *API) routes(rt *httpx.Router) {
 	h := func(fn httpx.Handle) httprouter.Handle { return httpx.Adapt(a.errors(fn)) }
 	rt.GET("/ok", h(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 		httpx.WriteJSON(w, 200, map[string]any{"ok": true})
 		return nil
 	}))
 	rt.GET("/info", h(a.info))
+	a.docRoutes(rt)
 	a.assistantRoutes(rt, h)
 	a.threadRoutes(rt, h)
 	a.runRoutes(rt, h)
@@ -45,11 +57,6 @@ func (a *API) Handler() http.Handler {
 		rt.NotFound = http.HandlerFunc(a.customRoute)
 		rt.MethodNotAllowed = http.HandlerFunc(a.customRoute)
 	}
-	rt.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
-		httpx.LogFrom(r).Error().Interface("panic", v).Msg("handler panic")
-		httpx.WriteJSON(w, 500, map[string]any{"detail": "Internal server error."})
-	}
-	return httpx.LimitBody(rt, a.MaxBody)
 }
 
 func (a *API) info(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

@@ -11,7 +11,7 @@ import (
 	"slipway/server/httpx"
 )
 
-func (a *API) assistantRoutes(rt *httprouter.Router, h func(httpx.Handle) httprouter.Handle) {
+func (a *API) assistantRoutes(rt *httpx.Router, h func(httpx.Handle) httprouter.Handle) {
 	rt.POST("/assistants", h(a.createAssistant))
 	rt.POST("/assistants/:assistant_id", h(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 		switch ps.ByName("assistant_id") {

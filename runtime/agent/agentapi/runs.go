@@ -15,7 +15,7 @@ import (
 	"slipway/server/httpx"
 )
 
-func (a *API) runRoutes(rt *httprouter.Router, h func(httpx.Handle) httprouter.Handle) {
+func (a *API) runRoutes(rt *httpx.Router, h func(httpx.Handle) httprouter.Handle) {
 	// Stateless runs: /runs, /runs/stream, /runs/wait.
 	rt.POST("/runs", h(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 		return a.createRun(w, r, "", "")

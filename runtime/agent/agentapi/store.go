@@ -11,7 +11,7 @@ import (
 	"slipway/server/httpx"
 )
 
-func (a *API) storeRoutes(rt *httprouter.Router, h func(httpx.Handle) httprouter.Handle) {
+func (a *API) storeRoutes(rt *httpx.Router, h func(httpx.Handle) httprouter.Handle) {
 	rt.PUT("/store/items", h(a.putItem))
 	rt.GET("/store/items", h(a.getItem))
 	rt.DELETE("/store/items", h(a.deleteItem))

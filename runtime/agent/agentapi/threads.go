@@ -9,7 +9,7 @@ import (
 	"slipway/server/httpx"
 )
 
-func (a *API) threadRoutes(rt *httprouter.Router, h func(httpx.Handle) httprouter.Handle) {
+func (a *API) threadRoutes(rt *httpx.Router, h func(httpx.Handle) httprouter.Handle) {
 	rt.POST("/threads", h(a.createThread))
 	// httprouter cannot hold /threads/search beside /threads/:thread_id, so
 	// the static names dispatch on the wildcard's value.
