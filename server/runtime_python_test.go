@@ -1,0 +1,196 @@
+package server_test
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"slipway/server/servertest"
+)
+
+// pyDeployFiles is testdata/graphs/py-deploy as a source archive's files.
+func pyDeployFiles(t *testing.T) map[string]string {
+	t.Helper()
+	root := filepath.Join("..", "testdata", "graphs", "py-deploy")
+	files := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		if strings.Contains(p, "__pycache__") {
+			return nil
+		}
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = string(raw)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// requirePython311 skips (or, in CI, fails) when the host has no Python
+// 3.11 with venv that every uid may run, which the test project asks for.
+func requirePython311(t *testing.T) {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/python3.11", "/usr/local/bin/python3.11"} {
+		if osexec.Command(p, "-c", "import venv, ensurepip").Run() == nil {
+			return
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("the Python project tests need python3.11 with venv (apt-get install python3-venv)")
+	}
+	t.Skip("skipping: no python3.11 with venv in /usr/bin or /usr/local/bin; under CI=true this fails instead")
+}
+
+// waitPyRevision is waitStatus with room for a dependency install.
+func waitPyRevision(t *testing.T, s *servertest.Server, dep, rev string, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		st, _ := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev, nil).Map()["status"].(string)
+		switch st {
+		case "DEPLOYED", "BUILD_FAILED", "DEPLOY_FAILED", "CREATE_FAILED", "SKIPPED":
+			return st
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("revision %s did not finish within %v", rev, within)
+	return ""
+}
+
+// TestPythonProjectProcess builds a real Python project on the process
+// runtime: its pyproject.toml dependencies (langgraph from PyPI) go into
+// the revision's own virtual environment with the python_version it asks
+// for, the agent starts with that environment, a code-only change reuses
+// it, and a revision whose dependency cannot be installed, or whose
+// python_version the host lacks, ends BUILD_FAILED with the reason in its
+// logs while the previous revision keeps serving.
+func TestPythonProjectProcess(t *testing.T) {
+	requirePython311(t)
+	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "process"})
+	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "py-deploy", "source": "internal_source", "source_config": map[string]any{},
+		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
+	if d.Status != 201 {
+		t.Fatalf("create: %d %s", d.Status, d.Body)
+	}
+	dep := d.Map()["id"].(string)
+	logs := func(rev string) string {
+		var b strings.Builder
+		entries, _ := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil).Map()["logs"].([]any)
+		for _, e := range entries {
+			m, _ := e.(map[string]any)
+			fmt.Fprintf(&b, "%v: %v\n", m["phase"], m["message"])
+		}
+		return b.String()
+	}
+	files := pyDeployFiles(t)
+	rev1 := deploySource(t, s, dep, files)
+	if st := waitPyRevision(t, s, dep, rev1, 5*time.Minute); st != "DEPLOYED" {
+		t.Fatalf("revision 1 ended %s:\n%s\n%s", st, logs(rev1), s.Logs())
+	}
+	l1 := logs(rev1)
+	for _, want := range []string{"Python 3.11.", "==> create the virtual environment", "==> install the dependencies", "langgraph==1.2.22", "<== install the dependencies done in"} {
+		if !strings.Contains(l1, want) {
+			t.Fatalf("build log of revision 1 lacks %q:\n%s", want, l1)
+		}
+	}
+	url, _ := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
+	ok := func() int { return servertest.Do(t, "GET", url+"/ok", nil, "X-Api-Key", s.Key).Status }
+	if st := ok(); st != 200 {
+		t.Fatalf("GET /ok through the deployment URL: %d", st)
+	}
+	// The revision's environment has the project's dependency and its own
+	// package on the path, and is the interpreter the agent was told of.
+	venvPython := func(rev string) string {
+		return filepath.Join(s.DataDir, "deployments", dep, "revisions", rev, "venv", "bin", "python")
+	}
+	imp := `import langgraph.graph, py_deploy.agent as a, sys; print(a.graph.invoke({"name": "x"})["greeting"], sys.prefix)`
+	out, err := osexec.Command(venvPython(rev1), "-c", imp).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), ", x "+filepath.Join(s.DataDir, "deployments", dep, "revisions", rev1, "venv")) {
+		t.Fatalf("the revision's environment: %v\n%s", err, out)
+	}
+	agentEnv := agentEnviron(t, dep)
+	if agentEnv["SLIPWAY_PYTHON"] != venvPython(rev1) || agentEnv["PY_DEPLOY_GREETING"] != "hello from langgraph.json" {
+		t.Fatalf("the agent's environment: SLIPWAY_PYTHON=%q PY_DEPLOY_GREETING=%q", agentEnv["SLIPWAY_PYTHON"], agentEnv["PY_DEPLOY_GREETING"])
+	}
+
+	// A code-only change: the same dependencies, so the environment is reused.
+	files["py_deploy/agent.py"] = strings.Replace(files["py_deploy/agent.py"], `f"{prefix}, `, `f"{prefix}! `, 1)
+	rev2 := deploySource(t, s, dep, files)
+	if st := waitPyRevision(t, s, dep, rev2, 2*time.Minute); st != "DEPLOYED" {
+		t.Fatalf("revision 2 ended %s:\n%s", st, logs(rev2))
+	}
+	if l := logs(rev2); !strings.Contains(l, "(same dependencies)") || strings.Contains(l, "==> install the dependencies") {
+		t.Fatalf("a code-only change installed again:\n%s", l)
+	}
+	out, err = osexec.Command(venvPython(rev2), "-c", imp).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "hello! x "+filepath.Join(s.DataDir, "deployments", dep, "revisions", rev2, "venv")) {
+		t.Fatalf("revision 2's environment runs revision 1's code: %v\n%s", err, out)
+	}
+
+	// Failures: each ends BUILD_FAILED with why, and revision 2 serves on.
+	broken := func(name, want string, change func(map[string]string)) {
+		t.Run(name, func(t *testing.T) {
+			bad := map[string]string{}
+			for k, v := range files {
+				bad[k] = v
+			}
+			change(bad)
+			rev := deploySource(t, s, dep, bad)
+			if st := waitPyRevision(t, s, dep, rev, 3*time.Minute); st != "BUILD_FAILED" {
+				t.Fatalf("ended %s, want BUILD_FAILED:\n%s", st, logs(rev))
+			}
+			if l := logs(rev); !strings.Contains(l, want) {
+				t.Fatalf("logs lack %q:\n%s", want, l)
+			}
+			if st := ok(); st != 200 {
+				t.Fatalf("the previous revision stopped serving: %d", st)
+			}
+			if got := agentEnviron(t, dep)["SLIPWAY_PYTHON"]; got != venvPython(rev2) {
+				t.Fatalf("serving %q, want revision 2's", got)
+			}
+		})
+	}
+	broken("missing dependency", "slipway-no-such-package", func(f map[string]string) {
+		f["pyproject.toml"] = strings.Replace(f["pyproject.toml"], `"langgraph==1.2.22",`, `"langgraph==1.2.22", "slipway-no-such-package==9.9.9",`, 1)
+	})
+	broken("python version", "python_version 3.15 is not installed on this host", func(f map[string]string) {
+		f["langgraph.json"] = strings.Replace(f["langgraph.json"], `"3.11"`, `"3.15"`, 1)
+	})
+}
+
+// agentEnviron is the environment of the deployment's running agent
+// (`slipway agent` with SLIPWAY_AGENT_DATA_DIR under the deployment).
+func agentEnviron(t *testing.T, dep string) map[string]string {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, p := range procs {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		env := map[string]string{}
+		for _, kv := range strings.Split(string(raw), "\x00") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				env[k] = v
+			}
+		}
+		if strings.Contains(env["SLIPWAY_AGENT_DATA_DIR"], string(filepath.Separator)+dep+string(filepath.Separator)) {
+			return env
+		}
+	}
+	t.Fatalf("no agent process of deployment %s", dep)
+	return nil
+}
