@@ -65,8 +65,15 @@ func TestLangGraphDeploy(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+	// A deployment the CLI would create: it sends source_revision_config
+	// {}, which the spec refuses; the CLI shows Slipway's 422.
+	out, err := deploy("--name", "lg-new")
+	if err == nil || !strings.Contains(out, "POST /v2/deployments failed with status 422") || !strings.Contains(out, "graph_config_path") {
+		t.Fatalf("creating through the CLI: %v\n%s", err, out)
+	}
+
 	start := time.Now()
-	out, err := deploy("--verbose")
+	out, err = deploy("--verbose")
 	if err != nil {
 		t.Fatalf("langgraph deploy: %v\n%s\n%s", err, out, s.Logs())
 	}
