@@ -14,7 +14,7 @@ import (
 )
 
 // pyDeployFiles is testdata/graphs/py-deploy as a source archive's files.
-func pyDeployFiles(t *testing.T) map[string]string {
+func pyDeployFiles(t testing.TB) map[string]string {
 	t.Helper()
 	root := filepath.Join("..", "testdata", "graphs", "py-deploy")
 	files := map[string]string{}
@@ -193,4 +193,95 @@ func agentEnviron(t *testing.T, dep string) map[string]string {
 	}
 	t.Fatalf("no agent process of deployment %s", dep)
 	return nil
+}
+
+// TestPythonProjectDocker is TestPythonProjectProcess on the docker
+// runtime: the Python agent image is built locally from Debian packages
+// on first need (its root filesystem cached in SLIPWAY_IMAGE_CACHE), the
+// dependencies go into an image of their own that a code-only change
+// reuses, and a missing dependency ends BUILD_FAILED while the previous
+// revision serves.
+func TestPythonProjectDocker(t *testing.T) {
+	requireRuntime(t, "docker")
+	if _, err := osexec.LookPath("debootstrap"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the docker Python test needs debootstrap (apt-get install debootstrap)")
+		}
+		t.Skip("skipping: debootstrap is not installed; under CI=true this fails instead")
+	}
+	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "docker"})
+	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "py-docker", "source": "internal_source", "source_config": map[string]any{},
+		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
+	if d.Status != 201 {
+		t.Fatalf("create: %d %s", d.Status, d.Body)
+	}
+	dep := d.Map()["id"].(string)
+	logs := func(rev string) string {
+		var b strings.Builder
+		entries, _ := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil).Map()["logs"].([]any)
+		for _, e := range entries {
+			m, _ := e.(map[string]any)
+			fmt.Fprintf(&b, "%v: %v\n", m["phase"], m["message"])
+		}
+		return b.String()
+	}
+	files := pyDeployFiles(t)
+	rev1 := deploySource(t, s, dep, files)
+	if st := waitPyRevision(t, s, dep, rev1, 15*time.Minute); st != "DEPLOYED" {
+		t.Fatalf("revision 1 ended %s:\n%s\n%s", st, logs(rev1), s.Logs())
+	}
+	l1 := logs(rev1)
+	for _, want := range []string{"slipway-python:3.11-", "==> install the dependencies into slipway-deps:", "langgraph-1.2.22"} {
+		if !strings.Contains(l1, want) {
+			t.Fatalf("build log of revision 1 lacks %q:\n%s", want, l1)
+		}
+	}
+	url, _ := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
+	ok := func() int { return servertest.Do(t, "GET", url+"/ok", nil, "X-Api-Key", s.Key).Status }
+	if st := ok(); st != 200 {
+		t.Fatalf("GET /ok through the deployment URL: %d", st)
+	}
+	// The revision image runs the project with its dependencies, and
+	// tells the agent which interpreter to use.
+	inImage := func(rev, code string) string {
+		t.Helper()
+		out, err := osexec.Command("docker", "run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", "slipway/"+dep+":"+rev,
+			"-c", `echo "$SLIPWAY_PYTHON $PY_DEPLOY_GREETING"; exec /venv/bin/python -c "$0"`, code).CombinedOutput()
+		if err != nil {
+			t.Fatalf("run revision %s's image: %v\n%s", rev, err, out)
+		}
+		return string(out)
+	}
+	imp := `import langgraph.graph, py_deploy.agent as a; print(a.graph.invoke({"name": "x"})["greeting"])`
+	if out := inImage(rev1, imp); !strings.Contains(out, "/venv/bin/python hello from langgraph.json") || !strings.Contains(out, "hello from langgraph.json, x") {
+		t.Fatalf("revision 1's image:\n%s", out)
+	}
+
+	files["py_deploy/agent.py"] = strings.Replace(files["py_deploy/agent.py"], `f"{prefix}, `, `f"{prefix}! `, 1)
+	rev2 := deploySource(t, s, dep, files)
+	if st := waitPyRevision(t, s, dep, rev2, 5*time.Minute); st != "DEPLOYED" {
+		t.Fatalf("revision 2 ended %s:\n%s", st, logs(rev2))
+	}
+	if l := logs(rev2); !strings.Contains(l, "(same dependencies)") || strings.Contains(l, "==> install the dependencies") {
+		t.Fatalf("a code-only change installed again:\n%s", l)
+	}
+	if out := inImage(rev2, imp); !strings.Contains(out, "hello from langgraph.json! x") {
+		t.Fatalf("revision 2's image:\n%s", out)
+	}
+
+	bad := map[string]string{}
+	for k, v := range files {
+		bad[k] = v
+	}
+	bad["pyproject.toml"] = strings.Replace(bad["pyproject.toml"], `"langgraph==1.2.22",`, `"langgraph==1.2.22", "slipway-no-such-package==9.9.9",`, 1)
+	rev3 := deploySource(t, s, dep, bad)
+	if st := waitPyRevision(t, s, dep, rev3, 5*time.Minute); st != "BUILD_FAILED" {
+		t.Fatalf("a missing dependency ended %s:\n%s", st, logs(rev3))
+	}
+	if l := logs(rev3); !strings.Contains(l, "No matching distribution found for slipway-no-such-package==9.9.9") {
+		t.Fatalf("logs lack pip's error:\n%s", l)
+	}
+	if st := ok(); st != 200 {
+		t.Fatalf("the previous revision stopped serving: %d", st)
+	}
 }
