@@ -336,8 +336,10 @@ func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath s
 	for _, p := range plan.Packages {
 		args = append(args, "/deps/"+inApp(p))
 	}
+	// Per deployment: a dependencies image holds its pip_config_file
+	// (which may carry an index's credentials) and goes with it.
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n", base, strings.Join(args, "\x00"))
+	fmt.Fprintf(h, "%s\n%s\n%s\n", s.DeploymentID, base, strings.Join(args, "\x00"))
 	var dctx bytes.Buffer
 	tw := tar.NewWriter(&dctx)
 	add := func(name string, body []byte) error {
@@ -398,7 +400,7 @@ func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath s
 		}
 		start := time.Now()
 		fmt.Fprintf(log, "==> install the dependencies into %s\n", depsTag)
-		if err := d.build(ctx, &dctx, depsTag, map[string]string{LabelManaged: "true", LabelRole: "deps", LabelWorkspace: s.WorkspaceID, LabelDeployment: s.DeploymentID}, log); err != nil {
+		if err := d.build(ctx, &dctx, depsTag, map[string]string{LabelManaged: "true", LabelRole: "deps", LabelInstance: d.Instance, LabelWorkspace: s.WorkspaceID, LabelDeployment: s.DeploymentID}, log); err != nil {
 			return fmt.Errorf("install the dependencies: %w", err)
 		}
 		fmt.Fprintf(log, "<== install the dependencies done in %s\n", time.Since(start).Round(time.Millisecond))
