@@ -9,13 +9,13 @@ import (
 	"slipway/server/servertest"
 )
 
-// TestImagesBuild runs `slipway images build`: it makes the Python agent
-// image of this binary (from the cached root filesystem, or debootstrap),
-// which then carries the binary, the host's trust store and a Python with
-// venv; a version Debian does not carry is refused with what to do.
+// TestImagesBuild runs `slipway images build`: it makes the Python and
+// Node.js agent images of this binary (from the cached root filesystems,
+// or debootstrap), which then carry the binary, the host's trust store and
+// a Python with venv or node with npm; a version Debian does not carry is
+// refused with what to do.
 func TestImagesBuild(t *testing.T) {
-	e := engine(t)
-	_ = e
+	engine(t)
 	if _, err := osexec.LookPath("debootstrap"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("slipway images build needs debootstrap (apt-get install debootstrap)")
@@ -41,6 +41,18 @@ func TestImagesBuild(t *testing.T) {
 	again, err := osexec.Command(bin, "images", "build").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(again), tag+" ") {
 		t.Fatalf("images build again: %v\n%s", err, again)
+	}
+	// Node.js: nodejs from debootstrap, npm with apt-get inside it.
+	out, err = osexec.Command(bin, "images", "build", "-python", "", "-node", "20").CombinedOutput()
+	lines = strings.Split(strings.TrimSpace(string(out)), "\n")
+	node, _, _ := strings.Cut(lines[len(lines)-1], " ")
+	if err != nil || !strings.HasPrefix(node, "slipway-node:20-") {
+		t.Fatalf("images build -node 20: %v\n%s", err, out)
+	}
+	run, err = osexec.Command("docker", "run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", node, "-c",
+		`node --version && npm --version >/dev/null && test -x /slipway && echo "$NODE_EXTRA_CA_CERTS"`).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(run), "v20.") || !strings.Contains(string(run), "/etc/ssl/certs/ca-certificates.crt") {
+		t.Fatalf("the image %s: %v\n%s", node, err, run)
 	}
 	out, err = osexec.Command(bin, "images", "build", "-python", "3.12").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "3.11 (bookworm) and 3.13 (trixie), not 3.12: set base_image") {

@@ -29,45 +29,58 @@ import (
 // importing it a few seconds.
 const DefaultImageCache = "/var/cache/slipway"
 
-// debianPython is the Debian release whose python3 is each version:
-// Slipway's Python images are built from Debian packages, so these are
-// the versions it can build; another needs base_image.
-var debianPython = map[string]string{"3.11": "bookworm", "3.13": "trixie"}
+// language is an agent image Slipway builds from Debian packages: the
+// Debian release that carries each version, and the packages beyond
+// minbase. Another version needs base_image.
+type language struct {
+	name, repo string
+	releases   map[string]string
+	carry      string // the versions, for errors
+	packages   []string
+	// apt are installed with apt-get in the bootstrapped system:
+	// debootstrap's own resolver cannot configure npm's dependencies.
+	apt  []string
+	role string // LabelRole
+}
+
+var (
+	pythonLanguage = language{name: "Python", repo: "slipway-python", releases: map[string]string{"3.11": "bookworm", "3.13": "trixie"},
+		carry: "3.11 (bookworm) and 3.13 (trixie)", packages: []string{"python3", "python3-venv", "ca-certificates"}, role: "python-base"}
+	nodeLanguage = language{name: "Node.js", repo: "slipway-node", releases: map[string]string{"18": "bookworm", "20": "trixie"},
+		carry: "18 (bookworm) and 20 (trixie)", packages: []string{"nodejs", "ca-certificates"}, apt: []string{"npm"}, role: "node-base"}
+)
 
 // debianMirror is where debootstrap fetches packages.
 const debianMirror = "http://deb.debian.org/debian"
 
-// pythonPackages are what a Python agent image holds beyond minbase.
-var pythonPackages = []string{"python3", "python3-venv", "ca-certificates"}
-
-// hostCAFile is the host's trust store (Debian's layout), which Python
-// agent images carry instead of Debian's stock one: a build reaches PyPI
+// hostCAFile is the host's trust store (Debian's layout), which the agent
+// images carry instead of Debian's stock one: a build reaches PyPI and npm
 // through whatever TLS-inspecting proxy the host trusts, as the process
 // runtime's builds do.
 const hostCAFile = "/etc/ssl/certs/ca-certificates.crt"
 
-// PythonImageTag names the Python agent image of version py for the
-// slipway binary bin and the host's trust store ca:
-// slipway-python:<py>-<hash of them and the recipe>.
-func PythonImageTag(py string, bin, ca []byte) string {
+// imageTag names the agent image of l's version for the slipway binary
+// bin and the host's trust store ca: <repo>:<version>-<hash of them and
+// the recipe>.
+func (l language) imageTag(version string, bin, ca []byte) string {
 	h := sha256.New()
 	h.Write(bin)
 	h.Write(ca)
-	h.Write([]byte(pythonRecipe("rootfs", ca != nil)))
-	h.Write([]byte(strings.Join(pythonPackages, " ")))
-	return "slipway-python:" + py + "-" + hex.EncodeToString(h.Sum(nil)[:6])
+	h.Write([]byte(languageRecipe("rootfs", ca != nil)))
+	h.Write([]byte(strings.Join(l.packages, " ") + "+" + strings.Join(l.apt, " ")))
+	return l.repo + ":" + version + "-" + hex.EncodeToString(h.Sum(nil)[:6])
 }
 
-// pythonRecipe is the Dockerfile that puts Slipway's binary (and the
+// languageRecipe is the Dockerfile that puts Slipway's binary (and the
 // host's trust store, when ca) on an imported Debian root filesystem.
-func pythonRecipe(rootfs string, ca bool) string {
+func languageRecipe(rootfs string, ca bool) string {
 	df := "FROM " + rootfs + "\nCOPY slipway /slipway\n" +
 		"COPY --chown=" + agentUser + " data /data\n"
 	if ca {
 		df += "COPY ca-certificates.crt " + hostCAFile + "\n"
 	}
 	return df + "ENV HOME=/tmp TMPDIR=/tmp LANG=C.UTF-8 PYTHONUNBUFFERED=1 SSL_CERT_FILE=" + hostCAFile +
-		" PIP_CERT=" + hostCAFile + " REQUESTS_CA_BUNDLE=" + hostCAFile + "\n" +
+		" PIP_CERT=" + hostCAFile + " REQUESTS_CA_BUNDLE=" + hostCAFile + " NODE_EXTRA_CA_CERTS=" + hostCAFile + "\n" +
 		"RUN chmod 1777 /tmp\nWORKDIR /app\nUSER " + agentUser + "\n" +
 		"ENTRYPOINT [\"/slipway\", \"agent\"]\n"
 }
@@ -79,15 +92,26 @@ func (d *Driver) imageCache() string {
 	return DefaultImageCache
 }
 
-// PythonImage makes sure the Python agent image of version py exists and
-// returns its tag: a Debian root filesystem (debootstrap --variant=minbase,
-// kept in the image cache), imported into the engine, with Slipway's
-// binary added. Progress goes to log.
+// PythonImage makes sure the Python agent image of version py
+// (slipway-python:<py>-<hash>) exists and returns its tag.
 func (d *Driver) PythonImage(ctx context.Context, py string, log io.Writer) (string, error) {
-	suite, ok := debianPython[py]
+	return d.languageImage(ctx, pythonLanguage, py, log)
+}
+
+// NodeImage is PythonImage for Node.js (slipway-node:<major>-<hash>).
+func (d *Driver) NodeImage(ctx context.Context, major string, log io.Writer) (string, error) {
+	return d.languageImage(ctx, nodeLanguage, major, log)
+}
+
+// languageImage builds an agent image of l's version when it is missing:
+// a Debian root filesystem (debootstrap --variant=minbase, kept in the
+// image cache), imported into the engine, with Slipway's binary and the
+// host's trust store added. Progress goes to log.
+func (d *Driver) languageImage(ctx context.Context, l language, version string, log io.Writer) (string, error) {
+	suite, ok := l.releases[version]
 	if !ok {
-		return "", fmt.Errorf("%w: Slipway builds Python images from Debian packages, which carry Python 3.11 (bookworm) and 3.13 (trixie), not %s: set base_image in the graph configuration to an image with Python %s",
-			runtime.ErrUnsupported, py, py)
+		return "", fmt.Errorf("%w: Slipway builds %s images from Debian packages, which carry %s %s, not %s: set base_image in the graph configuration to an image with %s %s",
+			runtime.ErrUnsupported, l.name, l.name, l.carry, version, l.name, version)
 	}
 	d.pyMu.Lock()
 	defer d.pyMu.Unlock()
@@ -102,19 +126,19 @@ func (d *Driver) PythonImage(ctx context.Context, py string, log io.Writer) (str
 	if err != nil || len(ca) == 0 {
 		ca = nil // not Debian's layout: the image keeps Debian's own store
 	}
-	tag := PythonImageTag(py, bin, ca)
+	tag := l.imageTag(version, bin, ca)
 	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
 		return tag, nil
 	}
 	start := time.Now()
-	fmt.Fprintf(log, "==> build the Python %s agent image %s\n", py, tag)
-	rootfs, err := d.rootfsImage(ctx, suite, pythonPackages, log)
+	fmt.Fprintf(log, "==> build the %s %s agent image %s\n", l.name, version, tag)
+	rootfs, err := d.rootfsImage(ctx, suite, l.packages, l.apt, log)
 	if err != nil {
 		return "", err
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	df := pythonRecipe(rootfs, ca != nil)
+	df := languageRecipe(rootfs, ca != nil)
 	for _, f := range []struct {
 		name string
 		mode int64
@@ -132,17 +156,21 @@ func (d *Driver) PythonImage(ctx context.Context, py string, log io.Writer) (str
 	}
 	// Not the install's: the image is a machine-wide cache, like the
 	// root filesystem, named by what it holds.
-	if err := d.build(ctx, &buf, tag, map[string]string{LabelManaged: "true", LabelRole: "python-base"}, log); err != nil {
-		return "", fmt.Errorf("build the Python agent image: %w", err)
+	if err := d.build(ctx, &buf, tag, map[string]string{LabelManaged: "true", LabelRole: l.role}, log); err != nil {
+		return "", fmt.Errorf("build the %s agent image: %w", l.name, err)
 	}
-	fmt.Fprintf(log, "<== build the Python %s agent image done in %s\n", py, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(log, "<== build the %s %s agent image done in %s\n", l.name, version, time.Since(start).Round(time.Millisecond))
 	return tag, nil
 }
 
 // rootfsImage imports the Debian root filesystem of suite with packages,
 // bootstrapping it first when the cache has none.
-func (d *Driver) rootfsImage(ctx context.Context, suite string, packages []string, log io.Writer) (string, error) {
-	h := sha256.Sum256([]byte(suite + " " + strings.Join(packages, ",")))
+func (d *Driver) rootfsImage(ctx context.Context, suite string, packages, apt []string, log io.Writer) (string, error) {
+	key := suite + " " + strings.Join(packages, ",")
+	if len(apt) > 0 {
+		key += " apt " + strings.Join(apt, ",")
+	}
+	h := sha256.Sum256([]byte(key))
 	id := suite + "-" + hex.EncodeToString(h[:6])
 	tag := "slipway-rootfs:" + id
 	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
@@ -150,7 +178,7 @@ func (d *Driver) rootfsImage(ctx context.Context, suite string, packages []strin
 	}
 	dir := filepath.Join(d.imageCache(), "rootfs-"+id)
 	if _, err := os.Stat(filepath.Join(dir, ".slipway-complete")); err != nil {
-		if err := debootstrap(ctx, dir, suite, packages, log); err != nil {
+		if err := debootstrap(ctx, dir, suite, packages, apt, log); err != nil {
 			return "", err
 		}
 	}
@@ -185,7 +213,7 @@ func (d *Driver) rootfsImage(ctx context.Context, suite string, packages []strin
 }
 
 // debootstrap builds a minimal Debian root filesystem in dir.
-func debootstrap(ctx context.Context, dir, suite string, packages []string, log io.Writer) error {
+func debootstrap(ctx context.Context, dir, suite string, packages, apt []string, log io.Writer) error {
 	bin, err := exec.LookPath("debootstrap")
 	if err != nil {
 		return fmt.Errorf("%w: building a Python agent image needs debootstrap (apt-get install debootstrap), or base_image in the graph configuration", runtime.ErrUnsupported)
@@ -204,6 +232,15 @@ func debootstrap(ctx context.Context, dir, suite string, packages []string, log 
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("debootstrap %s: %w", suite, err)
+	}
+	if len(apt) > 0 {
+		fmt.Fprintf(log, "==> apt-get install %s\n", strings.Join(apt, " "))
+		cmd := exec.CommandContext(ctx, "chroot", append([]string{tmp, "apt-get", "install", "-y", "-q", "--no-install-recommends"}, apt...)...)
+		cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND=noninteractive", "LANG=C.UTF-8"}
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("apt-get install %s in the %s root filesystem: %w", strings.Join(apt, " "), suite, err)
+		}
 	}
 	// What the image does not need: package lists and caches.
 	for _, p := range []string{"var/cache/apt/archives", "var/lib/apt/lists"} {
