@@ -121,6 +121,11 @@ func TestPythonProjectProcess(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), ", x "+filepath.Join(s.DataDir, "deployments", dep, "revisions", rev1, "venv")) {
 		t.Fatalf("the revision's environment: %v\n%s", err, out)
 	}
+	hashFile := filepath.Join(s.DataDir, "deployments", dep, "revisions", rev1, "venv.hash")
+	built, err := os.Stat(hashFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	agentEnv := agentEnviron(t, dep)
 	if agentEnv["SLIPWAY_PYTHON"] != venvPython(rev1) || agentEnv["PY_DEPLOY_GREETING"] != "hello from langgraph.json" {
 		t.Fatalf("the agent's environment: SLIPWAY_PYTHON=%q PY_DEPLOY_GREETING=%q", agentEnv["SLIPWAY_PYTHON"], agentEnv["PY_DEPLOY_GREETING"])
@@ -169,12 +174,42 @@ func TestPythonProjectProcess(t *testing.T) {
 	broken("python version", "python_version 3.15 is not installed on this host", func(f map[string]string) {
 		f["langgraph.json"] = strings.Replace(f["langgraph.json"], `"3.11"`, `"3.15"`, 1)
 	})
+
+	// A rollback to revision 1 starts it from its build, kept on disk: the
+	// same environment, not a new one.
+	if r := s.Do("POST", "/v2/deployments/"+dep+"/revisions/"+rev1+"/redeploy", nil); r.Status >= 300 {
+		t.Fatalf("redeploy: %d %s", r.Status, r.Body)
+	}
+	for deadline := time.Now().Add(time.Minute); findAgentEnviron(dep)["SLIPWAY_PYTHON"] != venvPython(rev1); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("revision 1 is not serving again:\n%s", logs(rev1))
+		}
+	}
+	if st := waitPyRevision(t, s, dep, rev1, time.Minute); st != "DEPLOYED" {
+		t.Fatalf("the rollback ended %s:\n%s", st, logs(rev1))
+	}
+	again, err := os.Stat(hashFile)
+	if err != nil || !os.SameFile(built, again) || !again.ModTime().Equal(built.ModTime()) {
+		t.Fatalf("revision 1 was built again for the rollback: %v", err)
+	}
+	if st := ok(); st != 200 {
+		t.Fatalf("GET /ok after the rollback: %d", st)
+	}
 }
 
 // agentEnviron is the environment of the deployment's running agent
 // (`slipway agent` with SLIPWAY_AGENT_DATA_DIR under the deployment).
 func agentEnviron(t *testing.T, dep string) map[string]string {
 	t.Helper()
+	env := findAgentEnviron(dep)
+	if env == nil {
+		t.Fatalf("no agent process of deployment %s", dep)
+	}
+	return env
+}
+
+// findAgentEnviron is agentEnviron, nil when no agent runs (a handover).
+func findAgentEnviron(dep string) map[string]string {
 	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
 	for _, p := range procs {
 		raw, err := os.ReadFile(p)
@@ -191,7 +226,6 @@ func agentEnviron(t *testing.T, dep string) map[string]string {
 			return env
 		}
 	}
-	t.Fatalf("no agent process of deployment %s", dep)
 	return nil
 }
 

@@ -80,7 +80,7 @@ type Driver struct {
 	// ImageCache keeps debootstrap's root filesystems between builds
 	// (DefaultImageCache when empty).
 	ImageCache string
-	pyMu       sync.Mutex // one Python agent image build at a time
+	pyMu       sync.Mutex // one Python or Node.js agent image build at a time
 
 	mu         sync.Mutex
 	deps       map[string]serving // deployment → its serving revision

@@ -431,7 +431,10 @@ func (d *Driver) healthTimeout() time.Duration {
 	return 30 * time.Second
 }
 
-// Stop stops the revision if it is the one running, and removes its files.
+// Stop stops the revision if it is the one running. A built revision's
+// files (its source and virtualenv) stay until the deployment is removed,
+// so that a rollback to it starts it again without a rebuild, as the
+// docker runtime keeps revision images; an unbuilt one's go.
 func (d *Driver) Stop(_ context.Context, dep, rev string) error {
 	d.mu.Lock()
 	c := d.deps[dep]
@@ -443,6 +446,9 @@ func (d *Driver) Stop(_ context.Context, dep, rev string) error {
 	d.mu.Unlock()
 	if c != nil {
 		c.stop(d.grace())
+	}
+	if _, err := os.Lstat(filepath.Join(d.revDir(dep, rev), "built")); err == nil {
+		return nil
 	}
 	if err := os.RemoveAll(d.revDir(dep, rev)); err != nil {
 		return fmt.Errorf("remove revision files: %w", err)
