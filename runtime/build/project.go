@@ -210,12 +210,11 @@ func (p *Project) Env(dir string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(rel)))
+	raw, err := readRegular(filepath.Join(dir, filepath.FromSlash(rel)))
 	if err != nil {
 		return nil, fmt.Errorf("env file %s: %w", p.EnvFile, err)
 	}
-	defer f.Close()
-	m, err := godotenv.Parse(f)
+	m, err := godotenv.Parse(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("env file %s: %w", p.EnvFile, err)
 	}

@@ -271,3 +271,36 @@ func FuzzPyprojectDependencies(f *testing.F) {
 		}
 	})
 }
+
+func TestProjectEnv(t *testing.T) {
+	dir := writeTree(t, map[string]string{".env": "A=1\n# comment\nB=\"two words\"\n", "secret.txt": "S=x\n"})
+	if err := os.Symlink("secret.txt", filepath.Join(dir, "link.env")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cfg  string
+		want map[string]string
+		bad  string
+	}{
+		{`{"env": {"A": "1"}}`, map[string]string{"A": "1"}, ""},
+		{`{"env": ".env"}`, map[string]string{"A": "1", "B": "two words"}, ""},
+		{`{"env": "./missing.env"}`, nil, "missing.env"},
+		{`{"env": "link.env"}`, nil, "not a regular file"},
+		{`{}`, nil, ""},
+	} {
+		p, err := ParseProject([]byte(tc.cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Env(dir)
+		if tc.bad != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.bad) {
+				t.Errorf("%s: err = %v, want %q", tc.cfg, err, tc.bad)
+			}
+			continue
+		}
+		if err != nil || len(got) != len(tc.want) || !reflect.DeepEqual(got, tc.want) && len(tc.want) > 0 {
+			t.Errorf("%s: %v, %v; want %v", tc.cfg, got, err, tc.want)
+		}
+	}
+}
