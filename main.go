@@ -72,6 +72,8 @@ func run(args []string) int {
 			dir = "./slipway-data" // the serve default
 		}
 		return admin.Main(args, dir, os.Stdout, os.Stderr)
+	case "images":
+		return server.ImagesMain(ctx, args, os.Stdout, os.Stderr)
 	case "help", "--help", "-h":
 		usage()
 		return 0
@@ -92,6 +94,7 @@ server commands:
   serve     run the control plane, organization API and runtime (default)
   agent     run one deployment's agent server
   admin     administer the running server: organizations, audit log (slipway admin help)
+  images    build the docker runtime's Python agent images locally (slipway images build)
   version   print the version
 
 client commands (slipway COMMAND -h for their flags):

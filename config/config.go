@@ -62,6 +62,9 @@ type Serve struct {
 	SandboxUIDRange string `env:"SLIPWAY_SANDBOX_UID_RANGE" envDefault:"200000-265535"`
 	// SandboxUIDLow and SandboxUIDHigh are SandboxUIDRange parsed.
 	SandboxUIDLow, SandboxUIDHigh int
+	// ImageCache keeps the Debian root filesystems the docker runtime's
+	// Python agent images are made from, between builds and installs.
+	ImageCache string `env:"SLIPWAY_IMAGE_CACHE" envDefault:"/var/cache/slipway"`
 	// AgentLogLimitKB bounds the agent output kept per deployment; the
 	// oldest lines go first.
 	AgentLogLimitKB int `env:"SLIPWAY_AGENT_LOG_LIMIT_KB" envDefault:"2048"`

@@ -137,7 +137,7 @@ func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger, inst
 		cancel()
 		if err == nil {
 			d := &docker.Driver{Client: c, Bin: bin, Root: filepath.Join(cfg.DataDir, "builds"),
-				SecretsDir: filepath.Join(cfg.DataDir, "secrets"), Gate: gate, APIAddr: cfg.Addr, Instance: instance,
+				SecretsDir: filepath.Join(cfg.DataDir, "secrets"), Gate: gate, APIAddr: cfg.Addr, Instance: instance, ImageCache: cfg.ImageCache,
 				Log: log.With().Str("component", "docker-runtime").Logger()}
 			return d, fmt.Sprintf("SLIPWAY_RUNTIME=%s: a Docker engine answers at %s (API %s)", cfg.Runtime, c.DaemonHost(), api)
 		}

@@ -77,6 +77,11 @@ type Driver struct {
 	baseMu sync.Mutex
 	base   string // the agent image tag, once built
 
+	// ImageCache keeps debootstrap's root filesystems between builds
+	// (DefaultImageCache when empty).
+	ImageCache string
+	pyMu       sync.Mutex // one Python or Node.js agent image build at a time
+
 	mu         sync.Mutex
 	deps       map[string]serving // deployment → its serving revision
 	refreshing map[string]bool
@@ -181,12 +186,18 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 	if err != nil {
 		return "", err
 	}
+	proj, err := build.ParseProject(raw)
+	if err != nil {
+		return "", err
+	}
 	imgLabels := d.labels(s.DeploymentID, s.RevisionID, "image")
 	imgLabels[LabelWorkspace] = s.WorkspaceID
 	imgLabels[LabelBase] = base
-	df, err := dockerfile(base, g, cfgPath, s.InstallCommand, s.BuildCommand, imgLabels)
-	if err != nil {
-		return "", err
+	var df string
+	if !proj.NeedsPython() {
+		if df, err = dockerfile(base, g, cfgPath, s.InstallCommand, s.BuildCommand, imgLabels); err != nil {
+			return "", err
+		}
 	}
 	if g.BaseImage != "" {
 		if err := d.ensureImage(ctx, g.BaseImage, "IfNotPresent", log); err != nil {
@@ -202,6 +213,12 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 				return "", err
 			}
 		}
+	}
+	if proj.NeedsPython() {
+		if err := d.pythonBuild(ctx, s, app, cfgPath, proj, g, tag, imgLabels, log); err != nil {
+			return "", err
+		}
+		return tag, nil
 	}
 	bc, err := contextTar(app, df)
 	if err != nil {

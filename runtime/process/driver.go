@@ -64,6 +64,9 @@ type Driver struct {
 	deps map[string]*child // deployment → the running revision
 	lost func(dep string)  // told when a serving agent exits (WatchHealth)
 
+	pyOnce  sync.Once
+	pythons []build.Interpreter // see interpreters
+
 	sandbox   sandbox.Launcher
 	uids      *uidTable // nil unless deployments get uids of their own
 	isolation runtime.Isolation
@@ -292,10 +295,12 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 	if err := os.RemoveAll(app); err != nil {
 		return "", fmt.Errorf("clear %s: %w", app, err)
 	}
-	fmt.Fprintf(log, "unpacking source archive\n")
+	fmt.Fprintf(log, "==> unpack the source archive\n")
+	unpacked := time.Now()
 	if err := build.Unpack(s.TarballPath, app, build.DefaultLimits); err != nil {
 		return "", err
 	}
+	fmt.Fprintf(log, "<== unpack the source archive done in %s\n", took(unpacked))
 	// 0700: in uid mode (no mount namespace) another deployment that
 	// guessed the path still cannot read the source.
 	if err := os.Chmod(app, 0o700); err != nil {
@@ -308,6 +313,10 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 	if err != nil {
 		return "", err
 	}
+	env, err := d.buildProject(ctx, s, uid, cfg, environ(d.depDir(s.DeploymentID), s.Env), log)
+	if err != nil {
+		return "", err
+	}
 	install, installDir, err := jsProject(cfg, s.InstallCommand, log)
 	if err != nil {
 		return "", err
@@ -316,23 +325,16 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 		installDir = app
 	}
 	for _, step := range []struct{ name, cmd, dir string }{
-		{"install", install, installDir},
-		{"build", s.BuildCommand, filepath.Dir(cfg)},
+		{"install command", install, installDir},
+		{"build command", s.BuildCommand, filepath.Dir(cfg)},
 	} {
 		if strings.TrimSpace(step.cmd) == "" {
 			continue
 		}
-		fmt.Fprintf(log, "running %s command: %s\n", step.name, step.cmd)
 		// The launcher is a new session and dies with Slipway; on cancel
 		// its whole process group goes.
-		cmd, err := d.sandbox.Command(ctx, d.job(s.DeploymentID, uid, step.dir, []string{"sh", "-c", step.cmd}, environ(d.depDir(s.DeploymentID), s.Env)))
-		if err != nil {
+		if err := d.step(ctx, log, step.name, s, uid, step.dir, []string{"sh", "-c", step.cmd}, env); err != nil {
 			return "", err
-		}
-		cmd.Stdout, cmd.Stderr = log, log
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("%s command failed: %w", step.name, err)
 		}
 	}
 	if err := os.WriteFile(marker, nil, 0o600); err != nil {
@@ -472,7 +474,10 @@ func (d *Driver) healthTimeout() time.Duration {
 	return 30 * time.Second
 }
 
-// Stop stops the revision if it is the one running, and removes its files.
+// Stop stops the revision if it is the one running. A built revision's
+// files (its source and virtualenv) stay until the deployment is removed,
+// so that a rollback to it starts it again without a rebuild, as the
+// docker runtime keeps revision images; an unbuilt one's go.
 func (d *Driver) Stop(_ context.Context, dep, rev string) error {
 	d.mu.Lock()
 	c := d.deps[dep]
@@ -484,6 +489,9 @@ func (d *Driver) Stop(_ context.Context, dep, rev string) error {
 	d.mu.Unlock()
 	if c != nil {
 		c.stop(d.grace())
+	}
+	if _, err := os.Lstat(filepath.Join(d.revDir(dep, rev), "built")); err == nil {
+		return nil
 	}
 	if err := os.RemoveAll(d.revDir(dep, rev)); err != nil {
 		return fmt.Errorf("remove revision files: %w", err)
@@ -613,7 +621,11 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 	// reach any agent's port: the agent answers only requests that carry
 	// this token, which only Slipway and the agent's own environment know.
 	token := rand.Text()
-	env := append(environ(d.depDir(s.DeploymentID), s.Env),
+	env, err := d.projectEnviron(s, environ(d.depDir(s.DeploymentID), s.Env))
+	if err != nil {
+		return nil, err
+	}
+	env = append(env,
 		"SLIPWAY_AGENT_ADDR="+addr, "SLIPWAY_AGENT_DATA_DIR="+data, "SLIPWAY_GRAPH_CONFIG="+cfg,
 		"SLIPWAY_LOG_FORMAT=json", "SLIPWAY_AGENT_TOKEN="+token)
 	job := d.job(s.DeploymentID, uid, app, []string{d.Bin, "agent"}, env)

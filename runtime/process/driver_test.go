@@ -277,7 +277,12 @@ func TestRemoveLeavesNothing(t *testing.T) {
 func TestDeployFailsWhenTheAgentExits(t *testing.T) {
 	d := newDriver(t)
 	d.HealthTimeout = 30 * time.Second
-	s := spec(t, "rev1", `not json`, nil)
+	// A graph configuration that is not JSON fails the build already;
+	// one the stand-in agent cannot read makes it exit at start.
+	if _, err := d.Build(context.Background(), spec(t, "rev0", `not json`, nil), io.Discard); err == nil || !strings.Contains(err.Error(), "not a valid JSON object") {
+		t.Fatalf("build of a configuration that is not JSON: %v", err)
+	}
+	s := spec(t, "rev1", `{"name": 5}`, nil)
 	app, err := d.Build(context.Background(), s, io.Discard)
 	if err != nil {
 		t.Fatal(err)

@@ -208,7 +208,13 @@ func (s *Service) phaseLogs(phase string) httpx.Handle {
 			page = match[offset:min(len(match), offset+q.Limit)]
 		}
 		var next *string
-		if offset+len(page) < len(match) {
+		// While the build runs, its log grows: the official deploy client
+		// polls with the last next_offset it got and keeps the previous one
+		// when it gets null, so that null at the end of a growing log would
+		// have it read the last page again on every poll.
+		growing := phase == "build" && q.Order == "asc" &&
+			(st.status == RevisionQueued || st.status == RevisionAwaitingBuild || st.status == RevisionBuilding)
+		if offset+len(page) < len(match) || growing && len(page) > 0 {
 			n := fmt.Sprint(offset + len(page))
 			next = &n
 		}

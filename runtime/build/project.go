@@ -1,0 +1,222 @@
+package build
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/joho/godotenv"
+)
+
+// Project is the part of a graph configuration file (the langgraph.json
+// format) that shapes a build. ParseProject checks it; nothing in it has
+// touched the file system yet.
+type Project struct {
+	Graphs          map[string]json.RawMessage
+	Dependencies    []string
+	PythonVersion   string
+	NodeVersion     string
+	PipConfigFile   string
+	PipInstaller    string
+	DockerfileLines []string
+	BaseImage       string
+	ImageDistro     string
+	// EnvMap is env given as an object; EnvFile is env given as the path
+	// of a .env file (relative to the configuration's directory).
+	EnvMap  map[string]string
+	EnvFile string
+	// Unsupported names the keys present that Slipway does not act on, so
+	// that the build log says so instead of ignoring them silently.
+	Unsupported []string
+}
+
+// knownKeys are the keys a build or the agent acts on. "http" is the
+// custom routes the language hosts serve.
+var knownKeys = map[string]bool{
+	"graphs": true, "dependencies": true, "python_version": true, "node_version": true,
+	"pip_config_file": true, "pip_installer": true, "env": true, "dockerfile_lines": true,
+	"base_image": true, "image_distro": true, "http": true,
+}
+
+var (
+	pythonVersionRe = regexp.MustCompile(`^3\.[0-9]{1,2}$`)
+	nodeVersionRe   = regexp.MustCompile(`^[0-9]{1,2}$`)
+	envNameRe       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// imageDistros are the image_distro values of the langgraph.json format.
+var imageDistros = map[string]bool{"": true, "debian": true, "wolfi": true, "bookworm": true, "bullseye": true}
+
+// ParseProject reads and checks a graph configuration file's build keys.
+// Errors name the key, for the build log.
+func ParseProject(raw []byte) (*Project, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return nil, fmt.Errorf("graph configuration is not a valid JSON object: %w", err)
+	}
+	p := &Project{}
+	for k := range keys {
+		if !knownKeys[k] {
+			p.Unsupported = append(p.Unsupported, k)
+		}
+	}
+	sort.Strings(p.Unsupported)
+	field := func(key string, into any) error {
+		v, ok := keys[key]
+		if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			return nil
+		}
+		if err := json.Unmarshal(v, into); err != nil {
+			return fmt.Errorf("graph configuration: %s: %w", key, err)
+		}
+		return nil
+	}
+	for key, into := range map[string]any{
+		"graphs": &p.Graphs, "dependencies": &p.Dependencies, "python_version": &p.PythonVersion,
+		"node_version": &p.NodeVersion, "pip_config_file": &p.PipConfigFile, "pip_installer": &p.PipInstaller,
+		"dockerfile_lines": &p.DockerfileLines, "base_image": &p.BaseImage, "image_distro": &p.ImageDistro,
+	} {
+		if err := field(key, into); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := keys["env"]; ok {
+		if err := json.Unmarshal(v, &p.EnvFile); err != nil {
+			if err := json.Unmarshal(v, &p.EnvMap); err != nil {
+				return nil, fmt.Errorf("graph configuration: env must be an object of strings or the path of a .env file")
+			}
+		}
+	}
+	if p.PythonVersion != "" && !pythonVersionRe.MatchString(p.PythonVersion) {
+		return nil, fmt.Errorf("graph configuration: python_version %q must be a major.minor version such as \"3.11\"", p.PythonVersion)
+	}
+	if p.NodeVersion != "" && !nodeVersionRe.MatchString(p.NodeVersion) {
+		return nil, fmt.Errorf("graph configuration: node_version %q must be a major version such as \"20\"", p.NodeVersion)
+	}
+	switch p.PipInstaller {
+	case "", "auto", "pip", "uv":
+	default:
+		return nil, fmt.Errorf("graph configuration: pip_installer %q must be \"auto\", \"pip\" or \"uv\"", p.PipInstaller)
+	}
+	if !imageDistros[p.ImageDistro] {
+		return nil, fmt.Errorf("graph configuration: image_distro %q must be \"debian\", \"wolfi\", \"bookworm\" or \"bullseye\"", p.ImageDistro)
+	}
+	for i, d := range p.Dependencies {
+		if strings.TrimSpace(d) == "" || strings.ContainsAny(d, "\r\n\x00") {
+			return nil, fmt.Errorf("graph configuration: dependencies[%d] %q is not a path or a requirement", i, d)
+		}
+		if isLocalDependency(d) {
+			if _, err := LocalPath(d); err != nil {
+				return nil, fmt.Errorf("graph configuration: dependencies[%d]: %w", i, err)
+			}
+		} else if strings.HasPrefix(d, "-") {
+			// pip would take it for an option (--index-url, -e ...).
+			return nil, fmt.Errorf("graph configuration: dependencies[%d] %q is an option, not a requirement; use pip_config_file for pip's options", i, d)
+		}
+	}
+	for _, rel := range []struct{ key, v string }{{"pip_config_file", p.PipConfigFile}, {"env", p.EnvFile}} {
+		if rel.v == "" {
+			continue
+		}
+		if _, err := LocalPath(rel.v); err != nil {
+			return nil, fmt.Errorf("graph configuration: %s: %w", rel.key, err)
+		}
+	}
+	for k := range p.EnvMap {
+		if !envNameRe.MatchString(k) {
+			return nil, fmt.Errorf("graph configuration: env: %q is not an environment variable name", k)
+		}
+	}
+	for i, l := range p.DockerfileLines {
+		if strings.ContainsAny(l, "\r\n") {
+			return nil, fmt.Errorf("graph configuration: dockerfile_lines[%d] spans several lines; give one instruction per entry", i)
+		}
+	}
+	if strings.ContainsAny(p.BaseImage, " \t\r\n") {
+		return nil, fmt.Errorf("graph configuration: base_image %q must be one image reference", p.BaseImage)
+	}
+	return p, nil
+}
+
+// LoadProject reads the graph configuration file at cfg.
+func LoadProject(cfg string) (*Project, error) {
+	raw, err := os.ReadFile(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("read graph configuration: %w", err)
+	}
+	return ParseProject(raw)
+}
+
+// isLocalDependency reports a dependency that names a directory of the
+// source ("." or "./pkg"), as the reference CLI tells them apart.
+func isLocalDependency(d string) bool {
+	return d == "." || strings.HasPrefix(d, "./") || strings.HasPrefix(d, "../") || strings.HasPrefix(d, "/") || d == ".."
+}
+
+// LocalPath cleans a path given relative to the configuration's directory
+// and refuses one that leaves it: the build reads the file on the host.
+func LocalPath(rel string) (string, error) {
+	if path.IsAbs(rel) {
+		return "", fmt.Errorf("%q must be relative to the graph configuration's directory", rel)
+	}
+	clean := path.Clean(rel)
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("%q leaves the graph configuration's directory", rel)
+	}
+	return clean, nil
+}
+
+// jsExtensions are the files the JavaScript host runs.
+var jsExtensions = map[string]bool{".js": true, ".mjs": true, ".cjs": true, ".ts": true, ".mts": true, ".cts": true, ".tsx": true, ".jsx": true}
+
+// PythonGraphs reports whether a graph is given as a Python spec: a .py
+// file ("./agent.py:graph") or an importable module ("pkg.module:graph").
+func (p *Project) PythonGraphs() bool {
+	for _, raw := range p.Graphs {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			continue
+		}
+		file, _, ok := strings.Cut(s, ":")
+		if !ok {
+			continue
+		}
+		if ext := path.Ext(file); ext == ".py" || (!jsExtensions[ext] && !strings.Contains(file, "/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// NeedsPython reports whether the project is built with a Python
+// environment: it has Python graphs or asks for a Python version.
+func (p *Project) NeedsPython() bool {
+	return p.PythonVersion != "" || p.PythonGraphs()
+}
+
+// Env is the project's environment (env), read from its .env file when
+// env names one; dir is the configuration's directory.
+func (p *Project) Env(dir string) (map[string]string, error) {
+	if p.EnvFile == "" {
+		return p.EnvMap, nil
+	}
+	rel, err := LocalPath(p.EnvFile)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := readRegular(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return nil, fmt.Errorf("env file %s: %w", p.EnvFile, err)
+	}
+	m, err := godotenv.Parse(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("env file %s: %w", p.EnvFile, err)
+	}
+	return m, nil
+}

@@ -1,0 +1,528 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"slipway/runtime"
+	"slipway/runtime/build"
+)
+
+// DefaultImageCache is where debootstrap's root filesystems are kept
+// between builds (SLIPWAY_IMAGE_CACHE): building one takes about a minute,
+// importing it a few seconds.
+const DefaultImageCache = "/var/cache/slipway"
+
+// language is an agent image Slipway builds from Debian packages: the
+// Debian release that carries each version, and the packages beyond
+// minbase. Another version needs base_image.
+type language struct {
+	name, repo string
+	releases   map[string]string
+	carry      string // the versions, for errors
+	packages   []string
+	// apt are installed with apt-get in the bootstrapped system:
+	// debootstrap's own resolver cannot configure npm's dependencies.
+	apt  []string
+	role string // LabelRole
+}
+
+var (
+	pythonLanguage = language{name: "Python", repo: "slipway-python", releases: map[string]string{"3.11": "bookworm", "3.13": "trixie"},
+		carry: "3.11 (bookworm) and 3.13 (trixie)", packages: []string{"python3", "python3-venv", "ca-certificates"}, role: "python-base"}
+	nodeLanguage = language{name: "Node.js", repo: "slipway-node", releases: map[string]string{"18": "bookworm", "20": "trixie"},
+		carry: "18 (bookworm) and 20 (trixie)", packages: []string{"nodejs", "ca-certificates"}, apt: []string{"npm"}, role: "node-base"}
+)
+
+// debianMirror is where debootstrap fetches packages.
+const debianMirror = "http://deb.debian.org/debian"
+
+// hostCAFile is the host's trust store (Debian's layout), which the agent
+// images carry instead of Debian's stock one: a build reaches PyPI and npm
+// through whatever TLS-inspecting proxy the host trusts, as the process
+// runtime's builds do.
+const hostCAFile = "/etc/ssl/certs/ca-certificates.crt"
+
+// imageTag names the agent image of l's version for the slipway binary
+// bin and the host's trust store ca: <repo>:<version>-<hash of them and
+// the recipe>.
+func (l language) imageTag(version string, bin, ca []byte) string {
+	h := sha256.New()
+	h.Write(bin)
+	h.Write(ca)
+	h.Write([]byte(languageRecipe("rootfs", ca != nil)))
+	h.Write([]byte(strings.Join(l.packages, " ") + "+" + strings.Join(l.apt, " ")))
+	return l.repo + ":" + version + "-" + hex.EncodeToString(h.Sum(nil)[:6])
+}
+
+// languageRecipe is the Dockerfile that puts Slipway's binary (and the
+// host's trust store, when ca) on an imported Debian root filesystem.
+func languageRecipe(rootfs string, ca bool) string {
+	df := "FROM " + rootfs + "\nCOPY slipway /slipway\n" +
+		"COPY --chown=" + agentUser + " data /data\n"
+	if ca {
+		df += "COPY ca-certificates.crt " + hostCAFile + "\n"
+	}
+	return df + "ENV HOME=/tmp TMPDIR=/tmp LANG=C.UTF-8 PYTHONUNBUFFERED=1 SSL_CERT_FILE=" + hostCAFile +
+		" PIP_CERT=" + hostCAFile + " REQUESTS_CA_BUNDLE=" + hostCAFile + " NODE_EXTRA_CA_CERTS=" + hostCAFile + "\n" +
+		"RUN chmod 1777 /tmp\nWORKDIR /app\nUSER " + agentUser + "\n" +
+		"ENTRYPOINT [\"/slipway\", \"agent\"]\n"
+}
+
+func (d *Driver) imageCache() string {
+	if d.ImageCache != "" {
+		return d.ImageCache
+	}
+	return DefaultImageCache
+}
+
+// PythonImage makes sure the Python agent image of version py
+// (slipway-python:<py>-<hash>) exists and returns its tag.
+func (d *Driver) PythonImage(ctx context.Context, py string, log io.Writer) (string, error) {
+	return d.languageImage(ctx, pythonLanguage, py, log)
+}
+
+// NodeImage is PythonImage for Node.js (slipway-node:<major>-<hash>).
+func (d *Driver) NodeImage(ctx context.Context, major string, log io.Writer) (string, error) {
+	return d.languageImage(ctx, nodeLanguage, major, log)
+}
+
+// languageImage builds an agent image of l's version when it is missing:
+// a Debian root filesystem (debootstrap --variant=minbase, kept in the
+// image cache), imported into the engine, with Slipway's binary and the
+// host's trust store added. Progress goes to log.
+func (d *Driver) languageImage(ctx context.Context, l language, version string, log io.Writer) (string, error) {
+	suite, ok := l.releases[version]
+	if !ok {
+		return "", fmt.Errorf("%w: Slipway builds %s images from Debian packages, which carry %s %s, not %s: set base_image in the graph configuration to an image with %s %s",
+			runtime.ErrUnsupported, l.name, l.name, l.carry, version, l.name, version)
+	}
+	d.pyMu.Lock()
+	defer d.pyMu.Unlock()
+	if err := CheckStatic(d.Bin); err != nil {
+		return "", err
+	}
+	bin, err := os.ReadFile(d.Bin)
+	if err != nil {
+		return "", fmt.Errorf("read the slipway binary: %w", err)
+	}
+	ca, err := os.ReadFile(hostCAFile)
+	if err != nil || len(ca) == 0 {
+		ca = nil // not Debian's layout: the image keeps Debian's own store
+	}
+	tag := l.imageTag(version, bin, ca)
+	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
+		return tag, nil
+	}
+	start := time.Now()
+	fmt.Fprintf(log, "==> build the %s %s agent image %s\n", l.name, version, tag)
+	rootfs, err := d.rootfsImage(ctx, suite, l.packages, l.apt, log)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	df := languageRecipe(rootfs, ca != nil)
+	for _, f := range []struct {
+		name string
+		mode int64
+		body []byte
+	}{{"Dockerfile", 0o644, []byte(df)}, {"slipway", 0o755, bin}, {"data/.keep", 0o600, nil}, {"ca-certificates.crt", 0o644, ca}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.body)), Typeflag: tar.TypeReg}); err != nil {
+			return "", err
+		}
+		if _, err := tw.Write(f.body); err != nil {
+			return "", err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return "", err
+	}
+	// Not the install's: the image is a machine-wide cache, like the
+	// root filesystem, named by what it holds.
+	if err := d.build(ctx, &buf, tag, map[string]string{LabelManaged: "true", LabelRole: l.role}, log); err != nil {
+		return "", fmt.Errorf("build the %s agent image: %w", l.name, err)
+	}
+	fmt.Fprintf(log, "<== build the %s %s agent image done in %s\n", l.name, version, time.Since(start).Round(time.Millisecond))
+	return tag, nil
+}
+
+// rootfsImage imports the Debian root filesystem of suite with packages,
+// bootstrapping it first when the cache has none.
+func (d *Driver) rootfsImage(ctx context.Context, suite string, packages, apt []string, log io.Writer) (string, error) {
+	key := suite + " " + strings.Join(packages, ",")
+	if len(apt) > 0 {
+		key += " apt " + strings.Join(apt, ",")
+	}
+	h := sha256.Sum256([]byte(key))
+	id := suite + "-" + hex.EncodeToString(h[:6])
+	tag := "slipway-rootfs:" + id
+	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
+		return tag, nil
+	}
+	dir := filepath.Join(d.imageCache(), "rootfs-"+id)
+	if _, err := os.Stat(filepath.Join(dir, ".slipway-complete")); err != nil {
+		if err := debootstrap(ctx, dir, suite, packages, apt, log); err != nil {
+			return "", err
+		}
+	}
+	start := time.Now()
+	fmt.Fprintf(log, "==> import %s as %s\n", dir, tag)
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(tarTree(dir, pw)) }()
+	res, err := d.Client.ImageImport(ctx, client.ImageImportSource{Source: pr, SourceName: "-"}, tag, client.ImageImportOptions{
+		Changes: []string{"LABEL " + LabelManaged + "=true " + LabelRole + "=rootfs", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+	})
+	if err != nil {
+		pr.CloseWithError(err)
+		return "", fmt.Errorf("import the root filesystem: %w", err)
+	}
+	defer res.Close()
+	dec := json.NewDecoder(res)
+	for {
+		var m struct {
+			Error string `json:"error"`
+		}
+		if err := dec.Decode(&m); err == io.EOF {
+			break
+		} else if err != nil {
+			return "", fmt.Errorf("import the root filesystem: %w", err)
+		}
+		if m.Error != "" {
+			return "", fmt.Errorf("import the root filesystem: %s", m.Error)
+		}
+	}
+	fmt.Fprintf(log, "<== import done in %s\n", time.Since(start).Round(time.Millisecond))
+	return tag, nil
+}
+
+// debootstrap builds a minimal Debian root filesystem in dir.
+func debootstrap(ctx context.Context, dir, suite string, packages, apt []string, log io.Writer) error {
+	bin, err := exec.LookPath("debootstrap")
+	if err != nil {
+		return fmt.Errorf("%w: building a Python agent image needs debootstrap (apt-get install debootstrap), or base_image in the graph configuration", runtime.ErrUnsupported)
+	}
+	tmp := dir + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("image cache: %w", err)
+	}
+	start := time.Now()
+	argv := []string{"--variant=minbase", "--include=" + strings.Join(packages, ","), suite, tmp, debianMirror}
+	fmt.Fprintf(log, "==> debootstrap %s\n", strings.Join(argv, " "))
+	cmd := exec.CommandContext(ctx, bin, argv...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("debootstrap %s: %w", suite, err)
+	}
+	if len(apt) > 0 {
+		fmt.Fprintf(log, "==> apt-get install %s\n", strings.Join(apt, " "))
+		cmd := exec.CommandContext(ctx, "chroot", append([]string{tmp, "apt-get", "install", "-y", "-q", "--no-install-recommends"}, apt...)...)
+		cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND=noninteractive", "LANG=C.UTF-8"}
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("apt-get install %s in the %s root filesystem: %w", strings.Join(apt, " "), suite, err)
+		}
+	}
+	// What the image does not need: package lists and caches.
+	for _, p := range []string{"var/cache/apt/archives", "var/lib/apt/lists"} {
+		entries, _ := os.ReadDir(filepath.Join(tmp, p))
+		for _, e := range entries {
+			if e.Name() != "partial" && e.Name() != "lock" {
+				os.RemoveAll(filepath.Join(tmp, p, e.Name()))
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, ".slipway-complete"), nil, 0o644); err != nil {
+		return err
+	}
+	os.RemoveAll(dir)
+	if err := os.Rename(tmp, dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "<== debootstrap done in %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// tarTree writes dir as a tar stream, owners, modes, links and devices
+// as they are (a root filesystem).
+func tarTree(dir string, w io.Writer) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." || rel == ".slipway-complete" {
+			return err
+		}
+		// The engine provides these; debootstrap's /proc may even still
+		// be mounted after a failure.
+		if top, _, nested := strings.Cut(filepath.ToSlash(rel), "/"); nested && (top == "proc" || top == "sys" || top == "dev") {
+			if e.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		if info.Mode()&fs.ModeSymlink != 0 {
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		}
+		h, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		h.Name = filepath.ToSlash(rel)
+		if e.IsDir() {
+			h.Name += "/"
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if _, err := io.Copy(tw, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// pythonBuild builds a revision image of a Python project in two images:
+// its dependencies (slipway-deps:<hash>, built once per set of dependency
+// files and interpreter, so a code-only change reuses it) and, on top, the
+// project's code.
+func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath string, proj *build.Project, g graphFile, tag string, labels map[string]string, log io.Writer) error {
+	cfgDir := path.Dir(cfgPath)
+	plan, err := proj.PythonPlan(filepath.Join(app, filepath.FromSlash(cfgDir)))
+	if err != nil {
+		return err
+	}
+	for _, k := range proj.Unsupported {
+		fmt.Fprintf(log, "note: %s in %s is not supported by Slipway and is ignored\n", k, path.Base(cfgPath))
+	}
+	var base string
+	if g.BaseImage != "" {
+		agent, err := d.agentImage(ctx, log)
+		if err != nil {
+			return err
+		}
+		base = g.BaseImage
+		labels[LabelBase] = agent
+	} else {
+		py := proj.PythonVersion
+		if py == "" {
+			py = build.DefaultPythonVersion
+		}
+		if base, err = d.PythonImage(ctx, py, log); err != nil {
+			return err
+		}
+		labels[LabelBase] = base
+	}
+	if proj.PipInstaller == "uv" {
+		fmt.Fprintf(log, "note: pip_installer uv: the Python agent image has no uv; using pip\n")
+	}
+	// The dependencies' image: only the files that name dependencies
+	// reach its build context, so only they decide whether it is reused.
+	inApp := func(rel string) string { return path.Join(cfgDir, rel) }
+	files := map[string]bool{}
+	for _, f := range plan.RequirementFiles {
+		files[inApp(f)] = true
+	}
+	if plan.PipConfigFile != "" {
+		files[inApp(plan.PipConfigFile)] = true
+	}
+	args := []string{"/venv/bin/python", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"}
+	for _, f := range plan.RequirementFiles {
+		args = append(args, "-r", "/deps/"+inApp(f))
+	}
+	args = append(args, plan.Requirements...)
+	for _, p := range plan.Packages {
+		args = append(args, "/deps/"+inApp(p))
+	}
+	// Per deployment: a dependencies image holds its pip_config_file
+	// (which may carry an index's credentials) and goes with it.
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n%s\n", s.DeploymentID, base, strings.Join(args, "\x00"))
+	var dctx bytes.Buffer
+	tw := tar.NewWriter(&dctx)
+	add := func(name string, body []byte) error {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		_, err := tw.Write(body)
+		return err
+	}
+	// COPY needs the directory even when no file names dependencies.
+	if err := add("deps/.keep", nil); err != nil {
+		return err
+	}
+	for f := range files {
+		raw, err := os.ReadFile(filepath.Join(app, filepath.FromSlash(f)))
+		if err != nil {
+			return fmt.Errorf("read %s: %w", f, err)
+		}
+		fmt.Fprintf(h, "%s %x\n", f, sha256.Sum256(raw))
+		if err := add("deps/"+f, raw); err != nil {
+			return err
+		}
+	}
+	for _, p := range plan.Packages {
+		// Installed from their code: the whole directory is a dependency.
+		fmt.Fprintf(h, "package %s %d\n", p, time.Now().UnixNano())
+	}
+	depsTag := "slipway-deps:" + hex.EncodeToString(h.Sum(nil)[:8])
+	var df strings.Builder
+	if g.BaseImage != "" {
+		fmt.Fprintf(&df, "FROM %s AS slipway\nFROM %s\nUSER root\n", labels[LabelBase], base)
+		fmt.Fprintf(&df, "COPY --from=slipway /slipway /slipway\nCOPY --from=slipway --chown=%s /data /data\n", agentUser)
+	} else {
+		fmt.Fprintf(&df, "FROM %s\nUSER root\n", base)
+	}
+	df.WriteString("COPY deps /deps\n")
+	if plan.PipConfigFile != "" {
+		fmt.Fprintf(&df, "ENV PIP_CONFIG_FILE=%s\n", quote("/deps/"+inApp(plan.PipConfigFile)))
+	}
+	df.WriteString("RUN [\"python3\", \"-m\", \"venv\", \"/venv\"]\n")
+	if len(args) > 6 {
+		raw, _ := json.Marshal(args)
+		fmt.Fprintf(&df, "RUN %s\n", raw)
+	}
+	if _, err := d.Client.ImageInspect(ctx, depsTag); err == nil {
+		fmt.Fprintf(log, "reusing the dependencies image %s (same dependencies)\n", depsTag)
+	} else {
+		for _, p := range plan.Packages {
+			if err := addTree(tw, filepath.Join(app, filepath.FromSlash(inApp(p))), "deps/"+inApp(p)); err != nil {
+				return err
+			}
+		}
+		if err := add("Dockerfile", []byte(df.String())); err != nil {
+			return err
+		}
+		if err := tw.Close(); err != nil {
+			return err
+		}
+		start := time.Now()
+		fmt.Fprintf(log, "==> install the dependencies into %s\n", depsTag)
+		if err := d.build(ctx, &dctx, depsTag, map[string]string{LabelManaged: "true", LabelRole: "deps", LabelInstance: d.Instance, LabelWorkspace: s.WorkspaceID, LabelDeployment: s.DeploymentID}, log); err != nil {
+			return fmt.Errorf("install the dependencies: %w", err)
+		}
+		fmt.Fprintf(log, "<== install the dependencies done in %s\n", time.Since(start).Round(time.Millisecond))
+	}
+	// The revision: the code, its directories on the path, the agent.
+	var paths []string
+	for _, p := range plan.Paths {
+		paths = append(paths, path.Join("/app", cfgDir, p))
+	}
+	pth := `import os, sys, sysconfig; p = os.path.join(sysconfig.get_paths()["purelib"], "_slipway_project.pth"); open(p, "w").write("".join(a + "\n" for a in sys.argv[1:]))`
+	run, _ := json.Marshal(append([]string{"/venv/bin/python", "-I", "-c", pth}, paths...))
+	var rf strings.Builder
+	fmt.Fprintf(&rf, "FROM %s\nCOPY app /app\nRUN %s\n", depsTag, run)
+	if strings.TrimSpace(s.InstallCommand) != "" {
+		fmt.Fprintf(&rf, "WORKDIR /app\nRUN %s\n", oneLine(s.InstallCommand))
+	}
+	if strings.TrimSpace(s.BuildCommand) != "" {
+		fmt.Fprintf(&rf, "WORKDIR %s\nRUN %s\n", path.Join("/app", cfgDir), oneLine(s.BuildCommand))
+	}
+	for _, l := range g.DockerfileLines {
+		rf.WriteString(l + "\n")
+	}
+	env := map[string]string{}
+	if m, err := proj.Env(filepath.Join(app, filepath.FromSlash(cfgDir))); err == nil {
+		env = m
+	} else {
+		return err
+	}
+	rf.WriteString("ENV")
+	for _, k := range sortedKeys(env) {
+		if !strings.HasPrefix(k, "SLIPWAY_") {
+			fmt.Fprintf(&rf, " %s=%s", k, quote(env[k]))
+		}
+	}
+	fmt.Fprintf(&rf, " VIRTUAL_ENV=/venv PATH=/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin SLIPWAY_AGENT_PYTHON=/venv/bin/python")
+	fmt.Fprintf(&rf, " SLIPWAY_AGENT_ADDR=0.0.0.0:8000 SLIPWAY_AGENT_DATA_DIR=/data SLIPWAY_GRAPH_CONFIG=%s\n", quote(path.Join("/app", cfgPath)))
+	rf.WriteString("LABEL")
+	for _, k := range sortedKeys(labels) {
+		fmt.Fprintf(&rf, " %s=%s", quote(k), quote(labels[k]))
+	}
+	fmt.Fprintf(&rf, "\nWORKDIR /app\nUSER %s\nENTRYPOINT [\"/slipway\", \"agent\"]\n", agentUser)
+	bc, err := contextTar(app, rf.String())
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	fmt.Fprintf(log, "==> build image %s\n", tag)
+	if err := d.build(ctx, bc, tag, nil, log); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "<== build image done in %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// addTree adds the regular files and directories under dir as name/.
+func addTree(tw *tar.Writer, dir, name string) error {
+	return filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		n := path.Join(name, filepath.ToSlash(rel))
+		switch {
+		case e.IsDir():
+			return tw.WriteHeader(&tar.Header{Name: n + "/", Mode: 0o755, Typeflag: tar.TypeDir})
+		case e.Type().IsRegular():
+			raw, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(raw)), Typeflag: tar.TypeReg}); err != nil {
+				return err
+			}
+			_, err = tw.Write(raw)
+			return err
+		}
+		return nil
+	})
+}

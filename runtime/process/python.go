@@ -1,0 +1,301 @@
+package process
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"slipway/runtime"
+	"slipway/runtime/build"
+)
+
+// A revision's Python environment lives beside its source:
+//
+//	revisions/<rev>/venv/        the virtual environment (the deployment's uid's)
+//	revisions/<rev>/venv.hash    Slipway's: what it was built from (PythonPlan.Hash
+//	                             and the interpreter), written once it is complete
+//	revisions/<rev>/project.json Slipway's: the project's env, read at build time
+//
+// A revision whose dependencies match an earlier revision's still on disk
+// clones that environment (hard links) instead of installing again, so a
+// code-only change rebuilds in about a second.
+const (
+	venvDir     = "venv"
+	venvHash    = "venv.hash"
+	projectFile = "project.json"
+)
+
+// PythonEnv is the variable that tells `slipway agent` which interpreter
+// runs its Python host: the revision's virtual environment's.
+const PythonEnv = "SLIPWAY_AGENT_PYTHON"
+
+// projectState is what a build learns from the project that the agent's
+// start needs, kept where the deployment's code cannot change it.
+type projectState struct {
+	Env    map[string]string `json:"env,omitempty"`
+	Python bool              `json:"python,omitempty"`
+}
+
+// step runs one build step, logging its command and how long it took.
+func (d *Driver) step(ctx context.Context, log io.Writer, name string, s runtime.Spec, uid int, dir string, argv, env []string) error {
+	fmt.Fprintf(log, "==> %s: %s\n", name, strings.Join(argv, " "))
+	start := time.Now()
+	cmd, err := d.sandbox.Command(ctx, d.job(s.DeploymentID, uid, dir, argv, env))
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(log, "<== %s failed after %s\n", name, took(start))
+		return fmt.Errorf("%s failed: %w", name, err)
+	}
+	fmt.Fprintf(log, "<== %s done in %s\n", name, took(start))
+	return nil
+}
+
+func took(start time.Time) string {
+	return time.Since(start).Round(time.Millisecond).String()
+}
+
+// interpreters are the Pythons deployments may use here, found once.
+func (d *Driver) interpreters(ctx context.Context) []build.Interpreter {
+	d.pyOnce.Do(func() {
+		root := os.Getenv("PYENV_ROOT")
+		if root == "" {
+			if home, err := os.UserHomeDir(); err == nil {
+				root = filepath.Join(home, ".pyenv")
+			}
+		}
+		d.pythons = build.FindInterpreters(ctx, build.PythonCandidates(os.Getenv("PATH"), root), d.uids != nil)
+		vs := make([]string, 0, len(d.pythons))
+		for _, i := range d.pythons {
+			vs = append(vs, i.Version+" "+i.Path)
+		}
+		d.Log.Info().Strs("pythons", vs).Msg("Python interpreters for deployments")
+	})
+	return d.pythons
+}
+
+// buildProject reads the revision's project (before any of its code has
+// run, so that nothing it plants is read as root), names the keys it does
+// not act on, keeps its env, and builds its Python environment when it
+// needs one. env is the environment the build's commands run with; the
+// returned one adds the virtual environment.
+func (d *Driver) buildProject(ctx context.Context, s runtime.Spec, uid int, cfg string, env []string, log io.Writer) ([]string, error) {
+	rev := d.revDir(s.DeploymentID, s.RevisionID)
+	proj, err := build.LoadProject(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range proj.Unsupported {
+		fmt.Fprintf(log, "note: %s in %s is not supported by Slipway and is ignored\n", k, filepath.Base(cfg))
+	}
+	for _, k := range []struct{ key, v string }{{"base_image", proj.BaseImage}, {"image_distro", proj.ImageDistro}} {
+		if k.v != "" {
+			fmt.Fprintf(log, "note: %s applies to the docker runtime; the process runtime runs on this host's own system\n", k.key)
+		}
+	}
+	if len(proj.DockerfileLines) > 0 {
+		fmt.Fprintf(log, "note: dockerfile_lines apply to the docker runtime; the process runtime ignores them\n")
+	}
+	dir := filepath.Dir(cfg)
+	penv, err := proj.Env(dir)
+	if err != nil {
+		return nil, err
+	}
+	state := projectState{Env: penv, Python: proj.NeedsPython()}
+	var plan *build.PythonPlan
+	if state.Python {
+		if plan, err = proj.PythonPlan(dir); err != nil {
+			return nil, err
+		}
+	}
+	raw, err := json.Marshal(state)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(rev, projectFile), raw, 0o600); err != nil {
+		return nil, fmt.Errorf("keep the project's settings: %w", err)
+	}
+	if plan == nil {
+		return env, nil
+	}
+	if err := d.buildVenv(ctx, s, uid, dir, plan, proj.PythonVersion, env, log); err != nil {
+		return nil, err
+	}
+	return venvEnviron(env, filepath.Join(rev, venvDir)), nil
+}
+
+// venvEnviron is env with the virtual environment activated.
+func venvEnviron(env []string, venv string) []string {
+	out := make([]string, 0, len(env)+3)
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			kv = "PATH=" + filepath.Join(venv, "bin") + string(filepath.ListSeparator) + p
+		}
+		out = append(out, kv)
+	}
+	return append(out, "VIRTUAL_ENV="+venv, PythonEnv+"="+filepath.Join(venv, "bin", "python"))
+}
+
+// buildVenv makes the revision's virtual environment: cloned from an
+// earlier revision's with the same hash, or created and installed.
+func (d *Driver) buildVenv(ctx context.Context, s runtime.Spec, uid int, dir string, plan *build.PythonPlan, want string, env []string, log io.Writer) error {
+	found := d.interpreters(ctx)
+	py, err := build.ChooseInterpreter(found, want)
+	if err != nil {
+		return err
+	}
+	installer := plan.Installer
+	uv, uvErr := exec.LookPath("uv")
+	switch {
+	case installer == "uv" && uvErr != nil:
+		fmt.Fprintf(log, "note: pip_installer is uv but uv is not installed on this host; using pip\n")
+		installer = "pip"
+	case installer == "uv" || (installer == "auto" || installer == "") && uvErr == nil:
+		installer = "uv"
+	default:
+		installer = "pip"
+	}
+	hash := plan.Hash + "-" + py.Version + "-" + installer
+	rev := d.revDir(s.DeploymentID, s.RevisionID)
+	venv := filepath.Join(rev, venvDir)
+	fmt.Fprintf(log, "Python %s (%s), installer %s, environment %s\n", py.Version, py.Path, installer, hash)
+	if err := os.RemoveAll(venv); err != nil {
+		return fmt.Errorf("clear %s: %w", venv, err)
+	}
+	if err := mkdirMode(venv, 0o700); err != nil {
+		return err
+	}
+	if err := chownTree(venv, uid); err != nil {
+		return err
+	}
+	if plan.PipConfigFile != "" {
+		env = append(env, "PIP_CONFIG_FILE="+filepath.Join(dir, filepath.FromSlash(plan.PipConfigFile)))
+	}
+	env = append(env, "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1", "PIP_PROGRESS_BAR=off")
+	python := filepath.Join(venv, "bin", "python")
+	if from := d.sameVenv(s, hash); from != "" {
+		// As the deployment's uid: it reads only what that uid may, and a
+		// link it planted in the old environment is copied as a link.
+		if err := d.step(ctx, log, "reuse the environment of revision "+filepath.Base(filepath.Dir(from))+" (same dependencies)",
+			s, uid, dir, []string{"cp", "-a", "-l", from + "/.", venv + "/"}, env); err != nil {
+			return err
+		}
+	} else {
+		create := []string{py.Path, "-m", "venv", venv}
+		if installer == "uv" {
+			create = []string{uv, "venv", "--quiet", "--python", py.Path, venv}
+		}
+		if err := d.step(ctx, log, "create the virtual environment", s, uid, dir, create, env); err != nil {
+			return err
+		}
+		args := []string{}
+		for _, f := range plan.RequirementFiles {
+			args = append(args, "-r", filepath.Join(dir, filepath.FromSlash(f)))
+		}
+		args = append(args, plan.Requirements...)
+		for _, p := range plan.Packages {
+			args = append(args, filepath.Join(dir, filepath.FromSlash(p)))
+		}
+		if len(args) > 0 {
+			install := append([]string{python, "-m", "pip", "install"}, args...)
+			if installer == "uv" {
+				install = append([]string{uv, "pip", "install", "--python", python}, args...)
+			}
+			if err := d.step(ctx, log, "install the dependencies", s, uid, dir, install, env); err != nil {
+				return err
+			}
+		}
+	}
+	// The project's own code is imported from this revision's source, not
+	// installed: a path file names its directories.
+	var paths []string
+	for _, p := range plan.Paths {
+		paths = append(paths, filepath.Join(dir, filepath.FromSlash(p)))
+	}
+	sort.Strings(paths)
+	pth := `import os, sys, sysconfig; p = os.path.join(sysconfig.get_paths()["purelib"], "_slipway_project.pth"); ` +
+		`os.path.lexists(p) and os.remove(p); open(p, "w").write("".join(a + "\n" for a in sys.argv[1:]))`
+	if err := d.step(ctx, log, "put the project's directories on the path", s, uid, dir, append([]string{python, "-I", "-c", pth}, paths...), env); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(rev, venvHash), []byte(hash), 0o600); err != nil {
+		return fmt.Errorf("mark the environment: %w", err)
+	}
+	return nil
+}
+
+// sameVenv is the virtual environment of another revision of the
+// deployment built from hash, or "".
+func (d *Driver) sameVenv(s runtime.Spec, hash string) string {
+	revs := filepath.Join(d.depDir(s.DeploymentID), "revisions")
+	entries, err := os.ReadDir(revs)
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		if e.Name() == s.RevisionID || !e.IsDir() {
+			continue
+		}
+		// Both files are Slipway's: the deployment cannot forge them.
+		raw, err := os.ReadFile(filepath.Join(revs, e.Name(), venvHash))
+		if err != nil || string(raw) != hash {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(revs, e.Name(), "built")); err != nil {
+			continue
+		}
+		return filepath.Join(revs, e.Name(), venvDir)
+	}
+	return ""
+}
+
+// projectEnviron is the agent's environment for the revision: env with the
+// project's env under it (the deployment's secrets win) and its virtual
+// environment, if it has one. s.Env is already in env.
+func (d *Driver) projectEnviron(s runtime.Spec, env []string) ([]string, error) {
+	rev := d.revDir(s.DeploymentID, s.RevisionID)
+	raw, err := os.ReadFile(filepath.Join(rev, projectFile))
+	if os.IsNotExist(err) {
+		return env, nil // built before builds kept it
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the project's settings: %w", err)
+	}
+	var st projectState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("read the project's settings: %w", err)
+	}
+	set := map[string]bool{}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		set[k] = true
+	}
+	// What Slipway sets (the deployment's secrets among it) wins.
+	keys := make([]string, 0, len(st.Env))
+	for k := range st.Env {
+		if !set[k] && !strings.HasPrefix(k, "SLIPWAY_") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, len(keys)+len(env))
+	for _, k := range keys {
+		out = append(out, k+"="+st.Env[k])
+	}
+	out = append(out, env...)
+	if _, err := os.Lstat(filepath.Join(rev, venvHash)); err == nil {
+		out = venvEnviron(out, filepath.Join(rev, venvDir))
+	}
+	return out, nil
+}
