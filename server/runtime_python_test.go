@@ -54,6 +54,42 @@ func requirePython311(t *testing.T) {
 	t.Skip("skipping: no python3.11 with venv in /usr/bin or /usr/local/bin; under CI=true this fails instead")
 }
 
+// pySDKGreeting runs the deployment's "agent" graph through the official
+// Python SDK (langgraph-sdk, in the test virtualenv .ci/run makes) at the
+// deployment URL: a streamed run on a new thread, then that thread's state.
+func pySDKGreeting(t *testing.T, url, key, name string) string {
+	t.Helper()
+	python := os.Getenv("SLIPWAY_TEST_PYTHON")
+	if python == "" {
+		python = "/opt/slipway-ci/venv/bin/python"
+	}
+	if err := osexec.Command(python, "-c", "import langgraph_sdk").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the Python SDK is not installed in %s (.ci/run makes it): %v", python, err)
+		}
+		t.Skipf("skipping: the Python SDK is not installed in %s (or set SLIPWAY_TEST_PYTHON); under CI=true this fails instead", python)
+	}
+	script := `
+import asyncio, sys
+from langgraph_sdk import get_client
+
+async def main(url, key, name):
+    client = get_client(url=url, api_key=key)
+    thread = await client.threads.create()
+    events = [c.event async for c in client.runs.stream(thread["thread_id"], "agent", input={"name": name}, stream_mode="values")]
+    assert events[0] == "metadata" and "values" in events, events
+    state = await client.threads.get_state(thread["thread_id"])
+    print(state["values"]["greeting"])
+
+asyncio.run(main(*sys.argv[1:]))
+`
+	out, err := osexec.Command(python, "-c", script, url, key, name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the Python SDK through %s: %v\n%s", url, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // waitPyRevision is waitStatus with room for a dependency install.
 func waitPyRevision(t *testing.T, s *servertest.Server, dep, rev string, within time.Duration) string {
 	t.Helper()
@@ -111,6 +147,11 @@ func TestPythonProjectProcess(t *testing.T) {
 	if st := ok(); st != 200 {
 		t.Fatalf("GET /ok through the deployment URL: %d", st)
 	}
+	// The agent's Python host serves the graph with the revision's
+	// environment, and the project's env reaches its nodes.
+	if got := pySDKGreeting(t, url, s.Key, "Ada"); got != "hello from langgraph.json, Ada" {
+		t.Fatalf("the graph through the Python SDK answered %q", got)
+	}
 	// The revision's environment has the project's dependency and its own
 	// package on the path, and is the interpreter the agent was told of.
 	venvPython := func(rev string) string {
@@ -144,6 +185,9 @@ func TestPythonProjectProcess(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "hello! x "+filepath.Join(s.DataDir, "deployments", dep, "revisions", rev2, "venv")) {
 		t.Fatalf("revision 2's environment runs revision 1's code: %v\n%s", err, out)
 	}
+	if got := pySDKGreeting(t, url, s.Key, "Ada"); got != "hello from langgraph.json! Ada" {
+		t.Fatalf("revision 2 through the Python SDK answered %q", got)
+	}
 
 	// Failures: each ends BUILD_FAILED with why, and revision 2 serves on.
 	broken := func(name, want string, change func(map[string]string)) {
@@ -173,6 +217,25 @@ func TestPythonProjectProcess(t *testing.T) {
 	})
 	broken("python version", "python_version 3.15 is not installed on this host", func(f map[string]string) {
 		f["langgraph.json"] = strings.Replace(f["langgraph.json"], `"3.11"`, `"3.15"`, 1)
+	})
+	// A graph that fails to import builds (its dependencies are fine) and
+	// ends DEPLOY_FAILED with the loader's message; revision 2 serves on.
+	t.Run("import error", func(t *testing.T) {
+		bad := map[string]string{}
+		for k, v := range files {
+			bad[k] = v
+		}
+		bad["py_deploy/agent.py"] = "import slipway_not_installed_module\n" + bad["py_deploy/agent.py"]
+		rev := deploySource(t, s, dep, bad)
+		if st := waitPyRevision(t, s, dep, rev, 3*time.Minute); st != "DEPLOY_FAILED" {
+			t.Fatalf("ended %s, want DEPLOY_FAILED:\n%s", st, logs(rev))
+		}
+		if l := logs(rev); !strings.Contains(l, "No module named 'slipway_not_installed_module'") {
+			t.Fatalf("logs lack the import error:\n%s", l)
+		}
+		if got := pySDKGreeting(t, url, s.Key, "Bo"); got != "hello from langgraph.json! Bo" {
+			t.Fatalf("revision 2 after the failed one answered %q", got)
+		}
 	})
 
 	// A rollback to revision 1 starts it from its build, kept on disk: the
@@ -275,6 +338,9 @@ func TestPythonProjectDocker(t *testing.T) {
 	if st := ok(); st != 200 {
 		t.Fatalf("GET /ok through the deployment URL: %d", st)
 	}
+	if got := pySDKGreeting(t, url, s.Key, "Ada"); got != "hello from langgraph.json, Ada" {
+		t.Fatalf("the graph through the Python SDK answered %q", got)
+	}
 	// The revision image runs the project with its dependencies, and
 	// tells the agent which interpreter to use.
 	inImage := func(rev, code string) string {
@@ -302,6 +368,9 @@ func TestPythonProjectDocker(t *testing.T) {
 	if out := inImage(rev2, imp); !strings.Contains(out, "hello from langgraph.json! x") {
 		t.Fatalf("revision 2's image:\n%s", out)
 	}
+	if got := pySDKGreeting(t, url, s.Key, "Ada"); got != "hello from langgraph.json! Ada" {
+		t.Fatalf("revision 2 through the Python SDK answered %q", got)
+	}
 
 	bad := map[string]string{}
 	for k, v := range files {
@@ -317,5 +386,23 @@ func TestPythonProjectDocker(t *testing.T) {
 	}
 	if st := ok(); st != 200 {
 		t.Fatalf("the previous revision stopped serving: %d", st)
+	}
+
+	// An import error ends DEPLOY_FAILED with the loader's message, and
+	// revision 2 serves on.
+	bad = map[string]string{}
+	for k, v := range files {
+		bad[k] = v
+	}
+	bad["py_deploy/agent.py"] = "import slipway_not_installed_module\n" + bad["py_deploy/agent.py"]
+	rev4 := deploySource(t, s, dep, bad)
+	if st := waitPyRevision(t, s, dep, rev4, 5*time.Minute); st != "DEPLOY_FAILED" {
+		t.Fatalf("an import error ended %s:\n%s", st, logs(rev4))
+	}
+	if l := logs(rev4); !strings.Contains(l, "No module named 'slipway_not_installed_module'") {
+		t.Fatalf("logs lack the import error:\n%s", l)
+	}
+	if got := pySDKGreeting(t, url, s.Key, "Bo"); got != "hello from langgraph.json! Bo" {
+		t.Fatalf("revision 2 after the failed one answered %q", got)
 	}
 }
