@@ -126,29 +126,25 @@ func (e *Engine) startHost(ctx context.Context, lang, dataDir string, env []stri
 	}
 	var argv []string
 	var err error
+	// What the host loads: the graphs, and the custom routes' app under
+	// the id each host's configuration gives it.
+	graphs := make([]hosts.Graph, 0, len(mine))
+	for _, hg := range mine {
+		graphs = append(graphs, hosts.Graph{ID: hg.ID, Path: hg.Path, Export: hg.Export})
+	}
+	appGraph := func(id string) *hosts.Graph {
+		if app == nil {
+			return nil
+		}
+		return &hosts.Graph{ID: id, Path: app.Path, Export: app.Export}
+	}
 	switch lang {
 	case "javascript":
-		var graphs []js.Graph
-		for _, hg := range mine {
-			graphs = append(graphs, js.Graph{ID: hg.ID, Path: hg.Path, Export: hg.Export})
-		}
-		var jsApp *js.Graph
-		if app != nil {
-			jsApp = &js.Graph{ID: "http", Path: app.Path, Export: app.Export}
-		}
-		argv, err = js.Prepare(dataDir, dir, graphs, jsApp)
+		argv, err = js.Prepare(dataDir, dir, graphs, appGraph("http"))
 	case "python":
-		var graphs []py.Graph
-		for _, hg := range mine {
-			graphs = append(graphs, py.Graph{ID: hg.ID, Path: hg.Path, Export: hg.Export})
-		}
-		var pyApp *py.Graph
-		if app != nil {
-			pyApp = &py.Graph{ID: "http.app", Path: app.Path, Export: app.Export}
-		}
 		var python string
 		if python, err = py.Interpreter(e.Python, dir); err == nil {
-			argv, err = py.Prepare(dataDir, dir, python, graphs, pyApp)
+			argv, err = py.Prepare(dataDir, dir, python, graphs, appGraph("http.app"))
 		}
 	}
 	if err != nil {

@@ -296,35 +296,7 @@ func contextTar(app, df string) (io.Reader, error) {
 		if err != nil {
 			return err
 		}
-		link := ""
-		if info.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(p); err != nil {
-				return err
-			}
-		}
-		h, err := tar.FileInfoHeader(info, link)
-		if err != nil {
-			return err
-		}
-		h.Name = path.Join("app", filepath.ToSlash(rel))
-		if e.IsDir() {
-			h.Name += "/"
-		}
-		h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if info.Mode().IsRegular() {
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			if _, err := io.Copy(tw, f); err != nil {
-				return err
-			}
-		}
-		return nil
+		return tarEntry(tw, p, path.Join("app", filepath.ToSlash(rel)), info, false)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pack build context: %w", err)
@@ -412,4 +384,41 @@ func lineImages(line string) []string {
 		return out
 	}
 	return nil
+}
+
+// tarEntry adds the file at p, described by info, to tw as name: its mode,
+// link target and contents as they are. keepOwner false makes it root's
+// (a build context); true keeps the owner (a root filesystem).
+func tarEntry(tw *tar.Writer, p, name string, info fs.FileInfo, keepOwner bool) error {
+	link := ""
+	if info.Mode()&fs.ModeSymlink != 0 {
+		var err error
+		if link, err = os.Readlink(p); err != nil {
+			return err
+		}
+	}
+	h, err := tar.FileInfoHeader(info, link)
+	if err != nil {
+		return err
+	}
+	h.Name = name
+	if info.IsDir() {
+		h.Name += "/"
+	}
+	if !keepOwner {
+		h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
+	}
+	if err := tw.WriteHeader(h); err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(tw, f)
+	return err
 }

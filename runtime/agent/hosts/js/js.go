@@ -16,10 +16,14 @@ import (
 	"strings"
 
 	"github.com/evanw/esbuild/pkg/api"
+
+	"slipway/runtime/agent/hosts"
 )
 
 //go:embed host.mjs hooks.mjs saver.mjs store.mjs
 var source embed.FS
+
+var host = hosts.Source{FS: source, Files: []string{"host.mjs", "hooks.mjs", "saver.mjs", "store.mjs"}, Name: "the JavaScript host"}
 
 // Extensions are the file extensions of graphs this host serves.
 var Extensions = []string{".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx"}
@@ -35,12 +39,8 @@ func Handles(path string) bool {
 	return false
 }
 
-// Graph is one graph of the project.
-type Graph struct {
-	ID     string
-	Path   string // as written in the configuration, e.g. ./src/agent.ts
-	Export string
-}
+// Graph is one graph of the project (or its custom routes' app).
+type Graph = hosts.Graph
 
 // config is what host.mjs reads at start.
 type config struct {
@@ -71,8 +71,8 @@ func Prepare(dataDir, projectDir string, graphs []Graph, app *Graph) ([]string, 
 	if err != nil {
 		return nil, errors.New("JavaScript graphs need node on PATH (the deployment's Node.js), and none was found")
 	}
-	hostDir := filepath.Join(dataDir, "hosts", "js", version())
-	if err := writeSource(hostDir); err != nil {
+	hostDir := filepath.Join(dataDir, "hosts", "js", host.Version())
+	if err := host.Write(hostDir); err != nil {
 		return nil, err
 	}
 	cacheDir := filepath.Join(dataDir, "hosts", "js", "cache")
@@ -118,37 +118,6 @@ func Prepare(dataDir, projectDir string, graphs []Graph, app *Graph) ([]string, 
 		return nil, fmt.Errorf("write the JavaScript host's configuration: %w", err)
 	}
 	return []string{node, filepath.Join(hostDir, "host.mjs"), cfgPath}, nil
-}
-
-// version names the embedded source, so a new binary never runs an old host.
-func version() string {
-	h := sha256.New()
-	for _, name := range []string{"host.mjs", "hooks.mjs", "saver.mjs", "store.mjs"} {
-		b, _ := source.ReadFile(name)
-		h.Write(b)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-func writeSource(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	for _, name := range []string{"host.mjs", "hooks.mjs", "saver.mjs", "store.mjs"} {
-		b, err := source.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		// Write then rename: a concurrent reader never sees half a file.
-		tmp := filepath.Join(dir, name+".tmp")
-		if err := os.WriteFile(tmp, b, 0o600); err != nil {
-			return fmt.Errorf("write the JavaScript host: %w", err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("write the JavaScript host: %w", err)
-		}
-	}
-	return nil
 }
 
 // transpile bundles a TypeScript entry with its local imports into the cache.

@@ -5,9 +5,7 @@
 package py
 
 import (
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,12 +14,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"slipway/runtime/agent/hosts"
 )
 
 //go:embed host.py slipway_saver.py slipway_store.py
 var source embed.FS
 
-var files = []string{"host.py", "slipway_saver.py", "slipway_store.py"}
+var host = hosts.Source{FS: source, Files: []string{"host.py", "slipway_saver.py", "slipway_store.py"}, Name: "the Python host"}
 
 // module matches an importable dotted module name ("my_pkg.module").
 var module = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
@@ -36,12 +36,8 @@ func Handles(path string) bool {
 	return module.MatchString(path)
 }
 
-// Graph is one graph of the project.
-type Graph struct {
-	ID     string
-	Path   string // as written in the configuration: ./agent.py or my_pkg.module
-	Export string
-}
+// Graph is one graph of the project (or its custom routes' app).
+type Graph = hosts.Graph
 
 type config struct {
 	ProjectDir string               `json:"project_dir"`
@@ -89,8 +85,8 @@ func Interpreter(explicit, projectDir string) (string, error) {
 // app, when not nil, is the custom route app (an ASGI application) the
 // host serves.
 func Prepare(dataDir, projectDir, python string, graphs []Graph, app *Graph) ([]string, error) {
-	hostDir := filepath.Join(dataDir, "hosts", "py", version())
-	if err := writeSource(hostDir); err != nil {
+	hostDir := filepath.Join(dataDir, "hosts", "py", host.Version())
+	if err := host.Write(hostDir); err != nil {
 		return nil, err
 	}
 	abs, err := filepath.Abs(projectDir)
@@ -140,35 +136,4 @@ func spec(projectDir string, g Graph) (hostGraph, error) {
 	}
 	hg.File = file
 	return hg, nil
-}
-
-// version names the embedded source, so a new binary never runs an old host.
-func version() string {
-	h := sha256.New()
-	for _, name := range files {
-		b, _ := source.ReadFile(name)
-		h.Write(b)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-func writeSource(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	for _, name := range files {
-		b, err := source.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		// Write then rename: a concurrent reader never sees half a file.
-		tmp := filepath.Join(dir, name+".tmp")
-		if err := os.WriteFile(tmp, b, 0o600); err != nil {
-			return fmt.Errorf("write the Python host: %w", err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("write the Python host: %w", err)
-		}
-	}
-	return nil
 }
