@@ -63,15 +63,18 @@ func Serve(ctx context.Context, cfg config.Serve, log zerolog.Logger, version st
 		IdleTimeout:       120 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	app.Start(ctx)
 	stopAdmin, err := app.adminServer().Listen(ctx, cfg.DataDir)
 	if err != nil {
-		_ = srv.Close()
+		_ = ln.Close()
 		return err
 	}
 	defer stopAdmin()
+	// HTTP is served last: a server that answers on its port also has its
+	// admin socket and token in place (what `slipway admin`, the tests and
+	// systemd's READY=1 count on).
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
 	log.Info().Str("addr", ln.Addr().String()).Str("public_url", cfg.PublicURL).Str("version", version).Msg("slipway serving")
 	notifySystemd("READY=1")
 
