@@ -433,10 +433,8 @@ func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath s
 	for _, l := range g.DockerfileLines {
 		rf.WriteString(l + "\n")
 	}
-	env := map[string]string{}
-	if m, err := proj.Env(filepath.Join(app, filepath.FromSlash(cfgDir))); err == nil {
-		env = m
-	} else {
+	env, err := proj.Env(filepath.Join(app, filepath.FromSlash(cfgDir)))
+	if err != nil {
 		return err
 	}
 	rf.WriteString("ENV")
