@@ -236,6 +236,7 @@ func (a *app) byHost(next http.Handler, serve httprouter.Handle) http.Handler {
 			return
 		}
 		r.Header.Set("X-Tenant-Id", route.WorkspaceID)
+		r = r.WithContext(context.WithValue(r.Context(), customHostKey{}, true))
 		serve(w, r, httprouter.Params{{Key: "name", Value: route.Name}, {Key: "path", Value: r.URL.Path}})
 	})
 }

@@ -46,7 +46,13 @@ type target struct {
 	// keepAuthorization: the Authorization header is not Slipway's and
 	// the deployment asked for it.
 	keepAuthorization bool
+	// ownOrigin: the request came to Slipway's own host (/agents/...),
+	// where the dashboard lives, not to the deployment's custom_url.
+	ownOrigin bool
 }
+
+// customHostKey marks a request routed by its deployment's custom_url.
+type customHostKey struct{}
 
 // agentURL splits a driver's endpoint into the agent's base URL and the
 // token it requires (the URL's password, see runtime.Driver.Endpoint).
@@ -107,8 +113,12 @@ func stripDashboardCookies(h http.Header) {
 // sandboxAgentDocuments makes whatever page a deployment serves through
 // Slipway's own origin run in an opaque origin: the dashboard lives on
 // that origin, and a deployment's script must not be able to read its CSRF
-// cookie or call the API as the signed-in user.
+// cookie or call the API as the signed-in user. On its custom_url a
+// deployment has an origin of its own, and its pages are left alone.
 func sandboxAgentDocuments(resp *http.Response) error {
+	if t, ok := resp.Request.Context().Value(targetKey{}).(target); ok && !t.ownOrigin {
+		return nil
+	}
 	// Added, not set: a policy of the deployment's own still applies.
 	resp.Header.Add("Content-Security-Policy", "sandbox")
 	return nil
@@ -174,7 +184,8 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	if err != nil {
 		return err
 	}
-	t := target{dep: dep, base: base, token: token, path: "/" + strings.TrimPrefix(ps.ByName("path"), "/")}
+	t := target{dep: dep, base: base, token: token, path: "/" + strings.TrimPrefix(ps.ByName("path"), "/"),
+		ownOrigin: r.Context().Value(customHostKey{}) == nil}
 	t.keepAuthorization = authorizationIsCallers(r) && p.cp.ForwardsAuthorization(dep)
 	r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
 	rp := p.reverseProxy()

@@ -169,8 +169,9 @@ func TestProxyStripsSlipwayCredentials(t *testing.T) {
 // TestProxyDropsDashboardCookies: a browser signed in to the dashboard
 // reaches a deployment with its session cookie, which must not reach the
 // deployment's code (the agent could replay it against Slipway); the
-// deployment's own cookies pass. What the deployment serves is sandboxed,
-// since it shares the dashboard's origin.
+// deployment's own cookies pass. What the deployment serves under
+// /agents/ is sandboxed, since it shares the dashboard's origin; on its
+// custom_url it is not.
 func TestProxyDropsDashboardCookies(t *testing.T) {
 	s := servertest.Start(t, nil)
 	echoDeployment(t, s, "echo", headerEcho(t), nil)
@@ -201,5 +202,22 @@ func TestProxyDropsDashboardCookies(t *testing.T) {
 	}
 	if csp := r.Header.Get("Content-Security-Policy"); csp != "sandbox" {
 		t.Errorf("Content-Security-Policy of a proxied answer = %q, want sandbox", csp)
+	}
+	// On its custom_url a deployment has an origin of its own: its pages
+	// are not sandboxed.
+	echoDeployment(t, s, "own-host", headerEcho(t), map[string]any{"custom_url": "https://own-host.example.com"})
+	req, err := http.NewRequest("GET", s.URL+"/whoami", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "own-host.example.com"
+	req.Header.Set("X-Api-Key", s.Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Security-Policy") != "" {
+		t.Errorf("by custom_url: %d, Content-Security-Policy %q, want 200 and none", resp.StatusCode, resp.Header.Get("Content-Security-Policy"))
 	}
 }
