@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -77,17 +78,31 @@ async def main(url, key, name):
     client = get_client(url=url, api_key=key)
     thread = await client.threads.create()
     events = [c.event async for c in client.runs.stream(thread["thread_id"], "agent", input={"name": name}, stream_mode="values")]
+    if not events:
+        run = (await client.runs.list(thread["thread_id"]))[0]
+        print("the stream ended without an event; the run is", run["status"])
+        sys.exit(3)
     assert events[0] == "metadata" and "values" in events, events
     state = await client.threads.get_state(thread["thread_id"])
     print(state["values"]["greeting"])
 
 asyncio.run(main(*sys.argv[1:]))
 `
-	out, err := osexec.Command(python, "-c", script, url, key, name).CombinedOutput()
-	if err != nil {
-		t.Fatalf("the Python SDK through %s: %v\n%s", url, err, out)
+	for attempt := 1; ; attempt++ {
+		out, err := osexec.Command(python, "-c", script, url, key, name).CombinedOutput()
+		var ee *osexec.ExitError
+		if attempt == 1 && errors.As(err, &ee) && ee.ExitCode() == 3 {
+			// Seen twice under CI's load, never on a quiet machine: the
+			// proxied stream right after a deploy ends before its first
+			// event. Logged for the issue that tracks it, and tried once more.
+			t.Logf("the Python SDK through %s, attempt 1: %s", url, out)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("the Python SDK through %s: %v\n%s", url, err, out)
+		}
+		return strings.TrimSpace(string(out))
 	}
-	return strings.TrimSpace(string(out))
 }
 
 // waitPyRevision is waitStatus with room for a dependency install.
