@@ -12,16 +12,16 @@ import (
 	"slipway/server/servertest"
 )
 
-// jsProjectFiles reads a testdata project into an upload's files, without
-// node_modules: the build installs them.
-func jsProjectFiles(t *testing.T, dir string) map[string]string {
+// projectFiles reads a testdata project into an upload's files, without
+// what a build makes (node_modules, __pycache__).
+func projectFiles(t testing.TB, dir string) map[string]string {
 	t.Helper()
 	files := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == "node_modules" {
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "__pycache__") {
 			return filepath.SkipDir
 		}
 		if d.IsDir() {
@@ -93,7 +93,7 @@ func TestJSProjectOnProcessRuntime(t *testing.T) {
 		t.Fatalf("create: %d %s", d.Status, d.Body)
 	}
 	dep := d.Map()["id"].(string)
-	files := jsProjectFiles(t, filepath.Join(root, "testdata", "graphs", "js-deploy"))
+	files := projectFiles(t, filepath.Join(root, "testdata", "graphs", "js-deploy"))
 	rev1 := deploySource(t, s, dep, files)
 	if st := waitFinal(t, s, dep, rev1, 5*time.Minute); st != "DEPLOYED" {
 		t.Fatalf("revision 1 ended %s:\n%s\n%s", st, revisionLogs(t, s, dep, rev1, "build,deploy,agent"), s.Logs())

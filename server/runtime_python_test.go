@@ -3,7 +3,6 @@ package server_test
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -17,27 +16,19 @@ import (
 // pyDeployFiles is testdata/graphs/py-deploy as a source archive's files.
 func pyDeployFiles(t testing.TB) map[string]string {
 	t.Helper()
-	root := filepath.Join("..", "testdata", "graphs", "py-deploy")
-	files := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		if strings.Contains(p, "__pycache__") {
-			return nil
-		}
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		files[filepath.ToSlash(rel)] = string(raw)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	return projectFiles(t, filepath.Join("..", "testdata", "graphs", "py-deploy"))
+}
+
+// phaseLogs is a revision's build and deploy log, a "phase: message" line
+// an entry.
+func phaseLogs(s *servertest.Server, dep, rev string) string {
+	var b strings.Builder
+	entries, _ := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil).Map()["logs"].([]any)
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		fmt.Fprintf(&b, "%v: %v\n", m["phase"], m["message"])
 	}
-	return files
+	return b.String()
 }
 
 // requirePython311 skips (or, in CI, fails) when the host has no Python
@@ -137,15 +128,7 @@ func TestPythonProjectProcess(t *testing.T) {
 		t.Fatalf("create: %d %s", d.Status, d.Body)
 	}
 	dep := d.Map()["id"].(string)
-	logs := func(rev string) string {
-		var b strings.Builder
-		entries, _ := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil).Map()["logs"].([]any)
-		for _, e := range entries {
-			m, _ := e.(map[string]any)
-			fmt.Fprintf(&b, "%v: %v\n", m["phase"], m["message"])
-		}
-		return b.String()
-	}
+	logs := func(rev string) string { return phaseLogs(s, dep, rev) }
 	files := pyDeployFiles(t)
 	rev1 := deploySource(t, s, dep, files)
 	if st := waitPyRevision(t, s, dep, rev1, 5*time.Minute); st != "DEPLOYED" {
@@ -328,15 +311,7 @@ func TestPythonProjectDocker(t *testing.T) {
 		t.Fatalf("create: %d %s", d.Status, d.Body)
 	}
 	dep := d.Map()["id"].(string)
-	logs := func(rev string) string {
-		var b strings.Builder
-		entries, _ := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil).Map()["logs"].([]any)
-		for _, e := range entries {
-			m, _ := e.(map[string]any)
-			fmt.Fprintf(&b, "%v: %v\n", m["phase"], m["message"])
-		}
-		return b.String()
-	}
+	logs := func(rev string) string { return phaseLogs(s, dep, rev) }
 	files := pyDeployFiles(t)
 	rev1 := deploySource(t, s, dep, files)
 	if st := waitPyRevision(t, s, dep, rev1, 15*time.Minute); st != "DEPLOYED" {
