@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -16,7 +15,6 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
-	"slipway/server/orgapi"
 	"slipway/storage"
 )
 
@@ -158,7 +156,7 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 // getDeployment: GET /v2/deployments/{id}.
 func (s *Service) getDeployment(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
-	id, err := orgapi.ParseID(ps.ByName("id"), "path", "deployment_id")
+	id, err := httpx.ParseID(ps.ByName("id"), "path", "deployment_id")
 	if err != nil {
 		return err
 	}
@@ -177,7 +175,7 @@ func (s *Service) getDeployment(w http.ResponseWriter, r *http.Request, ps httpr
 // revision is created exactly when the spec's trigger table says so.
 func (s *Service) patchDeployment(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
-	id, err := orgapi.ParseID(ps.ByName("id"), "path", "deployment_id")
+	id, err := httpx.ParseID(ps.ByName("id"), "path", "deployment_id")
 	if err != nil {
 		return err
 	}
@@ -275,7 +273,7 @@ func setIf[T any](dst **T, v *T) {
 // AWAITING_DELETE until the runtime has torn it down, then it is gone.
 func (s *Service) deleteDeployment(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
-	id, err := orgapi.ParseID(ps.ByName("id"), "path", "deployment_id")
+	id, err := httpx.ParseID(ps.ByName("id"), "path", "deployment_id")
 	if err != nil {
 		return err
 	}
@@ -307,34 +305,6 @@ func (s *Service) deleteDeployment(w http.ResponseWriter, r *http.Request, ps ht
 	return nil
 }
 
-// listQuery parses limit (1..100, default 20) and offset (≥ 0).
-func listQuery(q url.Values) (limit, offset int, err error) {
-	limit, offset = 20, 0
-	if v := q.Get("limit"); v != "" {
-		n, perr := strconv.Atoi(v)
-		switch {
-		case perr != nil:
-			return 0, 0, httpx.Invalid("int_parsing", "Input should be a valid integer", "query", "limit")
-		case n < 1:
-			return 0, 0, httpx.Invalid("greater_than_equal", "Input should be greater than or equal to 1", "query", "limit")
-		case n > 100:
-			return 0, 0, httpx.Invalid("less_than_equal", "Input should be less than or equal to 100", "query", "limit")
-		}
-		limit = n
-	}
-	if v := q.Get("offset"); v != "" {
-		n, perr := strconv.Atoi(v)
-		switch {
-		case perr != nil:
-			return 0, 0, httpx.Invalid("int_parsing", "Input should be a valid integer", "query", "offset")
-		case n < 0:
-			return 0, 0, httpx.Invalid("greater_than_equal", "Input should be greater than or equal to 0", "query", "offset")
-		}
-		offset = n
-	}
-	return limit, offset, nil
-}
-
 // csvEnum splits a comma list and checks each value against allowed.
 func csvEnum(v, name string, allowed []string) (map[string]bool, error) {
 	if v == "" {
@@ -359,7 +329,7 @@ func csvEnum(v, name string, allowed []string) (map[string]bool, error) {
 func (s *Service) listDeployments(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := auth.From(r)
 	q := r.URL.Query()
-	limit, offset, err := listQuery(q)
+	limit, offset, err := httpx.LimitOffset(q, 20, 100)
 	if err != nil {
 		return err
 	}
@@ -375,7 +345,7 @@ func (s *Service) listDeployments(w http.ResponseWriter, r *http.Request, _ http
 	if v := q.Get("deployment_ids"); v != "" {
 		ids = map[string]bool{}
 		for _, part := range strings.Split(v, ",") {
-			id, err := orgapi.ParseID(strings.TrimSpace(part), "query", "deployment_ids")
+			id, err := httpx.ParseID(strings.TrimSpace(part), "query", "deployment_ids")
 			if err != nil {
 				return err
 			}

@@ -10,7 +10,6 @@ import (
 
 	"slipway/server/auth"
 	"slipway/server/httpx"
-	"slipway/server/orgapi"
 	"slipway/storage"
 )
 
@@ -66,7 +65,7 @@ func (s *Service) createListener(w http.ResponseWriter, r *http.Request, _ httpr
 // listListeners: GET /v2/listeners → {resources, offset}.
 func (s *Service) listListeners(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := auth.From(r)
-	limit, offset, err := listQuery(r.URL.Query())
+	limit, offset, err := httpx.LimitOffset(r.URL.Query(), 20, 100)
 	if err != nil {
 		return err
 	}
@@ -93,7 +92,7 @@ func (s *Service) listListeners(w http.ResponseWriter, r *http.Request, _ httpro
 // getListener: GET /v2/listeners/{id}.
 func (s *Service) getListener(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
-	id, err := orgapi.ParseID(ps.ByName("id"), "path", "listener_id")
+	id, err := httpx.ParseID(ps.ByName("id"), "path", "listener_id")
 	if err != nil {
 		return err
 	}
@@ -111,7 +110,7 @@ func (s *Service) getListener(w http.ResponseWriter, r *http.Request, ps httprou
 // patchListener: PATCH /v2/listeners/{id}; compute_type and compute_id are immutable.
 func (s *Service) patchListener(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
-	id, err := orgapi.ParseID(ps.ByName("id"), "path", "listener_id")
+	id, err := httpx.ParseID(ps.ByName("id"), "path", "listener_id")
 	if err != nil {
 		return err
 	}
@@ -152,7 +151,7 @@ func (s *Service) patchListener(w http.ResponseWriter, r *http.Request, ps httpr
 // deployments still name is refused: they could not be reconciled.
 func (s *Service) deleteListener(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
-	id, err := orgapi.ParseID(ps.ByName("id"), "path", "listener_id")
+	id, err := httpx.ParseID(ps.ByName("id"), "path", "listener_id")
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,6 @@ import (
 
 	"slipway/server/auth"
 	"slipway/server/httpx"
-	"slipway/server/orgapi"
 	"slipway/storage"
 )
 
@@ -303,13 +302,13 @@ func isNotFound(err error) bool {
 // deleted.
 func (s *Service) deploymentLogs(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
-	dep, err := orgapi.ParseID(ps.ByName("id"), "path", "deployment_id")
+	dep, err := httpx.ParseID(ps.ByName("id"), "path", "deployment_id")
 	if err != nil {
 		return err
 	}
 	var rev *uuid.UUID
 	if v := r.URL.Query().Get("revision_id"); v != "" {
-		id, err := orgapi.ParseID(v, "query", "revision_id")
+		id, err := httpx.ParseID(v, "query", "revision_id")
 		if err != nil {
 			return err
 		}

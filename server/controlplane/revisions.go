@@ -12,7 +12,6 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
-	"slipway/server/orgapi"
 	"slipway/storage"
 )
 
@@ -117,22 +116,22 @@ func skipSuperseded(tx *bolt.Tx, d *deploymentRecord, keep string, now time.Time
 }
 
 func deploymentAndRevisionIDs(ps httprouter.Params) (uuid.UUID, uuid.UUID, error) {
-	dep, err := orgapi.ParseID(ps.ByName("id"), "path", "deployment_id")
+	dep, err := httpx.ParseID(ps.ByName("id"), "path", "deployment_id")
 	if err != nil {
 		return uuid.Nil, uuid.Nil, err
 	}
-	rid, err := orgapi.ParseID(ps.ByName("rid"), "path", "revision_id")
+	rid, err := httpx.ParseID(ps.ByName("rid"), "path", "revision_id")
 	return dep, rid, err
 }
 
 // listRevisions: GET /v2/deployments/{id}/revisions → {resources, offset}, newest first.
 func (s *Service) listRevisions(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
-	id, err := orgapi.ParseID(ps.ByName("id"), "path", "deployment_id")
+	id, err := httpx.ParseID(ps.ByName("id"), "path", "deployment_id")
 	if err != nil {
 		return err
 	}
-	limit, offset, err := listQuery(r.URL.Query())
+	limit, offset, err := httpx.LimitOffset(r.URL.Query(), 20, 100)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
-	"slipway/server/orgapi"
 	"slipway/storage"
 )
 
@@ -95,7 +94,7 @@ func liveDeployment(tx *bolt.Tx, ws uuid.UUID, tp *TracingProject) string {
 // deployment's name, since the two are tied by name.
 func (s *Service) updateTracingProject(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
-	id, err := orgapi.ParseID(ps.ByName("session_id"), "path", "session_id")
+	id, err := httpx.ParseID(ps.ByName("session_id"), "path", "session_id")
 	if err != nil {
 		return err
 	}
@@ -171,7 +170,7 @@ func (s *Service) removeTracingProjects(r *http.Request, ids []uuid.UUID) error 
 
 // deleteTracingProjectHandler: DELETE /api/v1/sessions/{session_id} (delete_tracer_session).
 func (s *Service) deleteTracingProjectHandler(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	id, err := orgapi.ParseID(ps.ByName("session_id"), "path", "session_id")
+	id, err := httpx.ParseID(ps.ByName("session_id"), "path", "session_id")
 	if err != nil {
 		return err
 	}
@@ -195,7 +194,7 @@ func (s *Service) deleteTracingProjects(w http.ResponseWriter, r *http.Request, 
 	ids := make([]uuid.UUID, 0, len(raw))
 	seen := map[uuid.UUID]bool{}
 	for i, v := range raw {
-		id, err := orgapi.ParseID(v, "query", "session_ids", i)
+		id, err := httpx.ParseID(v, "query", "session_ids", i)
 		if err != nil {
 			return err
 		}

@@ -21,7 +21,6 @@ import (
 
 	"slipway/server/auth"
 	"slipway/server/httpx"
-	"slipway/server/orgapi"
 	"slipway/storage"
 )
 
@@ -68,7 +67,7 @@ func (s *Service) uploadToken(id uuid.UUID, exp time.Time) string {
 // /deployments/{id}/upload-url).
 func (s *Service) createUploadURL(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
-	depID, err := orgapi.ParseID(ps.ByName("id"), "path", "deployment_id")
+	depID, err := httpx.ParseID(ps.ByName("id"), "path", "deployment_id")
 	if err != nil {
 		return err
 	}

@@ -212,7 +212,7 @@ func (s *Store) deleteKeyHandler(personal bool) httpx.Handle {
 		if personal {
 			param = "pat_id"
 		}
-		id, err := ParseID(ps.ByName("id"), "path", param)
+		id, err := httpx.ParseID(ps.ByName("id"), "path", param)
 		if err != nil {
 			return err
 		}

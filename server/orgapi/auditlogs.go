@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -80,17 +79,8 @@ func parseAuditQuery(r *http.Request, org uuid.UUID) (audit.Query, error) {
 	}
 	// Both bounds are inclusive at millisecond precision, the events' own.
 	aq.Start, aq.End = start.UnixMilli(), end.UnixMilli()
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		switch {
-		case err != nil:
-			return aq, httpx.Invalid("int_parsing", "Input should be a valid integer", "query", "limit")
-		case n < 1:
-			return aq, httpx.Invalid("greater_than_equal", "Input should be greater than or equal to 1", "query", "limit")
-		case n > 100:
-			return aq, httpx.Invalid("less_than_equal", "Input should be less than or equal to 100", "query", "limit")
-		}
-		aq.Limit = n
+	if aq.Limit, err = httpx.QueryInt(q, "limit", aq.Limit, 1, 100); err != nil {
+		return aq, err
 	}
 	if v := q.Get("cursor"); v != "" {
 		pos, err := audit.DecodeCursor(v)
@@ -100,7 +90,7 @@ func parseAuditQuery(r *http.Request, org uuid.UUID) (audit.Query, error) {
 		aq.After = pos
 	}
 	if v := q.Get("workspace_id"); v != "" {
-		id, err := ParseID(v, "query", "workspace_id")
+		id, err := httpx.ParseID(v, "query", "workspace_id")
 		if err != nil {
 			return aq, err
 		}

@@ -179,9 +179,7 @@ func deleteKey(tx *bolt.Tx, k *APIKey) error {
 func (s *Store) Authenticate(r *http.Request) (*auth.Principal, error) {
 	key := r.Header.Get("X-Api-Key")
 	if key == "" {
-		if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-			key = strings.TrimSpace(h[7:])
-		}
+		key = httpx.BearerToken(r)
 	}
 	tenant, org := r.Header.Get("X-Tenant-Id"), r.Header.Get("X-Organization-Id")
 	if key == "" && r.Header.Get("Authorization") == "" {

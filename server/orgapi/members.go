@@ -151,7 +151,7 @@ func memberByEmail(tx *bolt.Tx, org uuid.UUID, email string) (*User, error) {
 
 // orgMember loads the member named by the path parameter identity_id.
 func orgMember(tx *bolt.Tx, org uuid.UUID, ps httprouter.Params) (*User, error) {
-	id, err := ParseID(ps.ByName("identity_id"), "path", "identity_id")
+	id, err := httpx.ParseID(ps.ByName("identity_id"), "path", "identity_id")
 	if err != nil {
 		return nil, err
 	}
@@ -736,7 +736,7 @@ func (s *Store) deleteOrgMember(w http.ResponseWriter, r *http.Request, ps httpr
 
 // pendingByPath loads the invitation named by identity_id.
 func pendingByPath(tx *bolt.Tx, org uuid.UUID, ps httprouter.Params) (*PendingMember, error) {
-	id, err := ParseID(ps.ByName("identity_id"), "path", "identity_id")
+	id, err := httpx.ParseID(ps.ByName("identity_id"), "path", "identity_id")
 	if err != nil {
 		return nil, err
 	}
@@ -940,7 +940,7 @@ func (s *Store) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	if p.Kind != auth.KindSession {
 		return httpx.BadRequest("Only a login session can be logged out; revoke API keys instead.")
 	}
-	token := bearer(r)
+	token := httpx.BearerToken(r)
 	if token == "" {
 		// Authenticated by the dashboard's cookie (auth.CookieCredential).
 		if c, err := r.Cookie(auth.CredentialCookie); err == nil {
@@ -952,13 +952,6 @@ func (s *Store) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{})
 	return nil
-}
-
-func bearer(r *http.Request) string {
-	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return strings.TrimSpace(h[7:])
-	}
-	return ""
 }
 
 // memberRoutes registers organization members, basic-auth users, login

@@ -296,7 +296,7 @@ func (s *Store) createRole(w http.ResponseWriter, r *http.Request, _ httprouter.
 
 // customRole loads the custom role named by the path, refusing built-ins.
 func customRole(tx *bolt.Tx, p *auth.Principal, ps httprouter.Params) (*Role, error) {
-	id, err := ParseID(ps.ByName("role_id"), "path", "role_id")
+	id, err := httpx.ParseID(ps.ByName("role_id"), "path", "role_id")
 	if err != nil {
 		return nil, err
 	}

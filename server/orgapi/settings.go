@@ -615,7 +615,7 @@ func (s *Store) listOrgServiceKeys(w http.ResponseWriter, r *http.Request, _ htt
 // (delete_service_key). The key's service identity goes with it.
 func (s *Store) deleteOrgServiceKey(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
-	id, err := ParseID(ps.ByName("api_key_id"), "path", "api_key_id")
+	id, err := httpx.ParseID(ps.ByName("api_key_id"), "path", "api_key_id")
 	if err != nil {
 		return err
 	}

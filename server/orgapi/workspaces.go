@@ -120,7 +120,7 @@ func (s *Store) listWorkspaces(w http.ResponseWriter, r *http.Request, _ httprou
 
 // workspaceAdmin returns the workspace named by the path if the caller may administer it.
 func (s *Store) workspaceAdmin(tx *bolt.Tx, p *auth.Principal, ps httprouter.Params) (*Workspace, error) {
-	id, err := ParseID(ps.ByName("id"), "path", "workspace_id")
+	id, err := httpx.ParseID(ps.ByName("id"), "path", "workspace_id")
 	if err != nil {
 		return nil, err
 	}
