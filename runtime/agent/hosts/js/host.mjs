@@ -141,8 +141,14 @@ try {
   store = createStore(cp, call);
   graphSaver = mergingSaver(saver);
   const { BaseCallbackHandler } = await import("@langchain/core/callbacks/base");
+  // A handler whose only effect is to make chat models stream (as under the
+  // reference, which always streams events): it ignores every callback, so
+  // LangChain neither calls nor queues anything for it.
   preferStreaming = BaseCallbackHandler.fromMethods({});
-  preferStreaming.lc_prefer_streaming = true;
+  Object.assign(preferStreaming, {
+    lc_prefer_streaming: true, awaitHandlers: true, ignoreLLM: true, ignoreChain: true,
+    ignoreAgent: true, ignoreRetriever: true, ignoreRetry: true, ignoreCustomEvent: true,
+  });
 } catch (err) {
   for (const id of Object.keys(cfg.graphs)) results[id] = { ok: false, error: `cannot import @langchain/langgraph from ${cfg.project_dir}: ${err.message}` };
 }
