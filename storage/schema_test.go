@@ -102,7 +102,7 @@ func TestMigrationV5IndexesExistingMembers(t *testing.T) {
 	users := map[uuid.UUID]uuid.UUID{NewID(): orgA, NewID(): orgA, NewID(): orgB}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for u, org := range users {
-			if err := tx.Bucket([]byte(BucketUsers)).Put(Key(u), []byte(`{"organization_id":"`+org.String()+`"}`)); err != nil {
+			if err := tx.Bucket([]byte("users")).Put(Key(u), []byte(`{"organization_id":"`+org.String()+`"}`)); err != nil {
 				return err
 			}
 		}
@@ -119,7 +119,7 @@ func TestMigrationV5IndexesExistingMembers(t *testing.T) {
 	defer db.Close()
 	_ = db.View(func(tx *bolt.Tx) error {
 		for _, org := range []uuid.UUID{orgA, orgB} {
-			got := PrefixIDs(tx, IdxOrgUsers, Key(org), false)
+			got := PrefixIDs(tx, "idx_org_users", Key(org), false)
 			want := 0
 			for u, o := range users {
 				if o == org {

@@ -44,8 +44,8 @@ func keyView(tx *bolt.Tx, k *APIKey) keyResponse {
 	v := keyResponse{ID: k.ID, CreatedAt: k.CreatedAt, ShortKey: k.ShortKey, Description: k.Description,
 		ReadOnly: k.ReadOnly, ExpiresAt: k.ExpiresAt, WorkspaceNames: []string{}}
 	name := func(id uuid.UUID) string {
-		var ws Workspace
-		if storage.Get(tx, storage.BucketWorkspaces, storage.Key(id), &ws) != nil {
+		ws, err := getWorkspace(tx, id)
+		if err != nil {
 			return ""
 		}
 		return ws.DisplayName
@@ -93,7 +93,7 @@ func (s *Store) decodeKeyRequest(r *http.Request) (*keyCreateRequest, error) {
 func (s *Store) createServiceKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := auth.From(r)
 	if !p.CanAdminWorkspace() {
-		return httpx.Forbidden("Creating service keys requires the workspace Admin role.")
+		return denied("Creating service keys requires the workspace Admin role.")
 	}
 	req, err := s.decodeKeyRequest(r)
 	if err != nil {
@@ -143,12 +143,12 @@ func (s *Store) createPAT(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	key := auth.NewKey("slw_pt")
 	var resp keyResponse
 	err = s.update(func(tx *bolt.Tx) error {
-		var u User
-		if err := storage.Get(tx, storage.BucketUsers, storage.Key(p.UserID), &u); err != nil {
+		u, err := getUser(tx, p.UserID)
+		if err != nil {
 			return err
 		}
 		if u.Service {
-			return httpx.Forbidden("Personal access tokens belong to users; a service key cannot create one.")
+			return denied("Personal access tokens belong to users; a service key cannot create one.")
 		}
 		var def *uuid.UUID
 		if p.WorkspaceID != uuid.Nil {
@@ -177,24 +177,15 @@ func (s *Store) listKeys(personal bool) httpx.Handle {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 		p := auth.From(r)
 		if !personal && !p.CanAdminWorkspace() {
-			return httpx.Forbidden("Listing service keys requires the workspace Admin role.")
+			return denied("Listing service keys requires the workspace Admin role.")
 		}
 		out := []keyResponse{}
 		err := s.DB.View(func(tx *bolt.Tx) error {
-			return tx.Bucket([]byte(storage.BucketAPIKeys)).ForEach(func(_, v []byte) error {
-				var k APIKey
-				if err := jsonUnmarshal(v, &k); err != nil {
-					return err
-				}
-				if k.OrgID != p.OrgID {
-					return nil
-				}
-				if personal && k.Kind == auth.KindPAT && k.UserID == p.UserID ||
-					!personal && k.Kind == auth.KindServiceKey && k.WorkspaceID != nil && *k.WorkspaceID == p.WorkspaceID {
-					out = append(out, keyView(tx, &k))
-				}
-				return nil
-			})
+			keys, err := keysWhere(tx, func(k *APIKey) bool { return visibleKey(k, p, personal) })
+			for i := range keys {
+				out = append(out, keyView(tx, &keys[i]))
+			}
+			return err
 		})
 		if err != nil {
 			return err
@@ -217,23 +208,20 @@ func (s *Store) deleteKeyHandler(personal bool) httpx.Handle {
 			return err
 		}
 		if !personal && !p.CanAdminWorkspace() {
-			return httpx.Forbidden("Deleting service keys requires the workspace Admin role.")
+			return denied("Deleting service keys requires the workspace Admin role.")
 		}
 		var resp keyResponse
 		err = s.update(func(tx *bolt.Tx) error {
-			var k APIKey
-			err := storage.Get(tx, storage.BucketAPIKeys, storage.Key(id), &k)
-			visible := err == nil && k.OrgID == p.OrgID && (personal && k.Kind == auth.KindPAT && k.UserID == p.UserID ||
-				!personal && k.Kind == auth.KindServiceKey && k.WorkspaceID != nil && *k.WorkspaceID == p.WorkspaceID)
-			if !visible {
-				return httpx.NotFound("API key %s not found.", id)
+			k, err := getKey(tx, id)
+			if err != nil || !visibleKey(k, p, personal) {
+				return notFound("API key %s not found.", id)
 			}
-			resp = keyView(tx, &k)
+			resp = keyView(tx, k)
 			typ := "api_key"
 			if personal {
 				typ = "personal_access_token"
 			}
-			return errors.Join(deleteKey(tx, &k), audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, typ)))
+			return errors.Join(deleteKey(tx, k), audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, typ)))
 		})
 		if err != nil {
 			return err
@@ -241,6 +229,13 @@ func (s *Store) deleteKeyHandler(personal bool) httpx.Handle {
 		httpx.WriteJSON(w, http.StatusOK, resp)
 		return nil
 	}
+}
+
+// visibleKey reports whether k is one of the caller's PATs (personal) or a
+// service key of the caller's workspace.
+func visibleKey(k *APIKey, p *auth.Principal, personal bool) bool {
+	return k.OrgID == p.OrgID && (personal && k.Kind == auth.KindPAT && k.UserID == p.UserID ||
+		!personal && k.Kind == auth.KindServiceKey && k.WorkspaceID != nil && *k.WorkspaceID == p.WorkspaceID)
 }
 
 func deref(s *string, def string) string {

@@ -101,40 +101,6 @@ type PendingMember struct {
 	CreatedAt     time.Time   `json:"created_at"`
 }
 
-func orgUsers(tx *bolt.Tx, org uuid.UUID) ([]User, error) {
-	var out []User
-	for _, id := range storage.PrefixIDs(tx, storage.IdxOrgUsers, storage.Key(org), false) {
-		var u User
-		if err := storage.Get(tx, storage.BucketUsers, storage.Key(id), &u); err != nil {
-			return nil, fmt.Errorf("user %s: %w", id, err)
-		}
-		out = append(out, u)
-	}
-	return out, nil
-}
-
-func orgPending(tx *bolt.Tx, org uuid.UUID) ([]PendingMember, error) {
-	var out []PendingMember
-	for _, id := range storage.PrefixIDs(tx, storage.IdxOrgPending, storage.Key(org), false) {
-		var pm PendingMember
-		if err := storage.Get(tx, storage.BucketPendingMembers, storage.Key(id), &pm); err != nil {
-			return nil, fmt.Errorf("invitation %s: %w", id, err)
-		}
-		out = append(out, pm)
-	}
-	return out, nil
-}
-
-func putPending(tx *bolt.Tx, pm *PendingMember) error {
-	return errors.Join(storage.Put(tx, storage.BucketPendingMembers, storage.Key(pm.ID), pm),
-		tx.Bucket([]byte(storage.IdxOrgPending)).Put(storage.Key(pm.OrgID, pm.ID), nil))
-}
-
-func deletePending(tx *bolt.Tx, pm *PendingMember) error {
-	return errors.Join(storage.Delete(tx, storage.BucketPendingMembers, storage.Key(pm.ID)),
-		tx.Bucket([]byte(storage.IdxOrgPending)).Delete(storage.Key(pm.OrgID, pm.ID)))
-}
-
 // memberByEmail finds a person (not a service identity) of org by email.
 func memberByEmail(tx *bolt.Tx, org uuid.UUID, email string) (*User, error) {
 	users, err := orgUsers(tx, org)
@@ -155,11 +121,11 @@ func orgMember(tx *bolt.Tx, org uuid.UUID, ps httprouter.Params) (*User, error) 
 	if err != nil {
 		return nil, err
 	}
-	var u User
-	if storage.Get(tx, storage.BucketUsers, storage.Key(id), &u) != nil || u.OrgID != org || u.Service {
-		return nil, httpx.NotFound("Member %s not found.", id)
+	u, err := getUser(tx, id)
+	if err != nil || u.OrgID != org || u.Service {
+		return nil, notFound("Member %s not found.", id)
 	}
-	return &u, nil
+	return u, nil
 }
 
 // memberView is the hosted OrgMemberIdentity / MemberIdentity shape. A
@@ -327,10 +293,10 @@ func uuidStrings(ids []uuid.UUID) []string {
 // workspace, never the organization.
 func mayGrantOrgRole(p *auth.Principal, role string) error {
 	if !p.OrgManage() || p.ReadOnly {
-		return httpx.Forbidden("Granting an organization role requires organization:manage; workspace routes grant workspace roles only.")
+		return denied("Granting an organization role requires organization:manage; workspace routes grant workspace roles only.")
 	}
 	if role == auth.OrgAdmin && p.OrgRole != auth.OrgAdmin {
-		return httpx.Forbidden("Only an Organization Admin can grant the Organization Admin role.")
+		return denied("Only an Organization Admin can grant the Organization Admin role.")
 	}
 	return nil
 }
@@ -341,7 +307,7 @@ func (s *Store) invite(tx *bolt.Tx, p *auth.Principal, inv *invitee) (*PendingMe
 	if u, err := memberByEmail(tx, p.OrgID, inv.email); err != nil {
 		return nil, err
 	} else if u != nil {
-		return nil, httpx.Conflict("%s is already a member of the organization.", inv.email)
+		return nil, conflict("%s is already a member of the organization.", inv.email)
 	}
 	pending, err := orgPending(tx, p.OrgID)
 	if err != nil {
@@ -349,7 +315,7 @@ func (s *Store) invite(tx *bolt.Tx, p *auth.Principal, inv *invitee) (*PendingMe
 	}
 	for _, pm := range pending {
 		if pm.Email == inv.email {
-			return nil, httpx.Conflict("%s has already been invited.", inv.email)
+			return nil, conflict("%s has already been invited.", inv.email)
 		}
 	}
 	pm := PendingMember{ID: storage.NewID(), OrgID: p.OrgID, Email: inv.email, OrgRole: inv.orgRole,
@@ -491,14 +457,13 @@ func (s *Store) addBasicAuthUsers(w http.ResponseWriter, r *http.Request, _ http
 			if err != nil {
 				return err
 			}
-			login := tx.Bucket([]byte(storage.IdxLoginEmail))
-			if login.Get([]byte(inv.email)) != nil {
-				return httpx.Conflict("A user who logs in as %s already exists.", inv.email)
+			if loginTaken(tx, inv.email) {
+				return conflict("A user who logs in as %s already exists.", inv.email)
 			}
 			if u, err := memberByEmail(tx, p.OrgID, inv.email); err != nil {
 				return err
 			} else if u != nil {
-				return httpx.Conflict("%s is already a member of the organization.", inv.email)
+				return conflict("%s is already a member of the organization.", inv.email)
 			}
 			pending, err := orgPending(tx, p.OrgID)
 			if err != nil {
@@ -545,7 +510,7 @@ func (s *Store) addBasicAuthUsers(w http.ResponseWriter, r *http.Request, _ http
 			for _, ws := range inv.workspaces {
 				u.WorkspaceRoles[ws] = inv.wsRole
 			}
-			if err := errors.Join(putUser(tx, &u), login.Put([]byte(inv.email), storage.Key(u.ID))); err != nil {
+			if err := errors.Join(putUser(tx, &u), putLogin(tx, &u)); err != nil {
 				return err
 			}
 			out = append(out, userWithPassword{ID: u.ID, LSUserID: u.ID, CreatedAt: now, UpdatedAt: now, Email: u.Email,
@@ -623,19 +588,19 @@ func (s *Store) updateOrgMember(w http.ResponseWriter, r *http.Request, ps httpr
 				return err
 			}
 			if (role == auth.OrgAdmin || u.OrgRole == auth.OrgAdmin) && role != u.OrgRole && p.OrgRole != auth.OrgAdmin {
-				return httpx.Forbidden("Only an Organization Admin can grant or take away the Organization Admin role.")
+				return denied("Only an Organization Admin can grant or take away the Organization Admin role.")
 			}
 			if u.OrgRole == auth.OrgAdmin && role != auth.OrgAdmin {
 				if n, err := orgAdmins(tx, p.OrgID); err != nil {
 					return err
 				} else if n <= 1 {
-					return httpx.BadRequest("%s is the organization's last Organization Admin.", u.DisplayName)
+					return refused("%s is the organization's last Organization Admin.", u.DisplayName)
 				}
 			}
 			u.OrgRole = role
 		}
 		if (req.Password != nil || req.FullName != nil) && u.Password == nil {
-			return httpx.BadRequest("Only basic-auth users have a name and password kept by Slipway.")
+			return refused("Only basic-auth users have a name and password kept by Slipway.")
 		}
 		if pw != nil {
 			u.Password = pw
@@ -656,26 +621,6 @@ func (s *Store) updateOrgMember(w http.ResponseWriter, r *http.Request, ps httpr
 	return nil
 }
 
-// dropSessions ends a user's login sessions (password changed, removed).
-func dropSessions(tx *bolt.Tx, user uuid.UUID) error {
-	b := tx.Bucket([]byte(storage.BucketSessions))
-	var doomed [][]byte
-	err := b.ForEach(func(k, v []byte) error {
-		var sess Session
-		if err := jsonUnmarshal(v, &sess); err != nil {
-			return fmt.Errorf("session: %w", err)
-		}
-		if sess.UserID == user {
-			doomed = append(doomed, storage.Copy(k))
-		}
-		return nil
-	})
-	for _, k := range doomed {
-		err = errors.Join(err, b.Delete(k))
-	}
-	return err
-}
-
 // deleteOrgMember: DELETE /api/v1/orgs/current/members/{identity_id}
 // (delete_org_member). The member's personal access tokens and sessions
 // go with them.
@@ -691,41 +636,18 @@ func (s *Store) deleteOrgMember(w http.ResponseWriter, r *http.Request, ps httpr
 		}
 		if u.OrgRole == auth.OrgAdmin {
 			if p.OrgRole != auth.OrgAdmin {
-				return httpx.Forbidden("Only an Organization Admin can remove an Organization Admin.")
+				return denied("Only an Organization Admin can remove an Organization Admin.")
 			}
 			if n, err := orgAdmins(tx, p.OrgID); err != nil {
 				return err
 			} else if n <= 1 {
-				return httpx.BadRequest("%s is the organization's last Organization Admin.", u.DisplayName)
+				return refused("%s is the organization's last Organization Admin.", u.DisplayName)
 			}
 		}
-		var doomed []APIKey
-		err = tx.Bucket([]byte(storage.BucketAPIKeys)).ForEach(func(_, v []byte) error {
-			var k APIKey
-			if err := jsonUnmarshal(v, &k); err != nil {
-				return fmt.Errorf("api key: %w", err)
-			}
-			if k.UserID == u.ID {
-				doomed = append(doomed, k)
-			}
-			return nil
-		})
-		if err != nil {
+		if err := deleteKeysWhere(tx, func(k *APIKey) bool { return k.UserID == u.ID }); err != nil {
 			return err
 		}
-		for i := range doomed {
-			if err := deleteKey(tx, &doomed[i]); err != nil {
-				return err
-			}
-		}
-		if u.Password != nil {
-			if err := tx.Bucket([]byte(storage.IdxLoginEmail)).Delete([]byte(strings.ToLower(u.Email))); err != nil {
-				return err
-			}
-		}
-		return errors.Join(dropSessions(tx, u.ID), storage.Delete(tx, storage.BucketUsers, storage.Key(u.ID)),
-			tx.Bucket([]byte(storage.IdxOrgUsers)).Delete(storage.Key(u.OrgID, u.ID)),
-			audit.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user")))
+		return errors.Join(removeUser(tx, u), audit.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user")))
 	})
 	if err != nil {
 		return err
@@ -740,11 +662,11 @@ func pendingByPath(tx *bolt.Tx, org uuid.UUID, ps httprouter.Params) (*PendingMe
 	if err != nil {
 		return nil, err
 	}
-	var pm PendingMember
-	if storage.Get(tx, storage.BucketPendingMembers, storage.Key(id), &pm) != nil || pm.OrgID != org {
-		return nil, httpx.NotFound("Pending member %s not found.", id)
+	pm, err := getPending(tx, id)
+	if err != nil || pm.OrgID != org {
+		return nil, notFound("Pending member %s not found.", id)
 	}
-	return &pm, nil
+	return pm, nil
 }
 
 // deleteOrgPending: DELETE /api/v1/orgs/current/members/{identity_id}/pending
@@ -791,12 +713,12 @@ func (s *Store) updateBasicAuthUser(w http.ResponseWriter, r *http.Request, _ ht
 		}
 	}
 	err := s.update(func(tx *bolt.Tx) error {
-		var u User
-		if err := storage.Get(tx, storage.BucketUsers, storage.Key(p.UserID), &u); err != nil {
+		u, err := getUser(tx, p.UserID)
+		if err != nil {
 			return fmt.Errorf("user %s: %w", p.UserID, err)
 		}
 		if u.Password == nil {
-			return httpx.BadRequest("Only basic-auth users have a name and password kept by Slipway.")
+			return refused("Only basic-auth users have a name and password kept by Slipway.")
 		}
 		if pw != nil {
 			u.Password = pw
@@ -807,7 +729,7 @@ func (s *Store) updateBasicAuthUser(w http.ResponseWriter, r *http.Request, _ ht
 		if req.FullName != nil {
 			u.DisplayName = strings.TrimSpace(*req.FullName)
 		}
-		return errors.Join(putUser(tx, &u), audit.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user")))
+		return errors.Join(putUser(tx, u), audit.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user")))
 	})
 	if err != nil {
 		return err
@@ -822,7 +744,7 @@ func (s *Store) updateBasicAuthUser(w http.ResponseWriter, r *http.Request, _ ht
 func (s *Store) listOrgMembers(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := auth.From(r)
 	if p.OrgRole == "" {
-		return httpx.Forbidden("Listing the organization's members requires an organization role; use GET /api/v1/workspaces/current/members.")
+		return denied("Listing the organization's members requires an organization role; use GET /api/v1/workspaces/current/members.")
 	}
 	out := map[string]any{"organization_id": p.OrgID}
 	err := s.DB.View(func(tx *bolt.Tx) error {
@@ -889,15 +811,13 @@ func (s *Store) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		}
 	}
 	invalid := httpx.Unauthorized("Invalid email or password.")
-	var u User
+	var u *User
 	err := s.DB.View(func(tx *bolt.Tx) error {
-		id := tx.Bucket([]byte(storage.IdxLoginEmail)).Get([]byte(account))
-		if id == nil {
-			return invalid
-		}
-		return storage.Get(tx, storage.BucketUsers, id, &u)
+		var err error
+		u, err = userByLogin(tx, account)
+		return err
 	})
-	if errors.Is(err, invalid) || err == nil && u.Password == nil {
+	if errors.Is(err, errNoAccount) || err == nil && u.Password == nil {
 		// Spend the time a password check takes, so the answer's timing
 		// does not tell which emails have an account.
 		decoy.matches(password)
@@ -921,10 +841,10 @@ func (s *Store) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	sess := Session{UserID: u.ID, OrgID: u.OrgID, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}
 	err = s.update(func(tx *bolt.Tx) error {
 		// The user may have been removed since the password was checked.
-		if tx.Bucket([]byte(storage.BucketUsers)).Get(storage.Key(u.ID)) == nil {
+		if !userExists(tx, u.ID) {
 			return invalid
 		}
-		return storage.Put(tx, storage.BucketSessions, auth.Hash(token), &sess)
+		return putSession(tx, auth.Hash(token), &sess)
 	})
 	if err != nil {
 		return err
@@ -938,7 +858,7 @@ func (s *Store) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 func (s *Store) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := auth.From(r)
 	if p.Kind != auth.KindSession {
-		return httpx.BadRequest("Only a login session can be logged out; revoke API keys instead.")
+		return refused("Only a login session can be logged out; revoke API keys instead.")
 	}
 	token := httpx.BearerToken(r)
 	if token == "" {
@@ -947,28 +867,9 @@ func (s *Store) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 			token = c.Value
 		}
 	}
-	if err := s.update(func(tx *bolt.Tx) error { return storage.Delete(tx, storage.BucketSessions, auth.Hash(token)) }); err != nil {
+	if err := s.update(func(tx *bolt.Tx) error { return deleteSession(tx, auth.Hash(token)) }); err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{})
 	return nil
-}
-
-// memberRoutes registers organization members, basic-auth users, login
-// sessions and roles.
-func (s *Store) memberRoutes(rt *httpx.Router, prefix string, req func(httpx.Handle) httprouter.Handle, tr func(string, httpx.Handle) httprouter.Handle) {
-	rt.POST(prefix+"/api/v1/login", httpx.Adapt(s.login))
-	rt.POST(prefix+"/api/v1/logout", req(s.logout))
-	rt.GET(prefix+"/api/v1/orgs/current/members", req(s.listOrgMembers))
-	rt.POST(prefix+"/api/v1/orgs/current/members", tr("invite_user_to_org", s.inviteHandler(false)))
-	rt.POST(prefix+"/api/v1/orgs/current/members/batch", tr("invite_users_to_org_batch", s.inviteHandler(true)))
-	rt.POST(prefix+"/api/v1/orgs/current/members/basic/batch", tr("add_basic_auth_users_to_org", s.addBasicAuthUsers))
-	rt.PATCH(prefix+"/api/v1/orgs/current/members/:identity_id", tr("update_org_member", s.updateOrgMember))
-	rt.DELETE(prefix+"/api/v1/orgs/current/members/:identity_id", tr("delete_org_member", s.deleteOrgMember))
-	rt.DELETE(prefix+"/api/v1/orgs/current/members/:identity_id/pending", tr("delete_org_pending_member", s.deleteOrgPending))
-	rt.PATCH(prefix+"/api/v1/orgs/members/basic", tr("update_basic_auth_user", s.updateBasicAuthUser))
-	rt.GET(prefix+"/api/v1/orgs/current/roles", req(s.listRoles))
-	rt.POST(prefix+"/api/v1/orgs/current/roles", tr("create_role", s.createRole))
-	rt.PATCH(prefix+"/api/v1/orgs/current/roles/:role_id", tr("update_role", s.updateRole))
-	rt.DELETE(prefix+"/api/v1/orgs/current/roles/:role_id", tr("delete_role", s.deleteRole))
 }

@@ -112,8 +112,8 @@ func roleLevel(tx *bolt.Tx, stored string) string {
 	if err != nil {
 		return ""
 	}
-	var r Role
-	if storage.Get(tx, storage.BucketRoles, storage.Key(id), &r) != nil {
+	r, err := getRole(tx, id)
+	if err != nil {
 		return ""
 	}
 	level := auth.WSViewer
@@ -140,8 +140,8 @@ func roleRef(tx *bolt.Tx, stored string) (*uuid.UUID, *string) {
 	if err != nil {
 		return nil, nil
 	}
-	var r Role
-	if storage.Get(tx, storage.BucketRoles, storage.Key(id), &r) != nil {
+	r, err := getRole(tx, id)
+	if err != nil {
 		return nil, nil
 	}
 	return &r.ID, &r.DisplayName
@@ -159,8 +159,8 @@ func workspaceRoleFor(tx *bolt.Tx, org uuid.UUID, id *uuid.UUID, def string, loc
 		}
 		return r.DisplayName, nil
 	}
-	var r Role
-	if storage.Get(tx, storage.BucketRoles, storage.Key(*id), &r) != nil || r.OrgID == nil || *r.OrgID != org {
+	r, err := getRole(tx, *id)
+	if err != nil || r.OrgID == nil || *r.OrgID != org {
 		return "", httpx.Invalid("value_error", fmt.Sprintf("role %s is not a role of this organization", id), loc...)
 	}
 	return r.ID.String(), nil
@@ -222,7 +222,7 @@ func contains(list []string, s string) bool {
 
 func orgManager(p *auth.Principal, what string) error {
 	if !p.OrgManage() || p.ReadOnly {
-		return httpx.Forbidden("%s requires the Organization Admin or Organization Operator role.", what)
+		return denied("%s requires the Organization Admin or Organization Operator role.", what)
 	}
 	return nil
 }
@@ -232,14 +232,9 @@ func (s *Store) listRoles(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	p := auth.From(r)
 	out := append([]Role{}, builtinRoles...)
 	err := s.DB.View(func(tx *bolt.Tx) error {
-		for _, id := range storage.PrefixIDs(tx, storage.IdxOrgRoles, storage.Key(p.OrgID), false) {
-			var role Role
-			if err := storage.Get(tx, storage.BucketRoles, storage.Key(id), &role); err != nil {
-				return fmt.Errorf("role %s: %w", id, err)
-			}
-			out = append(out, role)
-		}
-		return nil
+		custom, err := orgRoles(tx, p.OrgID)
+		out = append(out, custom...)
+		return err
 	})
 	if err != nil {
 		return err
@@ -252,13 +247,7 @@ func roleNameTaken(tx *bolt.Tx, org uuid.UUID, name string, except uuid.UUID) bo
 	if _, ok := builtinByName(name); ok {
 		return true
 	}
-	for _, id := range storage.PrefixIDs(tx, storage.IdxOrgRoles, storage.Key(org), false) {
-		var role Role
-		if id != except && storage.Get(tx, storage.BucketRoles, storage.Key(id), &role) == nil && strings.EqualFold(role.DisplayName, name) {
-			return true
-		}
-	}
-	return false
+	return customRoleNamed(tx, org, name, except)
 }
 
 // createRole: POST /api/v1/orgs/current/roles (create_role).
@@ -281,10 +270,9 @@ func (s *Store) createRole(w http.ResponseWriter, r *http.Request, _ httprouter.
 	sort.Strings(role.Permissions)
 	err := s.update(func(tx *bolt.Tx) error {
 		if roleNameTaken(tx, org, name, uuid.Nil) {
-			return httpx.Conflict("A role named %q already exists.", name)
+			return conflict("A role named %q already exists.", name)
 		}
-		return errors.Join(storage.Put(tx, storage.BucketRoles, storage.Key(role.ID), &role),
-			tx.Bucket([]byte(storage.IdxOrgRoles)).Put(storage.Key(org, role.ID), nil),
+		return errors.Join(putRole(tx, &role),
 			audit.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
 	})
 	if err != nil {
@@ -301,13 +289,13 @@ func customRole(tx *bolt.Tx, p *auth.Principal, ps httprouter.Params) (*Role, er
 		return nil, err
 	}
 	if r, ok := builtinByID(id); ok {
-		return nil, httpx.BadRequest("%s is a built-in role and cannot be changed or deleted.", r.DisplayName)
+		return nil, refused("%s is a built-in role and cannot be changed or deleted.", r.DisplayName)
 	}
-	var role Role
-	if storage.Get(tx, storage.BucketRoles, storage.Key(id), &role) != nil || role.OrgID == nil || *role.OrgID != p.OrgID {
-		return nil, httpx.NotFound("Role %s not found.", id)
+	role, err := getRole(tx, id)
+	if err != nil || role.OrgID == nil || *role.OrgID != p.OrgID {
+		return nil, notFound("Role %s not found.", id)
 	}
-	return &role, nil
+	return role, nil
 }
 
 // updateRole: PATCH /api/v1/orgs/current/roles/{role_id} (update_role).
@@ -331,13 +319,13 @@ func (s *Store) updateRole(w http.ResponseWriter, r *http.Request, ps httprouter
 		}
 		name := strings.TrimSpace(*req.DisplayName)
 		if roleNameTaken(tx, p.OrgID, name, role.ID) {
-			return httpx.Conflict("A role named %q already exists.", name)
+			return conflict("A role named %q already exists.", name)
 		}
 		role.DisplayName, role.Description = name, *req.Description
 		role.Permissions = append([]string{}, *req.Permissions...)
 		sort.Strings(role.Permissions)
 		out = *role
-		return errors.Join(storage.Put(tx, storage.BucketRoles, storage.Key(role.ID), role),
+		return errors.Join(putRole(tx, role),
 			audit.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
 	})
 	if err != nil {
@@ -369,7 +357,7 @@ func (s *Store) deleteRole(w http.ResponseWriter, r *http.Request, ps httprouter
 		for _, u := range users {
 			for _, wr := range u.WorkspaceRoles {
 				if wr == stored {
-					return httpx.BadRequest("Role %s is still held by %s; change their role first.", role.DisplayName, u.DisplayName)
+					return refused("Role %s is still held by %s; change their role first.", role.DisplayName, u.DisplayName)
 				}
 			}
 		}
@@ -379,12 +367,11 @@ func (s *Store) deleteRole(w http.ResponseWriter, r *http.Request, ps httprouter
 		}
 		for _, pm := range pending {
 			if pm.WorkspaceRole == stored {
-				return httpx.BadRequest("Role %s is named by the pending invitation of %s.", role.DisplayName, pm.Email)
+				return refused("Role %s is named by the pending invitation of %s.", role.DisplayName, pm.Email)
 			}
 		}
 		out = *role
-		return errors.Join(storage.Delete(tx, storage.BucketRoles, storage.Key(role.ID)),
-			tx.Bucket([]byte(storage.IdxOrgRoles)).Delete(storage.Key(p.OrgID, role.ID)),
+		return errors.Join(removeRole(tx, role),
 			audit.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
 	})
 	if err != nil {

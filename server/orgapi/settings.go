@@ -24,10 +24,10 @@ import (
 // wsAdmin refuses callers who do not administer the request's workspace.
 func wsAdmin(p *auth.Principal, what string) error {
 	if p.WorkspaceID == uuid.Nil {
-		return httpx.Forbidden("This credential is organization-scoped and requires workspace specification: send the X-Tenant-Id header.")
+		return denied("This credential is organization-scoped and requires workspace specification: send the X-Tenant-Id header.")
 	}
 	if !p.CanAdminWorkspace() && !(p.OrgManage() && !p.ReadOnly) {
-		return httpx.Forbidden("%s requires the workspace Admin role or organization:manage.", what)
+		return denied("%s requires the workspace Admin role or organization:manage.", what)
 	}
 	return nil
 }
@@ -36,7 +36,7 @@ func wsAdmin(p *auth.Principal, what string) error {
 func (s *Store) listWorkspaceMembers(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := auth.From(r)
 	if p.WorkspaceID == uuid.Nil {
-		return httpx.Forbidden("This credential is organization-scoped and requires workspace specification: send the X-Tenant-Id header.")
+		return denied("This credential is organization-scoped and requires workspace specification: send the X-Tenant-Id header.")
 	}
 	ws := p.WorkspaceID
 	out := map[string]any{"tenant_id": ws}
@@ -108,7 +108,7 @@ func (s *Store) addWorkspaceMember(w http.ResponseWriter, r *http.Request, _ htt
 			return err
 		}
 		if _, in := u.WorkspaceRoles[p.WorkspaceID]; in {
-			return httpx.Conflict("%s is already a member of workspace %s.", u.DisplayName, p.WorkspaceID)
+			return conflict("%s is already a member of workspace %s.", u.DisplayName, p.WorkspaceID)
 		}
 		out, err = grantWorkspaceRole(tx, r, u, p.WorkspaceID, role)
 		return err
@@ -162,7 +162,7 @@ func (s *Store) addWorkspaceMembersBatch(w http.ResponseWriter, r *http.Request,
 			}
 			if u != nil {
 				if _, in := u.WorkspaceRoles[ws]; in {
-					return httpx.Conflict("%s is already a member of workspace %s.", inv.email, ws)
+					return conflict("%s is already a member of workspace %s.", inv.email, ws)
 				}
 				u.WorkspaceRoles[ws] = inv.wsRole
 				if err := putUser(tx, u); err != nil {
@@ -200,7 +200,7 @@ func workspaceMember(tx *bolt.Tx, p *auth.Principal, ps httprouter.Params) (*Use
 		return nil, err
 	}
 	if _, in := u.WorkspaceRoles[p.WorkspaceID]; !in {
-		return nil, httpx.NotFound("Member %s not found in workspace %s.", u.ID, p.WorkspaceID)
+		return nil, notFound("Member %s not found in workspace %s.", u.ID, p.WorkspaceID)
 	}
 	return u, nil
 }
@@ -285,7 +285,7 @@ func (s *Store) deleteWorkspacePending(w http.ResponseWriter, r *http.Request, p
 			}
 		}
 		if len(kept) == len(pm.WorkspaceIDs) {
-			return httpx.NotFound("Pending member %s not found in workspace %s.", pm.ID, p.WorkspaceID)
+			return notFound("Pending member %s not found in workspace %s.", pm.ID, p.WorkspaceID)
 		}
 		pm.WorkspaceIDs = kept
 		change := putPending(tx, pm)
@@ -309,14 +309,12 @@ var secretKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
 func (s *Store) listWorkspaceSecrets(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := auth.From(r)
 	if p.WorkspaceID == uuid.Nil {
-		return httpx.Forbidden("This credential is organization-scoped and requires workspace specification: send the X-Tenant-Id header.")
+		return denied("This credential is organization-scoped and requires workspace specification: send the X-Tenant-Id header.")
 	}
 	out := []map[string]string{}
 	err := s.DB.View(func(tx *bolt.Tx) error {
-		prefix := storage.Key(p.WorkspaceID)
-		c := tx.Bucket([]byte(storage.BucketWorkspaceSecrets)).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, _ = c.Next() {
-			out = append(out, map[string]string{"key": string(k[len(prefix):])})
+		for _, k := range workspaceSecretKeys(tx, p.WorkspaceID) {
+			out = append(out, map[string]string{"key": k})
 		}
 		return nil
 	})
@@ -365,14 +363,12 @@ func (s *Store) upsertWorkspaceSecrets(w http.ResponseWriter, r *http.Request, _
 		return errors.New("workspace secrets: no sealer configured")
 	}
 	err = s.update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(storage.BucketWorkspaceSecrets))
 		for _, q := range reqs {
-			key := storage.Key(p.WorkspaceID, *q.Key)
 			var err error
 			if q.Value == nil {
-				err = b.Delete(key)
+				err = deleteWorkspaceSecret(tx, p.WorkspaceID, *q.Key)
 			} else {
-				err = b.Put(key, []byte(s.Sealer.Seal(*q.Value, p.WorkspaceID.String()+"/"+*q.Key)))
+				err = putWorkspaceSecret(tx, p.WorkspaceID, *q.Key, s.Sealer.Seal(*q.Value, p.WorkspaceID.String()+"/"+*q.Key))
 			}
 			if err != nil {
 				return fmt.Errorf("workspace secret %s: %w", *q.Key, err)
@@ -407,21 +403,14 @@ type TTLSettings struct {
 // MaxAuditRetentionDays is the spec's limit: events are kept up to 400 days.
 const MaxAuditRetentionDays = 400
 
-func ttlKey(org uuid.UUID, ws *uuid.UUID) []byte {
-	if ws == nil {
-		return storage.Key(org, uuid.Nil)
-	}
-	return storage.Key(org, *ws)
-}
-
 // AuditRetention is how long org keeps its audit events: the
 // audit_log_retention_days of its organization-level TTL settings, or 0
 // (meaning audit.DefaultRetention, 400 days) when it set none. It has the
 // signature of audit.Retention.For, which calls it inside the pruning
 // transaction so a setting and the pruning it allows cannot interleave.
 func (s *Store) AuditRetention(tx *bolt.Tx, org uuid.UUID) time.Duration {
-	var t TTLSettings
-	if storage.Get(tx, storage.BucketTTLSettings, ttlKey(org, nil), &t) != nil || t.AuditLogRetentionDays == nil {
+	t, err := getTTL(tx, org, nil)
+	if err != nil || t.AuditLogRetentionDays == nil {
 		return 0
 	}
 	return time.Duration(*t.AuditLogRetentionDays) * 24 * time.Hour
@@ -433,16 +422,9 @@ func (s *Store) listTTLSettings(w http.ResponseWriter, r *http.Request, _ httpro
 	p := auth.From(r)
 	out := []TTLSettings{}
 	err := s.DB.View(func(tx *bolt.Tx) error {
-		prefix := storage.Key(p.OrgID)
-		c := tx.Bucket([]byte(storage.BucketTTLSettings)).Cursor()
-		for k, v := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, v = c.Next() {
-			var t TTLSettings
-			if err := jsonUnmarshal(v, &t); err != nil {
-				return fmt.Errorf("ttl settings: %w", err)
-			}
-			out = append(out, t)
-		}
-		return nil
+		all, err := orgTTLs(tx, p.OrgID)
+		out = append(out, all...)
+		return err
 	})
 	if err != nil {
 		return err
@@ -492,11 +474,10 @@ func (s *Store) upsertTTLSettings(w http.ResponseWriter, r *http.Request, _ http
 		if req.TenantID != nil && !workspaceInOrg(tx, p.OrgID, *req.TenantID) {
 			return httpx.Invalid("value_error", fmt.Sprintf("workspace %s is not a workspace of this organization", req.TenantID), "body", "tenant_id")
 		}
-		key := ttlKey(p.OrgID, req.TenantID)
 		now := s.now()
-		var t TTLSettings
-		if storage.Get(tx, storage.BucketTTLSettings, key, &t) != nil {
-			t = TTLSettings{ID: storage.NewID(), OrgID: p.OrgID, TenantID: req.TenantID, CreatedAt: now}
+		t, err := getTTL(tx, p.OrgID, req.TenantID)
+		if err != nil {
+			t = &TTLSettings{ID: storage.NewID(), OrgID: p.OrgID, TenantID: req.TenantID, CreatedAt: now}
 		}
 		t.DefaultTraceTier, t.ConfiguredBy, t.UpdatedAt = *req.DefaultTraceTier, "user", now
 		t.LonglivedTTLDays = MaxAuditRetentionDays
@@ -504,12 +485,12 @@ func (s *Store) upsertTTLSettings(w http.ResponseWriter, r *http.Request, _ http
 		if req.TenantID == nil {
 			t.AuditLogRetentionDays = req.AuditLogRetentionDays
 		}
-		out = t
+		out = *t
 		res := []audit.Resource{audit.Res(t.ID, "ttl_settings")}
 		if req.TenantID != nil {
 			res = append(res, audit.Res(*req.TenantID, "workspace"))
 		}
-		return errors.Join(storage.Put(tx, storage.BucketTTLSettings, key, &t), audit.Success(tx, r, http.StatusOK, res...))
+		return errors.Join(putTTL(tx, t), audit.Success(tx, r, http.StatusOK, res...))
 	})
 	if err != nil {
 		return err
@@ -548,7 +529,7 @@ func (s *Store) createOrgServiceKey(w http.ResponseWriter, r *http.Request, _ ht
 		}
 	}
 	if role == auth.OrgAdmin && p.OrgRole != auth.OrgAdmin {
-		return httpx.Forbidden("Only an Organization Admin can create keys with the Organization Admin role.")
+		return denied("Only an Organization Admin can create keys with the Organization Admin role.")
 	}
 	key := auth.NewKey("slw_sk")
 	now := s.now()
@@ -589,20 +570,15 @@ func isOrgServiceKey(k *APIKey, org uuid.UUID) bool {
 func (s *Store) listOrgServiceKeys(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := auth.From(r)
 	if !p.OrgManage() {
-		return httpx.Forbidden("Listing organization service keys requires organization:manage.")
+		return denied("Listing organization service keys requires organization:manage.")
 	}
 	out := []keyResponse{}
 	err := s.DB.View(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(storage.BucketAPIKeys)).ForEach(func(_, v []byte) error {
-			var k APIKey
-			if err := jsonUnmarshal(v, &k); err != nil {
-				return fmt.Errorf("api key: %w", err)
-			}
-			if isOrgServiceKey(&k, p.OrgID) {
-				out = append(out, keyView(tx, &k))
-			}
-			return nil
-		})
+		keys, err := keysWhere(tx, func(k *APIKey) bool { return isOrgServiceKey(k, p.OrgID) })
+		for i := range keys {
+			out = append(out, keyView(tx, &keys[i]))
+		}
+		return err
 	})
 	if err != nil {
 		return err
@@ -624,16 +600,15 @@ func (s *Store) deleteOrgServiceKey(w http.ResponseWriter, r *http.Request, ps h
 	}
 	var resp keyResponse
 	err = s.update(func(tx *bolt.Tx) error {
-		var k APIKey
-		if storage.Get(tx, storage.BucketAPIKeys, storage.Key(id), &k) != nil || !isOrgServiceKey(&k, p.OrgID) {
-			return httpx.NotFound("Service key %s not found.", id)
+		k, err := getKey(tx, id)
+		if err != nil || !isOrgServiceKey(k, p.OrgID) {
+			return notFound("Service key %s not found.", id)
 		}
 		if k.OrgRole == auth.OrgAdmin && p.OrgRole != auth.OrgAdmin {
-			return httpx.Forbidden("Only an Organization Admin can delete keys with the Organization Admin role.")
+			return denied("Only an Organization Admin can delete keys with the Organization Admin role.")
 		}
-		resp = keyView(tx, &k)
-		return errors.Join(deleteKey(tx, &k), storage.Delete(tx, storage.BucketUsers, storage.Key(k.UserID)),
-			tx.Bucket([]byte(storage.IdxOrgUsers)).Delete(storage.Key(k.OrgID, k.UserID)),
+		resp = keyView(tx, k)
+		return errors.Join(deleteKey(tx, k), deleteUserRecord(tx, k.OrgID, k.UserID),
 			audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, "service_key")))
 	})
 	if err != nil {
@@ -712,7 +687,7 @@ func (s *Store) updateOrgInfo(w http.ResponseWriter, r *http.Request, _ httprout
 		}
 		org.DisplayName = strings.TrimSpace(*req.DisplayName)
 		out = infoOf(&org, p)
-		return errors.Join(storage.Put(tx, storage.BucketOrgs, storage.Key(org.ID), &org),
+		return errors.Join(putOrg(tx, &org),
 			audit.Success(tx, r, http.StatusOK, audit.Res(org.ID, "organization")))
 	})
 	if err != nil {
@@ -720,50 +695,6 @@ func (s *Store) updateOrgInfo(w http.ResponseWriter, r *http.Request, _ httprout
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
-}
-
-// onWorkspaceCurrent passes requests on /api/v1/workspaces/{id}/... only
-// for id "current": httprouter cannot hold the static "current" segment
-// beside the :id wildcard of PATCH and DELETE /api/v1/workspaces/{id}.
-func onWorkspaceCurrent(h httpx.Handle) httpx.Handle {
-	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		if ps.ByName("id") != "current" {
-			return httpx.NotFound("Not Found")
-		}
-		return h(w, r, ps)
-	}
-}
-
-// settingsRoutes registers workspace members and secrets, retention (TTL)
-// settings, organization info, organization service keys and personal
-// access tokens.
-func (s *Store) settingsRoutes(rt *httpx.Router, prefix string, req func(httpx.Handle) httprouter.Handle, tr func(string, httpx.Handle) httprouter.Handle) {
-	rt.GET(prefix+"/api/v1/workspaces/current/members", req(s.listWorkspaceMembers))
-	rt.POST(prefix+"/api/v1/workspaces/current/members", tr("add_member_to_workspace", s.addWorkspaceMember))
-	rt.POST(prefix+"/api/v1/workspaces/current/members/batch", tr("add_members_to_workspace_batch", s.addWorkspaceMembersBatch))
-	rt.PATCH(prefix+"/api/v1/workspaces/:id/members/:identity_id", tr("update_workspace_member", onWorkspaceCurrent(s.updateWorkspaceMember)))
-	rt.DELETE(prefix+"/api/v1/workspaces/:id/members/:identity_id", tr("delete_workspace_member", onWorkspaceCurrent(s.deleteWorkspaceMember)))
-	rt.DELETE(prefix+"/api/v1/workspaces/:id/members/:identity_id/pending", tr("delete_workspace_pending_member", onWorkspaceCurrent(s.deleteWorkspacePending)))
-	rt.GET(prefix+"/api/v1/workspaces/current/secrets", req(s.listWorkspaceSecrets))
-	rt.POST(prefix+"/api/v1/workspaces/current/secrets", tr("update_workspace_secrets", s.upsertWorkspaceSecrets))
-	rt.GET(prefix+"/api/v1/orgs/ttl-settings", req(s.listTTLSettings))
-	rt.PUT(prefix+"/api/v1/orgs/ttl-settings", tr("update_ttl_settings", s.upsertTTLSettings))
-	rt.GET(prefix+"/api/v1/orgs/current/info", req(s.getOrgInfo))
-	rt.PATCH(prefix+"/api/v1/orgs/current/info", tr("update_organization_info", s.updateOrgInfo))
-	rt.GET(prefix+"/api/v1/orgs/current/service-keys", req(s.listOrgServiceKeys))
-	rt.POST(prefix+"/api/v1/orgs/current/service-keys", tr("create_service_key", s.createOrgServiceKey))
-	rt.DELETE(prefix+"/api/v1/orgs/current/service-keys/:api_key_id", tr("delete_service_key", s.deleteOrgServiceKey))
-	rt.GET(prefix+"/api/v1/orgs/current/personal-access-tokens", req(s.listKeys(true)))
-	rt.POST(prefix+"/api/v1/orgs/current/personal-access-tokens", tr("create_personal_access_token", s.createPAT))
-	rt.DELETE(prefix+"/api/v1/orgs/current/personal-access-tokens/:pat_id", tr("delete_personal_access_token",
-		s.renameParam("pat_id", "id", s.deleteKeyHandler(true))))
-}
-
-// renameParam hands h the path parameter from under the name to.
-func (s *Store) renameParam(from, to string, h httpx.Handle) httpx.Handle {
-	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		return h(w, r, httprouter.Params{{Key: to, Value: ps.ByName(from)}})
-	}
 }
 
 // grantWorkspaceRole gives u role in workspace ws and writes the user with

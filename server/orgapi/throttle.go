@@ -16,7 +16,6 @@ import (
 
 	"slipway/server/audit"
 	"slipway/server/httpx"
-	"slipway/storage"
 )
 
 // LoginThrottle limits failed logins with token buckets, one per client
@@ -149,13 +148,11 @@ func (s *Store) throttled(w http.ResponseWriter, r *http.Request, account string
 		// The request ends when the handler returns: keep what the event needs.
 		rec := r.Clone(context.WithoutCancel(r.Context()))
 		go func() {
-			var u User
+			var u *User
 			err := s.DB.View(func(tx *bolt.Tx) error {
-				id := tx.Bucket([]byte(storage.IdxLoginEmail)).Get([]byte(account))
-				if id == nil {
-					return errNoAccount
-				}
-				return storage.Get(tx, storage.BucketUsers, id, &u)
+				var err error
+				u, err = userByLogin(tx, account)
+				return err
 			})
 			if err == nil {
 				err = s.Audit.Refused(rec, "login", u.OrgID, u.ID, http.StatusTooManyRequests, throttleDetail(secs))
@@ -168,8 +165,6 @@ func (s *Store) throttled(w http.ResponseWriter, r *http.Request, account string
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	return err
 }
-
-var errNoAccount = errors.New("no account has this email")
 
 func throttleDetail(secs int) string {
 	return fmt.Sprintf("login throttled after too many failed attempts; retry after %ds", secs)

@@ -56,7 +56,7 @@ func validateDisplayName(name *string) error {
 func (s *Store) createWorkspace(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := auth.From(r)
 	if !p.OrgManage() || p.ReadOnly {
-		return httpx.Forbidden("Creating workspaces requires the Organization Admin or Organization Operator role.")
+		return denied("Creating workspaces requires the Organization Admin or Organization Operator role.")
 	}
 	var req workspaceRequest
 	if err := httpx.DecodeJSON(r, &req, true); err != nil {
@@ -71,8 +71,8 @@ func (s *Store) createWorkspace(w http.ResponseWriter, r *http.Request, _ httpro
 		ws.ID = *req.ID
 	}
 	err := s.update(func(tx *bolt.Tx) error {
-		if tx.Bucket([]byte(storage.BucketWorkspaces)).Get(storage.Key(ws.ID)) != nil {
-			return httpx.Conflict("Workspace %s already exists.", ws.ID)
+		if workspaceExists(tx, ws.ID) {
+			return conflict("Workspace %s already exists.", ws.ID)
 		}
 		return errors.Join(putWorkspace(tx, &ws), audit.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
 	})
@@ -88,15 +88,16 @@ func (s *Store) listWorkspaces(w http.ResponseWriter, r *http.Request, _ httprou
 	p := auth.From(r)
 	out := []tenantView{}
 	err := s.DB.View(func(tx *bolt.Tx) error {
-		var u User
-		if err := storage.Get(tx, storage.BucketUsers, storage.Key(p.UserID), &u); err != nil {
+		u, err := getUser(tx, p.UserID)
+		if err != nil {
 			return err
 		}
-		for _, id := range storage.PrefixIDs(tx, storage.IdxOrgWorkspaces, storage.Key(p.OrgID), false) {
-			var ws Workspace
-			if err := storage.Get(tx, storage.BucketWorkspaces, storage.Key(id), &ws); err != nil {
-				return err
-			}
+		all, err := orgWorkspaces(tx, p.OrgID)
+		if err != nil {
+			return err
+		}
+		for _, ws := range all {
+			id := ws.ID
 			role := u.WorkspaceRoles[id]
 			switch {
 			case p.OrgManage() && p.OrgRole == auth.OrgAdmin:
@@ -124,14 +125,14 @@ func (s *Store) workspaceAdmin(tx *bolt.Tx, p *auth.Principal, ps httprouter.Par
 	if err != nil {
 		return nil, err
 	}
-	var ws Workspace
-	if storage.Get(tx, storage.BucketWorkspaces, storage.Key(id), &ws) != nil || ws.OrgID != p.OrgID {
-		return nil, httpx.NotFound("Workspace %s not found.", id)
+	ws, err := getWorkspace(tx, id)
+	if err != nil || ws.OrgID != p.OrgID {
+		return nil, notFound("Workspace %s not found.", id)
 	}
 	if p.ReadOnly || !(p.OrgManage() || id == p.WorkspaceID && p.WorkspaceRole == auth.WSAdmin) {
-		return nil, httpx.Forbidden("Changing workspace %s requires its Admin role or organization:manage.", id)
+		return nil, denied("Changing workspace %s requires its Admin role or organization:manage.", id)
 	}
-	return &ws, nil
+	return ws, nil
 }
 
 // patchWorkspace: PATCH /api/v1/workspaces/{id}.
@@ -152,7 +153,7 @@ func (s *Store) patchWorkspace(w http.ResponseWriter, r *http.Request, ps httpro
 		}
 		ws.DisplayName = strings.TrimSpace(*req.DisplayName)
 		out = wsView(ws, "")
-		return errors.Join(storage.Put(tx, storage.BucketWorkspaces, storage.Key(ws.ID), ws),
+		return errors.Join(putWorkspace(tx, ws),
 			audit.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
 	})
 	if err != nil {
@@ -172,38 +173,20 @@ func (s *Store) deleteWorkspace(w http.ResponseWriter, r *http.Request, ps httpr
 			return err
 		}
 		if !p.OrgManage() {
-			return httpx.Forbidden("Deleting workspaces requires organization:manage.")
+			return denied("Deleting workspaces requires organization:manage.")
 		}
 		if n := len(storage.PrefixIDs(tx, storage.IdxWorkspaceDeployments, storage.Key(ws.ID), false)); n > 0 {
-			return httpx.BadRequest("Workspace %s still has %d deployment(s); delete them first.", ws.ID, n)
+			return refused("Workspace %s still has %d deployment(s); delete them first.", ws.ID, n)
 		}
-		if len(storage.PrefixIDs(tx, storage.IdxOrgWorkspaces, storage.Key(ws.OrgID), false)) == 1 {
-			return httpx.BadRequest("Workspace %s is the organization's last workspace.", ws.ID)
+		if len(orgWorkspaceIDs(tx, ws.OrgID)) == 1 {
+			return refused("Workspace %s is the organization's last workspace.", ws.ID)
 		}
 		// Keys pinned to the workspace die with it.
-		var doomed []APIKey
-		err = tx.Bucket([]byte(storage.BucketAPIKeys)).ForEach(func(_, v []byte) error {
-			var k APIKey
-			if err := jsonUnmarshal(v, &k); err != nil {
-				return err
-			}
-			if k.WorkspaceID != nil && *k.WorkspaceID == ws.ID {
-				doomed = append(doomed, k)
-			}
-			return nil
-		})
+		err = deleteKeysWhere(tx, func(k *APIKey) bool { return k.WorkspaceID != nil && *k.WorkspaceID == ws.ID })
 		if err != nil {
 			return err
 		}
-		for i := range doomed {
-			if err := deleteKey(tx, &doomed[i]); err != nil {
-				return err
-			}
-		}
-		if err := tx.Bucket([]byte(storage.IdxOrgWorkspaces)).Delete(storage.Key(ws.OrgID, ws.ID)); err != nil {
-			return err
-		}
-		return errors.Join(storage.Delete(tx, storage.BucketWorkspaces, storage.Key(ws.ID)),
+		return errors.Join(removeWorkspace(tx, ws),
 			audit.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
 	})
 	if err != nil {
@@ -211,48 +194,4 @@ func (s *Store) deleteWorkspace(w http.ResponseWriter, r *http.Request, ps httpr
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{})
 	return nil
-}
-
-// Routes registers the organization API on rt. Every route passes
-// auth.Guard, which decides read-only access from the method; tr routes
-// are tracked operations, whose refusals are audited.
-func (s *Store) Routes(rt *httpx.Router, prefix string) {
-	req := func(h httpx.Handle) httprouter.Handle { return auth.Require(s, false, h) }
-	tr := func(op string, h httpx.Handle) httprouter.Handle {
-		return auth.Guard(s, auth.Policy{}, func(h httpx.Handle) httpx.Handle { return s.Audit.Track(op, h) }, h)
-	}
-	rt.POST(prefix+"/api/v1/api-key", tr("create_api_key", s.createServiceKey))
-	rt.GET(prefix+"/api/v1/api-key", req(s.listKeys(false)))
-	rt.DELETE(prefix+"/api/v1/api-key/:id", tr("delete_api_key", s.deleteKeyHandler(false)))
-	// httprouter cannot hold /api-key/:id beside /api-key/current/..., so the
-	// personal routes hang off the same wildcard and dispatch on its value.
-	rt.POST(prefix+"/api/v1/api-key/:id", tr("create_personal_access_token", s.onCurrent(s.createPAT)))
-	rt.GET(prefix+"/api/v1/api-key/:id", req(s.onCurrent(s.listKeys(true))))
-	rt.DELETE(prefix+"/api/v1/api-key/:id/:pat", tr("delete_personal_access_token", s.onCurrentID(s.deleteKeyHandler(true))))
-	rt.POST(prefix+"/api/v1/workspaces", tr("create_workspace", s.createWorkspace))
-	rt.GET(prefix+"/api/v1/workspaces", req(s.listWorkspaces))
-	rt.PATCH(prefix+"/api/v1/workspaces/:id", tr("update_workspace", s.patchWorkspace))
-	rt.DELETE(prefix+"/api/v1/workspaces/:id", tr("delete_workspace", s.deleteWorkspace))
-	s.memberRoutes(rt, prefix, req, tr)
-	s.settingsRoutes(rt, prefix, req, tr)
-	rt.GET(prefix+"/api/v1/audit-logs", req(s.listAuditLogs))
-	rt.GET(prefix+"/api/v1/audit-logs/operations", req(s.listAuditOperations))
-}
-
-func (s *Store) onCurrent(h httpx.Handle) httpx.Handle {
-	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		if ps.ByName("id") != "current" {
-			return httpx.NotFound("Not Found")
-		}
-		return h(w, r, ps)
-	}
-}
-
-func (s *Store) onCurrentID(h httpx.Handle) httpx.Handle {
-	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		if ps.ByName("id") != "current" {
-			return httpx.NotFound("Not Found")
-		}
-		return h(w, r, httprouter.Params{{Key: "id", Value: ps.ByName("pat")}})
-	}
 }
