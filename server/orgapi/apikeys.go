@@ -16,6 +16,24 @@ import (
 	"slipway/storage"
 )
 
+// APIKey is a stored credential. Only the hash of the key is kept.
+type APIKey struct {
+	ID                 uuid.UUID  `json:"id"`
+	Kind               string     `json:"kind"`
+	Hash               []byte     `json:"hash"`
+	ShortKey           string     `json:"short_key"`
+	Description        string     `json:"description"`
+	ReadOnly           bool       `json:"read_only"`
+	OrgID              uuid.UUID  `json:"organization_id"`
+	WorkspaceID        *uuid.UUID `json:"workspace_id"` // nil: organization-scoped
+	DefaultWorkspaceID *uuid.UUID `json:"default_workspace_id"`
+	UserID             uuid.UUID  `json:"user_id"`
+	Role               string     `json:"role"`     // workspace role of a workspace-scoped service key
+	OrgRole            string     `json:"org_role"` // organization role of an organization-scoped service key
+	CreatedAt          time.Time  `json:"created_at"`
+	ExpiresAt          *time.Time `json:"expires_at"`
+}
+
 type keyCreateRequest struct {
 	Description        *string    `json:"description"`
 	ReadOnly           *bool      `json:"read_only"`
@@ -114,23 +132,12 @@ func (s *Store) createServiceKey(w http.ResponseWriter, r *http.Request, _ httpr
 	svc := User{ID: storage.NewID(), OrgID: p.OrgID, DisplayName: "service key " + k.ShortKey, Service: true,
 		WorkspaceRoles: map[uuid.UUID]string{ws: role}, CreatedAt: now}
 	k.UserID = svc.ID
-	var resp keyResponse
-	err = s.update(func(tx *bolt.Tx) error {
+	return s.issueKey(w, r, key, "api_key", func(tx *bolt.Tx) (*APIKey, error) {
 		if err := putUser(tx, &svc); err != nil {
-			return err
+			return nil, err
 		}
-		if err := putKey(tx, &k); err != nil {
-			return err
-		}
-		resp = keyView(tx, &k)
-		return audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, "api_key"))
+		return &k, putKey(tx, &k)
 	})
-	if err != nil {
-		return err
-	}
-	resp.Key = key
-	httpx.WriteJSON(w, http.StatusOK, resp)
-	return nil
 }
 
 // createPAT: POST /api/v1/api-key/current — a personal access token of the caller.
@@ -141,14 +148,13 @@ func (s *Store) createPAT(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		return err
 	}
 	key := auth.NewKey("slw_pt")
-	var resp keyResponse
-	err = s.update(func(tx *bolt.Tx) error {
+	return s.issueKey(w, r, key, "personal_access_token", func(tx *bolt.Tx) (*APIKey, error) {
 		u, err := getUser(tx, p.UserID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if u.Service {
-			return denied("Personal access tokens belong to users; a service key cannot create one.")
+			return nil, denied("Personal access tokens belong to users; a service key cannot create one.")
 		}
 		var def *uuid.UUID
 		if p.WorkspaceID != uuid.Nil {
@@ -158,11 +164,22 @@ func (s *Store) createPAT(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		k := APIKey{ID: storage.NewID(), Kind: auth.KindPAT, Hash: auth.Hash(key), ShortKey: auth.ShortKey(key),
 			Description: deref(req.Description, "Default API key"), ReadOnly: req.ReadOnly != nil && *req.ReadOnly,
 			OrgID: p.OrgID, DefaultWorkspaceID: def, UserID: u.ID, CreatedAt: s.now(), ExpiresAt: req.ExpiresAt}
-		if err := putKey(tx, &k); err != nil {
+		return &k, putKey(tx, &k)
+	})
+}
+
+// issueKey runs write, which stores a new key (and the service identity
+// behind it) in the caller's transaction, records the event of type typ
+// with it, and answers with the key in clear: the only time it is shown.
+func (s *Store) issueKey(w http.ResponseWriter, r *http.Request, key, typ string, write func(*bolt.Tx) (*APIKey, error)) error {
+	var resp keyResponse
+	err := s.update(func(tx *bolt.Tx) error {
+		k, err := write(tx)
+		if err != nil {
 			return err
 		}
-		resp = keyView(tx, &k)
-		return audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, "personal_access_token"))
+		resp = keyView(tx, k)
+		return audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, typ))
 	})
 	if err != nil {
 		return err
@@ -180,18 +197,13 @@ func (s *Store) listKeys(personal bool) httpx.Handle {
 			return denied("Listing service keys requires the workspace Admin role.")
 		}
 		out := []keyResponse{}
-		err := s.DB.View(func(tx *bolt.Tx) error {
+		return s.viewJSON(w, &out, func(tx *bolt.Tx) error {
 			keys, err := keysWhere(tx, func(k *APIKey) bool { return visibleKey(k, p, personal) })
 			for i := range keys {
 				out = append(out, keyView(tx, &keys[i]))
 			}
 			return err
 		})
-		if err != nil {
-			return err
-		}
-		httpx.WriteJSON(w, http.StatusOK, out)
-		return nil
 	}
 }
 
@@ -211,7 +223,7 @@ func (s *Store) deleteKeyHandler(personal bool) httpx.Handle {
 			return denied("Deleting service keys requires the workspace Admin role.")
 		}
 		var resp keyResponse
-		err = s.update(func(tx *bolt.Tx) error {
+		return s.changeJSON(w, &resp, func(tx *bolt.Tx) error {
 			k, err := getKey(tx, id)
 			if err != nil || !visibleKey(k, p, personal) {
 				return notFound("API key %s not found.", id)
@@ -223,11 +235,6 @@ func (s *Store) deleteKeyHandler(personal bool) httpx.Handle {
 			}
 			return errors.Join(deleteKey(tx, k), audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, typ)))
 		})
-		if err != nil {
-			return err
-		}
-		httpx.WriteJSON(w, http.StatusOK, resp)
-		return nil
 	}
 }
 

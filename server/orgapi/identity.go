@@ -1,5 +1,3 @@
-// Package orgapi is the organization API: organizations, workspaces, users
-// and their credentials, and how a request's credential becomes a Principal.
 package orgapi
 
 import (
@@ -17,58 +15,6 @@ import (
 	"slipway/server/httpx"
 	"slipway/storage"
 )
-
-// Org is an organization; its workspaces own everything else.
-type Org struct {
-	ID                 uuid.UUID      `json:"id"`
-	DisplayName        string         `json:"display_name"`
-	Plan               string         `json:"plan"`
-	IsPersonal         bool           `json:"is_personal"`
-	Config             map[string]any `json:"config"`
-	DefaultWorkspaceID uuid.UUID      `json:"default_workspace_id"`
-	CreatedAt          time.Time      `json:"created_at"`
-}
-
-// Workspace is the tenant of deployments, listeners, uploads and keys.
-type Workspace struct {
-	ID           uuid.UUID `json:"id"`
-	OrgID        uuid.UUID `json:"organization_id"`
-	DisplayName  string    `json:"display_name"`
-	TenantHandle *string   `json:"tenant_handle"`
-	CreatedAt    time.Time `json:"created_at"`
-}
-
-// User is a person or, with Service set, the identity behind a service key.
-type User struct {
-	ID             uuid.UUID            `json:"id"`
-	OrgID          uuid.UUID            `json:"organization_id"`
-	Email          string               `json:"email,omitempty"`
-	DisplayName    string               `json:"display_name"`
-	OrgRole        string               `json:"org_role"`
-	WorkspaceRoles map[uuid.UUID]string `json:"workspace_roles"`
-	Service        bool                 `json:"service"`
-	// Password is set for basic-auth users, who log in with their email.
-	Password  *Password `json:"password,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// APIKey is a stored credential. Only the hash of the key is kept.
-type APIKey struct {
-	ID                 uuid.UUID  `json:"id"`
-	Kind               string     `json:"kind"`
-	Hash               []byte     `json:"hash"`
-	ShortKey           string     `json:"short_key"`
-	Description        string     `json:"description"`
-	ReadOnly           bool       `json:"read_only"`
-	OrgID              uuid.UUID  `json:"organization_id"`
-	WorkspaceID        *uuid.UUID `json:"workspace_id"` // nil: organization-scoped
-	DefaultWorkspaceID *uuid.UUID `json:"default_workspace_id"`
-	UserID             uuid.UUID  `json:"user_id"`
-	Role               string     `json:"role"`     // workspace role of a workspace-scoped service key
-	OrgRole            string     `json:"org_role"` // organization role of an organization-scoped service key
-	CreatedAt          time.Time  `json:"created_at"`
-	ExpiresAt          *time.Time `json:"expires_at"`
-}
 
 // Store is the identity domain over the control-plane database.
 type Store struct {

@@ -211,36 +211,15 @@ func (req *roleRequest) validate() error {
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func orgManager(p *auth.Principal, what string) error {
-	if !p.OrgManage() || p.ReadOnly {
-		return denied("%s requires the Organization Admin or Organization Operator role.", what)
-	}
-	return nil
-}
-
 // listRoles: GET /api/v1/orgs/current/roles — built-in and custom roles.
 func (s *Store) listRoles(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := auth.From(r)
 	out := append([]Role{}, builtinRoles...)
-	err := s.DB.View(func(tx *bolt.Tx) error {
+	return s.viewJSON(w, &out, func(tx *bolt.Tx) error {
 		custom, err := orgRoles(tx, p.OrgID)
 		out = append(out, custom...)
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
 }
 
 func roleNameTaken(tx *bolt.Tx, org uuid.UUID, name string, except uuid.UUID) bool {
@@ -252,15 +231,8 @@ func roleNameTaken(tx *bolt.Tx, org uuid.UUID, name string, except uuid.UUID) bo
 
 // createRole: POST /api/v1/orgs/current/roles (create_role).
 func (s *Store) createRole(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	p := auth.From(r)
-	if err := orgManager(p, "Creating roles"); err != nil {
-		return err
-	}
-	var req roleRequest
-	if err := httpx.DecodeJSON(r, &req, true); err != nil {
-		return err
-	}
-	if err := req.validate(); err != nil {
+	p, req, err := roleBody(r, "Creating roles")
+	if err != nil {
 		return err
 	}
 	org := p.OrgID
@@ -268,18 +240,26 @@ func (s *Store) createRole(w http.ResponseWriter, r *http.Request, _ httprouter.
 	role := Role{ID: storage.NewID(), Name: "CUSTOM_" + strings.ToUpper(strings.Join(strings.Fields(name), "_")), DisplayName: name,
 		Description: *req.Description, OrgID: &org, Permissions: append([]string{}, *req.Permissions...), AccessScope: "workspace"}
 	sort.Strings(role.Permissions)
-	err := s.update(func(tx *bolt.Tx) error {
-		if roleNameTaken(tx, org, name, uuid.Nil) {
-			return conflict("A role named %q already exists.", name)
-		}
-		return errors.Join(putRole(tx, &role),
-			audit.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
-	})
-	if err != nil {
-		return err
+	return s.changeJSON(w, &role, func(tx *bolt.Tx) error { return saveRole(tx, r, &role) })
+}
+
+// roleBody decodes and checks the role an organization manager sends.
+func roleBody(r *http.Request, what string) (*auth.Principal, *roleRequest, error) {
+	var req roleRequest
+	p, err := managerBody(r, what, &req)
+	if err == nil {
+		err = req.validate()
 	}
-	httpx.WriteJSON(w, http.StatusOK, role)
-	return nil
+	return p, &req, err
+}
+
+// saveRole writes a custom role with its event, unless another role of
+// its organization has its name.
+func saveRole(tx *bolt.Tx, r *http.Request, role *Role) error {
+	if roleNameTaken(tx, *role.OrgID, role.DisplayName, role.ID) {
+		return conflict("A role named %q already exists.", role.DisplayName)
+	}
+	return errors.Join(putRole(tx, role), audit.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
 }
 
 // customRole loads the custom role named by the path, refusing built-ins.
@@ -300,51 +280,30 @@ func customRole(tx *bolt.Tx, p *auth.Principal, ps httprouter.Params) (*Role, er
 
 // updateRole: PATCH /api/v1/orgs/current/roles/{role_id} (update_role).
 func (s *Store) updateRole(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	p := auth.From(r)
-	if err := orgManager(p, "Changing roles"); err != nil {
-		return err
-	}
-	var req roleRequest
-	if err := httpx.DecodeJSON(r, &req, true); err != nil {
-		return err
-	}
-	if err := req.validate(); err != nil {
+	p, req, err := roleBody(r, "Changing roles")
+	if err != nil {
 		return err
 	}
 	var out Role
-	err := s.update(func(tx *bolt.Tx) error {
+	return s.changeJSON(w, &out, func(tx *bolt.Tx) error {
 		role, err := customRole(tx, p, ps)
 		if err != nil {
 			return err
 		}
-		name := strings.TrimSpace(*req.DisplayName)
-		if roleNameTaken(tx, p.OrgID, name, role.ID) {
-			return conflict("A role named %q already exists.", name)
-		}
-		role.DisplayName, role.Description = name, *req.Description
+		role.DisplayName, role.Description = strings.TrimSpace(*req.DisplayName), *req.Description
 		role.Permissions = append([]string{}, *req.Permissions...)
 		sort.Strings(role.Permissions)
 		out = *role
-		return errors.Join(putRole(tx, role),
-			audit.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
+		return saveRole(tx, r, role)
 	})
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
 }
 
 // deleteRole: DELETE /api/v1/orgs/current/roles/{role_id} (delete_role).
 // A role still held by a member or named by an invitation is refused, so
 // nobody silently loses access.
 func (s *Store) deleteRole(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	p := auth.From(r)
-	if err := orgManager(p, "Deleting roles"); err != nil {
-		return err
-	}
 	var out Role
-	err := s.update(func(tx *bolt.Tx) error {
+	return s.changeAs(w, r, orgManager, "Deleting roles", &out, func(tx *bolt.Tx, p *auth.Principal) error {
 		role, err := customRole(tx, p, ps)
 		if err != nil {
 			return err
@@ -374,9 +333,4 @@ func (s *Store) deleteRole(w http.ResponseWriter, r *http.Request, ps httprouter
 		return errors.Join(removeRole(tx, role),
 			audit.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
 	})
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
 }

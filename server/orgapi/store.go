@@ -43,6 +43,21 @@ func conflict(format string, args ...any) error { return fail(kindConflict, form
 func refused(format string, args ...any) error  { return fail(kindRefused, format, args...) }
 func denied(format string, args ...any) error   { return fail(kindDenied, format, args...) }
 
+// readIndexed reads, in index order, the records of bucket that the index
+// idx lists under org (keys org id ‖ record id); what names a record in
+// errors.
+func readIndexed[T any](tx *bolt.Tx, idx, bucket string, org uuid.UUID, what string) ([]T, error) {
+	var out []T
+	for _, id := range storage.PrefixIDs(tx, idx, storage.Key(org), false) {
+		var v T
+		if err := storage.Get(tx, bucket, storage.Key(id), &v); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", what, id, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // ---- organizations ----
 
 const bucketOrgs = "orgs"

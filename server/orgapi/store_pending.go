@@ -2,7 +2,6 @@ package orgapi
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
@@ -17,15 +16,7 @@ const (
 
 // orgPending reads the open invitations of org in id order.
 func orgPending(tx *bolt.Tx, org uuid.UUID) ([]PendingMember, error) {
-	var out []PendingMember
-	for _, id := range storage.PrefixIDs(tx, idxOrgPending, storage.Key(org), false) {
-		var pm PendingMember
-		if err := storage.Get(tx, bucketPendingMembers, storage.Key(id), &pm); err != nil {
-			return nil, fmt.Errorf("invitation %s: %w", id, err)
-		}
-		out = append(out, pm)
-	}
-	return out, nil
+	return readIndexed[PendingMember](tx, idxOrgPending, bucketPendingMembers, org, "invitation")
 }
 
 // getPending reads an invitation; a missing one is storage.ErrNotFound.

@@ -2,7 +2,6 @@ package orgapi
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
@@ -27,15 +26,7 @@ func getRole(tx *bolt.Tx, id uuid.UUID) (*Role, error) {
 
 // orgRoles reads the custom roles of org in id order.
 func orgRoles(tx *bolt.Tx, org uuid.UUID) ([]Role, error) {
-	var out []Role
-	for _, id := range storage.PrefixIDs(tx, idxOrgRoles, storage.Key(org), false) {
-		var role Role
-		if err := storage.Get(tx, bucketRoles, storage.Key(id), &role); err != nil {
-			return nil, fmt.Errorf("role %s: %w", id, err)
-		}
-		out = append(out, role)
-	}
-	return out, nil
+	return readIndexed[Role](tx, idxOrgRoles, bucketRoles, org, "role")
 }
 
 // customRoleNamed reports whether a custom role of org other than except

@@ -2,7 +2,6 @@ package orgapi
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
@@ -83,13 +82,5 @@ func deleteUserRecord(tx *bolt.Tx, org, id uuid.UUID) error {
 
 // orgUsers reads the users of org, service identities included.
 func orgUsers(tx *bolt.Tx, org uuid.UUID) ([]User, error) {
-	var out []User
-	for _, id := range storage.PrefixIDs(tx, idxOrgUsers, storage.Key(org), false) {
-		var u User
-		if err := storage.Get(tx, bucketUsers, storage.Key(id), &u); err != nil {
-			return nil, fmt.Errorf("user %s: %w", id, err)
-		}
-		out = append(out, u)
-	}
-	return out, nil
+	return readIndexed[User](tx, idxOrgUsers, bucketUsers, org, "user")
 }

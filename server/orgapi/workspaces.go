@@ -16,6 +16,15 @@ import (
 	"slipway/storage"
 )
 
+// Workspace is the tenant of deployments, listeners, uploads and keys.
+type Workspace struct {
+	ID           uuid.UUID `json:"id"`
+	OrgID        uuid.UUID `json:"organization_id"`
+	DisplayName  string    `json:"display_name"`
+	TenantHandle *string   `json:"tenant_handle"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
 // tenantView is the hosted service's Tenant / TenantForUser shape.
 type tenantView struct {
 	ID             uuid.UUID `json:"id"`
@@ -70,24 +79,19 @@ func (s *Store) createWorkspace(w http.ResponseWriter, r *http.Request, _ httpro
 	if req.ID != nil {
 		ws.ID = *req.ID
 	}
-	err := s.update(func(tx *bolt.Tx) error {
+	return s.changeJSON(w, wsView(&ws, auth.WSAdmin), func(tx *bolt.Tx) error {
 		if workspaceExists(tx, ws.ID) {
 			return conflict("Workspace %s already exists.", ws.ID)
 		}
 		return errors.Join(putWorkspace(tx, &ws), audit.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
 	})
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, wsView(&ws, auth.WSAdmin))
-	return nil
 }
 
 // listWorkspaces: GET /api/v1/workspaces — the workspaces the caller can use.
 func (s *Store) listWorkspaces(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := auth.From(r)
 	out := []tenantView{}
-	err := s.DB.View(func(tx *bolt.Tx) error {
+	return s.viewJSON(w, &out, func(tx *bolt.Tx) error {
 		u, err := getUser(tx, p.UserID)
 		if err != nil {
 			return err
@@ -112,11 +116,6 @@ func (s *Store) listWorkspaces(w http.ResponseWriter, r *http.Request, _ httprou
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
 }
 
 // workspaceAdmin returns the workspace named by the path if the caller may administer it.
@@ -146,7 +145,7 @@ func (s *Store) patchWorkspace(w http.ResponseWriter, r *http.Request, ps httpro
 		return err
 	}
 	var out tenantView
-	err := s.update(func(tx *bolt.Tx) error {
+	return s.changeJSON(w, &out, func(tx *bolt.Tx) error {
 		ws, err := s.workspaceAdmin(tx, p, ps)
 		if err != nil {
 			return err
@@ -156,18 +155,13 @@ func (s *Store) patchWorkspace(w http.ResponseWriter, r *http.Request, ps httpro
 		return errors.Join(putWorkspace(tx, ws),
 			audit.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
 	})
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
 }
 
 // deleteWorkspace: DELETE /api/v1/workspaces/{id}. A workspace that still
 // owns deployments is refused rather than orphaning running agents.
 func (s *Store) deleteWorkspace(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	p := auth.From(r)
-	err := s.update(func(tx *bolt.Tx) error {
+	return s.changeJSON(w, map[string]any{}, func(tx *bolt.Tx) error {
 		ws, err := s.workspaceAdmin(tx, p, ps)
 		if err != nil {
 			return err
@@ -189,9 +183,4 @@ func (s *Store) deleteWorkspace(w http.ResponseWriter, r *http.Request, ps httpr
 		return errors.Join(removeWorkspace(tx, ws),
 			audit.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
 	})
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{})
-	return nil
 }
