@@ -73,10 +73,6 @@ const (
 	IdxWorkspaceDeployments = "idx_ws_deployments"
 	IdxDeploymentName       = "idx_deployment_name"
 	IdxPendingDeployments   = "idx_pending_deployments"
-	BucketAuditEvents       = "audit_events"
-	IdxAuditOp              = "idx_audit_op"
-	BucketAuditAnchors      = "audit_anchors"
-	BucketAuditForward      = "audit_forward"
 	BucketRevisions         = "revisions"
 	IdxDeploymentRevisions  = "idx_deployment_revisions"
 	BucketListeners         = "listeners"
@@ -86,7 +82,6 @@ const (
 	BucketUploads           = "uploads"
 	BucketTracingProjects   = "tracing_projects"
 	IdxTracingProjectName   = "idx_tracing_project_name"
-	BucketAuditSeals        = "audit_seals"
 	IdxCustomHost           = "idx_custom_host"
 	BucketAgentLogs         = "agent_logs"
 )
@@ -113,12 +108,12 @@ var ControlPlaneMigrations = []Migration{
 		})
 	}},
 	{Version: 3, Name: "audit log", Apply: func(tx *bolt.Tx) error {
-		return CreateBuckets(tx, BucketAuditEvents, IdxAuditOp, BucketAuditAnchors)
+		return CreateBuckets(tx, "audit_events", "idx_audit_op", "audit_anchors")
 	}},
 	{Version: 4, Name: "audit forwarding state", Apply: func(tx *bolt.Tx) error {
 		// Per organization: the last window and event the forwarder
 		// delivered, and the retry state of the window after it.
-		return CreateBuckets(tx, BucketAuditForward)
+		return CreateBuckets(tx, "audit_forward")
 	}},
 	{Version: 5, Name: "organization members, roles, sessions, secrets and retention", Apply: func(tx *bolt.Tx) error {
 		if err := CreateBuckets(tx, "idx_org_users", "idx_login_email", "sessions", "roles", "idx_org_roles",

@@ -16,8 +16,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
-
-	"slipway/storage"
 )
 
 // The forwarder delivers each organization's audit events, window by
@@ -398,10 +396,8 @@ func fmtMS(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC333
 func (f *Forwarder) state(org uuid.UUID) (ForwardState, error) {
 	var st ForwardState
 	err := f.DB.View(func(tx *bolt.Tx) error {
-		err := storage.Get(tx, storage.BucketAuditForward, org[:], &st)
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
+		var err error
+		st, err = getForwardState(tx, org)
 		return err
 	})
 	return st, err
@@ -410,7 +406,7 @@ func (f *Forwarder) state(org uuid.UUID) (ForwardState, error) {
 func (f *Forwarder) save(org uuid.UUID, st *ForwardState) error {
 	cp := *st
 	return f.Update(func(tx *bolt.Tx) error {
-		return storage.Put(tx, storage.BucketAuditForward, storage.Key(org), &cp)
+		return putForwardState(tx, org, &cp)
 	})
 }
 
@@ -543,8 +539,8 @@ func (f *Forwarder) Status() (ForwardStatus, error) {
 	}
 	err = f.DB.View(func(tx *bolt.Tx) error {
 		for _, org := range orgs {
-			var fs ForwardState
-			if err := storage.Get(tx, storage.BucketAuditForward, org[:], &fs); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			fs, err := getForwardState(tx, org)
+			if err != nil {
 				return err
 			}
 			o := OrgForwardStatus{Org: org.String(), ForwardState: fs}

@@ -13,6 +13,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 	"slipway/storage"
 )
 
@@ -179,7 +180,7 @@ func (s *Store) issueKey(w http.ResponseWriter, r *http.Request, key, typ string
 			return err
 		}
 		resp = keyView(tx, k)
-		return audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, typ))
+		return track.Success(tx, r, http.StatusOK, audit.Res(k.ID, typ))
 	})
 	if err != nil {
 		return err
@@ -233,7 +234,7 @@ func (s *Store) deleteKeyHandler(personal bool) httpx.Handle {
 			if personal {
 				typ = "personal_access_token"
 			}
-			return errors.Join(deleteKey(tx, k), audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, typ)))
+			return errors.Join(deleteKey(tx, k), track.Success(tx, r, http.StatusOK, audit.Res(k.ID, typ)))
 		})
 	}
 }

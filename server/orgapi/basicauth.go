@@ -14,6 +14,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 	"slipway/storage"
 )
 
@@ -140,7 +141,7 @@ func (s *Store) addBasicAuthUsers(w http.ResponseWriter, r *http.Request, _ http
 				FullName: inv.fullName, Password: prep[i].generated})
 			res = append(res, audit.Res(u.ID, "user"))
 		}
-		return audit.Success(tx, r, http.StatusOK, res...)
+		return track.Success(tx, r, http.StatusOK, res...)
 	})
 }
 
@@ -183,6 +184,6 @@ func (s *Store) updateBasicAuthUser(w http.ResponseWriter, r *http.Request, _ ht
 		if req.FullName != nil {
 			u.DisplayName = strings.TrimSpace(*req.FullName)
 		}
-		return errors.Join(putUser(tx, u), audit.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user")))
+		return errors.Join(putUser(tx, u), track.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user")))
 	})
 }

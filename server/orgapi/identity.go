@@ -10,9 +10,9 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
-	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 	"slipway/storage"
 )
 
@@ -21,7 +21,7 @@ type Store struct {
 	DB *bolt.DB
 	// Writer group-commits writes (shared with the control plane).
 	Writer *storage.Committer
-	Audit  *audit.Recorder
+	Audit  *track.Recorder
 	// Sealer encrypts workspace secrets under the master key.
 	Sealer *storage.Sealer
 	// DefaultAuditLogs is DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS.

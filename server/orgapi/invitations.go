@@ -13,6 +13,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 	"slipway/storage"
 )
 
@@ -228,7 +229,7 @@ func (s *Store) inviteHandler(batch bool) httpx.Handle {
 				out = append(out, pendingOf(tx, pm))
 				res = append(res, audit.Res(pm.ID, "pending_member"))
 			}
-			return audit.Success(tx, r, http.StatusOK, res...)
+			return track.Success(tx, r, http.StatusOK, res...)
 		})
 		if err != nil {
 			return err
@@ -263,6 +264,6 @@ func (s *Store) deleteOrgPending(w http.ResponseWriter, r *http.Request, ps http
 		if err != nil {
 			return err
 		}
-		return errors.Join(deletePending(tx, pm), audit.Success(tx, r, http.StatusOK, audit.Res(pm.ID, "pending_member")))
+		return errors.Join(deletePending(tx, pm), track.Success(tx, r, http.StatusOK, audit.Res(pm.ID, "pending_member")))
 	})
 }

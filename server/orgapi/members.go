@@ -14,6 +14,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 )
 
 // User is a person or, with Service set, the identity behind a service key.
@@ -203,7 +204,7 @@ func (s *Store) updateOrgMember(w http.ResponseWriter, r *http.Request, ps httpr
 			u.DisplayName = strings.TrimSpace(*req.FullName)
 		}
 		out = memberOf(tx, u, nil)
-		return errors.Join(putUser(tx, u), audit.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user")))
+		return errors.Join(putUser(tx, u), track.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user")))
 	})
 }
 
@@ -229,7 +230,7 @@ func (s *Store) deleteOrgMember(w http.ResponseWriter, r *http.Request, ps httpr
 		if err := deleteKeysWhere(tx, func(k *APIKey) bool { return k.UserID == u.ID }); err != nil {
 			return err
 		}
-		return errors.Join(removeUser(tx, u), audit.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user")))
+		return errors.Join(removeUser(tx, u), track.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user")))
 	})
 }
 

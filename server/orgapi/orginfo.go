@@ -12,6 +12,7 @@ import (
 
 	"slipway/server/audit"
 	"slipway/server/auth"
+	"slipway/server/track"
 )
 
 // Org is an organization; its workspaces own everything else.
@@ -85,6 +86,6 @@ func (s *Store) updateOrgInfo(w http.ResponseWriter, r *http.Request, _ httprout
 		org.DisplayName = strings.TrimSpace(*req.DisplayName)
 		out = infoOf(&org, p)
 		return errors.Join(putOrg(tx, &org),
-			audit.Success(tx, r, http.StatusOK, audit.Res(org.ID, "organization")))
+			track.Success(tx, r, http.StatusOK, audit.Res(org.ID, "organization")))
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 	"slipway/storage"
 )
 
@@ -259,7 +260,7 @@ func saveRole(tx *bolt.Tx, r *http.Request, role *Role) error {
 	if roleNameTaken(tx, *role.OrgID, role.DisplayName, role.ID) {
 		return conflict("A role named %q already exists.", role.DisplayName)
 	}
-	return errors.Join(putRole(tx, role), audit.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
+	return errors.Join(putRole(tx, role), track.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
 }
 
 // customRole loads the custom role named by the path, refusing built-ins.
@@ -331,6 +332,6 @@ func (s *Store) deleteRole(w http.ResponseWriter, r *http.Request, ps httprouter
 		}
 		out = *role
 		return errors.Join(removeRole(tx, role),
-			audit.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
+			track.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 )
 
 var secretKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
@@ -81,6 +82,6 @@ func (s *Store) upsertWorkspaceSecrets(w http.ResponseWriter, r *http.Request, _
 				return fmt.Errorf("workspace secret %s: %w", *q.Key, err)
 			}
 		}
-		return audit.Success(tx, r, http.StatusOK, audit.Res(p.WorkspaceID, "workspace"))
+		return track.Success(tx, r, http.StatusOK, audit.Res(p.WorkspaceID, "workspace"))
 	})
 }

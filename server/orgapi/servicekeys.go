@@ -11,6 +11,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 	"slipway/storage"
 )
 
@@ -106,6 +107,6 @@ func (s *Store) deleteOrgServiceKey(w http.ResponseWriter, r *http.Request, ps h
 		}
 		resp = keyView(tx, k)
 		return errors.Join(deleteKey(tx, k), deleteUserRecord(tx, k.OrgID, k.UserID),
-			audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, "service_key")))
+			track.Success(tx, r, http.StatusOK, audit.Res(k.ID, "service_key")))
 	})
 }

@@ -14,8 +14,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/time/rate"
 
-	"slipway/server/audit"
 	"slipway/server/httpx"
+	"slipway/server/track"
 )
 
 // LoginThrottle limits failed logins with token buckets, one per client
@@ -130,7 +130,7 @@ func (s *Store) clientAddress(r *http.Request) string {
 	if s.Audit != nil {
 		trusted = s.Audit.Trusted
 	}
-	ip, _, _ := audit.ClientAddress(r, trusted)
+	ip, _, _ := track.ClientAddress(r, trusted)
 	return ip
 }
 

@@ -14,6 +14,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 	"slipway/storage"
 )
 
@@ -119,6 +120,6 @@ func (s *Store) upsertTTLSettings(w http.ResponseWriter, r *http.Request, _ http
 		if req.TenantID != nil {
 			res = append(res, audit.Res(*req.TenantID, "workspace"))
 		}
-		return errors.Join(putTTL(tx, t), audit.Success(tx, r, http.StatusOK, res...))
+		return errors.Join(putTTL(tx, t), track.Success(tx, r, http.StatusOK, res...))
 	})
 }

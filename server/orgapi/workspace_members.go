@@ -11,6 +11,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 )
 
 // wsAdmin refuses callers who do not administer the request's workspace.
@@ -144,7 +145,7 @@ func (s *Store) addWorkspaceMembersBatch(w http.ResponseWriter, r *http.Request,
 			out = append(out, pendingOf(tx, pm))
 			res = append(res, audit.Res(pm.ID, "pending_member"))
 		}
-		return audit.Success(tx, r, http.StatusOK, append(res, audit.Res(ws, "workspace"))...)
+		return track.Success(tx, r, http.StatusOK, append(res, audit.Res(ws, "workspace"))...)
 	})
 }
 
@@ -198,7 +199,7 @@ func (s *Store) deleteWorkspaceMember(w http.ResponseWriter, r *http.Request, ps
 			return err
 		}
 		delete(u.WorkspaceRoles, p.WorkspaceID)
-		return errors.Join(putUser(tx, u), audit.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user"), audit.Res(p.WorkspaceID, "workspace")))
+		return errors.Join(putUser(tx, u), track.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user"), audit.Res(p.WorkspaceID, "workspace")))
 	})
 }
 
@@ -226,7 +227,7 @@ func (s *Store) deleteWorkspacePending(w http.ResponseWriter, r *http.Request, p
 		if len(kept) == 0 {
 			change = deletePending(tx, pm)
 		}
-		return errors.Join(change, audit.Success(tx, r, http.StatusOK, audit.Res(pm.ID, "pending_member"), audit.Res(p.WorkspaceID, "workspace")))
+		return errors.Join(change, track.Success(tx, r, http.StatusOK, audit.Res(pm.ID, "pending_member"), audit.Res(p.WorkspaceID, "workspace")))
 	})
 }
 
@@ -238,5 +239,5 @@ func grantWorkspaceRole(tx *bolt.Tx, r *http.Request, u *User, ws uuid.UUID, rol
 	}
 	u.WorkspaceRoles[ws] = role
 	out := memberOf(tx, u, &ws)
-	return out, errors.Join(putUser(tx, u), audit.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user"), audit.Res(ws, "workspace")))
+	return out, errors.Join(putUser(tx, u), track.Success(tx, r, http.StatusOK, audit.Res(u.ID, "user"), audit.Res(ws, "workspace")))
 }

@@ -13,6 +13,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 	"slipway/storage"
 )
 
@@ -83,7 +84,7 @@ func (s *Store) createWorkspace(w http.ResponseWriter, r *http.Request, _ httpro
 		if workspaceExists(tx, ws.ID) {
 			return conflict("Workspace %s already exists.", ws.ID)
 		}
-		return errors.Join(putWorkspace(tx, &ws), audit.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
+		return errors.Join(putWorkspace(tx, &ws), track.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
 	})
 }
 
@@ -153,7 +154,7 @@ func (s *Store) patchWorkspace(w http.ResponseWriter, r *http.Request, ps httpro
 		ws.DisplayName = strings.TrimSpace(*req.DisplayName)
 		out = wsView(ws, "")
 		return errors.Join(putWorkspace(tx, ws),
-			audit.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
+			track.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
 	})
 }
 
@@ -181,6 +182,6 @@ func (s *Store) deleteWorkspace(w http.ResponseWriter, r *http.Request, ps httpr
 			return err
 		}
 		return errors.Join(removeWorkspace(tx, ws),
-			audit.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
+			track.Success(tx, r, http.StatusOK, audit.Res(ws.ID, "workspace")))
 	})
 }

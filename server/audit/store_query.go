@@ -68,7 +68,7 @@ type Page struct {
 // from the oldest kept record to the head are contiguous (pruning removes a
 // prefix), so a binary search reading 8-byte time prefixes is enough.
 func firstAtOrAfter(tx *bolt.Tx, org uuid.UUID, t int64) (uint64, bool, error) {
-	events := tx.Bucket([]byte(storage.BucketAuditEvents))
+	events := tx.Bucket([]byte(bucketEvents))
 	h, found, err := getHead(tx, org)
 	if err != nil || !found || h.Seq == 0 {
 		return 0, false, err
@@ -133,17 +133,17 @@ func (l *Log) Run(tx *bolt.Tx, q Query) (Page, error) {
 		srcs = append(srcs, s)
 	}
 	if len(q.Ops) == 0 {
-		open(storage.BucketAuditEvents, q.Org[:])
+		open(bucketEvents, q.Org[:])
 	} else {
 		seen := map[string]bool{}
 		for _, op := range q.Ops {
 			if !seen[op] {
 				seen[op] = true
-				open(storage.IdxAuditOp, storage.Key(q.Org, op, []byte{0}))
+				open(idxOp, storage.Key(q.Org, op, []byte{0}))
 			}
 		}
 	}
-	events := tx.Bucket([]byte(storage.BucketAuditEvents))
+	events := tx.Bucket([]byte(bucketEvents))
 	var last Position
 	for {
 		var best *seqSource
