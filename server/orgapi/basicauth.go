@@ -45,28 +45,9 @@ func (s *Store) addBasicAuthUsers(w http.ResponseWriter, r *http.Request, _ http
 	if err != nil {
 		return err
 	}
-	// Hash outside the transaction: it is deliberately slow and must not
-	// hold the database writer.
-	type prepared struct {
-		pw        *Password
-		generated *string
-	}
-	prep := make([]prepared, len(reqs))
-	for i := range reqs {
-		if err := validatePassword(reqs[i].Password, "body", i, "password"); err != nil {
-			return err
-		}
-		pw := ""
-		if reqs[i].Password != nil {
-			pw = *reqs[i].Password
-		} else {
-			pw = auth.NewKey("pw")[3:27]
-			g := pw
-			prep[i].generated = &g
-		}
-		if prep[i].pw, err = hashPassword(pw); err != nil {
-			return err
-		}
+	passwords, err := preparePasswords(reqs)
+	if err != nil {
+		return err
 	}
 	var out []userWithPassword
 	return s.changeJSON(w, &out, func(tx *bolt.Tx) error {
@@ -77,72 +58,124 @@ func (s *Store) addBasicAuthUsers(w http.ResponseWriter, r *http.Request, _ http
 		}
 		var res []audit.Resource
 		for i := range reqs {
-			inv, err := s.checkInvite(tx, p, &reqs[i], true, []any{"body", i})
+			v, err := s.addBasicAuthUser(tx, p, &org, &reqs[i], []any{"body", i}, passwords[i].hash)
 			if err != nil {
 				return err
 			}
-			if loginTaken(tx, inv.email) {
-				return conflict("A user who logs in as %s already exists.", inv.email)
-			}
-			if u, err := memberByEmail(tx, p.OrgID, inv.email); err != nil {
-				return err
-			} else if u != nil {
-				return conflict("%s is already a member of the organization.", inv.email)
-			}
-			pending, err := orgPending(tx, p.OrgID)
-			if err != nil {
-				return err
-			}
-			for j := range pending {
-				pm := &pending[j]
-				if pm.Email != inv.email {
-					continue
-				}
-				if reqs[i].RoleID == nil {
-					// Taking up an invitation grants its role: the caller
-					// must be one who could have granted it.
-					if err := mayGrantOrgRole(p, pm.OrgRole); err != nil {
-						return err
-					}
-					inv.orgRole = pm.OrgRole
-				}
-				if reqs[i].WorkspaceRoleID == nil {
-					inv.wsRole = pm.WorkspaceRole
-				}
-				if reqs[i].WorkspaceIDs == nil {
-					// Workspaces deleted since the invitation are dropped.
-					inv.workspaces = nil
-					for _, ws := range pm.WorkspaceIDs {
-						if workspaceInOrg(tx, p.OrgID, ws) {
-							inv.workspaces = append(inv.workspaces, ws)
-						}
-					}
-				}
-				if err := deletePending(tx, pm); err != nil {
-					return err
-				}
-			}
-			if reqs[i].WorkspaceIDs == nil && len(inv.workspaces) == 0 && workspaceInOrg(tx, org.ID, org.DefaultWorkspaceID) {
-				inv.workspaces = []uuid.UUID{org.DefaultWorkspaceID}
-			}
-			now := s.now()
-			u := User{ID: storage.NewID(), OrgID: p.OrgID, Email: inv.email, DisplayName: inv.email, OrgRole: inv.orgRole,
-				WorkspaceRoles: map[uuid.UUID]string{}, Password: prep[i].pw, CreatedAt: now}
-			if inv.fullName != nil {
-				u.DisplayName = *inv.fullName
-			}
-			for _, ws := range inv.workspaces {
-				u.WorkspaceRoles[ws] = inv.wsRole
-			}
-			if err := errors.Join(putUser(tx, &u), putLogin(tx, &u)); err != nil {
-				return err
-			}
-			out = append(out, userWithPassword{ID: u.ID, LSUserID: u.ID, CreatedAt: now, UpdatedAt: now, Email: u.Email,
-				FullName: inv.fullName, Password: prep[i].generated})
-			res = append(res, audit.Res(u.ID, "user"))
+			v.Password = passwords[i].generated
+			out = append(out, v)
+			res = append(res, audit.Res(v.ID, "user"))
 		}
 		return track.Success(tx, r, http.StatusOK, res...)
 	})
+}
+
+// preparedPassword is a new user's password, hashed; generated is the
+// password in clear when Slipway made it up (to be shown once).
+type preparedPassword struct {
+	hash      *Password
+	generated *string
+}
+
+// preparePasswords checks and hashes the passwords of a batch, generating
+// those not given. It runs outside the transaction: hashing is
+// deliberately slow and must not hold the database writer.
+func preparePasswords(reqs []inviteRequest) ([]preparedPassword, error) {
+	prep := make([]preparedPassword, len(reqs))
+	for i := range reqs {
+		if err := validatePassword(reqs[i].Password, "body", i, "password"); err != nil {
+			return nil, err
+		}
+		pw := ""
+		if reqs[i].Password != nil {
+			pw = *reqs[i].Password
+		} else {
+			pw = auth.NewKey("pw")[3:27]
+			g := pw
+			prep[i].generated = &g
+		}
+		var err error
+		if prep[i].hash, err = hashPassword(pw); err != nil {
+			return nil, err
+		}
+	}
+	return prep, nil
+}
+
+// addBasicAuthUser adds one user of a batch (req, located at loc) to org
+// with the password pw, taking up the invitation of its email if any;
+// without workspaces of its own it joins the organization's default one.
+func (s *Store) addBasicAuthUser(tx *bolt.Tx, p *auth.Principal, org *Org, req *inviteRequest, loc []any, pw *Password) (userWithPassword, error) {
+	inv, err := s.checkInvite(tx, p, req, true, loc)
+	if err != nil {
+		return userWithPassword{}, err
+	}
+	if loginTaken(tx, inv.email) {
+		return userWithPassword{}, conflict("A user who logs in as %s already exists.", inv.email)
+	}
+	if u, err := memberByEmail(tx, p.OrgID, inv.email); err != nil {
+		return userWithPassword{}, err
+	} else if u != nil {
+		return userWithPassword{}, conflict("%s is already a member of the organization.", inv.email)
+	}
+	if err := takeUpInvitation(tx, p, inv, req); err != nil {
+		return userWithPassword{}, err
+	}
+	if req.WorkspaceIDs == nil && len(inv.workspaces) == 0 && workspaceInOrg(tx, org.ID, org.DefaultWorkspaceID) {
+		inv.workspaces = []uuid.UUID{org.DefaultWorkspaceID}
+	}
+	now := s.now()
+	u := User{ID: storage.NewID(), OrgID: p.OrgID, Email: inv.email, DisplayName: inv.email, OrgRole: inv.orgRole,
+		WorkspaceRoles: map[uuid.UUID]string{}, Password: pw, CreatedAt: now}
+	if inv.fullName != nil {
+		u.DisplayName = *inv.fullName
+	}
+	for _, ws := range inv.workspaces {
+		u.WorkspaceRoles[ws] = inv.wsRole
+	}
+	if err := errors.Join(putUser(tx, &u), putLogin(tx, &u)); err != nil {
+		return userWithPassword{}, err
+	}
+	return userWithPassword{ID: u.ID, LSUserID: u.ID, CreatedAt: now, UpdatedAt: now, Email: u.Email, FullName: inv.fullName}, nil
+}
+
+// takeUpInvitation withdraws the invitation of inv's email, if any, and
+// gives inv its roles and (still existing) workspaces where req names none.
+func takeUpInvitation(tx *bolt.Tx, p *auth.Principal, inv *invitee, req *inviteRequest) error {
+	pending, err := orgPending(tx, p.OrgID)
+	if err != nil {
+		return err
+	}
+	for j := range pending {
+		pm := &pending[j]
+		if pm.Email != inv.email {
+			continue
+		}
+		if req.RoleID == nil {
+			// Taking up an invitation grants its role: the caller
+			// must be one who could have granted it.
+			if err := mayGrantOrgRole(p, pm.OrgRole); err != nil {
+				return err
+			}
+			inv.orgRole = pm.OrgRole
+		}
+		if req.WorkspaceRoleID == nil {
+			inv.wsRole = pm.WorkspaceRole
+		}
+		if req.WorkspaceIDs == nil {
+			// Workspaces deleted since the invitation are dropped.
+			inv.workspaces = nil
+			for _, ws := range pm.WorkspaceIDs {
+				if workspaceInOrg(tx, p.OrgID, ws) {
+					inv.workspaces = append(inv.workspaces, ws)
+				}
+			}
+		}
+		if err := deletePending(tx, pm); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // updateBasicAuthUser: PATCH /api/v1/orgs/members/basic

@@ -35,22 +35,9 @@ const sessionPrefix = "slw_ss_"
 // Authorization: Bearer; events of such requests have a null
 // credential_uid, as the spec says of session authentication.
 func (s *Store) login(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	email, password, ok := r.BasicAuth()
-	if !ok {
-		var req struct {
-			Email    *string `json:"email"`
-			Password *string `json:"password"`
-		}
-		if err := httpx.DecodeJSON(r, &req, true); err != nil {
-			return err
-		}
-		if req.Email == nil {
-			return httpx.Invalid("missing", "Field required", "body", "email")
-		}
-		if req.Password == nil {
-			return httpx.Invalid("missing", "Field required", "body", "password")
-		}
-		email, password = *req.Email, *req.Password
+	email, password, err := loginCredentials(r)
+	if err != nil {
+		return err
 	}
 	account := strings.ToLower(strings.TrimSpace(email))
 	// The throttle decides before the account is looked up, so a
@@ -62,7 +49,50 @@ func (s *Store) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 			return s.throttled(w, r, account, wait)
 		}
 	}
-	invalid := httpx.Unauthorized("Invalid email or password.")
+	u, err := s.checkPassword(account, password)
+	if err != nil {
+		return err
+	}
+	if pass != nil {
+		pass.Succeeded()
+	}
+	token, sess, err := s.startSession(u)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"access_token": token, "token_type": "bearer",
+		"expires_at": sess.ExpiresAt, "user_id": u.ID, "organization_id": u.OrgID})
+	return nil
+}
+
+// errBadLogin answers every failed password check alike.
+var errBadLogin = httpx.Unauthorized("Invalid email or password.")
+
+// loginCredentials reads the email and password of a login: HTTP Basic
+// credentials, else the JSON body.
+func loginCredentials(r *http.Request) (email, password string, err error) {
+	if email, password, ok := r.BasicAuth(); ok {
+		return email, password, nil
+	}
+	var req struct {
+		Email    *string `json:"email"`
+		Password *string `json:"password"`
+	}
+	if err := httpx.DecodeJSON(r, &req, true); err != nil {
+		return "", "", err
+	}
+	if req.Email == nil {
+		return "", "", httpx.Invalid("missing", "Field required", "body", "email")
+	}
+	if req.Password == nil {
+		return "", "", httpx.Invalid("missing", "Field required", "body", "password")
+	}
+	return *req.Email, *req.Password, nil
+}
+
+// checkPassword returns the basic-auth user who logs in as account if
+// password is theirs.
+func (s *Store) checkPassword(account, password string) (*User, error) {
 	var u *User
 	err := s.DB.View(func(tx *bolt.Tx) error {
 		var err error
@@ -73,37 +103,35 @@ func (s *Store) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		// Spend the time a password check takes, so the answer's timing
 		// does not tell which emails have an account.
 		decoy.matches(password)
-		return invalid
+		return nil, errBadLogin
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !u.Password.matches(password) {
-		return invalid
+		return nil, errBadLogin
 	}
-	if pass != nil {
-		pass.Succeeded()
-	}
+	return u, nil
+}
+
+// startSession stores a new login session of u and returns its token,
+// which is kept only as a hash.
+func (s *Store) startSession(u *User) (string, Session, error) {
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return fmt.Errorf("session token: %w", err)
+		return "", Session{}, fmt.Errorf("session token: %w", err)
 	}
 	token := sessionPrefix + hex.EncodeToString(b[:])
 	now := s.now()
 	sess := Session{UserID: u.ID, OrgID: u.OrgID, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}
-	err = s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		// The user may have been removed since the password was checked.
 		if !userExists(tx, u.ID) {
-			return invalid
+			return errBadLogin
 		}
 		return putSession(tx, auth.Hash(token), &sess)
 	})
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"access_token": token, "token_type": "bearer",
-		"expires_at": sess.ExpiresAt, "user_id": u.ID, "organization_id": u.OrgID})
-	return nil
+	return token, sess, err
 }
 
 // logout: POST /api/v1/logout ends the session used for the request.

@@ -99,54 +99,64 @@ func (s *Store) addWorkspaceMembersBatch(w http.ResponseWriter, r *http.Request,
 		out = nil
 		var res []audit.Resource
 		for i := range reqs {
-			if reqs[i].WorkspaceIDs != nil {
-				return httpx.Invalid("value_error", "the workspace is the current one; leave workspace_ids out", "body", i, "workspace_ids")
-			}
-			// Workspace endpoints name the workspace role as role_id (or
-			// workspace_role_id); they never carry an organization role,
-			// which only organization:manage may grant. Invitees join the
-			// organization as Organization User.
-			if reqs[i].RoleID != nil && reqs[i].WorkspaceRoleID != nil {
-				return httpx.Invalid("value_error", "a workspace invitation carries one workspace role: send role_id or workspace_role_id, not both; organization roles are granted through /api/v1/orgs/current/members", "body", i, "role_id")
-			}
-			if reqs[i].WorkspaceRoleID == nil {
-				reqs[i].WorkspaceRoleID, reqs[i].RoleID = reqs[i].RoleID, nil
-			}
-			inv, err := s.checkInvite(tx, p, &reqs[i], false, []any{"body", i})
+			v, what, err := s.addToWorkspace(tx, p, &reqs[i], i)
 			if err != nil {
 				return err
 			}
-			inv.workspaces = []uuid.UUID{ws}
-			u, err := memberByEmail(tx, p.OrgID, inv.email)
-			if err != nil {
-				return err
-			}
-			if u != nil {
-				if _, in := u.WorkspaceRoles[ws]; in {
-					return conflict("%s is already a member of workspace %s.", inv.email, ws)
-				}
-				u.WorkspaceRoles[ws] = inv.wsRole
-				if err := putUser(tx, u); err != nil {
-					return err
-				}
-				uid := u.ID
-				v := pendingView{ID: u.ID, Email: u.Email, WorkspaceIDs: []uuid.UUID{ws}, AccessScope: "workspace",
-					UserID: &uid, TenantID: &ws, OrganizationID: u.OrgID, CreatedAt: s.now()}
-				v.RoleID, v.RoleName = roleRef(tx, inv.wsRole)
-				v.WorkspaceRoleID = v.RoleID
-				out = append(out, v)
-				res = append(res, audit.Res(u.ID, "user"))
-				continue
-			}
-			pm, err := s.invite(tx, p, inv)
-			if err != nil {
-				return err
-			}
-			out = append(out, pendingOf(tx, pm))
-			res = append(res, audit.Res(pm.ID, "pending_member"))
+			out = append(out, v)
+			res = append(res, what)
 		}
 		return track.Success(tx, r, http.StatusOK, append(res, audit.Res(ws, "workspace"))...)
 	})
+}
+
+// addToWorkspace brings the person of one batch entry (req, at index i)
+// into the request's workspace: an organization member joins it, another
+// email is invited into the organization and the workspace.
+func (s *Store) addToWorkspace(tx *bolt.Tx, p *auth.Principal, req *inviteRequest, i int) (pendingView, audit.Resource, error) {
+	if req.WorkspaceIDs != nil {
+		return pendingView{}, audit.Resource{}, httpx.Invalid("value_error", "the workspace is the current one; leave workspace_ids out", "body", i, "workspace_ids")
+	}
+	// Workspace endpoints name the workspace role as role_id (or
+	// workspace_role_id); they never carry an organization role,
+	// which only organization:manage may grant. Invitees join the
+	// organization as Organization User.
+	if req.RoleID != nil && req.WorkspaceRoleID != nil {
+		return pendingView{}, audit.Resource{}, httpx.Invalid("value_error", "a workspace invitation carries one workspace role: send role_id or workspace_role_id, not both; organization roles are granted through /api/v1/orgs/current/members", "body", i, "role_id")
+	}
+	if req.WorkspaceRoleID == nil {
+		req.WorkspaceRoleID, req.RoleID = req.RoleID, nil
+	}
+	inv, err := s.checkInvite(tx, p, req, false, []any{"body", i})
+	if err != nil {
+		return pendingView{}, audit.Resource{}, err
+	}
+	ws := p.WorkspaceID
+	inv.workspaces = []uuid.UUID{ws}
+	u, err := memberByEmail(tx, p.OrgID, inv.email)
+	if err != nil {
+		return pendingView{}, audit.Resource{}, err
+	}
+	if u == nil {
+		pm, err := s.invite(tx, p, inv)
+		if err != nil {
+			return pendingView{}, audit.Resource{}, err
+		}
+		return pendingOf(tx, pm), audit.Res(pm.ID, "pending_member"), nil
+	}
+	if _, in := u.WorkspaceRoles[ws]; in {
+		return pendingView{}, audit.Resource{}, conflict("%s is already a member of workspace %s.", inv.email, ws)
+	}
+	u.WorkspaceRoles[ws] = inv.wsRole
+	if err := putUser(tx, u); err != nil {
+		return pendingView{}, audit.Resource{}, err
+	}
+	uid := u.ID
+	v := pendingView{ID: u.ID, Email: u.Email, WorkspaceIDs: []uuid.UUID{ws}, AccessScope: "workspace",
+		UserID: &uid, TenantID: &ws, OrganizationID: u.OrgID, CreatedAt: s.now()}
+	v.RoleID, v.RoleName = roleRef(tx, inv.wsRole)
+	v.WorkspaceRoleID = v.RoleID
+	return v, audit.Res(u.ID, "user"), nil
 }
 
 // workspaceMember loads a member of the request's workspace.
