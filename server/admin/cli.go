@@ -157,13 +157,22 @@ func (x *cli) orgCreate() int {
 	return 0
 }
 
-func (x *cli) orgList() int {
+// get runs a subcommand that takes no arguments and reads path into out;
+// done is false with the exit status when it could not.
+func (x *cli) get(path string, out any) (status int, done bool) {
 	if _, err := x.parse(0); err != nil {
-		return x.badArgs(err)
+		return x.badArgs(err), false
 	}
+	if err := x.c.Do("GET", path, nil, out); err != nil {
+		return x.fail(err), false
+	}
+	return 0, true
+}
+
+func (x *cli) orgList() int {
 	var orgs []OrgView
-	if err := x.c.Do("GET", "/v1/orgs", nil, &orgs); err != nil {
-		return x.fail(err)
+	if status, done := x.get("/v1/orgs", &orgs); !done {
+		return status
 	}
 	if *x.asJSON {
 		return x.printJSON(orgs)
@@ -243,12 +252,9 @@ func (x *cli) orgCreateAdminKey() int {
 }
 
 func (x *cli) auditVerify() int {
-	if _, err := x.parse(0); err != nil {
-		return x.badArgs(err)
-	}
 	var rep audit.VerifyReport
-	if err := x.c.Do("GET", "/v1/audit/verify", nil, &rep); err != nil {
-		return x.fail(err)
+	if status, done := x.get("/v1/audit/verify", &rep); !done {
+		return status
 	}
 	if *x.asJSON {
 		x.printJSON(rep)
@@ -313,12 +319,9 @@ func (x *cli) auditPrune() int {
 }
 
 func (x *cli) auditForwardStatus() int {
-	if _, err := x.parse(0); err != nil {
-		return x.badArgs(err)
-	}
 	var st audit.ForwardStatus
-	if err := x.c.Do("GET", "/v1/audit/forward", nil, &st); err != nil {
-		return x.fail(err)
+	if status, done := x.get("/v1/audit/forward", &st); !done {
+		return status
 	}
 	if *x.asJSON {
 		return x.printJSON(st)
