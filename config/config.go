@@ -4,8 +4,6 @@
 package config
 
 import (
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -18,6 +16,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"slipway/storage"
 )
 
 // Serve configures `slipway serve`: the control plane, the organization API,
@@ -131,7 +131,7 @@ func LoadServe(environ map[string]string) (c Serve, err error) {
 		return c, &Error{"SLIPWAY_MASTER_KEY and SLIPWAY_MASTER_KEY_FILE: set only one"}
 	}
 	if c.MasterKey != "" {
-		if _, err := ParseKey(c.MasterKey); err != nil {
+		if _, err := storage.ParseKey(c.MasterKey); err != nil {
 			return c, &Error{"SLIPWAY_MASTER_KEY: " + err.Error()}
 		}
 	}
@@ -301,19 +301,6 @@ func checkLog(level, format string) error {
 		return &Error{fmt.Sprintf("SLIPWAY_LOG_FORMAT: %q is not one of json, console", format)}
 	}
 	return nil
-}
-
-// ParseKey decodes a 32-byte key given as 64 hex characters or base64.
-func ParseKey(s string) ([]byte, error) {
-	if k, err := hex.DecodeString(s); err == nil && len(k) == 32 {
-		return k, nil
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if k, err := enc.DecodeString(s); err == nil && len(k) == 32 {
-			return k, nil
-		}
-	}
-	return nil, errors.New("must be 32 bytes as 64 hex characters or base64")
 }
 
 // Prefixes returns the trusted proxies as prefixes (a bare IP is a /32 or /128).

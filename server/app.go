@@ -27,6 +27,7 @@ import (
 	"slipway/server/dashboard"
 	"slipway/server/httpx"
 	"slipway/server/orgapi"
+	"slipway/server/track"
 	"slipway/storage"
 )
 
@@ -46,7 +47,7 @@ type app struct {
 	// which the docker runtime needs; staticErr says why not.
 	static    bool
 	staticErr string
-	audit     *audit.Recorder
+	audit     *track.Recorder
 	gate      *runtime.Gate
 	db        *bolt.DB
 	// retention prunes old audit events hourly; forward delivers them to
@@ -81,7 +82,7 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 			Msg("deployment code isolation")
 	}
 	writer := &storage.Committer{DB: db}
-	rec := &audit.Recorder{
+	rec := &track.Recorder{
 		Log:     &audit.Log{Key: sealer.Key(storage.AuditChainPurpose), Version: version},
 		Update:  writer.Update,
 		Trusted: cfg.Prefixes(),

@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"slipway/runtime/fake"
-	"slipway/server/audit"
 	"slipway/server/controlplane"
 	"slipway/server/httpx"
 	"slipway/server/orgapi"
 	"slipway/server/servertest"
+	"slipway/server/track"
 )
 
 // The credential kinds of the authorization matrix, in the column order of
@@ -131,7 +131,7 @@ var authzMatrix = map[string]string{
 // servedRoutes reads the routes `serve` registers from its own router.
 func servedRoutes(t *testing.T) []httpx.Route {
 	t.Helper()
-	rec := &audit.Recorder{}
+	rec := &track.Recorder{}
 	a := &app{orgs: &orgapi.Store{Audit: rec}, cp: &controlplane.Service{Audit: rec}, driver: fake.New(0)}
 	rt := httpx.Record(httpx.NewRouter())
 	a.register(rt)

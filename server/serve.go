@@ -20,13 +20,27 @@ import (
 	"slipway/storage"
 )
 
+// masterKey is the master key the configuration gives (SLIPWAY_MASTER_KEY,
+// or the file SLIPWAY_MASTER_KEY_FILE names), or the one kept in the data
+// directory, made on first start.
+func masterKey(cfg config.Serve) ([]byte, error) {
+	if cfg.MasterKey != "" {
+		k, err := storage.ParseKey(cfg.MasterKey)
+		if err != nil {
+			return nil, fmt.Errorf("SLIPWAY_MASTER_KEY: %w", err)
+		}
+		return k, nil
+	}
+	return storage.LoadMasterKey(cfg.MasterKeyFile, cfg.DataDir)
+}
+
 // Serve runs the control plane until ctx ends, then shuts down gracefully:
 // stop accepting, let in-flight requests finish, close the database.
 func Serve(ctx context.Context, cfg config.Serve, log zerolog.Logger, version string) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
 	}
-	master, err := storage.LoadMasterKey(cfg.MasterKey, cfg.MasterKeyFile, cfg.DataDir)
+	master, err := masterKey(cfg)
 	if err != nil {
 		return err
 	}

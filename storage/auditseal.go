@@ -81,26 +81,22 @@ type AuditManifest struct {
 
 const auditManifestLen = 1 + 3*8 + sha256.Size
 
-// GetAuditManifest reads the manifest; found is false when there is none.
-func GetAuditManifest(tx *bolt.Tx) (m AuditManifest, found bool, err error) {
-	v := tx.Bucket([]byte(BucketAuditSeals)).Get(AuditManifestKey)
-	if v == nil {
-		return m, false, nil
-	}
+// DecodeAuditManifest decodes a stored manifest.
+func DecodeAuditManifest(v []byte) (m AuditManifest, err error) {
 	if len(v) != auditManifestLen || v[0] != 1 {
-		return m, true, fmt.Errorf("audit manifest: %d bytes of an unknown format", len(v))
+		return m, fmt.Errorf("audit manifest: %d bytes of an unknown format", len(v))
 	}
 	m.Chains = U64ToInt(v[1:])
 	m.Appended = U64ToInt(v[9:])
 	m.Since = int64(U64ToInt(v[17:]))
 	m.MAC = Copy(v[25:])
-	return m, true, nil
+	return m, nil
 }
 
-// PutAuditManifest writes the manifest.
-func PutAuditManifest(tx *bolt.Tx, m *AuditManifest) error {
+// Encode returns the manifest's stored form.
+func (m *AuditManifest) Encode() ([]byte, error) {
 	if len(m.MAC) != sha256.Size {
-		return fmt.Errorf("audit manifest: MAC of %d bytes", len(m.MAC))
+		return nil, fmt.Errorf("audit manifest: MAC of %d bytes", len(m.MAC))
 	}
 	v := make([]byte, 0, auditManifestLen)
 	v = append(v, 1)
@@ -108,7 +104,7 @@ func PutAuditManifest(tx *bolt.Tx, m *AuditManifest) error {
 	v = append(v, U64(m.Appended)...)
 	v = append(v, U64(uint64(m.Since))...)
 	v = append(v, m.MAC...)
-	return tx.Bucket([]byte(BucketAuditSeals)).Put(AuditManifestKey, v)
+	return v, nil
 }
 
 // Sign returns the manifest's MAC; mac is reset first, as for AuditHead.
@@ -133,10 +129,10 @@ func IsAuditHeadKey(k []byte) bool {
 // A database with no chain yet needs no key; its manifest is written with
 // the first event.
 func sealAuditChains(tx *bolt.Tx, keys Keys) error {
-	if err := CreateBuckets(tx, BucketAuditSeals); err != nil {
+	if err := CreateBuckets(tx, "audit_seals"); err != nil {
 		return err
 	}
-	events := tx.Bucket([]byte(BucketAuditEvents))
+	events := tx.Bucket([]byte("audit_events"))
 	type found struct {
 		key  []byte
 		head AuditHead
@@ -166,10 +162,14 @@ func sealAuditChains(tx *bolt.Tx, keys Keys) error {
 		f.head.Seal = f.head.Sign(mac, org)
 		m.Chains++
 		m.Appended += f.head.Seq
-		if err := Put(tx, BucketAuditEvents, f.key, &f.head); err != nil {
+		if err := Put(tx, "audit_events", f.key, &f.head); err != nil {
 			return err
 		}
 	}
 	m.MAC = m.Sign(mac)
-	return PutAuditManifest(tx, &m)
+	v, err := m.Encode()
+	if err != nil {
+		return err
+	}
+	return tx.Bucket([]byte("audit_seals")).Put(AuditManifestKey, v)
 }

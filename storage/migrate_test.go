@@ -12,12 +12,12 @@ import (
 // schema version with the full migration list: every step applies, the
 // version ends at the newest, and every bucket the layout names exists.
 func TestUpgradeFromEveryVersion(t *testing.T) {
-	buckets := []string{BucketOrgs, BucketWorkspaces, IdxOrgWorkspaces, BucketUsers, BucketAPIKeys, IdxAPIKeyHash,
+	buckets := []string{"orgs", "workspaces", "idx_org_workspaces", "users", "api_keys", "idx_api_key_hash",
 		BucketDeployments, IdxWorkspaceDeployments, IdxDeploymentName, IdxPendingDeployments, BucketRevisions,
 		IdxDeploymentRevisions, BucketListeners, IdxWorkspaceListeners, IdxListenerCompute, BucketRevisionLogs,
-		BucketUploads, BucketTracingProjects, IdxTracingProjectName, BucketAuditEvents, IdxAuditOp, BucketAuditAnchors,
-		BucketAuditForward, IdxOrgUsers, IdxLoginEmail, BucketSessions, BucketRoles, IdxOrgRoles, BucketPendingMembers,
-		IdxOrgPending, BucketWorkspaceSecrets, BucketTTLSettings, BucketAuditSeals, BucketAgentLogs}
+		BucketUploads, BucketTracingProjects, IdxTracingProjectName, "audit_events", "idx_audit_op", "audit_anchors",
+		"audit_forward", "idx_org_users", "idx_login_email", "sessions", "roles", "idx_org_roles", "pending_members",
+		"idx_org_pending", "workspace_secrets", "ttl_settings", "audit_seals", BucketAgentLogs}
 	for from := 0; from < len(ControlPlaneMigrations); from++ {
 		path := filepath.Join(t.TempDir(), "db")
 		db, err := Open(path, time.Second, ControlPlaneMigrations[:from])

@@ -15,7 +15,9 @@ import (
 // The control-plane database (<data dir>/slipway.db). Every record is JSON;
 // ids are UUIDv7 (16 raw bytes in keys) so cursor order is creation order.
 // Index buckets map a composite key to nil (or to an id) and are written in
-// the same transaction as the record they index.
+// the same transaction as the record they index. A domain's store declares
+// the names of the buckets it owns (server/orgapi/store*.go, ...); the
+// migrations below name buckets literally, since they are frozen history.
 //
 //	meta                      version → uint64 schema version;
 //	                          instance_id → this install's identity, 32 hex characters (v7, see InstanceID)
@@ -67,20 +69,10 @@ import (
 //	                            "size"     → uint64 bytes of the entries kept; the oldest go
 //	                                         first when a flush takes it over the bound
 const (
-	BucketOrgs              = "orgs"
-	BucketWorkspaces        = "workspaces"
-	IdxOrgWorkspaces        = "idx_org_workspaces"
-	BucketUsers             = "users"
-	BucketAPIKeys           = "api_keys"
-	IdxAPIKeyHash           = "idx_api_key_hash"
 	BucketDeployments       = "deployments"
 	IdxWorkspaceDeployments = "idx_ws_deployments"
 	IdxDeploymentName       = "idx_deployment_name"
 	IdxPendingDeployments   = "idx_pending_deployments"
-	BucketAuditEvents       = "audit_events"
-	IdxAuditOp              = "idx_audit_op"
-	BucketAuditAnchors      = "audit_anchors"
-	BucketAuditForward      = "audit_forward"
 	BucketRevisions         = "revisions"
 	IdxDeploymentRevisions  = "idx_deployment_revisions"
 	BucketListeners         = "listeners"
@@ -90,16 +82,6 @@ const (
 	BucketUploads           = "uploads"
 	BucketTracingProjects   = "tracing_projects"
 	IdxTracingProjectName   = "idx_tracing_project_name"
-	IdxOrgUsers             = "idx_org_users"
-	IdxLoginEmail           = "idx_login_email"
-	BucketSessions          = "sessions"
-	BucketRoles             = "roles"
-	IdxOrgRoles             = "idx_org_roles"
-	BucketPendingMembers    = "pending_members"
-	IdxOrgPending           = "idx_org_pending"
-	BucketWorkspaceSecrets  = "workspace_secrets"
-	BucketTTLSettings       = "ttl_settings"
-	BucketAuditSeals        = "audit_seals"
 	IdxCustomHost           = "idx_custom_host"
 	BucketAgentLogs         = "agent_logs"
 )
@@ -108,8 +90,8 @@ const (
 // Append only: a released migration never changes.
 var ControlPlaneMigrations = []Migration{
 	{Version: 1, Name: "initial buckets", Apply: func(tx *bolt.Tx) error {
-		return CreateBuckets(tx, BucketOrgs, BucketWorkspaces, IdxOrgWorkspaces, BucketUsers,
-			BucketAPIKeys, IdxAPIKeyHash, BucketDeployments, IdxWorkspaceDeployments, IdxDeploymentName,
+		return CreateBuckets(tx, "orgs", "workspaces", "idx_org_workspaces", "users",
+			"api_keys", "idx_api_key_hash", BucketDeployments, IdxWorkspaceDeployments, IdxDeploymentName,
 			BucketRevisions, IdxDeploymentRevisions, BucketListeners, IdxWorkspaceListeners,
 			IdxListenerCompute, BucketRevisionLogs, BucketUploads, BucketTracingProjects, IdxTracingProjectName)
 	}},
@@ -126,22 +108,22 @@ var ControlPlaneMigrations = []Migration{
 		})
 	}},
 	{Version: 3, Name: "audit log", Apply: func(tx *bolt.Tx) error {
-		return CreateBuckets(tx, BucketAuditEvents, IdxAuditOp, BucketAuditAnchors)
+		return CreateBuckets(tx, "audit_events", "idx_audit_op", "audit_anchors")
 	}},
 	{Version: 4, Name: "audit forwarding state", Apply: func(tx *bolt.Tx) error {
 		// Per organization: the last window and event the forwarder
 		// delivered, and the retry state of the window after it.
-		return CreateBuckets(tx, BucketAuditForward)
+		return CreateBuckets(tx, "audit_forward")
 	}},
 	{Version: 5, Name: "organization members, roles, sessions, secrets and retention", Apply: func(tx *bolt.Tx) error {
-		if err := CreateBuckets(tx, IdxOrgUsers, IdxLoginEmail, BucketSessions, BucketRoles, IdxOrgRoles,
-			BucketPendingMembers, IdxOrgPending, BucketWorkspaceSecrets, BucketTTLSettings); err != nil {
+		if err := CreateBuckets(tx, "idx_org_users", "idx_login_email", "sessions", "roles", "idx_org_roles",
+			"pending_members", "idx_org_pending", "workspace_secrets", "ttl_settings"); err != nil {
 			return err
 		}
 		// Members used to be found by scanning every user; index the
 		// existing ones under their organization.
-		idx := tx.Bucket([]byte(IdxOrgUsers))
-		return tx.Bucket([]byte(BucketUsers)).ForEach(func(k, v []byte) error {
+		idx := tx.Bucket([]byte("idx_org_users"))
+		return tx.Bucket([]byte("users")).ForEach(func(k, v []byte) error {
 			var u struct {
 				OrgID uuid.UUID `json:"organization_id"`
 			}

@@ -61,10 +61,10 @@ func TestMigrationV4AddsForwardBucket(t *testing.T) {
 	}
 	org := NewID()
 	if err := db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket([]byte(BucketAuditForward)) != nil {
+		if tx.Bucket([]byte("audit_forward")) != nil {
 			t.Error("forward bucket exists before migration 4")
 		}
-		return tx.Bucket([]byte(BucketAuditEvents)).Put(Key(org, U64(1)), []byte(`{"seq":1}`))
+		return tx.Bucket([]byte("audit_events")).Put(Key(org, U64(1)), []byte(`{"seq":1}`))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -79,10 +79,10 @@ func TestMigrationV4AddsForwardBucket(t *testing.T) {
 		if v := Version(tx); v < 4 {
 			t.Errorf("version %d", v)
 		}
-		if tx.Bucket([]byte(BucketAuditForward)) == nil {
+		if tx.Bucket([]byte("audit_forward")) == nil {
 			t.Error("no audit_forward bucket after migration 4")
 		}
-		if string(tx.Bucket([]byte(BucketAuditEvents)).Get(Key(org, U64(1)))) != `{"seq":1}` {
+		if string(tx.Bucket([]byte("audit_events")).Get(Key(org, U64(1)))) != `{"seq":1}` {
 			t.Error("migration 4 touched the audit events")
 		}
 		return nil
@@ -102,7 +102,7 @@ func TestMigrationV5IndexesExistingMembers(t *testing.T) {
 	users := map[uuid.UUID]uuid.UUID{NewID(): orgA, NewID(): orgA, NewID(): orgB}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for u, org := range users {
-			if err := tx.Bucket([]byte(BucketUsers)).Put(Key(u), []byte(`{"organization_id":"`+org.String()+`"}`)); err != nil {
+			if err := tx.Bucket([]byte("users")).Put(Key(u), []byte(`{"organization_id":"`+org.String()+`"}`)); err != nil {
 				return err
 			}
 		}
@@ -119,7 +119,7 @@ func TestMigrationV5IndexesExistingMembers(t *testing.T) {
 	defer db.Close()
 	_ = db.View(func(tx *bolt.Tx) error {
 		for _, org := range []uuid.UUID{orgA, orgB} {
-			got := PrefixIDs(tx, IdxOrgUsers, Key(org), false)
+			got := PrefixIDs(tx, "idx_org_users", Key(org), false)
 			want := 0
 			for u, o := range users {
 				if o == org {

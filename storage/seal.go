@@ -13,8 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"slipway/config"
 )
 
 // Sealer encrypts secrets at rest with AES-256-GCM under a key derived from
@@ -79,24 +77,30 @@ func (s *Sealer) Open(sealed, aad string) (string, error) {
 	return string(pt), nil
 }
 
-// LoadMasterKey returns the master key from (in order) the literal value,
-// the named file, or <dataDir>/master.key, generating the latter with mode
-// 0600 when none exists. Values are 64 hex characters or base64 of 32 bytes.
-func LoadMasterKey(literal, file, dataDir string) ([]byte, error) {
-	if literal != "" {
-		k, err := parseKey(literal)
-		if err != nil {
-			return nil, fmt.Errorf("SLIPWAY_MASTER_KEY: %w", err)
-		}
+// ParseKey decodes a 32-byte key given as 64 hex characters or base64.
+func ParseKey(s string) ([]byte, error) {
+	if k, err := hex.DecodeString(s); err == nil && len(k) == 32 {
 		return k, nil
 	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if k, err := enc.DecodeString(s); err == nil && len(k) == 32 {
+			return k, nil
+		}
+	}
+	return nil, errors.New("must be 32 bytes as 64 hex characters or base64")
+}
+
+// LoadMasterKey returns the master key from the named file, or from
+// <dataDir>/master.key, generating the latter with mode 0600 when none
+// exists. The file holds 64 hex characters or base64 of 32 bytes (ParseKey).
+func LoadMasterKey(file, dataDir string) ([]byte, error) {
 	path := file
 	if path == "" {
 		path = filepath.Join(dataDir, "master.key")
 	}
 	raw, err := os.ReadFile(path)
 	if err == nil {
-		k, err := parseKey(strings.TrimSpace(string(raw)))
+		k, err := ParseKey(strings.TrimSpace(string(raw)))
 		if err != nil {
 			return nil, fmt.Errorf("master key file %s: %w", path, err)
 		}
@@ -122,5 +126,3 @@ func LoadMasterKey(literal, file, dataDir string) ([]byte, error) {
 	}
 	return k, nil
 }
-
-func parseKey(s string) ([]byte, error) { return config.ParseKey(s) }

@@ -272,7 +272,7 @@ func copyDir(t *testing.T, src string) string {
 // editDB opens the database file directly, as an attacker with the file would.
 func editDB(t *testing.T, dir string, fn func(events *bolt.Bucket) error) {
 	t.Helper()
-	editTx(t, dir, func(tx *bolt.Tx) error { return fn(tx.Bucket([]byte(storage.BucketAuditEvents))) })
+	editTx(t, dir, func(tx *bolt.Tx) error { return fn(tx.Bucket([]byte("audit_events"))) })
 }
 
 // editTx is editDB with the whole database at hand.

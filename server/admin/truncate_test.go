@@ -59,7 +59,7 @@ func TestAdminAuditVerifyTruncation(t *testing.T) {
 	s.Stop()
 	var oldHead []byte
 	editTx(t, s.DataDir, func(tx *bolt.Tx) error {
-		oldHead = storage.Copy(tx.Bucket([]byte(storage.BucketAuditEvents)).Get(headKey))
+		oldHead = storage.Copy(tx.Bucket([]byte("audit_events")).Get(headKey))
 		return nil
 	})
 	s.Restart()
@@ -74,7 +74,7 @@ func TestAdminAuditVerifyTruncation(t *testing.T) {
 	s.Stop()
 
 	truncate := func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(storage.BucketAuditEvents))
+		b := tx.Bucket([]byte("audit_events"))
 		for seq := uint64(4); seq <= 6; seq++ {
 			if err := b.Delete(storage.Key(orgID, storage.U64(seq))); err != nil {
 				return err
@@ -92,7 +92,7 @@ func TestAdminAuditVerifyTruncation(t *testing.T) {
 			if err := truncate(tx); err != nil {
 				return err
 			}
-			b := tx.Bucket([]byte(storage.BucketAuditEvents))
+			b := tx.Bucket([]byte("audit_events"))
 			var rec struct {
 				MAC []byte `json:"mac"`
 			}
@@ -101,24 +101,24 @@ func TestAdminAuditVerifyTruncation(t *testing.T) {
 				return err
 			}
 			t3 := int64(storage.U64ToInt(raw))
-			return storage.Put(tx, storage.BucketAuditEvents, headKey, map[string]any{"seq": 3, "mac": rec.MAC, "time": t3})
+			return storage.Put(tx, "audit_events", headKey, map[string]any{"seq": 3, "mac": rec.MAC, "time": t3})
 		}, []string{"organization " + org + ": first broken record seq 3: the chain head at record 3 is not authentic",
 			"every organization: the manifest records 8 event(s) appended, the chain heads account for 5"}},
 		{"last 3 removed, head rolled back", func(tx *bolt.Tx) error {
 			if err := truncate(tx); err != nil {
 				return err
 			}
-			return tx.Bucket([]byte(storage.BucketAuditEvents)).Put(headKey, oldHead)
+			return tx.Bucket([]byte("audit_events")).Put(headKey, oldHead)
 		}, []string{"every organization: the manifest records 8 event(s) appended, the chain heads account for 5: a chain was truncated or its head rolled back"}},
 		{"chain deleted whole", func(tx *bolt.Tx) error {
-			return deleteOrgKeys(tx, orgID, storage.BucketAuditEvents, storage.IdxAuditOp, storage.BucketAuditForward)
+			return deleteOrgKeys(tx, orgID, "audit_events", "idx_audit_op", "audit_forward")
 		}, []string{"every organization: the manifest records 2 organization chain(s), 1 have a head: a chain was deleted whole"}},
 		{"chain deleted, index left", func(tx *bolt.Tx) error {
-			return deleteOrgKeys(tx, orgID, storage.BucketAuditEvents)
+			return deleteOrgKeys(tx, orgID, "audit_events")
 		}, []string{"organization " + org + ": first broken record seq 0: the organization's chain is missing",
 			"every organization: the manifest records 2 organization chain(s), 1 have a head"}},
 		{"manifest deleted", func(tx *bolt.Tx) error {
-			return tx.Bucket([]byte(storage.BucketAuditSeals)).Delete(storage.AuditManifestKey)
+			return tx.Bucket([]byte("audit_seals")).Delete(storage.AuditManifestKey)
 		}, []string{"every organization: the audit manifest is missing"}},
 	}
 	for _, tc := range cases {

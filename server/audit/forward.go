@@ -16,8 +16,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
-
-	"slipway/storage"
 )
 
 // The forwarder delivers each organization's audit events, window by
@@ -236,37 +234,13 @@ func (f *Forwarder) forwardOrg(ctx context.Context, org uuid.UUID, due int64) (t
 	i := f.interval()
 	for st.Through < due && ctx.Err() == nil {
 		w := Window{From: st.Through + 1, To: min(floorDiv(st.Through+1, i)*i+i-1, due)}
-		var items []json.RawMessage
-		var last *Mark
-		var more bool
-		skipTo := int64(-1)
-		err := f.DB.View(func(tx *bolt.Tx) error {
-			var err error
-			// Everything after the cursor up to the window's end: an event
-			// committed late with a time before w.From still goes out now.
-			items, last, more, err = f.read(tx, org, st.After, w.To, f.batch())
-			if err != nil || len(items) > 0 {
-				return err
-			}
-			// Nothing in this window: skip the empty windows up to the one
-			// holding the next event (or to the end of what is due).
-			_, next, _, err := f.read(tx, org, st.After, due, 1)
-			switch {
-			case err != nil:
-				return err
-			case next == nil:
-				skipTo = due
-			default:
-				// next.T > w.To, as the window read found nothing.
-				skipTo = max(floorDiv(next.T, i)*i-1, w.To)
-			}
-			return nil
-		})
+		wr, err := f.readWindow(org, st.After, w, due)
 		if err != nil {
 			return f.failed(org, &st, w, err)
 		}
-		if skipTo >= 0 {
-			st.Through = skipTo
+		items, last, more := wr.items, wr.last, wr.more
+		if wr.skipTo >= 0 {
+			st.Through = wr.skipTo
 			if err := f.save(org, &st); err != nil {
 				return f.now().Add(f.backoff(1)), err
 			}
@@ -292,6 +266,46 @@ func (f *Forwarder) forwardOrg(ctx context.Context, org uuid.UUID, due int64) (t
 		}
 	}
 	return time.Time{}, nil
+}
+
+// windowRead is what readWindow found: a batch of the window's events
+// (more when the window holds others after it), or, for an empty window,
+// skipTo, the end of the empty windows to skip (-1 otherwise).
+type windowRead struct {
+	items  []json.RawMessage
+	last   *Mark
+	more   bool
+	skipTo int64
+}
+
+// readWindow reads the next batch of org's events in window w after the
+// cursor after; due is the end of what may be forwarded now.
+func (f *Forwarder) readWindow(org uuid.UUID, after *Mark, w Window, due int64) (windowRead, error) {
+	wr := windowRead{skipTo: -1}
+	i := f.interval()
+	err := f.DB.View(func(tx *bolt.Tx) error {
+		var err error
+		// Everything after the cursor up to the window's end: an event
+		// committed late with a time before w.From still goes out now.
+		wr.items, wr.last, wr.more, err = f.read(tx, org, after, w.To, f.batch())
+		if err != nil || len(wr.items) > 0 {
+			return err
+		}
+		// Nothing in this window: skip the empty windows up to the one
+		// holding the next event (or to the end of what is due).
+		_, next, _, err := f.read(tx, org, after, due, 1)
+		switch {
+		case err != nil:
+			return err
+		case next == nil:
+			wr.skipTo = due
+		default:
+			// next.T > w.To, as the window read found nothing.
+			wr.skipTo = max(floorDiv(next.T, i)*i-1, w.To)
+		}
+		return nil
+	})
+	return wr, err
 }
 
 // Mark is an event's place for the forwarder: its time and metadata.uid,
@@ -398,10 +412,8 @@ func fmtMS(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC333
 func (f *Forwarder) state(org uuid.UUID) (ForwardState, error) {
 	var st ForwardState
 	err := f.DB.View(func(tx *bolt.Tx) error {
-		err := storage.Get(tx, storage.BucketAuditForward, org[:], &st)
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
+		var err error
+		st, err = getForwardState(tx, org)
 		return err
 	})
 	return st, err
@@ -410,7 +422,7 @@ func (f *Forwarder) state(org uuid.UUID) (ForwardState, error) {
 func (f *Forwarder) save(org uuid.UUID, st *ForwardState) error {
 	cp := *st
 	return f.Update(func(tx *bolt.Tx) error {
-		return storage.Put(tx, storage.BucketAuditForward, storage.Key(org), &cp)
+		return putForwardState(tx, org, &cp)
 	})
 }
 
@@ -543,8 +555,8 @@ func (f *Forwarder) Status() (ForwardStatus, error) {
 	}
 	err = f.DB.View(func(tx *bolt.Tx) error {
 		for _, org := range orgs {
-			var fs ForwardState
-			if err := storage.Get(tx, storage.BucketAuditForward, org[:], &fs); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			fs, err := getForwardState(tx, org)
+			if err != nil {
 				return err
 			}
 			o := OrgForwardStatus{Org: org.String(), ForwardState: fs}

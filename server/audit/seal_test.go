@@ -20,15 +20,15 @@ func verifyNow(l *Log, db *bolt.DB) VerifyReport {
 }
 
 func rawHead(tx *bolt.Tx, org uuid.UUID) []byte {
-	return storage.Copy(tx.Bucket([]byte(storage.BucketAuditEvents)).Get(storage.Key(org, storage.U64(headSeq))))
+	return storage.Copy(tx.Bucket([]byte(bucketEvents)).Get(storage.Key(org, storage.U64(headSeq))))
 }
 
 // deleteChain removes every key of an organization's chain (records and
 // head), and its operation index entries when idx is set.
 func deleteChain(tx *bolt.Tx, org uuid.UUID, idx bool) error {
-	buckets := []string{storage.BucketAuditEvents}
+	buckets := []string{bucketEvents}
 	if idx {
-		buckets = append(buckets, storage.IdxAuditOp)
+		buckets = append(buckets, idxOp)
 	}
 	for _, name := range buckets {
 		b := tx.Bucket([]byte(name))
@@ -63,7 +63,7 @@ func TestVerifyDetectsTruncationAndDeletion(t *testing.T) {
 	}{
 		{"untouched", func(*bolt.Tx, snapshot) error { return nil }, nil},
 		{"last 3 removed, head rewritten", func(tx *bolt.Tx, _ snapshot) error {
-			b := tx.Bucket([]byte(storage.BucketAuditEvents))
+			b := tx.Bucket([]byte(bucketEvents))
 			rec, err := decodeRecord(b.Get(storage.Key(org, storage.U64(3))))
 			if err != nil {
 				return err
@@ -73,11 +73,11 @@ func TestVerifyDetectsTruncationAndDeletion(t *testing.T) {
 					return err
 				}
 			}
-			return storage.Put(tx, storage.BucketAuditEvents, storage.Key(org, storage.U64(headSeq)),
+			return storage.Put(tx, bucketEvents, storage.Key(org, storage.U64(headSeq)),
 				&head{Seq: 3, MAC: rec.MAC, Time: rec.Time})
 		}, map[string]string{org.String(): "not authentic", "": "truncated"}},
 		{"last 3 removed, head rolled back", func(tx *bolt.Tx, old snapshot) error {
-			b := tx.Bucket([]byte(storage.BucketAuditEvents))
+			b := tx.Bucket([]byte(bucketEvents))
 			for seq := uint64(4); seq <= 6; seq++ {
 				if err := b.Delete(storage.Key(org, storage.U64(seq))); err != nil {
 					return err
@@ -86,7 +86,7 @@ func TestVerifyDetectsTruncationAndDeletion(t *testing.T) {
 			return b.Put(storage.Key(org, storage.U64(headSeq)), old.head)
 		}, map[string]string{"": "rolled back"}},
 		{"head rolled back, records kept", func(tx *bolt.Tx, old snapshot) error {
-			return tx.Bucket([]byte(storage.BucketAuditEvents)).Put(storage.Key(org, storage.U64(headSeq)), old.head)
+			return tx.Bucket([]byte(bucketEvents)).Put(storage.Key(org, storage.U64(headSeq)), old.head)
 		}, map[string]string{org.String(): "past the chain head", "": "rolled back"}},
 		{"chain deleted whole", func(tx *bolt.Tx, _ snapshot) error {
 			return deleteChain(tx, org, true)
@@ -95,21 +95,21 @@ func TestVerifyDetectsTruncationAndDeletion(t *testing.T) {
 			return deleteChain(tx, org, false)
 		}, map[string]string{org.String(): "deleted whole", "": "deleted whole"}},
 		{"manifest deleted", func(tx *bolt.Tx, _ snapshot) error {
-			return tx.Bucket([]byte(storage.BucketAuditSeals)).Delete(storage.AuditManifestKey)
+			return tx.Bucket([]byte(bucketSeals)).Delete(storage.AuditManifestKey)
 		}, map[string]string{"": "missing"}},
 		{"manifest rolled back", func(tx *bolt.Tx, old snapshot) error {
-			return tx.Bucket([]byte(storage.BucketAuditSeals)).Put(storage.AuditManifestKey, old.manifest)
+			return tx.Bucket([]byte(bucketSeals)).Put(storage.AuditManifestKey, old.manifest)
 		}, map[string]string{"": "rolled back"}},
 		{"manifest garbled", func(tx *bolt.Tx, _ snapshot) error {
-			return tx.Bucket([]byte(storage.BucketAuditSeals)).Put(storage.AuditManifestKey, []byte("{}"))
+			return tx.Bucket([]byte(bucketSeals)).Put(storage.AuditManifestKey, []byte("{}"))
 		}, map[string]string{"": "unreadable"}},
 		{"manifest forged", func(tx *bolt.Tx, _ snapshot) error {
-			m, _, err := storage.GetAuditManifest(tx)
+			m, _, err := getManifest(tx)
 			if err != nil {
 				return err
 			}
 			m.Chains--
-			return storage.PutAuditManifest(tx, &m)
+			return putManifest(tx, &m)
 		}, map[string]string{"": "not authentic"}},
 	}
 	for _, tc := range cases {
@@ -119,7 +119,7 @@ func TestVerifyDetectsTruncationAndDeletion(t *testing.T) {
 			var old snapshot
 			_ = db.View(func(tx *bolt.Tx) error {
 				old.head = rawHead(tx, org)
-				old.manifest = storage.Copy(tx.Bucket([]byte(storage.BucketAuditSeals)).Get(storage.AuditManifestKey))
+				old.manifest = storage.Copy(tx.Bucket([]byte(bucketSeals)).Get(storage.AuditManifestKey))
 				return nil
 			})
 			appendN(t, l, w, org, "create_deployment", 3)
@@ -173,7 +173,7 @@ func TestSealsSurvivePruning(t *testing.T) {
 	}
 	// Deleting the chain and its anchor leaves the manifest to tell.
 	_ = db.Update(func(tx *bolt.Tx) error {
-		return errorsJoin(deleteChain(tx, org, true), tx.Bucket([]byte(storage.BucketAuditAnchors)).Delete(org[:]))
+		return errorsJoin(deleteChain(tx, org, true), tx.Bucket([]byte(bucketAnchors)).Delete(org[:]))
 	})
 	if rep := verifyNow(l, db); len(rep.Breaks) != 1 || !strings.Contains(rep.Breaks[0].Reason, "deleted whole") {
 		t.Fatalf("chain and anchor deleted: %+v", rep)
@@ -200,10 +200,10 @@ func appendV5(tx *bolt.Tx, l *Log, org uuid.UUID, i int) error {
 		return err
 	}
 	return errorsJoin(
-		tx.Bucket([]byte(storage.BucketAuditEvents)).Put(storage.Key(org, storage.U64(seq)), raw),
-		storage.Put(tx, storage.BucketAuditEvents, storage.Key(org, storage.U64(headSeq)),
+		tx.Bucket([]byte(bucketEvents)).Put(storage.Key(org, storage.U64(seq)), raw),
+		storage.Put(tx, bucketEvents, storage.Key(org, storage.U64(headSeq)),
 			map[string]any{"seq": seq, "mac": rec.MAC, "time": rec.Time}),
-		tx.Bucket([]byte(storage.IdxAuditOp)).Put(storage.Key(org, e.Op, []byte{0}, storage.U64(seq)), nil),
+		tx.Bucket([]byte(idxOp)).Put(storage.Key(org, e.Op, []byte{0}, storage.U64(seq)), nil),
 	)
 }
 

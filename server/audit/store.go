@@ -3,7 +3,12 @@
 // per organization with an HMAC so that modification, deletion and
 // reordering are detectable, with sealed chain heads and a manifest over
 // them so that truncating a chain or deleting it whole is too; and answers
-// queries over them.
+// queries over them. Its retention prunes them and its forwarder delivers
+// them to a collector.
+//
+// It knows nothing of serving HTTP: the middleware that marks handlers as
+// tracked operations and records their events is server/track. The audit
+// buckets are named here and in store_*.go, and only those files touch them.
 package audit
 
 import (
@@ -22,6 +27,21 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/storage"
+)
+
+// The audit log's buckets (storage/schema.go's migrations create them).
+const (
+	// bucketEvents: org id ‖ uint64 seq → uint64 time ms ‖ record; org id ‖
+	// 0xFF×8 → the chain head.
+	bucketEvents = "audit_events"
+	// idxOp: org id ‖ operation ‖ 0x00 ‖ uint64 seq → nil.
+	idxOp = "idx_audit_op"
+	// bucketAnchors: org id → the signed anchor left by retention pruning.
+	bucketAnchors = "audit_anchors"
+	// bucketForward: org id → the forwarder's ForwardState.
+	bucketForward = "audit_forward"
+	// bucketSeals: "manifest" → the manifest over every chain head.
+	bucketSeals = "audit_seals"
 )
 
 // Log writes and reads the audit log.
@@ -125,7 +145,7 @@ type head = storage.AuditHead
 
 func getHead(tx *bolt.Tx, org uuid.UUID) (head, bool, error) {
 	var h head
-	raw := tx.Bucket([]byte(storage.BucketAuditEvents)).Get(storage.Key(org, storage.U64(headSeq)))
+	raw := tx.Bucket([]byte(bucketEvents)).Get(storage.Key(org, storage.U64(headSeq)))
 	if raw == nil {
 		return h, false, nil
 	}
@@ -138,7 +158,21 @@ func getHead(tx *bolt.Tx, org uuid.UUID) (head, bool, error) {
 // getManifest reads the manifest of every chain head; found is false in a
 // database that has never had an event.
 func getManifest(tx *bolt.Tx) (storage.AuditManifest, bool, error) {
-	return storage.GetAuditManifest(tx)
+	v := tx.Bucket([]byte(bucketSeals)).Get(storage.AuditManifestKey)
+	if v == nil {
+		return storage.AuditManifest{}, false, nil
+	}
+	m, err := storage.DecodeAuditManifest(v)
+	return m, true, err
+}
+
+// putManifest writes the manifest.
+func putManifest(tx *bolt.Tx, m *storage.AuditManifest) error {
+	v, err := m.Encode()
+	if err != nil {
+		return err
+	}
+	return tx.Bucket([]byte(bucketSeals)).Put(storage.AuditManifestKey, v)
 }
 
 // sealHead returns the seal of an organization's chain head.
@@ -242,12 +276,12 @@ func (l *Log) Append(tx *bolt.Tx, e Entry) error {
 	m.MAC = l.sealManifest(&m)
 	nh := head{Seq: seq, MAC: rec.MAC, Time: rec.Time}
 	nh.Seal = l.sealHead(org, &nh)
-	events := tx.Bucket([]byte(storage.BucketAuditEvents))
+	events := tx.Bucket([]byte(bucketEvents))
 	return errors.Join(
 		events.Put(storage.Key(org, storage.U64(seq)), raw),
-		storage.Put(tx, storage.BucketAuditEvents, storage.Key(org, storage.U64(headSeq)), &nh),
-		tx.Bucket([]byte(storage.IdxAuditOp)).Put(storage.Key(org, e.Op, []byte{0}, storage.U64(seq)), nil),
-		storage.PutAuditManifest(tx, &m),
+		storage.Put(tx, bucketEvents, storage.Key(org, storage.U64(headSeq)), &nh),
+		tx.Bucket([]byte(idxOp)).Put(storage.Key(org, e.Op, []byte{0}, storage.U64(seq)), nil),
+		putManifest(tx, &m),
 	)
 }
 
@@ -279,7 +313,7 @@ func (l *Log) Verify(tx *bolt.Tx) VerifyReport {
 	// Every organization with a head, any event or an anchor has a chain
 	// to check.
 	orgs := map[uuid.UUID]bool{}
-	_ = tx.Bucket([]byte(storage.BucketAuditEvents)).ForEach(func(k, _ []byte) error {
+	_ = tx.Bucket([]byte(bucketEvents)).ForEach(func(k, _ []byte) error {
 		if len(k) == 24 {
 			if id, err := uuid.FromBytes(k[:16]); err == nil {
 				orgs[id] = true
@@ -287,7 +321,7 @@ func (l *Log) Verify(tx *bolt.Tx) VerifyReport {
 		}
 		return nil
 	})
-	_ = tx.Bucket([]byte(storage.BucketAuditAnchors)).ForEach(func(k, _ []byte) error {
+	_ = tx.Bucket([]byte(bucketAnchors)).ForEach(func(k, _ []byte) error {
 		if id, err := uuid.FromBytes(k); err == nil {
 			orgs[id] = true
 		}
@@ -354,7 +388,7 @@ func (l *Log) verifyManifest(tx *bolt.Tx, rep *VerifyReport, chains, appended ui
 
 func indexedOrgs(tx *bolt.Tx) []uuid.UUID {
 	// Operation names are ASCII, so org ‖ 0xFF sorts after them all.
-	return orgsIn(tx.Bucket([]byte(storage.IdxAuditOp)), func(id uuid.UUID) []byte { return storage.Key(id, []byte{0xFF}) })
+	return orgsIn(tx.Bucket([]byte(idxOp)), func(id uuid.UUID) []byte { return storage.Key(id, []byte{0xFF}) })
 }
 
 // orgsIn lists the organizations whose ids prefix b's keys, in id order,
@@ -382,7 +416,7 @@ func (l *Log) verifyOrg(tx *bolt.Tx, org uuid.UUID) (int, *Break) {
 	var prev []byte
 	var next uint64 = 1
 	anchored := false
-	if raw := tx.Bucket([]byte(storage.BucketAuditAnchors)).Get(org[:]); raw != nil {
+	if raw := tx.Bucket([]byte(bucketAnchors)).Get(org[:]); raw != nil {
 		var a anchor
 		if err := json.Unmarshal(raw, &a); err != nil || !hmac.Equal(a.Sig, l.anchorSig(org, a)) {
 			return 0, fail(0, "the retention anchor is not authentic")
@@ -394,7 +428,7 @@ func (l *Log) verifyOrg(tx *bolt.Tx, org uuid.UUID) (int, *Break) {
 		return 0, fail(0, "the chain head is missing or unreadable")
 	}
 	n := 0
-	c := tx.Bucket([]byte(storage.BucketAuditEvents)).Cursor()
+	c := tx.Bucket([]byte(bucketEvents)).Cursor()
 	var lastTime int64
 	for k, v := c.Seek(org[:]); k != nil && bytes.HasPrefix(k, org[:]); k, v = c.Next() {
 		seq := binary.BigEndian.Uint64(k[16:])
@@ -442,7 +476,7 @@ func (l *Log) verifyOrg(tx *bolt.Tx, org uuid.UUID) (int, *Break) {
 // signed anchor so the rest of the chain still verifies. Events are
 // time-ordered within a chain, so the pruned ones are always a prefix.
 func (l *Log) Prune(tx *bolt.Tx, org uuid.UUID, cutoff time.Time) (int, error) {
-	events := tx.Bucket([]byte(storage.BucketAuditEvents))
+	events := tx.Bucket([]byte(bucketEvents))
 	var a anchor
 	var doomed [][]byte
 	var ops []string
@@ -469,13 +503,13 @@ func (l *Log) Prune(tx *bolt.Tx, org uuid.UUID, cutoff time.Time) (int, error) {
 	}
 	for i, k := range doomed {
 		if err := errors.Join(events.Delete(k),
-			tx.Bucket([]byte(storage.IdxAuditOp)).Delete(storage.Key(org, ops[i], []byte{0}, k[16:])),
+			tx.Bucket([]byte(idxOp)).Delete(storage.Key(org, ops[i], []byte{0}, k[16:])),
 		); err != nil {
 			return 0, err
 		}
 	}
 	a.Sig = l.anchorSig(org, a)
-	return len(doomed), storage.Put(tx, storage.BucketAuditAnchors, org[:], &a)
+	return len(doomed), storage.Put(tx, bucketAnchors, org[:], &a)
 }
 
 // Orgs lists the organizations that have audit events, in id order. It
@@ -483,7 +517,7 @@ func (l *Log) Prune(tx *bolt.Tx, org uuid.UUID, cutoff time.Time) (int, error) {
 // every event.
 func Orgs(tx *bolt.Tx) []uuid.UUID {
 	// The head key (…‖0xFF×8) is the last key of the organization.
-	return orgsIn(tx.Bucket([]byte(storage.BucketAuditEvents)), func(id uuid.UUID) []byte {
+	return orgsIn(tx.Bucket([]byte(bucketEvents)), func(id uuid.UUID) []byte {
 		return storage.Key(id, storage.U64(headSeq), []byte{0})
 	})
 }

@@ -56,7 +56,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 	}{
 		{"untouched", func(*bolt.Tx) error { return nil }, 0},
 		{"modified", func(tx *bolt.Tx) error {
-			b := tx.Bucket([]byte(storage.BucketAuditEvents))
+			b := tx.Bucket([]byte(bucketEvents))
 			k := storage.Key(org, storage.U64(4))
 			rec, _ := decodeRecord(b.Get(k))
 			rec.Body = json.RawMessage(`{"id":"x","op":"delete_api_key","ok":true}`)
@@ -64,16 +64,16 @@ func TestVerifyDetectsTampering(t *testing.T) {
 			return b.Put(k, raw)
 		}, 4},
 		{"deleted", func(tx *bolt.Tx) error {
-			return tx.Bucket([]byte(storage.BucketAuditEvents)).Delete(storage.Key(org, storage.U64(3)))
+			return tx.Bucket([]byte(bucketEvents)).Delete(storage.Key(org, storage.U64(3)))
 		}, 3},
 		{"swapped", func(tx *bolt.Tx) error {
-			b := tx.Bucket([]byte(storage.BucketAuditEvents))
+			b := tx.Bucket([]byte(bucketEvents))
 			k2, k5 := storage.Key(org, storage.U64(2)), storage.Key(org, storage.U64(5))
 			v2, v5 := storage.Copy(b.Get(k2)), storage.Copy(b.Get(k5))
 			return errorsJoin(b.Put(k2, v5), b.Put(k5, v2))
 		}, 2},
 		{"last removed", func(tx *bolt.Tx) error {
-			return tx.Bucket([]byte(storage.BucketAuditEvents)).Delete(storage.Key(org, storage.U64(6)))
+			return tx.Bucket([]byte(bucketEvents)).Delete(storage.Key(org, storage.U64(6)))
 		}, 6},
 	}
 	for _, tc := range tamper {
@@ -141,12 +141,12 @@ func TestPruneKeepsChainVerifiable(t *testing.T) {
 			t.Fatalf("after appending past the anchor: %+v", rep)
 		}
 		// A forged anchor is caught.
-		raw := tx.Bucket([]byte(storage.BucketAuditAnchors)).Get(org[:])
+		raw := tx.Bucket([]byte(bucketAnchors)).Get(org[:])
 		var a anchor
 		_ = json.Unmarshal(raw, &a)
 		a.Seq = 4
 		forged, _ := json.Marshal(a)
-		_ = tx.Bucket([]byte(storage.BucketAuditAnchors)).Put(org[:], forged)
+		_ = tx.Bucket([]byte(bucketAnchors)).Put(org[:], forged)
 		if rep := l.Verify(tx); len(rep.Breaks) != 1 {
 			t.Fatalf("forged anchor not detected: %+v", rep)
 		}

@@ -15,6 +15,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 	"slipway/storage"
 )
 
@@ -143,7 +144,7 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 		if err := ensureTracingProject(tx, p.WorkspaceID, id, req.Name, now); err != nil {
 			return err
 		}
-		return audit.Success(tx, r, http.StatusCreated, audit.Res(id, "deployment"), audit.Res(rev.ID, "revision"))
+		return track.Success(tx, r, http.StatusCreated, audit.Res(id, "deployment"), audit.Res(rev.ID, "revision"))
 	})
 	if err != nil {
 		return err
@@ -225,7 +226,7 @@ func (s *Service) patchDeployment(w http.ResponseWriter, r *http.Request, ps htt
 			}
 		}
 		out = d.Redacted()
-		return errors.Join(putDeployment(tx, d), audit.Success(tx, r, http.StatusOK, affected...))
+		return errors.Join(putDeployment(tx, d), track.Success(tx, r, http.StatusOK, affected...))
 	})
 	if err != nil {
 		return err
@@ -295,7 +296,7 @@ func (s *Service) deleteDeployment(w http.ResponseWriter, r *http.Request, ps ht
 		// A deployment being deleted no longer routes: its host is free
 		// for another at once.
 		return errors.Join(putDeployment(tx, d), markPending(tx, d.ID), releaseHost(tx, customHostOf(&d.Deployment), id),
-			audit.Success(tx, r, http.StatusNoContent, audit.Res(id, "deployment")))
+			track.Success(tx, r, http.StatusNoContent, audit.Res(id, "deployment")))
 	})
 	if err != nil {
 		return err

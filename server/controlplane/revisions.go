@@ -12,6 +12,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 	"slipway/storage"
 )
 
@@ -243,7 +244,7 @@ func (s *Service) redeploy(w http.ResponseWriter, r *http.Request, ps httprouter
 		d.LatestRevisionID, d.UpdatedAt = &rev.ID, now
 		out = d.Redacted()
 		return errors.Join(putDeployment(tx, d), markPending(tx, d.ID),
-			audit.Success(tx, r, http.StatusOK, audit.Res(dep, "deployment"), audit.Res(rid, "revision")))
+			track.Success(tx, r, http.StatusOK, audit.Res(dep, "deployment"), audit.Res(rid, "revision")))
 	})
 	if err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/runtime"
-	"slipway/server/audit"
+	"slipway/server/track"
 	"slipway/storage"
 )
 
@@ -30,7 +30,7 @@ type Service struct {
 	// Writer group-commits writes (shared with the organization API).
 	Writer *storage.Committer
 	// Audit records tracked operations.
-	Audit *audit.Recorder
+	Audit *track.Recorder
 
 	// AgentLogLimit bounds each deployment's stored agent output, in
 	// bytes (DefaultAgentLogLimit when 0).

@@ -13,6 +13,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 	"slipway/storage"
 )
 
@@ -136,7 +137,7 @@ func (s *Service) updateTracingProject(w http.ResponseWriter, r *http.Request, p
 		}
 		out = *tp
 		return errors.Join(storage.Put(tx, storage.BucketTracingProjects, storage.Key(id), tp),
-			audit.Success(tx, r, http.StatusOK, audit.Res(id, "tracer_session")))
+			track.Success(tx, r, http.StatusOK, audit.Res(id, "tracer_session")))
 	})
 	if err != nil {
 		return err
@@ -164,7 +165,7 @@ func (s *Service) removeTracingProjects(r *http.Request, ids []uuid.UUID) error 
 			}
 			res = append(res, audit.Res(id, "tracer_session"))
 		}
-		return audit.Success(tx, r, http.StatusOK, res...)
+		return track.Success(tx, r, http.StatusOK, res...)
 	})
 }
 

@@ -1,8 +1,6 @@
 package orgapi
 
 import (
-	"errors"
-	"fmt"
 	"sort"
 	"strings"
 
@@ -10,14 +8,14 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/server/auth"
-	"slipway/server/httpx"
 	"slipway/storage"
 )
 
 // Host administration (`slipway admin`, over the admin socket). These
 // writes go through the same committer as the API's, so they are durable
-// and serialized with them. Errors are httpx errors so the admin server can
-// answer with the right status and a detail the CLI prints as is.
+// and serialized with them. Their errors pass through httpError, so the
+// admin server can answer with the right status and a detail the CLI
+// prints as is.
 
 // Plans an organization can be on.
 var Plans = []string{"free", "plus", "enterprise"}
@@ -34,20 +32,20 @@ func checkPlan(plan string) error {
 			return nil
 		}
 	}
-	return httpx.BadRequest("Unknown plan %q: use one of %s.", plan, strings.Join(Plans, ", "))
+	return refused("Unknown plan %q: use one of %s.", plan, strings.Join(Plans, ", "))
 }
 
 // CreateOrg creates an organization with a Default workspace.
 func (s *Store) CreateOrg(name, plan string, personal bool) (Org, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 200 {
-		return Org{}, httpx.BadRequest("The organization name must be 1 to 200 characters.")
+		return Org{}, httpError(refused("The organization name must be 1 to 200 characters."))
 	}
 	if plan == "" {
 		plan = "free"
 	}
 	if err := checkPlan(plan); err != nil {
-		return Org{}, err
+		return Org{}, httpError(err)
 	}
 	now := s.now()
 	org := Org{ID: storage.NewID(), DisplayName: name, Plan: plan, IsPersonal: personal, Config: map[string]any{}, CreatedAt: now}
@@ -57,23 +55,18 @@ func (s *Store) CreateOrg(name, plan string, personal bool) (Org, error) {
 		if err := putWorkspace(tx, &ws); err != nil {
 			return err
 		}
-		return storage.Put(tx, storage.BucketOrgs, storage.Key(org.ID), &org)
+		return putOrg(tx, &org)
 	})
-	return org, err
+	return org, httpError(err)
 }
 
 // ListOrgs returns every organization, oldest first.
 func (s *Store) ListOrgs() ([]Org, error) {
 	var out []Org
 	err := s.DB.View(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(storage.BucketOrgs)).ForEach(func(_, v []byte) error {
-			var o Org
-			if err := jsonUnmarshal(v, &o); err != nil {
-				return fmt.Errorf("organization record: %w", err)
-			}
-			out = append(out, o)
-			return nil
-		})
+		var err error
+		out, err = allOrgs(tx)
+		return err
 	})
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, err
@@ -83,15 +76,7 @@ func (s *Store) ListOrgs() ([]Org, error) {
 func (s *Store) GetOrg(id uuid.UUID) (Org, error) {
 	var org Org
 	err := s.DB.View(func(tx *bolt.Tx) error { return getOrg(tx, id, &org) })
-	return org, err
-}
-
-func getOrg(tx *bolt.Tx, id uuid.UUID, org *Org) error {
-	err := storage.Get(tx, storage.BucketOrgs, storage.Key(id), org)
-	if errors.Is(err, storage.ErrNotFound) {
-		return httpx.NotFound("Organization %s not found.", id)
-	}
-	return err
+	return org, httpError(err)
 }
 
 // changeOrg reads, changes and writes one organization in one transaction.
@@ -108,15 +93,15 @@ func (s *Store) changeOrg(id uuid.UUID, change func(*Org) error) (Org, error) {
 		if err := change(&org); err != nil {
 			return err
 		}
-		return storage.Put(tx, storage.BucketOrgs, storage.Key(org.ID), &org)
+		return putOrg(tx, &org)
 	})
-	return org, err
+	return org, httpError(err)
 }
 
 // SetPlan moves an organization to plan.
 func (s *Store) SetPlan(id uuid.UUID, plan string) (Org, error) {
 	if err := checkPlan(plan); err != nil {
-		return Org{}, err
+		return Org{}, httpError(err)
 	}
 	return s.changeOrg(id, func(o *Org) error { o.Plan = plan; return nil })
 }
@@ -130,11 +115,11 @@ func (s *Store) SetFlag(id uuid.UUID, flag string, value *bool) (Org, error) {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		return Org{}, httpx.BadRequest("Unknown flag %q: the flags are %s.", flag, strings.Join(names, ", "))
+		return Org{}, httpError(refused("Unknown flag %q: the flags are %s.", flag, strings.Join(names, ", ")))
 	}
 	return s.changeOrg(id, func(o *Org) error {
 		if o.IsPersonal {
-			return httpx.Conflict("Organization %s is a personal organization: config flags cannot be set on personal organizations.", o.ID)
+			return conflict("Organization %s is a personal organization: config flags cannot be set on personal organizations.", o.ID)
 		}
 		if value == nil {
 			delete(o.Config, flag)
@@ -174,7 +159,7 @@ func (s *Store) CreateOrgAdminKey(id uuid.UUID) (string, APIKey, error) {
 		return putKey(tx, &k)
 	})
 	if err != nil {
-		return "", APIKey{}, err
+		return "", APIKey{}, httpError(err)
 	}
 	return key, k, nil
 }

@@ -13,8 +13,27 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 	"slipway/storage"
 )
+
+// APIKey is a stored credential. Only the hash of the key is kept.
+type APIKey struct {
+	ID                 uuid.UUID  `json:"id"`
+	Kind               string     `json:"kind"`
+	Hash               []byte     `json:"hash"`
+	ShortKey           string     `json:"short_key"`
+	Description        string     `json:"description"`
+	ReadOnly           bool       `json:"read_only"`
+	OrgID              uuid.UUID  `json:"organization_id"`
+	WorkspaceID        *uuid.UUID `json:"workspace_id"` // nil: organization-scoped
+	DefaultWorkspaceID *uuid.UUID `json:"default_workspace_id"`
+	UserID             uuid.UUID  `json:"user_id"`
+	Role               string     `json:"role"`     // workspace role of a workspace-scoped service key
+	OrgRole            string     `json:"org_role"` // organization role of an organization-scoped service key
+	CreatedAt          time.Time  `json:"created_at"`
+	ExpiresAt          *time.Time `json:"expires_at"`
+}
 
 type keyCreateRequest struct {
 	Description        *string    `json:"description"`
@@ -44,8 +63,8 @@ func keyView(tx *bolt.Tx, k *APIKey) keyResponse {
 	v := keyResponse{ID: k.ID, CreatedAt: k.CreatedAt, ShortKey: k.ShortKey, Description: k.Description,
 		ReadOnly: k.ReadOnly, ExpiresAt: k.ExpiresAt, WorkspaceNames: []string{}}
 	name := func(id uuid.UUID) string {
-		var ws Workspace
-		if storage.Get(tx, storage.BucketWorkspaces, storage.Key(id), &ws) != nil {
+		ws, err := getWorkspace(tx, id)
+		if err != nil {
 			return ""
 		}
 		return ws.DisplayName
@@ -93,7 +112,7 @@ func (s *Store) decodeKeyRequest(r *http.Request) (*keyCreateRequest, error) {
 func (s *Store) createServiceKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := auth.From(r)
 	if !p.CanAdminWorkspace() {
-		return httpx.Forbidden("Creating service keys requires the workspace Admin role.")
+		return denied("Creating service keys requires the workspace Admin role.")
 	}
 	req, err := s.decodeKeyRequest(r)
 	if err != nil {
@@ -114,23 +133,12 @@ func (s *Store) createServiceKey(w http.ResponseWriter, r *http.Request, _ httpr
 	svc := User{ID: storage.NewID(), OrgID: p.OrgID, DisplayName: "service key " + k.ShortKey, Service: true,
 		WorkspaceRoles: map[uuid.UUID]string{ws: role}, CreatedAt: now}
 	k.UserID = svc.ID
-	var resp keyResponse
-	err = s.update(func(tx *bolt.Tx) error {
+	return s.issueKey(w, r, key, "api_key", func(tx *bolt.Tx) (*APIKey, error) {
 		if err := putUser(tx, &svc); err != nil {
-			return err
+			return nil, err
 		}
-		if err := putKey(tx, &k); err != nil {
-			return err
-		}
-		resp = keyView(tx, &k)
-		return audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, "api_key"))
+		return &k, putKey(tx, &k)
 	})
-	if err != nil {
-		return err
-	}
-	resp.Key = key
-	httpx.WriteJSON(w, http.StatusOK, resp)
-	return nil
 }
 
 // createPAT: POST /api/v1/api-key/current — a personal access token of the caller.
@@ -141,14 +149,13 @@ func (s *Store) createPAT(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		return err
 	}
 	key := auth.NewKey("slw_pt")
-	var resp keyResponse
-	err = s.update(func(tx *bolt.Tx) error {
-		var u User
-		if err := storage.Get(tx, storage.BucketUsers, storage.Key(p.UserID), &u); err != nil {
-			return err
+	return s.issueKey(w, r, key, "personal_access_token", func(tx *bolt.Tx) (*APIKey, error) {
+		u, err := getUser(tx, p.UserID)
+		if err != nil {
+			return nil, err
 		}
 		if u.Service {
-			return httpx.Forbidden("Personal access tokens belong to users; a service key cannot create one.")
+			return nil, denied("Personal access tokens belong to users; a service key cannot create one.")
 		}
 		var def *uuid.UUID
 		if p.WorkspaceID != uuid.Nil {
@@ -158,11 +165,22 @@ func (s *Store) createPAT(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		k := APIKey{ID: storage.NewID(), Kind: auth.KindPAT, Hash: auth.Hash(key), ShortKey: auth.ShortKey(key),
 			Description: deref(req.Description, "Default API key"), ReadOnly: req.ReadOnly != nil && *req.ReadOnly,
 			OrgID: p.OrgID, DefaultWorkspaceID: def, UserID: u.ID, CreatedAt: s.now(), ExpiresAt: req.ExpiresAt}
-		if err := putKey(tx, &k); err != nil {
+		return &k, putKey(tx, &k)
+	})
+}
+
+// issueKey runs write, which stores a new key (and the service identity
+// behind it) in the caller's transaction, records the event of type typ
+// with it, and answers with the key in clear: the only time it is shown.
+func (s *Store) issueKey(w http.ResponseWriter, r *http.Request, key, typ string, write func(*bolt.Tx) (*APIKey, error)) error {
+	var resp keyResponse
+	err := s.update(func(tx *bolt.Tx) error {
+		k, err := write(tx)
+		if err != nil {
 			return err
 		}
-		resp = keyView(tx, &k)
-		return audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, "personal_access_token"))
+		resp = keyView(tx, k)
+		return track.Success(tx, r, http.StatusOK, audit.Res(k.ID, typ))
 	})
 	if err != nil {
 		return err
@@ -177,30 +195,16 @@ func (s *Store) listKeys(personal bool) httpx.Handle {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 		p := auth.From(r)
 		if !personal && !p.CanAdminWorkspace() {
-			return httpx.Forbidden("Listing service keys requires the workspace Admin role.")
+			return denied("Listing service keys requires the workspace Admin role.")
 		}
 		out := []keyResponse{}
-		err := s.DB.View(func(tx *bolt.Tx) error {
-			return tx.Bucket([]byte(storage.BucketAPIKeys)).ForEach(func(_, v []byte) error {
-				var k APIKey
-				if err := jsonUnmarshal(v, &k); err != nil {
-					return err
-				}
-				if k.OrgID != p.OrgID {
-					return nil
-				}
-				if personal && k.Kind == auth.KindPAT && k.UserID == p.UserID ||
-					!personal && k.Kind == auth.KindServiceKey && k.WorkspaceID != nil && *k.WorkspaceID == p.WorkspaceID {
-					out = append(out, keyView(tx, &k))
-				}
-				return nil
-			})
-		})
-		if err != nil {
+		return s.viewJSON(w, &out, func(tx *bolt.Tx) error {
+			keys, err := keysWhere(tx, func(k *APIKey) bool { return visibleKey(k, p, personal) })
+			for i := range keys {
+				out = append(out, keyView(tx, &keys[i]))
+			}
 			return err
-		}
-		httpx.WriteJSON(w, http.StatusOK, out)
-		return nil
+		})
 	}
 }
 
@@ -217,30 +221,29 @@ func (s *Store) deleteKeyHandler(personal bool) httpx.Handle {
 			return err
 		}
 		if !personal && !p.CanAdminWorkspace() {
-			return httpx.Forbidden("Deleting service keys requires the workspace Admin role.")
+			return denied("Deleting service keys requires the workspace Admin role.")
 		}
 		var resp keyResponse
-		err = s.update(func(tx *bolt.Tx) error {
-			var k APIKey
-			err := storage.Get(tx, storage.BucketAPIKeys, storage.Key(id), &k)
-			visible := err == nil && k.OrgID == p.OrgID && (personal && k.Kind == auth.KindPAT && k.UserID == p.UserID ||
-				!personal && k.Kind == auth.KindServiceKey && k.WorkspaceID != nil && *k.WorkspaceID == p.WorkspaceID)
-			if !visible {
-				return httpx.NotFound("API key %s not found.", id)
+		return s.changeJSON(w, &resp, func(tx *bolt.Tx) error {
+			k, err := getKey(tx, id)
+			if err != nil || !visibleKey(k, p, personal) {
+				return notFound("API key %s not found.", id)
 			}
-			resp = keyView(tx, &k)
+			resp = keyView(tx, k)
 			typ := "api_key"
 			if personal {
 				typ = "personal_access_token"
 			}
-			return errors.Join(deleteKey(tx, &k), audit.Success(tx, r, http.StatusOK, audit.Res(k.ID, typ)))
+			return errors.Join(deleteKey(tx, k), track.Success(tx, r, http.StatusOK, audit.Res(k.ID, typ)))
 		})
-		if err != nil {
-			return err
-		}
-		httpx.WriteJSON(w, http.StatusOK, resp)
-		return nil
 	}
+}
+
+// visibleKey reports whether k is one of the caller's PATs (personal) or a
+// service key of the caller's workspace.
+func visibleKey(k *APIKey, p *auth.Principal, personal bool) bool {
+	return k.OrgID == p.OrgID && (personal && k.Kind == auth.KindPAT && k.UserID == p.UserID ||
+		!personal && k.Kind == auth.KindServiceKey && k.WorkspaceID != nil && *k.WorkspaceID == p.WorkspaceID)
 }
 
 func deref(s *string, def string) string {

@@ -57,7 +57,7 @@ func TestAuditGate(t *testing.T) {
 				org.Config["can_use_audit_logs"] = tc.flag
 			}
 			if err := db.Update(func(tx *bolt.Tx) error {
-				return storage.Put(tx, storage.BucketOrgs, storage.Key(org.ID), &org)
+				return putOrg(tx, &org)
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestAuditGate(t *testing.T) {
 				return
 			}
 			var he *httpx.Error
-			if !errors.As(gerr, &he) || he.Status != http.StatusForbidden || !strings.Contains(he.Detail, tc.wantErr) {
+			if !errors.As(httpError(gerr), &he) || he.Status != http.StatusForbidden || !strings.Contains(he.Detail, tc.wantErr) {
 				t.Fatalf("got %v, want 403 mentioning %q", gerr, tc.wantErr)
 			}
 		})

@@ -2,7 +2,6 @@ package orgapi
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
-	"slipway/storage"
 )
 
 // AuditLogsEnabled reports whether an organization may read its audit log:
@@ -30,20 +28,20 @@ func (s *Store) AuditLogsEnabled(org *Org) bool {
 // role, then plan, then feature flag, each with a detail saying which.
 func (s *Store) auditGate(tx *bolt.Tx, p *auth.Principal) error {
 	if !p.OrgManage() {
-		return httpx.Forbidden("Audit logs require the Organization Admin or Organization Operator role (permission organization:manage); workspace roles do not grant it.")
+		return denied("Audit logs require the Organization Admin or Organization Operator role (permission organization:manage); workspace roles do not grant it.")
 	}
-	var org Org
-	if err := storage.Get(tx, storage.BucketOrgs, storage.Key(p.OrgID), &org); err != nil {
-		return fmt.Errorf("organization %s: %w", p.OrgID, err)
+	org, err := readOrg(tx, p.OrgID)
+	if err != nil {
+		return err
 	}
 	if org.Plan != "enterprise" {
-		return httpx.Forbidden("Audit logs are an Enterprise plan feature; organization %s is on the %s plan.", org.ID, org.Plan)
+		return denied("Audit logs are an Enterprise plan feature; organization %s is on the %s plan.", org.ID, org.Plan)
 	}
-	if !s.AuditLogsEnabled(&org) {
+	if !s.AuditLogsEnabled(org) {
 		if org.IsPersonal {
-			return httpx.Forbidden("Audit logs are not available for personal organizations.")
+			return denied("Audit logs are not available for personal organizations.")
 		}
-		return httpx.Forbidden("Audit logs are not enabled for organization %s: set its can_use_audit_logs flag (slipway admin org set-flag) or DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS=true.", org.ID)
+		return denied("Audit logs are not enabled for organization %s: set its can_use_audit_logs flag (slipway admin org set-flag) or DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS=true.", org.ID)
 	}
 	return nil
 }

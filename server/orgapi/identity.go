@@ -1,5 +1,3 @@
-// Package orgapi is the organization API: organizations, workspaces, users
-// and their credentials, and how a request's credential becomes a Principal.
 package orgapi
 
 import (
@@ -12,70 +10,18 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
-	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 	"slipway/storage"
 )
-
-// Org is an organization; its workspaces own everything else.
-type Org struct {
-	ID                 uuid.UUID      `json:"id"`
-	DisplayName        string         `json:"display_name"`
-	Plan               string         `json:"plan"`
-	IsPersonal         bool           `json:"is_personal"`
-	Config             map[string]any `json:"config"`
-	DefaultWorkspaceID uuid.UUID      `json:"default_workspace_id"`
-	CreatedAt          time.Time      `json:"created_at"`
-}
-
-// Workspace is the tenant of deployments, listeners, uploads and keys.
-type Workspace struct {
-	ID           uuid.UUID `json:"id"`
-	OrgID        uuid.UUID `json:"organization_id"`
-	DisplayName  string    `json:"display_name"`
-	TenantHandle *string   `json:"tenant_handle"`
-	CreatedAt    time.Time `json:"created_at"`
-}
-
-// User is a person or, with Service set, the identity behind a service key.
-type User struct {
-	ID             uuid.UUID            `json:"id"`
-	OrgID          uuid.UUID            `json:"organization_id"`
-	Email          string               `json:"email,omitempty"`
-	DisplayName    string               `json:"display_name"`
-	OrgRole        string               `json:"org_role"`
-	WorkspaceRoles map[uuid.UUID]string `json:"workspace_roles"`
-	Service        bool                 `json:"service"`
-	// Password is set for basic-auth users, who log in with their email.
-	Password  *Password `json:"password,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// APIKey is a stored credential. Only the hash of the key is kept.
-type APIKey struct {
-	ID                 uuid.UUID  `json:"id"`
-	Kind               string     `json:"kind"`
-	Hash               []byte     `json:"hash"`
-	ShortKey           string     `json:"short_key"`
-	Description        string     `json:"description"`
-	ReadOnly           bool       `json:"read_only"`
-	OrgID              uuid.UUID  `json:"organization_id"`
-	WorkspaceID        *uuid.UUID `json:"workspace_id"` // nil: organization-scoped
-	DefaultWorkspaceID *uuid.UUID `json:"default_workspace_id"`
-	UserID             uuid.UUID  `json:"user_id"`
-	Role               string     `json:"role"`     // workspace role of a workspace-scoped service key
-	OrgRole            string     `json:"org_role"` // organization role of an organization-scoped service key
-	CreatedAt          time.Time  `json:"created_at"`
-	ExpiresAt          *time.Time `json:"expires_at"`
-}
 
 // Store is the identity domain over the control-plane database.
 type Store struct {
 	DB *bolt.DB
 	// Writer group-commits writes (shared with the control plane).
 	Writer *storage.Committer
-	Audit  *audit.Recorder
+	Audit  *track.Recorder
 	// Sealer encrypts workspace secrets under the master key.
 	Sealer *storage.Sealer
 	// DefaultAuditLogs is DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS.
@@ -114,7 +60,7 @@ func (s *Store) Bootstrap(fixedKey string) (string, error) {
 	}
 	created := false
 	err := s.DB.Update(func(tx *bolt.Tx) error {
-		if k, _ := tx.Bucket([]byte(storage.BucketOrgs)).Cursor().First(); k != nil {
+		if hasOrgs(tx) {
 			return nil
 		}
 		now := s.now()
@@ -130,7 +76,7 @@ func (s *Store) Bootstrap(fixedKey string) (string, error) {
 			return err
 		}
 		if err := errors.Join(
-			storage.Put(tx, storage.BucketOrgs, storage.Key(org.ID), &org),
+			putOrg(tx, &org),
 			putUser(tx, &user),
 			putKey(tx, &k),
 		); err != nil {
@@ -143,36 +89,6 @@ func (s *Store) Bootstrap(fixedKey string) (string, error) {
 		return "", err
 	}
 	return key, nil
-}
-
-func putWorkspace(tx *bolt.Tx, ws *Workspace) error {
-	if err := storage.Put(tx, storage.BucketWorkspaces, storage.Key(ws.ID), ws); err != nil {
-		return err
-	}
-	return tx.Bucket([]byte(storage.IdxOrgWorkspaces)).Put(storage.Key(ws.OrgID, ws.ID), nil)
-}
-
-// putUser writes a user with its membership index entry; every user write
-// goes through here so the organization's member list never misses one.
-func putUser(tx *bolt.Tx, u *User) error {
-	if err := storage.Put(tx, storage.BucketUsers, storage.Key(u.ID), u); err != nil {
-		return err
-	}
-	return tx.Bucket([]byte(storage.IdxOrgUsers)).Put(storage.Key(u.OrgID, u.ID), nil)
-}
-
-func putKey(tx *bolt.Tx, k *APIKey) error {
-	if err := storage.Put(tx, storage.BucketAPIKeys, storage.Key(k.ID), k); err != nil {
-		return err
-	}
-	return tx.Bucket([]byte(storage.IdxAPIKeyHash)).Put(k.Hash, storage.Key(k.ID))
-}
-
-func deleteKey(tx *bolt.Tx, k *APIKey) error {
-	return errors.Join(
-		tx.Bucket([]byte(storage.IdxAPIKeyHash)).Delete(k.Hash),
-		storage.Delete(tx, storage.BucketAPIKeys, storage.Key(k.ID)),
-	)
 }
 
 // Authenticate implements auth.Resolver.
@@ -212,7 +128,7 @@ func (s *Store) Authenticate(r *http.Request) (*auth.Principal, error) {
 	if err == nil {
 		s.cache.put(ck, p, gen, expires)
 	}
-	return p, err
+	return p, httpError(err)
 }
 
 func (s *Store) principal(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*auth.Principal, *time.Time, error) {
@@ -227,24 +143,22 @@ func (s *Store) resolve(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*auth
 	if strings.HasPrefix(key, sessionPrefix) {
 		return s.resolveSession(tx, key, tenantHeader, orgHeader)
 	}
-	idRaw := tx.Bucket([]byte(storage.IdxAPIKeyHash)).Get(auth.Hash(key))
-	invalid := httpx.Unauthorized("Invalid API key or token.")
-	if idRaw == nil {
-		return nil, nil, invalid
+	k, err := keyByHash(tx, auth.Hash(key))
+	if err != nil {
+		return nil, nil, err
 	}
-	var k APIKey
-	if err := storage.Get(tx, storage.BucketAPIKeys, idRaw, &k); err != nil {
-		return nil, nil, fmt.Errorf("api key record: %w", err)
+	if k == nil {
+		return nil, nil, httpx.Unauthorized("Invalid API key or token.")
 	}
 	if k.ExpiresAt != nil && !s.now().Before(*k.ExpiresAt) {
 		return nil, nil, httpx.Unauthorized("This API key has expired.")
 	}
-	var user User
-	if err := storage.Get(tx, storage.BucketUsers, storage.Key(k.UserID), &user); err != nil {
+	user, err := getUser(tx, k.UserID)
+	if err != nil {
 		return nil, nil, fmt.Errorf("user of api key %s: %w", k.ID, err)
 	}
 	cred := k.ID
-	return s.place(tx, &k, &user, &cred, tenantHeader, orgHeader)
+	return s.place(tx, k, user, &cred, tenantHeader, orgHeader)
 }
 
 // resolveSession resolves a basic-auth login session. It is treated as a
@@ -252,16 +166,14 @@ func (s *Store) resolve(tx *bolt.Tx, key, tenantHeader, orgHeader string) (*auth
 // credential_uid; its default workspace is the organization's default if
 // the user has a role there, else the first workspace they have one in.
 func (s *Store) resolveSession(tx *bolt.Tx, token, tenantHeader, orgHeader string) (*auth.Principal, *APIKey, error) {
-	var sess Session
-	if storage.Get(tx, storage.BucketSessions, auth.Hash(token), &sess) != nil {
-		return nil, nil, httpx.Unauthorized("Invalid or expired session; log in again.")
+	expired := httpx.Unauthorized("Invalid or expired session; log in again.")
+	sess, err := getSession(tx, auth.Hash(token))
+	if err != nil || !s.now().Before(sess.ExpiresAt) {
+		return nil, nil, expired
 	}
-	if !s.now().Before(sess.ExpiresAt) {
-		return nil, nil, httpx.Unauthorized("Invalid or expired session; log in again.")
-	}
-	var user User
-	if storage.Get(tx, storage.BucketUsers, storage.Key(sess.UserID), &user) != nil {
-		return nil, nil, httpx.Unauthorized("Invalid or expired session; log in again.")
+	user, err := getUser(tx, sess.UserID)
+	if err != nil {
+		return nil, nil, expired
 	}
 	var org Org
 	if err := getOrg(tx, user.OrgID, &org); err != nil {
@@ -273,7 +185,7 @@ func (s *Store) resolveSession(tx *bolt.Tx, token, tenantHeader, orgHeader strin
 		ws := org.DefaultWorkspaceID
 		def = &ws
 	} else {
-		for _, id := range storage.PrefixIDs(tx, storage.IdxOrgWorkspaces, storage.Key(org.ID), false) {
+		for _, id := range orgWorkspaceIDs(tx, org.ID) {
 			if roleLevel(tx, user.WorkspaceRoles[id]) != "" {
 				ws := id
 				def = &ws
@@ -282,14 +194,14 @@ func (s *Store) resolveSession(tx *bolt.Tx, token, tenantHeader, orgHeader strin
 		}
 	}
 	k.DefaultWorkspaceID = def
-	return s.place(tx, &k, &user, nil, tenantHeader, orgHeader)
+	return s.place(tx, &k, user, nil, tenantHeader, orgHeader)
 }
 
 // place builds the principal of credential k of user: its organization
 // role and the workspace the request acts in, with the role there.
 func (s *Store) place(tx *bolt.Tx, k *APIKey, user *User, cred *uuid.UUID, tenantHeader, orgHeader string) (*auth.Principal, *APIKey, error) {
 	if orgHeader != "" && !strings.EqualFold(orgHeader, k.OrgID.String()) {
-		return nil, nil, httpx.Forbidden("This credential does not belong to organization %s.", orgHeader)
+		return nil, nil, denied("This credential does not belong to organization %s.", orgHeader)
 	}
 	p := &auth.Principal{OrgID: k.OrgID, UserID: k.UserID, CredentialID: cred, Kind: k.Kind, ReadOnly: k.ReadOnly, Service: user.Service}
 	switch {
@@ -305,14 +217,14 @@ func (s *Store) place(tx *bolt.Tx, k *APIKey, user *User, cred *uuid.UUID, tenan
 	case k.Kind == auth.KindServiceKey && k.WorkspaceID != nil:
 		ws = *k.WorkspaceID
 		if tenantHeader != "" && !strings.EqualFold(tenantHeader, ws.String()) {
-			return nil, nil, httpx.Forbidden("This API key is scoped to workspace %s and cannot act in workspace %s.", ws, tenantHeader)
+			return nil, nil, denied("This API key is scoped to workspace %s and cannot act in workspace %s.", ws, tenantHeader)
 		}
 		p.WorkspaceID, p.WorkspaceRole = ws, roleLevel(tx, k.Role)
 		return p, k, nil
 	case tenantHeader != "":
 		id, err := uuid.Parse(tenantHeader)
 		if err != nil {
-			return nil, nil, httpx.Forbidden("X-Tenant-Id %q is not a workspace this credential can use.", tenantHeader)
+			return nil, nil, denied("X-Tenant-Id %q is not a workspace this credential can use.", tenantHeader)
 		}
 		ws = id
 	case k.DefaultWorkspaceID != nil:
@@ -326,7 +238,7 @@ func (s *Store) place(tx *bolt.Tx, k *APIKey, user *User, cred *uuid.UUID, tenan
 			// The default workspace was deleted: act without one.
 			return p, k, nil
 		}
-		return nil, nil, httpx.Forbidden("X-Tenant-Id %q is not a workspace this credential can use.", tenantHeader)
+		return nil, nil, denied("X-Tenant-Id %q is not a workspace this credential can use.", tenantHeader)
 	}
 	role := roleLevel(tx, user.WorkspaceRoles[ws])
 	if k.Kind == auth.KindServiceKey {
@@ -336,12 +248,8 @@ func (s *Store) place(tx *bolt.Tx, k *APIKey, user *User, cred *uuid.UUID, tenan
 		role = auth.WSAdmin
 	}
 	if role == "" && !p.OrgManage() {
-		return nil, nil, httpx.Forbidden("This credential has no role in workspace %s.", ws)
+		return nil, nil, denied("This credential has no role in workspace %s.", ws)
 	}
 	p.WorkspaceID, p.WorkspaceRole = ws, role
 	return p, k, nil
-}
-
-func workspaceInOrg(tx *bolt.Tx, org, ws uuid.UUID) bool {
-	return tx.Bucket([]byte(storage.IdxOrgWorkspaces)).Get(storage.Key(org, ws)) != nil
 }

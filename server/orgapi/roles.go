@@ -14,6 +14,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 	"slipway/storage"
 )
 
@@ -112,8 +113,8 @@ func roleLevel(tx *bolt.Tx, stored string) string {
 	if err != nil {
 		return ""
 	}
-	var r Role
-	if storage.Get(tx, storage.BucketRoles, storage.Key(id), &r) != nil {
+	r, err := getRole(tx, id)
+	if err != nil {
 		return ""
 	}
 	level := auth.WSViewer
@@ -140,8 +141,8 @@ func roleRef(tx *bolt.Tx, stored string) (*uuid.UUID, *string) {
 	if err != nil {
 		return nil, nil
 	}
-	var r Role
-	if storage.Get(tx, storage.BucketRoles, storage.Key(id), &r) != nil {
+	r, err := getRole(tx, id)
+	if err != nil {
 		return nil, nil
 	}
 	return &r.ID, &r.DisplayName
@@ -159,8 +160,8 @@ func workspaceRoleFor(tx *bolt.Tx, org uuid.UUID, id *uuid.UUID, def string, loc
 		}
 		return r.DisplayName, nil
 	}
-	var r Role
-	if storage.Get(tx, storage.BucketRoles, storage.Key(*id), &r) != nil || r.OrgID == nil || *r.OrgID != org {
+	r, err := getRole(tx, *id)
+	if err != nil || r.OrgID == nil || *r.OrgID != org {
 		return "", httpx.Invalid("value_error", fmt.Sprintf("role %s is not a role of this organization", id), loc...)
 	}
 	return r.ID.String(), nil
@@ -211,67 +212,28 @@ func (req *roleRequest) validate() error {
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func orgManager(p *auth.Principal, what string) error {
-	if !p.OrgManage() || p.ReadOnly {
-		return httpx.Forbidden("%s requires the Organization Admin or Organization Operator role.", what)
-	}
-	return nil
-}
-
 // listRoles: GET /api/v1/orgs/current/roles — built-in and custom roles.
 func (s *Store) listRoles(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	p := auth.From(r)
 	out := append([]Role{}, builtinRoles...)
-	err := s.DB.View(func(tx *bolt.Tx) error {
-		for _, id := range storage.PrefixIDs(tx, storage.IdxOrgRoles, storage.Key(p.OrgID), false) {
-			var role Role
-			if err := storage.Get(tx, storage.BucketRoles, storage.Key(id), &role); err != nil {
-				return fmt.Errorf("role %s: %w", id, err)
-			}
-			out = append(out, role)
-		}
-		return nil
-	})
-	if err != nil {
+	return s.viewJSON(w, &out, func(tx *bolt.Tx) error {
+		custom, err := orgRoles(tx, p.OrgID)
+		out = append(out, custom...)
 		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+	})
 }
 
 func roleNameTaken(tx *bolt.Tx, org uuid.UUID, name string, except uuid.UUID) bool {
 	if _, ok := builtinByName(name); ok {
 		return true
 	}
-	for _, id := range storage.PrefixIDs(tx, storage.IdxOrgRoles, storage.Key(org), false) {
-		var role Role
-		if id != except && storage.Get(tx, storage.BucketRoles, storage.Key(id), &role) == nil && strings.EqualFold(role.DisplayName, name) {
-			return true
-		}
-	}
-	return false
+	return customRoleNamed(tx, org, name, except)
 }
 
 // createRole: POST /api/v1/orgs/current/roles (create_role).
 func (s *Store) createRole(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	p := auth.From(r)
-	if err := orgManager(p, "Creating roles"); err != nil {
-		return err
-	}
-	var req roleRequest
-	if err := httpx.DecodeJSON(r, &req, true); err != nil {
-		return err
-	}
-	if err := req.validate(); err != nil {
+	p, req, err := roleBody(r, "Creating roles")
+	if err != nil {
 		return err
 	}
 	org := p.OrgID
@@ -279,19 +241,26 @@ func (s *Store) createRole(w http.ResponseWriter, r *http.Request, _ httprouter.
 	role := Role{ID: storage.NewID(), Name: "CUSTOM_" + strings.ToUpper(strings.Join(strings.Fields(name), "_")), DisplayName: name,
 		Description: *req.Description, OrgID: &org, Permissions: append([]string{}, *req.Permissions...), AccessScope: "workspace"}
 	sort.Strings(role.Permissions)
-	err := s.update(func(tx *bolt.Tx) error {
-		if roleNameTaken(tx, org, name, uuid.Nil) {
-			return httpx.Conflict("A role named %q already exists.", name)
-		}
-		return errors.Join(storage.Put(tx, storage.BucketRoles, storage.Key(role.ID), &role),
-			tx.Bucket([]byte(storage.IdxOrgRoles)).Put(storage.Key(org, role.ID), nil),
-			audit.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
-	})
-	if err != nil {
-		return err
+	return s.changeJSON(w, &role, func(tx *bolt.Tx) error { return saveRole(tx, r, &role) })
+}
+
+// roleBody decodes and checks the role an organization manager sends.
+func roleBody(r *http.Request, what string) (*auth.Principal, *roleRequest, error) {
+	var req roleRequest
+	p, err := managerBody(r, what, &req)
+	if err == nil {
+		err = req.validate()
 	}
-	httpx.WriteJSON(w, http.StatusOK, role)
-	return nil
+	return p, &req, err
+}
+
+// saveRole writes a custom role with its event, unless another role of
+// its organization has its name.
+func saveRole(tx *bolt.Tx, r *http.Request, role *Role) error {
+	if roleNameTaken(tx, *role.OrgID, role.DisplayName, role.ID) {
+		return conflict("A role named %q already exists.", role.DisplayName)
+	}
+	return errors.Join(putRole(tx, role), track.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
 }
 
 // customRole loads the custom role named by the path, refusing built-ins.
@@ -301,62 +270,41 @@ func customRole(tx *bolt.Tx, p *auth.Principal, ps httprouter.Params) (*Role, er
 		return nil, err
 	}
 	if r, ok := builtinByID(id); ok {
-		return nil, httpx.BadRequest("%s is a built-in role and cannot be changed or deleted.", r.DisplayName)
+		return nil, refused("%s is a built-in role and cannot be changed or deleted.", r.DisplayName)
 	}
-	var role Role
-	if storage.Get(tx, storage.BucketRoles, storage.Key(id), &role) != nil || role.OrgID == nil || *role.OrgID != p.OrgID {
-		return nil, httpx.NotFound("Role %s not found.", id)
+	role, err := getRole(tx, id)
+	if err != nil || role.OrgID == nil || *role.OrgID != p.OrgID {
+		return nil, notFound("Role %s not found.", id)
 	}
-	return &role, nil
+	return role, nil
 }
 
 // updateRole: PATCH /api/v1/orgs/current/roles/{role_id} (update_role).
 func (s *Store) updateRole(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	p := auth.From(r)
-	if err := orgManager(p, "Changing roles"); err != nil {
-		return err
-	}
-	var req roleRequest
-	if err := httpx.DecodeJSON(r, &req, true); err != nil {
-		return err
-	}
-	if err := req.validate(); err != nil {
+	p, req, err := roleBody(r, "Changing roles")
+	if err != nil {
 		return err
 	}
 	var out Role
-	err := s.update(func(tx *bolt.Tx) error {
+	return s.changeJSON(w, &out, func(tx *bolt.Tx) error {
 		role, err := customRole(tx, p, ps)
 		if err != nil {
 			return err
 		}
-		name := strings.TrimSpace(*req.DisplayName)
-		if roleNameTaken(tx, p.OrgID, name, role.ID) {
-			return httpx.Conflict("A role named %q already exists.", name)
-		}
-		role.DisplayName, role.Description = name, *req.Description
+		role.DisplayName, role.Description = strings.TrimSpace(*req.DisplayName), *req.Description
 		role.Permissions = append([]string{}, *req.Permissions...)
 		sort.Strings(role.Permissions)
 		out = *role
-		return errors.Join(storage.Put(tx, storage.BucketRoles, storage.Key(role.ID), role),
-			audit.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
+		return saveRole(tx, r, role)
 	})
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
 }
 
 // deleteRole: DELETE /api/v1/orgs/current/roles/{role_id} (delete_role).
 // A role still held by a member or named by an invitation is refused, so
 // nobody silently loses access.
 func (s *Store) deleteRole(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	p := auth.From(r)
-	if err := orgManager(p, "Deleting roles"); err != nil {
-		return err
-	}
 	var out Role
-	err := s.update(func(tx *bolt.Tx) error {
+	return s.changeAs(w, r, orgManager, "Deleting roles", &out, func(tx *bolt.Tx, p *auth.Principal) error {
 		role, err := customRole(tx, p, ps)
 		if err != nil {
 			return err
@@ -369,7 +317,7 @@ func (s *Store) deleteRole(w http.ResponseWriter, r *http.Request, ps httprouter
 		for _, u := range users {
 			for _, wr := range u.WorkspaceRoles {
 				if wr == stored {
-					return httpx.BadRequest("Role %s is still held by %s; change their role first.", role.DisplayName, u.DisplayName)
+					return refused("Role %s is still held by %s; change their role first.", role.DisplayName, u.DisplayName)
 				}
 			}
 		}
@@ -379,17 +327,11 @@ func (s *Store) deleteRole(w http.ResponseWriter, r *http.Request, ps httprouter
 		}
 		for _, pm := range pending {
 			if pm.WorkspaceRole == stored {
-				return httpx.BadRequest("Role %s is named by the pending invitation of %s.", role.DisplayName, pm.Email)
+				return refused("Role %s is named by the pending invitation of %s.", role.DisplayName, pm.Email)
 			}
 		}
 		out = *role
-		return errors.Join(storage.Delete(tx, storage.BucketRoles, storage.Key(role.ID)),
-			tx.Bucket([]byte(storage.IdxOrgRoles)).Delete(storage.Key(p.OrgID, role.ID)),
-			audit.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
+		return errors.Join(removeRole(tx, role),
+			track.Success(tx, r, http.StatusOK, audit.Res(role.ID, "role")))
 	})
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
 }

@@ -14,9 +14,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/time/rate"
 
-	"slipway/server/audit"
 	"slipway/server/httpx"
-	"slipway/storage"
+	"slipway/server/track"
 )
 
 // LoginThrottle limits failed logins with token buckets, one per client
@@ -131,7 +130,7 @@ func (s *Store) clientAddress(r *http.Request) string {
 	if s.Audit != nil {
 		trusted = s.Audit.Trusted
 	}
-	ip, _, _ := audit.ClientAddress(r, trusted)
+	ip, _, _ := track.ClientAddress(r, trusted)
 	return ip
 }
 
@@ -149,13 +148,11 @@ func (s *Store) throttled(w http.ResponseWriter, r *http.Request, account string
 		// The request ends when the handler returns: keep what the event needs.
 		rec := r.Clone(context.WithoutCancel(r.Context()))
 		go func() {
-			var u User
+			var u *User
 			err := s.DB.View(func(tx *bolt.Tx) error {
-				id := tx.Bucket([]byte(storage.IdxLoginEmail)).Get([]byte(account))
-				if id == nil {
-					return errNoAccount
-				}
-				return storage.Get(tx, storage.BucketUsers, id, &u)
+				var err error
+				u, err = userByLogin(tx, account)
+				return err
 			})
 			if err == nil {
 				err = s.Audit.Refused(rec, "login", u.OrgID, u.ID, http.StatusTooManyRequests, throttleDetail(secs))
@@ -168,8 +165,6 @@ func (s *Store) throttled(w http.ResponseWriter, r *http.Request, account string
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	return err
 }
-
-var errNoAccount = errors.New("no account has this email")
 
 func throttleDetail(secs int) string {
 	return fmt.Sprintf("login throttled after too many failed attempts; retry after %ds", secs)

@@ -11,12 +11,12 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"slipway/server/audit"
 	"slipway/server/audit/ocsftest"
 	"slipway/server/controlplane"
 	"slipway/server/httpx"
 	"slipway/server/orgapi"
 	"slipway/server/servertest"
+	"slipway/server/track"
 )
 
 // trackedCase performs one tracked operation successfully and once more in
@@ -295,7 +295,7 @@ func TestEveryTrackedOperation(t *testing.T) {
 	}
 	// The cases must cover every operation the server's routes track: a
 	// newly tracked endpoint without a case fails here.
-	rec := &audit.Recorder{}
+	rec := &track.Recorder{}
 	rt := httpx.Record(httprouter.New())
 	(&orgapi.Store{Audit: rec}).Routes(rt, "")
 	(&controlplane.Service{Audit: rec}).Routes(rt, &orgapi.Store{}, "")

@@ -1,4 +1,14 @@
-package audit
+// Package track is the audit log's HTTP middleware: Recorder.Track marks
+// a handler as a tracked operation, Success records its event inside the
+// transaction that makes its change, and a refusal is recorded on its own.
+//
+// It stands beside the other middleware (auth's Guard, which takes it as
+// its wrap, and httpx's Chain) as a package of its own because it needs
+// all three of audit (to append), auth (the actor is the request's
+// principal) and httpx (a refusal's status): inside audit it would tie the
+// chain to HTTP, inside auth it would tie the credential check to the
+// audit log, and httpx cannot import auth, which imports httpx.
+package track
 
 import (
 	"context"
@@ -13,13 +23,14 @@ import (
 	"github.com/julienschmidt/httprouter"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
 )
 
 // Recorder ties the audit log to HTTP handlers.
 type Recorder struct {
-	Log *Log
+	Log *audit.Log
 	// Update runs a durable write transaction (the same group-committing
 	// writer the handlers use).
 	Update func(func(*bolt.Tx) error) error
@@ -57,7 +68,7 @@ type slot struct {
 // change to go with it. Track runs inside auth.Require: a caller whose
 // credentials could not be established (401) has no actor to record.
 func (rc *Recorder) Track(op string, h httpx.Handle) httpx.Handle {
-	if !Known(op) {
+	if !audit.Known(op) {
 		panic(fmt.Sprintf("audit: %q is not an operation of the spec", op))
 	}
 	rc.mu.Lock()
@@ -85,7 +96,7 @@ func (rc *Recorder) Track(op string, h httpx.Handle) httpx.Handle {
 // Success records the tracked operation of r as successful, inside tx, the
 // transaction that makes the change: the change and its event commit or
 // fail together.
-func Success(tx *bolt.Tx, r *http.Request, status int, resources ...Resource) error {
+func Success(tx *bolt.Tx, r *http.Request, status int, resources ...audit.Resource) error {
 	s, ok := r.Context().Value(slotKey{}).(*slot)
 	if !ok {
 		return errors.New("audit: Success called on a request that is not tracked")
@@ -97,34 +108,23 @@ func Success(tx *bolt.Tx, r *http.Request, status int, resources ...Resource) er
 // org's log: a throttled login names the account it claimed as the actor
 // (with no credential) and as the resource.
 func (rc *Recorder) Refused(r *http.Request, op string, org, user uuid.UUID, status int, detail string) error {
-	if !Known(op) {
+	if !audit.Known(op) {
 		return fmt.Errorf("audit: %q is not an operation", op)
 	}
-	e := rc.entry(r, op, false, status, []Resource{Res(user, "user")})
-	e.Actor = Actor{OrgID: org.String(), UserID: user.String()}
+	e := rc.entry(r, op, false, status, []audit.Resource{audit.Res(user, "user")})
+	e.Actor = audit.Actor{OrgID: org.String(), UserID: user.String()}
 	e.Detail = detail
 	return rc.Update(func(tx *bolt.Tx) error { return rc.Log.Append(tx, e) })
 }
 
-// Res is shorthand for a resource with a type.
-func Res(uid any, typ string) Resource {
-	switch v := uid.(type) {
-	case uuid.UUID:
-		return Resource{UID: v.String(), Type: typ}
-	case string:
-		return Resource{UID: v, Type: typ}
-	}
-	return Resource{UID: fmt.Sprint(uid), Type: typ}
-}
-
-func (rc *Recorder) entry(r *http.Request, op string, ok bool, status int, res []Resource) Entry {
+func (rc *Recorder) entry(r *http.Request, op string, ok bool, status int, res []audit.Resource) audit.Entry {
 	p := auth.From(r)
 	ip, port, hops := ClientAddress(r, rc.Trusted)
-	e := Entry{Op: op, OK: ok, Resources: res,
-		Request: Request{ID: httpx.RequestID(r), Method: r.Method, Path: r.URL.Path, UserAgent: r.UserAgent(),
+	e := audit.Entry{Op: op, OK: ok, Resources: res,
+		Request: audit.Request{ID: httpx.RequestID(r), Method: r.Method, Path: r.URL.Path, UserAgent: r.UserAgent(),
 			ClientIP: ip, Port: port, Forwarded: hops, Status: status}}
 	if p != nil {
-		e.Actor = Actor{OrgID: p.OrgID.String(), UserID: p.UserID.String(), Service: p.Service}
+		e.Actor = audit.Actor{OrgID: p.OrgID.String(), UserID: p.UserID.String(), Service: p.Service}
 		if p.WorkspaceID != uuid.Nil {
 			e.Actor.WorkspaceID = p.WorkspaceID.String()
 		}

@@ -68,7 +68,7 @@ type Page struct {
 // from the oldest kept record to the head are contiguous (pruning removes a
 // prefix), so a binary search reading 8-byte time prefixes is enough.
 func firstAtOrAfter(tx *bolt.Tx, org uuid.UUID, t int64) (uint64, bool, error) {
-	events := tx.Bucket([]byte(storage.BucketAuditEvents))
+	events := tx.Bucket([]byte(bucketEvents))
 	h, found, err := getHead(tx, org)
 	if err != nil || !found || h.Seq == 0 {
 		return 0, false, err
@@ -113,6 +113,42 @@ func (s *seqSource) load(k []byte) {
 	}
 }
 
+// openSources positions a cursor at sequence from on each source of q's
+// events: the organization's events, or the index of each operation asked.
+func openSources(tx *bolt.Tx, q Query, from uint64) []*seqSource {
+	var srcs []*seqSource
+	open := func(bucket string, prefix []byte) {
+		s := &seqSource{c: tx.Bucket([]byte(bucket)).Cursor(), prefix: prefix}
+		k, _ := s.c.Seek(storage.Key(prefix, storage.U64(from)))
+		s.load(k)
+		srcs = append(srcs, s)
+	}
+	if len(q.Ops) == 0 {
+		open(bucketEvents, q.Org[:])
+		return srcs
+	}
+	seen := map[string]bool{}
+	for _, op := range q.Ops {
+		if !seen[op] {
+			seen[op] = true
+			open(idxOp, storage.Key(q.Org, op, []byte{0}))
+		}
+	}
+	return srcs
+}
+
+// lowestSource is the source whose next sequence number comes first, or
+// nil when all are spent.
+func lowestSource(srcs []*seqSource) *seqSource {
+	var best *seqSource
+	for _, s := range srcs {
+		if s.ok && (best == nil || s.seq < best.seq) {
+			best = s
+		}
+	}
+	return best
+}
+
 // Run answers q by walking the organization's events in seq (= time) order,
 // or by merging the operation index ranges of the requested operations. It
 // reads only q.Org's keys.
@@ -125,33 +161,11 @@ func (l *Log) Run(tx *bolt.Tx, q Query) (Page, error) {
 	if q.After != nil && q.After.S+1 > from {
 		from = q.After.S + 1
 	}
-	var srcs []*seqSource
-	open := func(bucket string, prefix []byte) {
-		s := &seqSource{c: tx.Bucket([]byte(bucket)).Cursor(), prefix: prefix}
-		k, _ := s.c.Seek(storage.Key(prefix, storage.U64(from)))
-		s.load(k)
-		srcs = append(srcs, s)
-	}
-	if len(q.Ops) == 0 {
-		open(storage.BucketAuditEvents, q.Org[:])
-	} else {
-		seen := map[string]bool{}
-		for _, op := range q.Ops {
-			if !seen[op] {
-				seen[op] = true
-				open(storage.IdxAuditOp, storage.Key(q.Org, op, []byte{0}))
-			}
-		}
-	}
-	events := tx.Bucket([]byte(storage.BucketAuditEvents))
+	srcs := openSources(tx, q, from)
+	events := tx.Bucket([]byte(bucketEvents))
 	var last Position
 	for {
-		var best *seqSource
-		for _, s := range srcs {
-			if s.ok && (best == nil || s.seq < best.seq) {
-				best = s
-			}
-		}
+		best := lowestSource(srcs)
 		if best == nil {
 			return page, nil
 		}
