@@ -13,11 +13,11 @@ import (
 // version ends at the newest, and every bucket the layout names exists.
 func TestUpgradeFromEveryVersion(t *testing.T) {
 	buckets := []string{BucketOrgs, BucketWorkspaces, IdxOrgWorkspaces, BucketUsers, BucketAPIKeys, IdxAPIKeyHash,
-		BucketDeployments, IdxWorkspaceDeployments, IdxDeploymentName, IdxPendingDeployments, BucketRevisions,
-		IdxDeploymentRevisions, BucketListeners, IdxWorkspaceListeners, IdxListenerCompute, BucketRevisionLogs,
-		BucketUploads, BucketTracingProjects, IdxTracingProjectName, BucketAuditEvents, IdxAuditOp, BucketAuditAnchors,
+		"deployments", "idx_ws_deployments", "idx_deployment_name", "idx_pending_deployments", "revisions",
+		"idx_deployment_revisions", "listeners", "idx_ws_listeners", "idx_listener_compute", "revision_logs",
+		"uploads", "tracing_projects", "idx_tracing_project_name", BucketAuditEvents, IdxAuditOp, BucketAuditAnchors,
 		BucketAuditForward, IdxOrgUsers, IdxLoginEmail, BucketSessions, BucketRoles, IdxOrgRoles, BucketPendingMembers,
-		IdxOrgPending, BucketWorkspaceSecrets, BucketTTLSettings, BucketAuditSeals, BucketAgentLogs}
+		IdxOrgPending, BucketWorkspaceSecrets, BucketTTLSettings, BucketAuditSeals, "agent_logs"}
 	for from := 0; from < len(ControlPlaneMigrations); from++ {
 		path := filepath.Join(t.TempDir(), "db")
 		db, err := Open(path, time.Second, ControlPlaneMigrations[:from])

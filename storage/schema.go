@@ -67,41 +67,26 @@ import (
 //	                            "size"     → uint64 bytes of the entries kept; the oldest go
 //	                                         first when a flush takes it over the bound
 const (
-	BucketOrgs              = "orgs"
-	BucketWorkspaces        = "workspaces"
-	IdxOrgWorkspaces        = "idx_org_workspaces"
-	BucketUsers             = "users"
-	BucketAPIKeys           = "api_keys"
-	IdxAPIKeyHash           = "idx_api_key_hash"
-	BucketDeployments       = "deployments"
-	IdxWorkspaceDeployments = "idx_ws_deployments"
-	IdxDeploymentName       = "idx_deployment_name"
-	IdxPendingDeployments   = "idx_pending_deployments"
-	BucketAuditEvents       = "audit_events"
-	IdxAuditOp              = "idx_audit_op"
-	BucketAuditAnchors      = "audit_anchors"
-	BucketAuditForward      = "audit_forward"
-	BucketRevisions         = "revisions"
-	IdxDeploymentRevisions  = "idx_deployment_revisions"
-	BucketListeners         = "listeners"
-	IdxWorkspaceListeners   = "idx_ws_listeners"
-	IdxListenerCompute      = "idx_listener_compute"
-	BucketRevisionLogs      = "revision_logs"
-	BucketUploads           = "uploads"
-	BucketTracingProjects   = "tracing_projects"
-	IdxTracingProjectName   = "idx_tracing_project_name"
-	IdxOrgUsers             = "idx_org_users"
-	IdxLoginEmail           = "idx_login_email"
-	BucketSessions          = "sessions"
-	BucketRoles             = "roles"
-	IdxOrgRoles             = "idx_org_roles"
-	BucketPendingMembers    = "pending_members"
-	IdxOrgPending           = "idx_org_pending"
-	BucketWorkspaceSecrets  = "workspace_secrets"
-	BucketTTLSettings       = "ttl_settings"
-	BucketAuditSeals        = "audit_seals"
-	IdxCustomHost           = "idx_custom_host"
-	BucketAgentLogs         = "agent_logs"
+	BucketOrgs             = "orgs"
+	BucketWorkspaces       = "workspaces"
+	IdxOrgWorkspaces       = "idx_org_workspaces"
+	BucketUsers            = "users"
+	BucketAPIKeys          = "api_keys"
+	IdxAPIKeyHash          = "idx_api_key_hash"
+	BucketAuditEvents      = "audit_events"
+	IdxAuditOp             = "idx_audit_op"
+	BucketAuditAnchors     = "audit_anchors"
+	BucketAuditForward     = "audit_forward"
+	IdxOrgUsers            = "idx_org_users"
+	IdxLoginEmail          = "idx_login_email"
+	BucketSessions         = "sessions"
+	BucketRoles            = "roles"
+	IdxOrgRoles            = "idx_org_roles"
+	BucketPendingMembers   = "pending_members"
+	IdxOrgPending          = "idx_org_pending"
+	BucketWorkspaceSecrets = "workspace_secrets"
+	BucketTTLSettings      = "ttl_settings"
+	BucketAuditSeals       = "audit_seals"
 )
 
 // ControlPlaneMigrations is the ordered history of the control-plane schema.
@@ -109,19 +94,19 @@ const (
 var ControlPlaneMigrations = []Migration{
 	{Version: 1, Name: "initial buckets", Apply: func(tx *bolt.Tx) error {
 		return CreateBuckets(tx, BucketOrgs, BucketWorkspaces, IdxOrgWorkspaces, BucketUsers,
-			BucketAPIKeys, IdxAPIKeyHash, BucketDeployments, IdxWorkspaceDeployments, IdxDeploymentName,
-			BucketRevisions, IdxDeploymentRevisions, BucketListeners, IdxWorkspaceListeners,
-			IdxListenerCompute, BucketRevisionLogs, BucketUploads, BucketTracingProjects, IdxTracingProjectName)
+			BucketAPIKeys, IdxAPIKeyHash, "deployments", "idx_ws_deployments", "idx_deployment_name",
+			"revisions", "idx_deployment_revisions", "listeners", "idx_ws_listeners",
+			"idx_listener_compute", "revision_logs", "uploads", "tracing_projects", "idx_tracing_project_name")
 	}},
 	{Version: 2, Name: "pending-work index", Apply: func(tx *bolt.Tx) error {
 		// The reconciler used to scan every deployment; now it reads this
 		// index. Every existing deployment starts pending and is settled
 		// by the first scan.
-		if err := CreateBuckets(tx, IdxPendingDeployments); err != nil {
+		if err := CreateBuckets(tx, "idx_pending_deployments"); err != nil {
 			return err
 		}
-		idx := tx.Bucket([]byte(IdxPendingDeployments))
-		return tx.Bucket([]byte(BucketDeployments)).ForEach(func(k, _ []byte) error {
+		idx := tx.Bucket([]byte("idx_pending_deployments"))
+		return tx.Bucket([]byte("deployments")).ForEach(func(k, _ []byte) error {
 			return idx.Put(k, nil)
 		})
 	}},
@@ -157,11 +142,11 @@ var ControlPlaneMigrations = []Migration{
 		// claim of a host won. Each host now belongs to one deployment;
 		// where several claimed one, the oldest (keys are creation-ordered
 		// UUIDv7) keeps it and the others' custom_url no longer routes.
-		if err := CreateBuckets(tx, IdxCustomHost); err != nil {
+		if err := CreateBuckets(tx, "idx_custom_host"); err != nil {
 			return err
 		}
-		idx := tx.Bucket([]byte(IdxCustomHost))
-		return tx.Bucket([]byte(BucketDeployments)).ForEach(func(k, v []byte) error {
+		idx := tx.Bucket([]byte("idx_custom_host"))
+		return tx.Bucket([]byte("deployments")).ForEach(func(k, v []byte) error {
 			var d struct {
 				Status       string `json:"status"`
 				SourceConfig struct {
@@ -201,7 +186,7 @@ var ControlPlaneMigrations = []Migration{
 	{Version: 9, Name: "agent output", Apply: func(tx *bolt.Tx) error {
 		// Deployments before this version kept no agent output: each
 		// gets its ring on its first line.
-		return CreateBuckets(tx, BucketAgentLogs)
+		return CreateBuckets(tx, "agent_logs")
 	}},
 }
 

@@ -29,28 +29,6 @@ type deploymentRecord struct {
 	Endpoint string `json:"endpoint,omitempty"`
 }
 
-func deploymentNotFound(id uuid.UUID) error {
-	return httpx.NotFound("Deployment ID %s not found.", id)
-}
-
-// loadDeployment returns the deployment if it belongs to the workspace;
-// another workspace's deployment is answered exactly like a missing one.
-func loadDeployment(tx *bolt.Tx, ws, id uuid.UUID) (*deploymentRecord, error) {
-	if tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Get(storage.Key(ws, id)) == nil {
-		return nil, deploymentNotFound(id)
-	}
-	var d deploymentRecord
-	if err := storage.Get(tx, storage.BucketDeployments, storage.Key(id), &d); err != nil {
-		return nil, fmt.Errorf("deployment %s: %w", id, err)
-	}
-	return &d, nil
-}
-
-func putDeployment(tx *bolt.Tx, d *deploymentRecord) error {
-	deploymentsChanged(tx)
-	return storage.Put(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(d.ID)), d)
-}
-
 func (s *Service) sealSecrets(depID string, in []Secret) []Secret {
 	out := make([]Secret, len(in))
 	for i, sec := range in {
@@ -115,29 +93,17 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 	err = s.update(func(tx *bolt.Tx) error {
 		if l := req.SourceConfig.ListenerID; l != nil {
 			lid, err := uuid.Parse(*l)
-			if err != nil || tx.Bucket([]byte(storage.IdxWorkspaceListeners)).Get(storage.Key(p.WorkspaceID, lid)) == nil {
+			if err != nil || !listenerExists(tx, p.WorkspaceID, lid) {
 				return httpx.Invalid("value_error", "listener_id must be the id of a listener of this workspace (see GET /v2/listeners)",
 					"body", "source_config", "listener_id")
 			}
 		}
-		nameKey := storage.Key(p.WorkspaceID, req.Name)
-		if tx.Bucket([]byte(storage.IdxDeploymentName)).Get(nameKey) != nil {
-			return httpx.Conflict("A deployment named %q already exists in this workspace.", req.Name)
-		}
-		if err := claimHost(tx, customHostOf(&d.Deployment), id); err != nil {
-			return err
-		}
 		rev := s.newRevision(&d, now)
-		if err := putRevision(tx, rev); err != nil {
+		d.LatestRevisionID = &rev.ID
+		if err := insertDeployment(tx, p.WorkspaceID, &d); err != nil {
 			return err
 		}
-		d.LatestRevisionID = &rev.ID
-		if err := errors.Join(
-			putDeployment(tx, &d),
-			tx.Bucket([]byte(storage.IdxDeploymentName)).Put(nameKey, storage.Key(id)),
-			tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Put(storage.Key(p.WorkspaceID, id), nil),
-			markPending(tx, d.ID),
-		); err != nil {
+		if err := putRevision(tx, rev); err != nil {
 			return err
 		}
 		if err := ensureTracingProject(tx, p.WorkspaceID, id, req.Name, now); err != nil {
@@ -203,10 +169,8 @@ func (s *Service) patchDeployment(w http.ResponseWriter, r *http.Request, ps htt
 		}
 		oldHost := customHostOf(&d.Deployment)
 		s.applyPatch(d, req)
-		if newHost := customHostOf(&d.Deployment); newHost != oldHost {
-			if err := errors.Join(claimHost(tx, newHost, id), releaseHost(tx, oldHost, id)); err != nil {
-				return err
-			}
+		if err := moveHost(tx, oldHost, customHostOf(&d.Deployment), id); err != nil {
+			return err
 		}
 		d.UpdatedAt = s.now()
 		affected := []audit.Resource{audit.Res(id, "deployment")}
@@ -357,30 +321,24 @@ func (s *Service) listDeployments(w http.ResponseWriter, r *http.Request, _ http
 	out := List[Deployment]{Resources: []Deployment{}}
 	err = s.DB.View(func(tx *bolt.Tx) error {
 		skipped := 0
-		for _, id := range storage.PrefixIDs(tx, storage.IdxWorkspaceDeployments, storage.Key(p.WorkspaceID), true) {
-			if ids != nil && !ids[id.String()] {
-				continue
-			}
-			var d deploymentRecord
-			if err := storage.Get(tx, storage.BucketDeployments, storage.Key(id), &d); err != nil {
-				return err
-			}
-			if nameContains != "" && !strings.Contains(strings.ToLower(d.Name), nameContains) ||
+		return eachWorkspaceDeployment(tx, p.WorkspaceID, true, func(d *deploymentRecord) bool {
+			if ids != nil && !ids[d.ID] ||
+				nameContains != "" && !strings.Contains(strings.ToLower(d.Name), nameContains) ||
 				statuses != nil && !statuses[d.Status] ||
 				types != nil && (d.SourceConfig.DeploymentType == nil || !types[*d.SourceConfig.DeploymentType]) ||
 				imageVersion != "" && (d.ImageVersion == nil || *d.ImageVersion != imageVersion) {
-				continue
+				return true
 			}
 			if skipped < offset {
 				skipped++
-				continue
+				return true
 			}
 			if len(out.Resources) == limit {
-				break
+				return false
 			}
 			out.Resources = append(out.Resources, d.Redacted())
-		}
-		return nil
+			return true
+		})
 	})
 	if err != nil {
 		return err
@@ -395,8 +353,8 @@ func (s *Service) listDeployments(w http.ResponseWriter, r *http.Request, _ http
 func (s *Service) DeploymentByName(ws uuid.UUID, name string) (string, bool) {
 	var id string
 	_ = s.DB.View(func(tx *bolt.Tx) error {
-		if raw := tx.Bucket([]byte(storage.IdxDeploymentName)).Get(storage.Key(ws, name)); len(raw) == 16 {
-			id = uuid.UUID(raw).String()
+		if uid, ok := deploymentIDByName(tx, ws, name); ok {
+			id = uid.String()
 		}
 		return nil
 	})
@@ -418,9 +376,10 @@ func (s *Service) ForwardsAuthorization(id string) bool {
 	if err != nil {
 		return false
 	}
-	var d deploymentRecord
-	if err := s.DB.View(func(tx *bolt.Tx) error {
-		return storage.Get(tx, storage.BucketDeployments, storage.Key(uid), &d)
+	var d *deploymentRecord
+	if err := s.DB.View(func(tx *bolt.Tx) (err error) {
+		d, err = readDeployment(tx, uid)
+		return err
 	}); err != nil {
 		return false
 	}

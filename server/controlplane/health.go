@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/runtime"
-	"slipway/storage"
 )
 
 // The health watcher's timing. A lost agent gets healthGrace to come back
@@ -81,11 +79,7 @@ func (s *Service) healthTargets() []runtime.Target {
 	if !c.ok || c.gen != gen {
 		active := map[string]string{}
 		err := s.DB.View(func(tx *bolt.Tx) error {
-			return tx.Bucket([]byte(storage.BucketDeployments)).ForEach(func(_, v []byte) error {
-				var d deploymentRecord
-				if err := json.Unmarshal(v, &d); err != nil {
-					return err
-				}
+			return eachDeployment(tx, func(d *deploymentRecord) error {
 				if d.ActiveRevisionID != nil && d.Status != DeploymentAwaitingDelete {
 					active[d.ID] = *d.ActiveRevisionID
 				}
@@ -119,8 +113,8 @@ func (s *Service) healthTargets() []runtime.Target {
 func (s *Service) recoverAgent(dep, rev string, attempt int, reason string) bool {
 	var w work
 	err := s.DB.View(func(tx *bolt.Tx) error {
-		var d deploymentRecord
-		if err := storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(dep)), &d); err != nil {
+		d, err := readDeployment(tx, uuid.MustParse(dep))
+		if err != nil {
 			return err
 		}
 		if d.ActiveRevisionID == nil || *d.ActiveRevisionID != rev || d.Status == DeploymentAwaitingDelete {
@@ -130,7 +124,7 @@ func (s *Service) recoverAgent(dep, rev string, attempt int, reason string) bool
 		if err != nil {
 			return err
 		}
-		w = work{dep: &d, rev: r, restore: true,
+		w = work{dep: d, rev: r, restore: true,
 			why: fmt.Sprintf("recreating the agent of the active revision (attempt %d): %s", attempt, reason)}
 		return nil
 	})
@@ -158,8 +152,8 @@ func (s *Service) recoverAgent(dep, rev string, attempt int, reason string) bool
 // in one transaction.
 func (s *Service) healthChanged(dep, rev string, h runtime.Health) {
 	err := s.update(func(tx *bolt.Tx) error {
-		var d deploymentRecord
-		if storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(dep)), &d) != nil {
+		d, err := readDeployment(tx, uuid.MustParse(dep))
+		if err != nil {
 			return nil
 		}
 		if d.ActiveRevisionID == nil || *d.ActiveRevisionID != rev || d.Status == DeploymentAwaitingDelete {
@@ -183,7 +177,7 @@ func (s *Service) healthChanged(dep, rev string, h runtime.Health) {
 			}
 			level, msg = "info", fmt.Sprintf("the agent answers again after %s down", h.Since.Sub(prev.Since).Round(100*time.Millisecond))
 		}
-		if err := putDeployment(tx, &d); err != nil {
+		if err := putDeployment(tx, d); err != nil {
 			return err
 		}
 		if msg == "" {

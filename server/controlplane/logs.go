@@ -5,10 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
-
-	"slipway/storage"
 )
 
 // LogEntry is one line of a revision's build or deploy output, or of its
@@ -180,20 +177,4 @@ func (l *revisionLog) Flush() {
 	// Only committed lines are published: a follower that is dropped
 	// catches up from the database and finds every line it was sent.
 	l.s.hub.Publish(revisionTopic(l.revID), batch...)
-}
-
-// appendLog writes one log line of a revision in the caller's transaction.
-func appendLog(tx *bolt.Tx, revID string, e LogEntry) error {
-	_, err := appendLogID(tx, revID, e)
-	return err
-}
-
-func appendLogID(tx *bolt.Tx, revID string, e LogEntry) (int64, error) {
-	b := tx.Bucket([]byte(storage.BucketRevisionLogs))
-	seq, err := b.NextSequence()
-	if err != nil {
-		return 0, err
-	}
-	e.ID = int64(seq)
-	return e.ID, storage.Put(tx, storage.BucketRevisionLogs, storage.Key(uuid.MustParse(revID), storage.U64(seq)), &e)
 }

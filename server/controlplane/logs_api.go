@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 
 	"slipway/server/auth"
 	"slipway/server/httpx"
-	"slipway/storage"
 )
 
 // logQuery is the body the official deploy client posts to the build_logs
@@ -111,16 +109,8 @@ func (s *Service) readLogs(ws, dep, rid uuid.UUID, phases map[string]bool, cur l
 		st.retried = d.LatestRevisionID != nil && *d.LatestRevisionID == rev.ID && rev.Attempt < maxAttempts
 		var own []LogEntry
 		if phases == nil || phases["build"] || phases["deploy"] {
-			c := tx.Bucket([]byte(storage.BucketRevisionLogs)).Cursor()
-			prefix := storage.Key(rid)
-			for k, v := c.Seek(storage.Key(rid, storage.U64(uint64(cur.rev+1)))); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-				var e LogEntry
-				if err := json.Unmarshal(v, &e); err != nil {
-					return err
-				}
-				if phases == nil || phases[e.Phase] {
-					own = append(own, e)
-				}
+			if own, err = readRevisionLogs(tx, rid, cur.rev, phases); err != nil {
+				return err
 			}
 		}
 		var agent []LogEntry

@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +14,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/runtime"
-	"slipway/storage"
 )
 
 // maxAttempts bounds how often a revision interrupted by restarts is retried.
@@ -95,15 +93,11 @@ func (rc *reconciler) loop(ctx context.Context) {
 func (s *Service) markInterrupted() error {
 	return s.update(func(tx *bolt.Tx) error {
 		var revs []*revisionRecord
-		err := tx.Bucket([]byte(storage.BucketRevisions)).ForEach(func(_, v []byte) error {
-			var rev revisionRecord
-			if err := json.Unmarshal(v, &rev); err != nil {
-				return err
-			}
+		err := eachRevision(tx, func(rev *revisionRecord) error {
 			switch {
 			case rev.Status == RevisionBuilding, rev.Status == RevisionAwaitingDeploy, rev.Status == RevisionDeploying,
 				rev.Status == RevisionAwaitingBuild && rev.Attempt > 0:
-				revs = append(revs, &rev)
+				revs = append(revs, rev)
 			}
 			return nil
 		})
@@ -170,11 +164,7 @@ func (s *Service) workFor(tx *bolt.Tx, d *deploymentRecord) (w work, ok bool, er
 func (s *Service) markActivePending() error {
 	return s.update(func(tx *bolt.Tx) error {
 		var ids []string
-		err := tx.Bucket([]byte(storage.BucketDeployments)).ForEach(func(_, v []byte) error {
-			var d deploymentRecord
-			if err := json.Unmarshal(v, &d); err != nil {
-				return err
-			}
+		err := eachDeployment(tx, func(d *deploymentRecord) error {
 			if d.ActiveRevisionID != nil {
 				ids = append(ids, d.ID)
 			}
@@ -198,11 +188,7 @@ func (s *Service) markActivePending() error {
 func (s *Service) reconcileRuntime(ctx context.Context, r runtime.Reconciler) error {
 	deps := map[string]string{}
 	err := s.DB.View(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(storage.BucketDeployments)).ForEach(func(_, v []byte) error {
-			var d deploymentRecord
-			if err := json.Unmarshal(v, &d); err != nil {
-				return err
-			}
+		return eachDeployment(tx, func(d *deploymentRecord) error {
 			deps[d.ID] = ""
 			if d.ActiveRevisionID != nil {
 				deps[d.ID] = *d.ActiveRevisionID
@@ -224,12 +210,12 @@ func (s *Service) restore(ctx context.Context, dep *deploymentRecord, rev *revis
 	defer logs.Close()
 	setStatus := func(status string) {
 		_ = s.update(func(tx *bolt.Tx) error {
-			var d deploymentRecord
-			if storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(dep.ID)), &d) != nil || d.Status == DeploymentAwaitingDelete {
+			d, err := readDeployment(tx, uuid.MustParse(dep.ID))
+			if err != nil || d.Status == DeploymentAwaitingDelete {
 				return nil
 			}
 			d.Status = status
-			return putDeployment(tx, &d)
+			return putDeployment(tx, d)
 		})
 	}
 	spec, err := s.spec(rev)
@@ -260,17 +246,17 @@ func (rc *reconciler) scan(ctx context.Context) {
 	var todo []work
 	var settled []uuid.UUID
 	err := rc.s.DB.View(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(storage.IdxPendingDeployments)).ForEach(func(k, _ []byte) error {
-			id, err := uuid.FromBytes(k)
+		ids, err := pendingDeployments(tx)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			d, err := readDeployment(tx, id)
 			if err != nil {
-				return err
-			}
-			var d deploymentRecord
-			if err := storage.Get(tx, storage.BucketDeployments, k, &d); err != nil {
 				settled = append(settled, id) // deleted
-				return nil
+				continue
 			}
-			w, ok, err := rc.s.workFor(tx, &d)
+			w, ok, err := rc.s.workFor(tx, d)
 			if err != nil {
 				return err
 			}
@@ -281,8 +267,8 @@ func (rc *reconciler) scan(ctx context.Context) {
 			if !ok || d.Status == DeploymentAwaitingDatabase {
 				settled = append(settled, id)
 			}
-			return nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		rc.s.Log.Error().Err(err).Msg("reconcile scan")
@@ -355,11 +341,10 @@ func (rc *reconciler) launch(w work) {
 // queued work meanwhile keeps its deployment pending.
 func (s *Service) settle(ids []uuid.UUID) {
 	err := s.update(func(tx *bolt.Tx) error {
-		idx := tx.Bucket([]byte(storage.IdxPendingDeployments))
 		for _, id := range ids {
-			var d deploymentRecord
-			if storage.Get(tx, storage.BucketDeployments, storage.Key(id), &d) != nil {
-				if err := idx.Delete(storage.Key(id)); err != nil {
+			d, err := readDeployment(tx, id)
+			if err != nil {
+				if err := unmarkPending(tx, id); err != nil {
 					return err
 				}
 				continue
@@ -369,14 +354,14 @@ func (s *Service) settle(ids []uuid.UUID) {
 				if d.ActiveRevisionID != nil {
 					d.Status = DeploymentReady
 				}
-				if err := putDeployment(tx, &d); err != nil {
+				if err := putDeployment(tx, d); err != nil {
 					return err
 				}
 			}
-			if _, ok, err := s.workFor(tx, &d); err != nil {
+			if _, ok, err := s.workFor(tx, d); err != nil {
 				return err
 			} else if !ok {
-				if err := idx.Delete(storage.Key(id)); err != nil {
+				if err := unmarkPending(tx, id); err != nil {
 					return err
 				}
 			}
@@ -515,8 +500,8 @@ func (s *Service) rollOut(ctx context.Context, dep *deploymentRecord, rev *revis
 	}
 	var previous string
 	err = s.update(func(tx *bolt.Tx) error {
-		var d deploymentRecord
-		if err := storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(dep.ID)), &d); err != nil {
+		d, err := readDeployment(tx, uuid.MustParse(dep.ID))
+		if err != nil {
 			return err
 		}
 		cur, err := getRevision(tx, uuid.MustParse(rev.ID))
@@ -537,7 +522,7 @@ func (s *Service) rollOut(ctx context.Context, dep *deploymentRecord, rev *revis
 			u := s.PublicURL + "/agents/" + d.Name
 			d.URL = &u
 		}
-		return errors.Join(putRevision(tx, cur), putDeployment(tx, &d))
+		return errors.Join(putRevision(tx, cur), putDeployment(tx, d))
 	})
 	if err != nil {
 		superseded(true)
@@ -560,50 +545,12 @@ func (s *Service) removeDeployment(ctx context.Context, dep *deploymentRecord) {
 		log.Warn().Err(err).Msg("runtime could not remove the deployment yet; will retry")
 		return
 	}
-	id, ws := uuid.MustParse(dep.ID), uuid.MustParse(dep.TenantID)
 	err := s.update(func(tx *bolt.Tx) error {
-		var d deploymentRecord
-		if err := storage.Get(tx, storage.BucketDeployments, storage.Key(id), &d); err != nil {
+		d, err := readDeployment(tx, uuid.MustParse(dep.ID))
+		if err != nil {
 			return nil // already gone
 		}
-		for _, rid := range storage.PrefixIDs(tx, storage.IdxDeploymentRevisions, storage.Key(id), false) {
-			if err := deletePrefix(tx, storage.BucketRevisionLogs, storage.Key(rid)); err != nil {
-				return err
-			}
-			if err := errors.Join(storage.Delete(tx, storage.BucketRevisions, storage.Key(rid)),
-				tx.Bucket([]byte(storage.IdxDeploymentRevisions)).Delete(storage.Key(id, rid))); err != nil {
-				return err
-			}
-		}
-		var uploads [][]byte
-		err := tx.Bucket([]byte(storage.BucketUploads)).ForEach(func(k, v []byte) error {
-			var u Upload
-			if json.Unmarshal(v, &u) == nil && u.DeploymentID == id {
-				uploads = append(uploads, storage.Copy(k))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, k := range uploads {
-			if err := storage.Delete(tx, storage.BucketUploads, k); err != nil {
-				return err
-			}
-		}
-		if d.DeleteTracingProject {
-			if err := deleteTracingProject(tx, ws, d.Name); err != nil {
-				return err
-			}
-		}
-		deploymentsChanged(tx)
-		return errors.Join(deleteAgentLogs(tx, id),
-			releaseHost(tx, customHostOf(&d.Deployment), id),
-			tx.Bucket([]byte(storage.IdxPendingDeployments)).Delete(storage.Key(id)),
-			storage.Delete(tx, storage.BucketDeployments, storage.Key(id)),
-			tx.Bucket([]byte(storage.IdxDeploymentName)).Delete(storage.Key(ws, d.Name)),
-			tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Delete(storage.Key(ws, id)),
-		)
+		return removeDeploymentRecords(tx, d)
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("delete deployment records")
@@ -615,19 +562,4 @@ func (s *Service) removeDeployment(ctx context.Context, dep *deploymentRecord) {
 		log.Warn().Err(err).Msg("remove uploaded archives")
 	}
 	log.Info().Msg("deployment deleted")
-}
-
-func deletePrefix(tx *bolt.Tx, bucket string, prefix []byte) error {
-	b := tx.Bucket([]byte(bucket))
-	var keys [][]byte
-	c := b.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		keys = append(keys, storage.Copy(k))
-	}
-	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
 
@@ -84,12 +82,6 @@ func (s *Service) heartbeat() time.Duration {
 // share (group commit), so one fsync acknowledges many writes.
 func (s *Service) update(fn func(*bolt.Tx) error) error {
 	return s.Writer.Update(fn)
-}
-
-// markPending tells the reconciler, in the same transaction as the change,
-// that a deployment has work: a queued revision, a deletion, a new record.
-func markPending(tx *bolt.Tx, depID string) error {
-	return tx.Bucket([]byte(storage.IdxPendingDeployments)).Put(storage.Key(uuid.MustParse(depID)), nil)
 }
 
 func (s *Service) now() time.Time {

@@ -12,6 +12,7 @@ import (
 
 	"slipway/server/audit"
 	"slipway/server/auth"
+	"slipway/server/controlplane"
 	"slipway/server/httpx"
 	"slipway/storage"
 )
@@ -174,7 +175,7 @@ func (s *Store) deleteWorkspace(w http.ResponseWriter, r *http.Request, ps httpr
 		if !p.OrgManage() {
 			return httpx.Forbidden("Deleting workspaces requires organization:manage.")
 		}
-		if n := len(storage.PrefixIDs(tx, storage.IdxWorkspaceDeployments, storage.Key(ws.ID), false)); n > 0 {
+		if n := controlplane.WorkspaceDeploymentCount(tx, ws.ID); n > 0 {
 			return httpx.BadRequest("Workspace %s still has %d deployment(s); delete them first.", ws.ID, n)
 		}
 		if len(storage.PrefixIDs(tx, storage.IdxOrgWorkspaces, storage.Key(ws.OrgID), false)) == 1 {
