@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -26,7 +25,7 @@ const DefaultAgentLogLimit = 2 << 20
 // which is itself bounded (pendingLimit); lines beyond it are counted and
 // replaced by one line saying how many were dropped.
 type agentLogs struct {
-	s     *Service
+	b     *logBook
 	limit int // bytes per deployment
 
 	mu      sync.Mutex
@@ -72,16 +71,6 @@ func (a *agentLogs) Line(l runtime.OutputLine) {
 	a.pending = append(a.pending, e)
 }
 
-// startAgentLogs begins storing agent output until ctx ends.
-func (s *Service) startAgentLogs(ctx context.Context) {
-	a := s.agentLog()
-	s.rec.wg.Add(1)
-	go func() {
-		defer s.rec.wg.Done()
-		a.run(ctx.Done())
-	}()
-}
-
 // run flushes every 300 ms until stop is closed, then once more.
 func (a *agentLogs) run(stop <-chan struct{}) {
 	t := time.NewTicker(300 * time.Millisecond)
@@ -107,14 +96,14 @@ func (a *agentLogs) Flush() {
 	a.pending, a.dropped, a.bytes = nil, nil, 0
 	a.mu.Unlock()
 	for dep, n := range dropped {
-		batch = append(batch, LogEntry{Timestamp: a.s.now(), Level: "warning", Phase: "agent", deploymentID: dep,
+		batch = append(batch, LogEntry{Timestamp: a.b.now(), Level: "warning", Phase: "agent", deploymentID: dep,
 			Message: fmt.Sprintf("%d lines of agent output were dropped: the agent wrote faster than they could be stored", n)})
 	}
 	if len(batch) == 0 {
 		return
 	}
 	var written []LogEntry
-	err := a.s.update(func(tx *bolt.Tx) error {
+	err := a.b.update(func(tx *bolt.Tx) error {
 		written = written[:0]
 		gone := map[string]bool{}
 		for _, e := range batch {
@@ -142,11 +131,11 @@ func (a *agentLogs) Flush() {
 		return nil
 	})
 	if err != nil {
-		a.s.Log.Error().Err(err).Msg("write agent output")
+		a.b.log.Error().Err(err).Msg("write agent output")
 		return
 	}
 	for _, e := range written {
-		a.s.hub.Publish(deploymentTopic(e.deploymentID), e)
+		a.b.hub.Publish(deploymentTopic(e.deploymentID), e)
 	}
 }
 

@@ -29,27 +29,6 @@ type deploymentRecord struct {
 	Endpoint string `json:"endpoint,omitempty"`
 }
 
-func (s *Service) sealSecrets(depID string, in []Secret) []Secret {
-	out := make([]Secret, len(in))
-	for i, sec := range in {
-		out[i] = Secret{Name: sec.Name, Value: s.Sealer.Seal(sec.Value, depID+"/"+sec.Name)}
-	}
-	return out
-}
-
-// OpenSecrets decrypts a deployment's or revision's sealed secrets for the runtime.
-func (s *Service) OpenSecrets(depID string, sealed []Secret) (map[string]string, error) {
-	env := make(map[string]string, len(sealed))
-	for _, sec := range sealed {
-		v, err := s.Sealer.Open(sec.Value, depID+"/"+sec.Name)
-		if err != nil {
-			return nil, fmt.Errorf("secret %s of deployment %s: %w", sec.Name, depID, err)
-		}
-		env[sec.Name] = v
-	}
-	return env, nil
-}
-
 func readBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
 	var mbe *http.MaxBytesError
@@ -83,7 +62,7 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 	id := storage.NewID()
 	d := deploymentRecord{Deployment: Deployment{
 		ID: id.String(), Name: req.Name, Source: req.Source, SourceConfig: req.SourceConfig,
-		SourceRevisionConfig: req.SourceRevisionConfig, Secrets: s.sealSecrets(id.String(), req.Secrets),
+		SourceRevisionConfig: req.SourceRevisionConfig, Secrets: sealSecrets(s.Sealer, id.String(), req.Secrets),
 		SecretReferences: req.SecretReferences, TenantID: p.WorkspaceID.String(),
 		CreatedAt: now, UpdatedAt: now, Status: DeploymentAwaitingDatabase,
 	}}
@@ -220,7 +199,7 @@ func (s *Service) applyPatch(d *deploymentRecord, req *PatchRequest) {
 		setIf(&cur.SourceTarballPath, rc.SourceTarballPath)
 	}
 	if req.Secrets != nil {
-		d.Secrets = s.sealSecrets(d.ID, req.Secrets)
+		d.Secrets = sealSecrets(s.Sealer, d.ID, req.Secrets)
 	}
 	if req.SecretReferences != nil {
 		d.SecretReferences = req.SecretReferences

@@ -28,25 +28,25 @@ const (
 
 // startWatcher starts the health watcher when the driver can check its
 // agents. It runs with the reconciler and stops with it.
-func (s *Service) startWatcher(ctx context.Context) {
-	hc, ok := s.Driver.(runtime.HealthChecker)
+func (rc *Reconciler) startWatcher(ctx context.Context) {
+	hc, ok := rc.Driver.(runtime.HealthChecker)
 	if !ok {
 		return
 	}
-	interval := s.HealthInterval
+	interval := rc.HealthInterval
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
 	w := &runtime.Watcher{Interval: interval, Retry: min(healthRetry, interval), Grace: healthGrace,
 		MinBackoff: healthMinBackoff, MaxBackoff: healthMaxBackoff, ResetAfter: healthResetAfter,
-		Targets: s.healthTargets, Check: hc.CheckHealth, Recover: s.recoverAgent, Changed: s.healthChanged}
-	s.watch = w
-	if n, ok := s.Driver.(runtime.HealthNotifier); ok {
+		Targets: rc.healthTargets, Check: hc.CheckHealth, Recover: rc.recoverAgent, Changed: rc.healthChanged}
+	rc.watch = w
+	if n, ok := rc.Driver.(runtime.HealthNotifier); ok {
 		n.WatchHealth(ctx, w.Poke)
 	}
-	s.rec.wg.Add(1)
+	rc.wg.Add(1)
 	go func() {
-		defer s.rec.wg.Done()
+		defer rc.wg.Done()
 		w.Run(ctx)
 	}()
 }
@@ -72,13 +72,13 @@ type targetCache struct {
 	active map[string]string // deployment → active revision
 }
 
-func (s *Service) healthTargets() []runtime.Target {
-	c := &s.targets
+func (rc *Reconciler) healthTargets() []runtime.Target {
+	c := &rc.targets
 	c.mu.Lock()
 	gen := deploymentsGen.Load()
 	if !c.ok || c.gen != gen {
 		active := map[string]string{}
-		err := s.DB.View(func(tx *bolt.Tx) error {
+		err := rc.DB.View(func(tx *bolt.Tx) error {
 			return eachDeployment(tx, func(d *deploymentRecord) error {
 				if d.ActiveRevisionID != nil && d.Status != DeploymentAwaitingDelete {
 					active[d.ID] = *d.ActiveRevisionID
@@ -88,7 +88,7 @@ func (s *Service) healthTargets() []runtime.Target {
 		})
 		if err != nil {
 			c.mu.Unlock()
-			s.Log.Error().Err(err).Msg("health watcher: read deployments")
+			rc.Log.Error().Err(err).Msg("health watcher: read deployments")
 			return nil
 		}
 		c.active, c.gen, c.ok = active, gen, true
@@ -98,21 +98,21 @@ func (s *Service) healthTargets() []runtime.Target {
 		out = append(out, runtime.Target{Deployment: dep, Revision: rev})
 	}
 	c.mu.Unlock()
-	s.rec.mu.Lock()
+	rc.mu.Lock()
 	for i := range out {
-		_, restoring := s.restoring.Load(out[i].Deployment)
-		out[i].Busy = restoring || s.rec.busy[out[i].Deployment] != nil
+		_, restoring := rc.restoring.Load(out[i].Deployment)
+		out[i].Busy = restoring || rc.busy[out[i].Deployment] != nil
 	}
-	s.rec.mu.Unlock()
+	rc.mu.Unlock()
 	return out
 }
 
 // recoverAgent starts recreating a lost agent from the active revision
 // (same image or build, same volume or agent database, same secrets) as a
 // reconciler job, unless other work holds the deployment.
-func (s *Service) recoverAgent(dep, rev string, attempt int, reason string) bool {
+func (rc *Reconciler) recoverAgent(dep, rev string, attempt int, reason string) bool {
 	var w work
-	err := s.DB.View(func(tx *bolt.Tx) error {
+	err := rc.DB.View(func(tx *bolt.Tx) error {
 		d, err := readDeployment(tx, uuid.MustParse(dep))
 		if err != nil {
 			return err
@@ -130,17 +130,16 @@ func (s *Service) recoverAgent(dep, rev string, attempt int, reason string) bool
 	})
 	if err != nil {
 		if !errors.Is(err, errStale) {
-			s.Log.Error().Err(err).Str("deployment_id", dep).Msg("health watcher: read the active revision")
+			rc.Log.Error().Err(err).Str("deployment_id", dep).Msg("health watcher: read the active revision")
 		}
 		return false
 	}
-	rc := s.rec
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.busy[dep] != nil {
 		return false
 	}
-	s.Log.Warn().Str("deployment_id", dep).Str("revision_id", rev).Int("attempt", attempt).Str("reason", reason).
+	rc.Log.Warn().Str("deployment_id", dep).Str("revision_id", rev).Int("attempt", attempt).Str("reason", reason).
 		Msg("recreating a lost agent")
 	rc.launch(w)
 	return true
@@ -150,8 +149,8 @@ func (s *Service) recoverAgent(dep, rev string, attempt int, reason string) bool
 // health field, the status (UNKNOWN while the agent cannot be reached,
 // READY again once it answers) and a line in the revision's deploy log,
 // in one transaction.
-func (s *Service) healthChanged(dep, rev string, h runtime.Health) {
-	err := s.update(func(tx *bolt.Tx) error {
+func (rc *Reconciler) healthChanged(dep, rev string, h runtime.Health) {
+	err := rc.update(func(tx *bolt.Tx) error {
 		d, err := readDeployment(tx, uuid.MustParse(dep))
 		if err != nil {
 			return nil
@@ -186,12 +185,12 @@ func (s *Service) healthChanged(dep, rev string, h runtime.Health) {
 		return appendLog(tx, rev, LogEntry{Timestamp: h.Since.UTC(), Level: level, Phase: "deploy", Message: msg})
 	})
 	if err != nil {
-		s.Log.Error().Err(err).Str("deployment_id", dep).Msg("record agent health")
+		rc.Log.Error().Err(err).Str("deployment_id", dep).Msg("record agent health")
 		return
 	}
-	ev := s.Log.Info()
+	ev := rc.Log.Info()
 	if h.Status == runtime.HealthUnhealthy {
-		ev = s.Log.Warn().Str("reason", h.Reason)
+		ev = rc.Log.Warn().Str("reason", h.Reason)
 	}
 	ev.Str("deployment_id", dep).Str("revision_id", rev).Str("health", h.Status).Msg("agent health changed")
 }

@@ -92,7 +92,7 @@ type revisionLogState struct {
 // revision does not serve.
 func (st revisionLogState) over(s *Service, rid string, serving bool) bool {
 	final := RevisionTerminal(st.status) && !(st.status == RevisionInterrupted && st.retried)
-	return final && !s.logOpen(rid) && (!serving || !st.active)
+	return final && !s.book().logOpen(rid) && (!serving || !st.active)
 }
 
 // readLogs returns a revision's log lines of the given phases (all when
@@ -400,7 +400,7 @@ func (s *Service) follow(w http.ResponseWriter, r *http.Request, cur logCursor, 
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
 	for {
-		sub := s.hub.Subscribe(subscriberBuffer, topics...)
+		sub := s.book().hub.Subscribe(subscriberBuffer, topics...)
 		// Read after subscribing: a line committed in between is both
 		// read and published, and the cursor sends it once.
 		entries, err := read(cur)

@@ -47,14 +47,10 @@ func (u *Upload) ObjectPath() string {
 	return "uploads/" + u.DeploymentID.String() + "/" + u.ID.String() + ".tar.gz"
 }
 
-// File is where the archive lives on disk.
-func (s *Service) uploadFile(u *Upload) string {
-	return filepath.Join(s.DataDir, filepath.FromSlash(u.ObjectPath()))
-}
-
-// UploadFile returns the archive path for a completed upload's object path.
-func (s *Service) UploadFile(objectPath string) string {
-	return filepath.Join(s.DataDir, filepath.FromSlash(objectPath))
+// uploadPath is where the archive at objectPath (an Upload's ObjectPath)
+// lives under dataDir.
+func uploadPath(dataDir, objectPath string) string {
+	return filepath.Join(dataDir, filepath.FromSlash(objectPath))
 }
 
 func (s *Service) uploadToken(id uuid.UUID, exp time.Time) string {
@@ -121,7 +117,7 @@ func (s *Service) putUpload(w http.ResponseWriter, r *http.Request, ps httproute
 	if err != nil {
 		return err
 	}
-	size, sum, err := s.receiveArchive(r.Body, s.uploadFile(u))
+	size, sum, err := s.receiveArchive(r.Body, uploadPath(s.DataDir, u.ObjectPath()))
 	if err != nil {
 		// Give the URL back so the client can retry a broken transfer.
 		_ = s.update(func(tx *bolt.Tx) error {
