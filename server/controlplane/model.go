@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"slipway/runtime"
+	"slipway/server/httpx/validate"
 )
 
 // Deployment sources.
@@ -195,8 +196,20 @@ func (s *SourceRevisionConfig) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// inputShape tells the request checker which JSON keys the input accepts.
-func (SourceRevisionConfig) inputShape() any { return sourceRevisionConfigInput{} }
+// InputShape tells the request checker (validate.Decode) which JSON keys
+// the input accepts.
+func (SourceRevisionConfig) InputShape() any { return sourceRevisionConfigInput{} }
+
+// CheckObject reports the aliases graph_config_path and
+// langgraph_config_path given with different values (validate.ObjectChecker).
+func (*sourceRevisionConfigInput) CheckObject(obj map[string]any, l []any, errs *validate.Errors) {
+	g, _ := obj["graph_config_path"].(string)
+	lg, _ := obj["langgraph_config_path"].(string)
+	if obj["graph_config_path"] != nil && obj["langgraph_config_path"] != nil && g != lg {
+		errs.AddLoc("value_error", "langgraph_config_path is an alias of graph_config_path: give one of them, or both with the same value",
+			validate.At(l, "langgraph_config_path"))
+	}
+}
 
 // ResourceSpec is the compute resources of a deployment. Every field is a
 // pointer so that null/absent is distinguishable from zero. CPU is in cores
