@@ -675,7 +675,20 @@ func (v *validator) intRange(p *int, lo, hi int, unit string, l []any) bool {
 	return true
 }
 
+// resourceSpec checks each value against its bounds, then (when they all
+// hold) the limits against their requests, then the pod's metadata and
+// containers.
 func (v *validator) resourceSpec(r *ResourceSpec, l []any) {
+	if v.resourceBounds(r, l) {
+		v.resourceLimits(r, l)
+	}
+	v.resourceMetadata(r, l)
+	v.podSpec(r, l)
+}
+
+// resourceBounds checks every value against its range and reports whether
+// all are in range.
+func (v *validator) resourceBounds(r *ResourceSpec, l []any) bool {
 	ok := true
 	cpu := func(p *float64, key string) { ok = v.floatRange(p, MinCPU, MaxCPU, at(l, key)) && ok }
 	cpuLimit := func(p *float64, key string) { ok = v.floatRange(p, MinCPULimit, MaxCPULimit, at(l, key)) && ok }
@@ -715,55 +728,52 @@ func (v *validator) resourceSpec(r *ResourceSpec, l []any) {
 	memLimit(r.DBMemoryLimitMB, "db_memory_limit_mb")
 	ok = v.intRange(r.DBStorageGi, MinDBStorageGi, MaxDBStorageGi, " GiB", at(l, "db_storage_gi")) && ok
 	ok = v.intRange(r.DBMaxConnections, MinDBMaxConnections, MaxDBMaxConnections, "", at(l, "db_max_connections")) && ok
+	return ok
+}
 
-	if ok {
-		// Cross-field rules on the normalized values; a violation is
-		// reported at the field the client gave.
-		n := *r
-		n.Normalize()
-		// given reports where to put a violation: at the limit when the
-		// client gave it, else at the request when the client gave that;
-		// with both derived the cause is reported by another check.
-		given := func(limitGiven, reqGiven bool, limitKey, reqKey string) (string, bool) {
-			switch {
-			case limitGiven:
-				return limitKey, true
-			case reqGiven:
-				return reqKey, true
-			}
-			return "", false
-		}
-		geF := func(limit, req, limitIn, reqIn *float64, limitKey, reqKey string) {
-			if limit != nil && req != nil && *limit < *req {
-				if k, ok := given(limitIn != nil, reqIn != nil, limitKey, reqKey); ok {
-					v.AddLoc("value_error", fmt.Sprintf("%s (%g) must be greater than or equal to %s (%g)", limitKey, *limit, reqKey, *req), at(l, k))
-				}
-			}
-		}
-		geI := func(limit, req, limitIn, reqIn *int, limitKey, reqKey string) {
-			if limit != nil && req != nil && *limit < *req {
-				if k, ok := given(limitIn != nil, reqIn != nil, limitKey, reqKey); ok {
-					v.AddLoc("value_error", fmt.Sprintf("%s (%d) must be greater than or equal to %s (%d)", limitKey, *limit, reqKey, *req), at(l, k))
-				}
-			}
-		}
-		geI(n.MaxScale, n.MinScale, r.MaxScale, r.MinScale, "max_scale", "min_scale")
-		geF(n.CPULimit, n.CPU, r.CPULimit, r.CPU, "cpu_limit", "cpu")
-		geI(n.MemoryLimitMB, n.MemoryMB, r.MemoryLimitMB, r.MemoryMB, "memory_limit_mb", "memory_mb")
-		geI(n.QueueMaxScale, n.QueueMinScale, r.QueueMaxScale, r.QueueMinScale, "queue_max_scale", "queue_min_scale")
-		geF(n.QueueCPULimit, n.QueueCPU, r.QueueCPULimit, r.QueueCPU, "queue_cpu_limit", "queue_cpu")
-		geI(n.QueueMemoryLimitMB, n.QueueMemoryMB, r.QueueMemoryLimitMB, r.QueueMemoryMB, "queue_memory_limit_mb", "queue_memory_mb")
-		geI(n.OrchestratorMaxScale, n.OrchestratorMinScale, r.OrchestratorMaxScale, r.OrchestratorMinScale, "orchestrator_max_scale", "orchestrator_min_scale")
-		geF(n.OrchestratorCPULimit, n.OrchestratorCPU, r.OrchestratorCPULimit, r.OrchestratorCPU, "orchestrator_cpu_limit", "orchestrator_cpu")
-		geI(n.OrchestratorMemoryLimitMB, n.OrchestratorMemoryMB, r.OrchestratorMemoryLimitMB, r.OrchestratorMemoryMB, "orchestrator_memory_limit_mb", "orchestrator_memory_mb")
-		geF(n.ExecutorCPULimit, n.ExecutorCPU, r.ExecutorCPULimit, r.ExecutorCPU, "executor_cpu_limit", "executor_cpu")
-		geI(n.ExecutorMemoryLimitMB, n.ExecutorMemoryMB, r.ExecutorMemoryLimitMB, r.ExecutorMemoryMB, "executor_memory_limit_mb", "executor_memory_mb")
-		geF(n.RedisCPULimit, n.RedisCPU, r.RedisCPULimit, r.RedisCPU, "redis_cpu_limit", "redis_cpu")
-		geI(n.RedisMemoryLimitMB, n.RedisMemoryMB, r.RedisMemoryLimitMB, r.RedisMemoryMB, "redis_memory_limit_mb", "redis_memory_mb")
-		geF(n.DBCPULimit, n.DBCPU, r.DBCPULimit, r.DBCPU, "db_cpu_limit", "db_cpu")
-		geI(n.DBMemoryLimitMB, n.DBMemoryMB, r.DBMemoryLimitMB, r.DBMemoryMB, "db_memory_limit_mb", "db_memory_mb")
+// resourceLimits checks each limit (and max scale) against its request
+// (and min scale) on the normalized values, so a derived limit counts too.
+func (v *validator) resourceLimits(r *ResourceSpec, l []any) {
+	n := *r
+	n.Normalize()
+	atLeast(v, l, n.MaxScale, n.MinScale, r.MaxScale, r.MinScale, "max_scale", "min_scale")
+	atLeast(v, l, n.CPULimit, n.CPU, r.CPULimit, r.CPU, "cpu_limit", "cpu")
+	atLeast(v, l, n.MemoryLimitMB, n.MemoryMB, r.MemoryLimitMB, r.MemoryMB, "memory_limit_mb", "memory_mb")
+	atLeast(v, l, n.QueueMaxScale, n.QueueMinScale, r.QueueMaxScale, r.QueueMinScale, "queue_max_scale", "queue_min_scale")
+	atLeast(v, l, n.QueueCPULimit, n.QueueCPU, r.QueueCPULimit, r.QueueCPU, "queue_cpu_limit", "queue_cpu")
+	atLeast(v, l, n.QueueMemoryLimitMB, n.QueueMemoryMB, r.QueueMemoryLimitMB, r.QueueMemoryMB, "queue_memory_limit_mb", "queue_memory_mb")
+	atLeast(v, l, n.OrchestratorMaxScale, n.OrchestratorMinScale, r.OrchestratorMaxScale, r.OrchestratorMinScale, "orchestrator_max_scale", "orchestrator_min_scale")
+	atLeast(v, l, n.OrchestratorCPULimit, n.OrchestratorCPU, r.OrchestratorCPULimit, r.OrchestratorCPU, "orchestrator_cpu_limit", "orchestrator_cpu")
+	atLeast(v, l, n.OrchestratorMemoryLimitMB, n.OrchestratorMemoryMB, r.OrchestratorMemoryLimitMB, r.OrchestratorMemoryMB, "orchestrator_memory_limit_mb", "orchestrator_memory_mb")
+	atLeast(v, l, n.ExecutorCPULimit, n.ExecutorCPU, r.ExecutorCPULimit, r.ExecutorCPU, "executor_cpu_limit", "executor_cpu")
+	atLeast(v, l, n.ExecutorMemoryLimitMB, n.ExecutorMemoryMB, r.ExecutorMemoryLimitMB, r.ExecutorMemoryMB, "executor_memory_limit_mb", "executor_memory_mb")
+	atLeast(v, l, n.RedisCPULimit, n.RedisCPU, r.RedisCPULimit, r.RedisCPU, "redis_cpu_limit", "redis_cpu")
+	atLeast(v, l, n.RedisMemoryLimitMB, n.RedisMemoryMB, r.RedisMemoryLimitMB, r.RedisMemoryMB, "redis_memory_limit_mb", "redis_memory_mb")
+	atLeast(v, l, n.DBCPULimit, n.DBCPU, r.DBCPULimit, r.DBCPU, "db_cpu_limit", "db_cpu")
+	atLeast(v, l, n.DBMemoryLimitMB, n.DBMemoryMB, r.DBMemoryLimitMB, r.DBMemoryMB, "db_memory_limit_mb", "db_memory_mb")
+}
+
+// atLeast reports a normalized limit below its request. The violation is
+// reported at the field the client gave: the limit when given, else the
+// request; with both derived the cause is reported by another check.
+func atLeast[T int | float64](v *validator, l []any, limit, req, limitIn, reqIn *T, limitKey, reqKey string) {
+	if limit == nil || req == nil || *limit >= *req {
+		return
 	}
+	k := limitKey
+	switch {
+	case limitIn != nil:
+	case reqIn != nil:
+		k = reqKey
+	default:
+		return
+	}
+	v.AddLoc("value_error", fmt.Sprintf("%s (%v) must be greater than or equal to %s (%v)", limitKey, *limit, reqKey, *req), at(l, k))
+}
 
+// resourceMetadata checks the labels, annotations, service account and
+// image pull secrets.
+func (v *validator) resourceMetadata(r *ResourceSpec, l []any) {
 	for _, k := range sortedStringKeys(r.Labels) {
 		if k == "" {
 			v.AddLoc("value_error", "label keys must be non-empty", at(l, "labels"))
@@ -783,7 +793,11 @@ func (v *validator) resourceSpec(r *ResourceSpec, l []any) {
 	for i, s := range r.ImagePullSecrets {
 		v.nonEmpty(s.Name, at(l, "image_pull_secrets", i, "name"))
 	}
+}
 
+// podSpec checks the volumes, their mounts and the extra containers, whose
+// names are unique in the pod.
+func (v *validator) podSpec(r *ResourceSpec, l []any) {
 	volumes := map[string]bool{}
 	for i, vol := range r.Volumes {
 		vl := at(l, "volumes", i, "name")
