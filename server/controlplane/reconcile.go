@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -458,11 +457,9 @@ func (rc *Reconciler) spec(rev *revisionRecord) (runtime.Spec, error) {
 	if c := rev.SourceConfig.BuildCommand; c != nil {
 		sp.BuildCommand = *c
 	}
-	if rev.SourceConfig.ResourceSpec != nil {
-		sp.ResourceSpec, _ = json.Marshal(rev.SourceConfig.ResourceSpec)
-	}
+	sp.ResourceSpec = rev.SourceConfig.ResourceSpec
 	if len(rev.SecretReferences) > 0 {
-		sp.SecretReferences, _ = json.Marshal(rev.SecretReferences)
+		sp.SecretReferences = rev.SecretReferences
 	}
 	return sp, nil
 }

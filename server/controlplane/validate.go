@@ -40,7 +40,6 @@ package controlplane
 import (
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -48,6 +47,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"slipway/runtime"
 	"slipway/runtime/build"
 	"slipway/server/httpx/validate"
 )
@@ -94,12 +94,7 @@ func IsDNSLabel(s string) bool { return dnsLabelRE.MatchString(s) }
 func IsCIdentifier(s string) bool { return cIdentRE.MatchString(s) }
 
 // RoundCPU rounds a CPU value to one decimal place (half away from zero).
-func RoundCPU(v float64) float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 1e15 {
-		return v
-	}
-	return math.Round(v*10) / 10
-}
+func RoundCPU(v float64) float64 { return runtime.RoundCPU(v) }
 
 // DecodeCreate decodes and validates the body of POST /v2/deployments. On
 // success the resource spec is normalized (rounded, defaults filled). Errors
@@ -201,57 +196,6 @@ func (p *PatchRequest) CreatesRevision() bool {
 		return s.RepoRef != nil || s.GraphConfigPath != nil || s.ImageURI != nil || s.SourceTarballPath != nil
 	}
 	return false
-}
-
-// Normalize rounds every CPU value to one decimal and fills the derived
-// defaults of the spec: a limit defaults to 2× its request (redis memory:
-// 1×), queue values default to the API values.
-func (r *ResourceSpec) Normalize() {
-	if r == nil {
-		return
-	}
-	for _, p := range []**float64{&r.CPU, &r.CPULimit, &r.QueueCPU, &r.QueueCPULimit,
-		&r.OrchestratorCPU, &r.OrchestratorCPULimit, &r.ExecutorCPU, &r.ExecutorCPULimit,
-		&r.RedisCPU, &r.RedisCPULimit, &r.DBCPU, &r.DBCPULimit} {
-		if *p != nil {
-			x := RoundCPU(**p)
-			*p = &x
-		}
-	}
-	twiceF := func(dst **float64, src *float64) {
-		if *dst == nil && src != nil {
-			x := RoundCPU(2 * *src)
-			*dst = &x
-		}
-	}
-	mulI := func(dst **int, src *int, k int) {
-		if *dst == nil && src != nil {
-			x := *src
-			if x <= math.MaxInt/2 && x >= math.MinInt/2 {
-				x *= k
-			}
-			*dst = &x
-		}
-	}
-	copyI := func(dst **int, src *int) { mulI(dst, src, 1) }
-	copyF := func(dst **float64, src *float64) {
-		if *dst == nil && src != nil {
-			x := *src
-			*dst = &x
-		}
-	}
-	twiceF(&r.CPULimit, r.CPU)
-	mulI(&r.MemoryLimitMB, r.MemoryMB, 2)
-	copyI(&r.QueueMinScale, r.MinScale)
-	copyI(&r.QueueMaxScale, r.MaxScale)
-	copyF(&r.QueueCPU, r.CPU)
-	copyI(&r.QueueMemoryMB, r.MemoryMB)
-	twiceF(&r.QueueCPULimit, r.QueueCPU)
-	mulI(&r.QueueMemoryLimitMB, r.QueueMemoryMB, 2)
-	twiceF(&r.RedisCPULimit, r.RedisCPU)
-	copyI(&r.RedisMemoryLimitMB, r.RedisMemoryMB)
-	twiceF(&r.DBCPULimit, r.DBCPU)
-	mulI(&r.DBMemoryLimitMB, r.DBMemoryMB, 2)
 }
 
 func normalizeSourceConfig(sc *SourceConfig) {
