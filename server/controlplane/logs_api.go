@@ -281,8 +281,8 @@ func (s *Service) revisionLogs(w http.ResponseWriter, r *http.Request, ps httpro
 }
 
 func isNotFound(err error) bool {
-	var e *httpx.Error
-	return errors.As(err, &e) && e.Status == http.StatusNotFound
+	var e errNotFound
+	return errors.As(err, &e)
 }
 
 // deploymentLogs: GET /v2/deployments/{id}/logs[?revision_id=] — the
@@ -359,41 +359,7 @@ func (s *Service) deploymentLogs(w http.ResponseWriter, r *http.Request, ps http
 // dropped there and catches up here from the database.
 func (s *Service) follow(w http.ResponseWriter, r *http.Request, cur logCursor, topics []string,
 	keep func(LogEntry) bool, read func(logCursor) ([]LogEntry, error), final func() (string, error)) error {
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
-	w.WriteHeader(http.StatusOK)
-	send := func(entries []LogEntry) error {
-		for _, e := range entries {
-			if !cur.advance(e) {
-				continue
-			}
-			raw, err := json.Marshal(e)
-			if err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(w, "id: %s\nevent: log\ndata: %s\n\n", cur, raw); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	// end sends what is left and the final status. Agent output still
-	// buffered for the database is written first, so that the last lines
-	// of an agent that failed its deploy are part of the stream.
-	end := func(status string) error {
-		s.agentLog().Flush()
-		entries, err := read(cur)
-		if err != nil && !isNotFound(err) {
-			return err
-		}
-		if err := send(entries); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "event: end\ndata: {\"status\": %q}\n\n", status)
-		return rc.Flush()
-	}
+	f := &follower{s: s, st: startStream(w, cur), read: read, final: final, keep: keep}
 	heartbeat := time.NewTicker(s.heartbeat())
 	defer heartbeat.Stop()
 	// Statuses are not published: they are read again once a second.
@@ -403,73 +369,148 @@ func (s *Service) follow(w http.ResponseWriter, r *http.Request, cur logCursor, 
 		sub := s.book().hub.Subscribe(subscriberBuffer, topics...)
 		// Read after subscribing: a line committed in between is both
 		// read and published, and the cursor sends it once.
-		entries, err := read(cur)
-		if err == nil {
-			err = send(entries)
-		}
-		if err == nil {
-			err = rc.Flush()
-		}
-		var status string
-		if err == nil {
-			status, err = final()
-		}
-		if err != nil || status != "" {
-			sub.Close()
-			if err == nil {
-				_ = end(status)
-			}
+		over := f.catchUp() || f.live(r, sub, heartbeat.C, check.C)
+		sub.Close()
+		if over {
 			return nil
 		}
-	live:
-		for {
-			select {
-			case <-r.Context().Done():
-				sub.Close()
-				return nil
-			case e, ok := <-sub.C:
-				if !ok {
-					break live // dropped: catch up from the database
-				}
-				batch := []LogEntry{e}
-			more:
-				for len(batch) < subscriberBuffer {
-					select {
-					case e, ok := <-sub.C:
-						if !ok {
-							break more
-						}
-						batch = append(batch, e)
-					default:
-						break more
-					}
-				}
-				kept := batch[:0]
-				for _, e := range batch {
-					if keep(e) {
-						kept = append(kept, e)
-					}
-				}
-				if send(kept) != nil || rc.Flush() != nil {
-					sub.Close()
-					return nil
-				}
-			case <-heartbeat.C:
-				if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
-					sub.Close()
-					return nil
-				}
-			case <-check.C:
-				status, err := final()
-				if err != nil || status != "" {
-					sub.Close()
-					if err == nil {
-						_ = end(status)
-					}
-					return nil
-				}
+	}
+}
+
+// sseStream writes log lines as server-sent events, each once: its cursor
+// moves past every line sent.
+type sseStream struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	cur logCursor
+}
+
+func startStream(w http.ResponseWriter, cur logCursor) *sseStream {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	return &sseStream{w: w, rc: http.NewResponseController(w), cur: cur}
+}
+
+// send writes the entries after the cursor and flushes them.
+func (st *sseStream) send(entries []LogEntry) error {
+	for _, e := range entries {
+		if !st.cur.advance(e) {
+			continue
+		}
+		raw, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(st.w, "id: %s\nevent: log\ndata: %s\n\n", st.cur, raw); err != nil {
+			return err
+		}
+	}
+	return st.rc.Flush()
+}
+
+// follower is one client following a log (see follow).
+type follower struct {
+	s     *Service
+	st    *sseStream
+	read  func(logCursor) ([]LogEntry, error)
+	final func() (string, error)
+	keep  func(LogEntry) bool
+}
+
+// catchUp sends what the database holds after the cursor and reports
+// whether the stream is over (ended, or failed).
+func (f *follower) catchUp() bool {
+	entries, err := f.read(f.st.cur)
+	if err == nil {
+		err = f.st.send(entries)
+	}
+	var status string
+	if err == nil {
+		status, err = f.final()
+	}
+	return f.over(status, err)
+}
+
+// over ends the stream when final said so (status) and reports whether it
+// is over: ended, or failed (err).
+func (f *follower) over(status string, err error) bool {
+	if err == nil && status != "" {
+		_ = f.end(status)
+	}
+	return err != nil || status != ""
+}
+
+// end sends what is left and the final status. Agent output still
+// buffered for the database is written first, so that the last lines of
+// an agent that failed its deploy are part of the stream.
+func (f *follower) end(status string) error {
+	f.s.agentLog().Flush()
+	entries, err := f.read(f.st.cur)
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	if err := f.st.send(entries); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.st.w, "event: end\ndata: {\"status\": %q}\n\n", status)
+	return f.st.rc.Flush()
+}
+
+// live sends the lines published to sub as they come, a heartbeat when
+// quiet, and checks the status on each tick of check. It reports whether
+// the stream is over; false means the hub dropped the follower, which
+// then catches up from the database.
+func (f *follower) live(r *http.Request, sub *subscription, heartbeat, check <-chan time.Time) bool {
+	for {
+		select {
+		case <-r.Context().Done():
+			return true
+		case e, ok := <-sub.C:
+			if !ok {
+				return false
+			}
+			if f.st.send(f.kept(drain(sub, e))) != nil {
+				return true
+			}
+		case <-heartbeat:
+			if _, err := io.WriteString(f.st.w, ": keep-alive\n\n"); err != nil || f.st.rc.Flush() != nil {
+				return true
+			}
+		case <-check:
+			if status, err := f.final(); f.over(status, err) {
+				return true
 			}
 		}
-		sub.Close()
 	}
+}
+
+// kept filters a batch through keep.
+func (f *follower) kept(batch []LogEntry) []LogEntry {
+	out := batch[:0]
+	for _, e := range batch {
+		if f.keep(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// drain returns first and the lines already waiting in sub after it, up to
+// a buffer's worth.
+func drain(sub *subscription, first LogEntry) []LogEntry {
+	batch := []LogEntry{first}
+	for len(batch) < subscriberBuffer {
+		select {
+		case e, ok := <-sub.C:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, e)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
