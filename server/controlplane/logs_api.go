@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -134,38 +135,9 @@ func (s *Service) phaseLogs(phase string) httpx.Handle {
 		if err != nil {
 			return err
 		}
-		var q logQuery
-		if r.ContentLength != 0 {
-			if err := httpx.DecodeJSON(r, &q, true); err != nil {
-				return err
-			}
-		}
-		if q.Limit == 0 {
-			q.Limit = 100
-		}
-		if q.Limit < 1 || q.Limit > 1000 {
-			return httpx.Invalid("less_than_equal", "limit must be between 1 and 1000", "body", "limit")
-		}
-		if q.Order == "" {
-			q.Order = "asc"
-		}
-		if q.Order != "asc" && q.Order != "desc" {
-			return httpx.Invalid("enum", "order must be asc or desc", "body", "order")
-		}
-		offset := 0
-		switch v := q.Offset.(type) {
-		case nil:
-		case float64:
-			offset = int(v)
-		case string:
-			if _, err := fmt.Sscanf(v, "%d", &offset); err != nil && v != "" {
-				return httpx.Invalid("int_parsing", "offset must be the next_offset of a previous page", "body", "offset")
-			}
-		default:
-			return httpx.Invalid("int_parsing", "offset must be the next_offset of a previous page", "body", "offset")
-		}
-		if offset < 0 {
-			return httpx.Invalid("greater_than_equal", "offset must not be negative", "body", "offset")
+		q, offset, err := decodeLogQuery(r)
+		if err != nil {
+			return err
 		}
 		// The deploy log is what the official client shows while a
 		// revision starts: its agent's output belongs there too.
@@ -177,21 +149,7 @@ func (s *Service) phaseLogs(phase string) httpx.Handle {
 		if err != nil {
 			return err
 		}
-		entries := st.entries
-		var match []LogEntry
-		for _, e := range entries {
-			if q.StartTime != nil && e.Timestamp.Before(*q.StartTime) || q.EndTime != nil && e.Timestamp.After(*q.EndTime) ||
-				q.Level != "" && !strings.EqualFold(e.Level, q.Level) ||
-				q.Query != "" && !strings.Contains(strings.ToLower(e.Message), strings.ToLower(q.Query)) {
-				continue
-			}
-			match = append(match, e)
-		}
-		if q.Order == "desc" {
-			for i, j := 0, len(match)-1; i < j; i, j = i+1, j-1 {
-				match[i], match[j] = match[j], match[i]
-			}
-		}
+		match := q.filter(st.entries)
 		page := []LogEntry{}
 		if offset < len(match) {
 			page = match[offset:min(len(match), offset+q.Limit)]
@@ -210,6 +168,62 @@ func (s *Service) phaseLogs(phase string) httpx.Handle {
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"logs": page, "next_offset": next})
 		return nil
 	}
+}
+
+// decodeLogQuery reads a phase-log request's optional body, with its
+// defaults (limit 100, ascending), and the offset it asks for.
+func decodeLogQuery(r *http.Request) (q logQuery, offset int, err error) {
+	if r.ContentLength != 0 {
+		if err := httpx.DecodeJSON(r, &q, true); err != nil {
+			return q, 0, err
+		}
+	}
+	if q.Limit == 0 {
+		q.Limit = 100
+	}
+	if q.Limit < 1 || q.Limit > 1000 {
+		return q, 0, httpx.Invalid("less_than_equal", "limit must be between 1 and 1000", "body", "limit")
+	}
+	if q.Order == "" {
+		q.Order = "asc"
+	}
+	if q.Order != "asc" && q.Order != "desc" {
+		return q, 0, httpx.Invalid("enum", "order must be asc or desc", "body", "order")
+	}
+	badOffset := httpx.Invalid("int_parsing", "offset must be the next_offset of a previous page", "body", "offset")
+	switch v := q.Offset.(type) {
+	case nil:
+	case float64:
+		offset = int(v)
+	case string:
+		if _, err := fmt.Sscanf(v, "%d", &offset); err != nil && v != "" {
+			return q, 0, badOffset
+		}
+	default:
+		return q, 0, badOffset
+	}
+	if offset < 0 {
+		return q, 0, httpx.Invalid("greater_than_equal", "offset must not be negative", "body", "offset")
+	}
+	return q, offset, nil
+}
+
+// filter returns the entries the query's time range, level and text
+// select, in its order.
+func (q *logQuery) filter(entries []LogEntry) []LogEntry {
+	var match []LogEntry
+	for _, e := range entries {
+		if q.StartTime != nil && e.Timestamp.Before(*q.StartTime) || q.EndTime != nil && e.Timestamp.After(*q.EndTime) ||
+			q.Level != "" && !strings.EqualFold(e.Level, q.Level) ||
+			q.Query != "" && !strings.Contains(strings.ToLower(e.Message), strings.ToLower(q.Query)) {
+			continue
+		}
+		match = append(match, e)
+	}
+	if q.Order == "desc" {
+		slices.Reverse(match)
+	}
+	return match
 }
 
 // wantsStream says whether a log request asks for server-sent events.

@@ -372,8 +372,22 @@ func onlyFor(field, src string, allowed ...string) string {
 // cur non-nil (PATCH) also the immutability rules.
 func (v *validator) sourceConfigForSource(sc *SourceConfig, src string, cur *SourceConfig) {
 	l := loc("body", "source_config")
-	github := src == SourceGitHub
 	n := v.Len()
+	v.sourceConfigFields(sc, src, l)
+	if cur == nil {
+		return
+	}
+	// A field refused for the source is not reported again as changed.
+	flagged := map[string]bool{}
+	for _, e := range v.Since(n) {
+		flagged[fmt.Sprint(e.Loc[len(e.Loc)-1])] = true
+	}
+	v.sourceConfigImmutable(sc, cur, flagged, l)
+}
+
+// sourceConfigFields refuses the fields the source does not have.
+func (v *validator) sourceConfigFields(sc *SourceConfig, src string, l []any) {
+	github := src == SourceGitHub
 	if sc.IntegrationID != nil && !github {
 		v.AddLoc("value_error", onlyFor("integration_id", src, SourceGitHub), at(l, "integration_id"))
 	}
@@ -399,44 +413,42 @@ func (v *validator) sourceConfigForSource(sc *SourceConfig, src string, cur *Sou
 	if sc.ListenerConfig != nil && src != SourceExternalDocker {
 		v.AddLoc("value_error", onlyFor("listener_config", src, SourceExternalDocker), at(l, "listener_config"))
 	}
-	if cur == nil {
-		return
-	}
-	flagged := map[string]bool{}
-	for _, e := range v.Since(n) {
-		flagged[fmt.Sprint(e.Loc[len(e.Loc)-1])] = true
-	}
-	immutable := func(name string, got, want *string, eq func(a, b string) bool) {
-		if got == nil || flagged[name] {
-			return
+}
+
+// sourceConfigImmutable refuses a PATCH that changes a field fixed at
+// creation (those already flagged excepted).
+func (v *validator) sourceConfigImmutable(sc, cur *SourceConfig, flagged map[string]bool, l []any) {
+	changed := func(got, want *string, eq func(a, b string) bool) (was string, ok bool) {
+		if got == nil || want != nil && eq(*got, *want) {
+			return "", false
 		}
-		if want == nil || !eq(*got, *want) {
-			was := "null"
-			if want != nil {
-				was = fmt.Sprintf("%q", *want)
-			}
-			v.AddLoc("value_error", fmt.Sprintf("%s cannot be changed after creation (it is %s)", name, was), at(l, name))
+		if want == nil {
+			return "null", true
 		}
+		return fmt.Sprintf("%q", *want), true
 	}
 	same := func(a, b string) bool { return a == b }
 	sameUUID := func(a, b string) bool { return canonicalUUID(a) == canonicalUUID(b) }
-	immutable("integration_id", sc.IntegrationID, cur.IntegrationID, sameUUID)
-	immutable("repo_url", sc.RepoURL, cur.RepoURL, same)
-	immutable("deployment_type", sc.DeploymentType, cur.DeploymentType, same)
-	immutable("listener_id", sc.ListenerID, cur.ListenerID, sameUUID)
-	if sc.ListenerConfig != nil && sc.ListenerConfig.K8sNamespace != nil && !flagged["listener_config"] {
-		var want *string
-		if cur.ListenerConfig != nil {
-			want = cur.ListenerConfig.K8sNamespace
+	for _, f := range []struct {
+		name      string
+		got, want *string
+		eq        func(a, b string) bool
+	}{{"integration_id", sc.IntegrationID, cur.IntegrationID, sameUUID}, {"repo_url", sc.RepoURL, cur.RepoURL, same},
+		{"deployment_type", sc.DeploymentType, cur.DeploymentType, same}, {"listener_id", sc.ListenerID, cur.ListenerID, sameUUID}} {
+		if was, ok := changed(f.got, f.want, f.eq); ok && !flagged[f.name] {
+			v.AddLoc("value_error", fmt.Sprintf("%s cannot be changed after creation (it is %s)", f.name, was), at(l, f.name))
 		}
-		if want == nil || *want != *sc.ListenerConfig.K8sNamespace {
-			was := "null"
-			if want != nil {
-				was = fmt.Sprintf("%q", *want)
-			}
-			v.AddLoc("value_error", fmt.Sprintf("listener_config cannot be changed after creation (k8s_namespace is %s)", was),
-				at(l, "listener_config", "k8s_namespace"))
-		}
+	}
+	if sc.ListenerConfig == nil || flagged["listener_config"] {
+		return
+	}
+	var want *string
+	if cur.ListenerConfig != nil {
+		want = cur.ListenerConfig.K8sNamespace
+	}
+	if was, ok := changed(sc.ListenerConfig.K8sNamespace, want, same); ok {
+		v.AddLoc("value_error", fmt.Sprintf("listener_config cannot be changed after creation (k8s_namespace is %s)", was),
+			at(l, "listener_config", "k8s_namespace"))
 	}
 }
 
