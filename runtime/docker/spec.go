@@ -284,40 +284,39 @@ func containerEnv(vars []runtime.EnvVar, secretsDir string) ([]string, error) {
 // in Kubernetes.
 func containerResources(req *runtime.ResourceRequirements) (container.Resources, error) {
 	var r container.Resources
-	cpu := func(m map[string]string, what string, set func(float64)) error {
-		q, ok := m["cpu"]
-		if !ok {
-			return nil
+	for _, step := range []func() error{
+		func() error {
+			return quantity(req.Limits, "limits", "cpu", ParseCPU, func(c float64) { r.NanoCPUs = int64(math.Round(c * 1e9)) })
+		},
+		func() error {
+			return quantity(req.Requests, "requests", "cpu", ParseCPU, func(c float64) { r.CPUShares = int64(math.Round(c * 1024)) })
+		},
+		func() error {
+			return quantity(req.Limits, "limits", "memory", ParseBytes, func(b int64) { r.Memory = b })
+		},
+		func() error {
+			return quantity(req.Requests, "requests", "memory", ParseBytes, func(b int64) { r.MemoryReservation = b })
+		},
+	} {
+		if err := step(); err != nil {
+			return r, err
 		}
-		cores, err := ParseCPU(q)
-		if err != nil {
-			return fmt.Errorf("resources.%s.cpu: %w", what, err)
-		}
-		set(cores)
+	}
+	return r, nil
+}
+
+// quantity parses m[key], when set, and hands the value to set.
+func quantity[T any](m map[string]string, what, key string, parse func(string) (T, error), set func(T)) error {
+	q, ok := m[key]
+	if !ok {
 		return nil
 	}
-	mem := func(m map[string]string, what string, dst *int64) error {
-		q, ok := m["memory"]
-		if !ok {
-			return nil
-		}
-		b, err := ParseBytes(q)
-		if err != nil {
-			return fmt.Errorf("resources.%s.memory: %w", what, err)
-		}
-		*dst = b
-		return nil
+	v, err := parse(q)
+	if err != nil {
+		return fmt.Errorf("resources.%s.%s: %w", what, key, err)
 	}
-	if err := cpu(req.Limits, "limits", func(c float64) { r.NanoCPUs = int64(math.Round(c * 1e9)) }); err != nil {
-		return r, err
-	}
-	if err := cpu(req.Requests, "requests", func(c float64) { r.CPUShares = int64(math.Round(c * 1024)) }); err != nil {
-		return r, err
-	}
-	if err := mem(req.Limits, "limits", &r.Memory); err != nil {
-		return r, err
-	}
-	return r, mem(req.Requests, "requests", &r.MemoryReservation)
+	set(v)
+	return nil
 }
 
 // restartPolicy is an init container's (none: it runs once) or a

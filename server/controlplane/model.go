@@ -1,7 +1,14 @@
-// Package controlplane implements the control-plane API: deployments,
-// revisions and listeners. This file holds the API shapes with their exact
-// JSON names (spec "Resources and their fields", completed from the hosted
-// service's API description); validate.go decodes and checks requests.
+// Package controlplane owns deployments, revisions, listeners, uploads,
+// tracing projects, custom hosts and the revision and agent logs: their
+// HTTP API (routes.go lists every route; one file per resource), their
+// store (store*.go, the only code that touches their bbolt buckets, which
+// keeps every index right and answers domain errors that routes.go maps to
+// HTTP), and the Reconciler (reconcile*.go, health.go) that drives the
+// runtime toward what the store holds and that handlers only signal.
+//
+// This file holds the API shapes with their exact JSON names (spec
+// "Resources and their fields", completed from the hosted service's API
+// description); validate.go checks requests against the spec's rules.
 package controlplane
 
 import (

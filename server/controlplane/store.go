@@ -119,12 +119,17 @@ func eachWorkspaceDeployment(tx *bolt.Tx, ws uuid.UUID, newest bool, fn func(*de
 
 // eachDeployment calls fn with every deployment of the install.
 func eachDeployment(tx *bolt.Tx, fn func(*deploymentRecord) error) error {
-	return tx.Bucket([]byte(bucketDeployments)).ForEach(func(_, v []byte) error {
-		var d deploymentRecord
-		if err := json.Unmarshal(v, &d); err != nil {
-			return err
+	return eachRecord(tx, bucketDeployments, fn)
+}
+
+// eachRecord calls fn with every record of bucket, decoded.
+func eachRecord[T any](tx *bolt.Tx, bucket string, fn func(*T) error) error {
+	return tx.Bucket([]byte(bucket)).ForEach(func(k, v []byte) error {
+		var rec T
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("decode %s record %x: %w", bucket, k, err)
 		}
-		return fn(&d)
+		return fn(&rec)
 	})
 }
 

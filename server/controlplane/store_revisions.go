@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"encoding/json"
 	"errors"
 
 	"github.com/google/uuid"
@@ -58,13 +57,7 @@ func eachRevisionOf(tx *bolt.Tx, dep uuid.UUID, newest bool, fn func(*revisionRe
 
 // eachRevision calls fn with every revision of the install.
 func eachRevision(tx *bolt.Tx, fn func(*revisionRecord) error) error {
-	return tx.Bucket([]byte(bucketRevisions)).ForEach(func(_, v []byte) error {
-		var rev revisionRecord
-		if err := json.Unmarshal(v, &rev); err != nil {
-			return err
-		}
-		return fn(&rev)
-	})
+	return eachRecord(tx, bucketRevisions, fn)
 }
 
 // deleteRevisions removes every revision of deployment dep, with its logs.

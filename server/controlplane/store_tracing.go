@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -86,13 +85,9 @@ func renameTracingProject(tx *bolt.Tx, ws uuid.UUID, tp *TracingProject, name st
 // only when name is not "".
 func workspaceTracingProjects(tx *bolt.Tx, ws uuid.UUID, name string) ([]TracingProject, error) {
 	out := []TracingProject{}
-	err := tx.Bucket([]byte(bucketTracingProjects)).ForEach(func(_, v []byte) error {
-		var tp TracingProject
-		if err := json.Unmarshal(v, &tp); err != nil {
-			return err
-		}
+	err := eachRecord(tx, bucketTracingProjects, func(tp *TracingProject) error {
 		if tp.WorkspaceID == ws.String() && (name == "" || tp.Name == name) {
-			out = append(out, tp)
+			out = append(out, *tp)
 		}
 		return nil
 	})

@@ -40,9 +40,9 @@ package controlplane
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/google/uuid"
@@ -771,14 +771,7 @@ func (v *validator) podSpec(r *ResourceSpec, l []any) {
 	v.containers(r.Sidecars, volumes, containers, at(l, "sidecars"))
 }
 
-func sortedStringKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedStringKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
 func (v *validator) volumeMounts(mounts []VolumeMount, volumes map[string]bool, l []any) {
 	for i, m := range mounts {
