@@ -6,7 +6,6 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 )
@@ -25,8 +24,8 @@ type Spec struct {
 	BuildCommand   string
 	// Env holds decrypted secrets; drivers must never log it.
 	Env              map[string]string
-	SecretReferences json.RawMessage
-	ResourceSpec     json.RawMessage
+	SecretReferences []SecretReference
+	ResourceSpec     *ResourceSpec // nil: none given
 }
 
 // Driver builds and runs revisions. Every method is idempotent: the control

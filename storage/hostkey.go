@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// HostKey is the key of a deployment's custom_url in IdxCustomHost: the
+// HostKey is the key of a deployment's custom_url in the idx_custom_host index: the
 // URL's host name, lowercased, without trailing dots and without a port
 // ("https://AGENT.example.com.:443/x" and "agent.example.com" are the same
 // key), or "" when custom names no host. Requests are routed by the same

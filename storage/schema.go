@@ -68,42 +68,25 @@ import (
 //	                            uint64 seq → LogEntry (phase "agent", its revision and stream)
 //	                            "size"     → uint64 bytes of the entries kept; the oldest go
 //	                                         first when a flush takes it over the bound
-const (
-	BucketDeployments       = "deployments"
-	IdxWorkspaceDeployments = "idx_ws_deployments"
-	IdxDeploymentName       = "idx_deployment_name"
-	IdxPendingDeployments   = "idx_pending_deployments"
-	BucketRevisions         = "revisions"
-	IdxDeploymentRevisions  = "idx_deployment_revisions"
-	BucketListeners         = "listeners"
-	IdxWorkspaceListeners   = "idx_ws_listeners"
-	IdxListenerCompute      = "idx_listener_compute"
-	BucketRevisionLogs      = "revision_logs"
-	BucketUploads           = "uploads"
-	BucketTracingProjects   = "tracing_projects"
-	IdxTracingProjectName   = "idx_tracing_project_name"
-	IdxCustomHost           = "idx_custom_host"
-	BucketAgentLogs         = "agent_logs"
-)
 
 // ControlPlaneMigrations is the ordered history of the control-plane schema.
 // Append only: a released migration never changes.
 var ControlPlaneMigrations = []Migration{
 	{Version: 1, Name: "initial buckets", Apply: func(tx *bolt.Tx) error {
 		return CreateBuckets(tx, "orgs", "workspaces", "idx_org_workspaces", "users",
-			"api_keys", "idx_api_key_hash", BucketDeployments, IdxWorkspaceDeployments, IdxDeploymentName,
-			BucketRevisions, IdxDeploymentRevisions, BucketListeners, IdxWorkspaceListeners,
-			IdxListenerCompute, BucketRevisionLogs, BucketUploads, BucketTracingProjects, IdxTracingProjectName)
+			"api_keys", "idx_api_key_hash", "deployments", "idx_ws_deployments", "idx_deployment_name",
+			"revisions", "idx_deployment_revisions", "listeners", "idx_ws_listeners",
+			"idx_listener_compute", "revision_logs", "uploads", "tracing_projects", "idx_tracing_project_name")
 	}},
 	{Version: 2, Name: "pending-work index", Apply: func(tx *bolt.Tx) error {
 		// The reconciler used to scan every deployment; now it reads this
 		// index. Every existing deployment starts pending and is settled
 		// by the first scan.
-		if err := CreateBuckets(tx, IdxPendingDeployments); err != nil {
+		if err := CreateBuckets(tx, "idx_pending_deployments"); err != nil {
 			return err
 		}
-		idx := tx.Bucket([]byte(IdxPendingDeployments))
-		return tx.Bucket([]byte(BucketDeployments)).ForEach(func(k, _ []byte) error {
+		idx := tx.Bucket([]byte("idx_pending_deployments"))
+		return tx.Bucket([]byte("deployments")).ForEach(func(k, _ []byte) error {
 			return idx.Put(k, nil)
 		})
 	}},
@@ -139,11 +122,11 @@ var ControlPlaneMigrations = []Migration{
 		// claim of a host won. Each host now belongs to one deployment;
 		// where several claimed one, the oldest (keys are creation-ordered
 		// UUIDv7) keeps it and the others' custom_url no longer routes.
-		if err := CreateBuckets(tx, IdxCustomHost); err != nil {
+		if err := CreateBuckets(tx, "idx_custom_host"); err != nil {
 			return err
 		}
-		idx := tx.Bucket([]byte(IdxCustomHost))
-		return tx.Bucket([]byte(BucketDeployments)).ForEach(func(k, v []byte) error {
+		idx := tx.Bucket([]byte("idx_custom_host"))
+		return tx.Bucket([]byte("deployments")).ForEach(func(k, v []byte) error {
 			var d struct {
 				Status       string `json:"status"`
 				SourceConfig struct {
@@ -183,7 +166,7 @@ var ControlPlaneMigrations = []Migration{
 	{Version: 9, Name: "agent output", Apply: func(tx *bolt.Tx) error {
 		// Deployments before this version kept no agent output: each
 		// gets its ring on its first line.
-		return CreateBuckets(tx, BucketAgentLogs)
+		return CreateBuckets(tx, "agent_logs")
 	}},
 }
 

@@ -21,7 +21,7 @@ func TestMigrationV2BackfillsPendingIndex(t *testing.T) {
 	ids := []any{NewID(), NewID()}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, id := range ids {
-			if err := tx.Bucket([]byte(BucketDeployments)).Put(Key(id), []byte(`{}`)); err != nil {
+			if err := tx.Bucket([]byte("deployments")).Put(Key(id), []byte(`{}`)); err != nil {
 				return err
 			}
 		}
@@ -42,7 +42,7 @@ func TestMigrationV2BackfillsPendingIndex(t *testing.T) {
 			t.Errorf("version %d", v)
 		}
 		for _, id := range ids {
-			if tx.Bucket([]byte(IdxPendingDeployments)).Get(Key(id)) == nil {
+			if tx.Bucket([]byte("idx_pending_deployments")).Get(Key(id)) == nil {
 				t.Errorf("deployment %v not pending after migration", id)
 			}
 		}
@@ -164,7 +164,7 @@ func TestMigrationV7IndexesCustomHosts(t *testing.T) {
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
 		for _, r := range records {
-			if err := tx.Bucket([]byte(BucketDeployments)).Put(Key(r.id), []byte(r.rec)); err != nil {
+			if err := tx.Bucket([]byte("deployments")).Put(Key(r.id), []byte(r.rec)); err != nil {
 				return err
 			}
 		}
@@ -179,7 +179,7 @@ func TestMigrationV7IndexesCustomHosts(t *testing.T) {
 	}
 	defer db.Close()
 	_ = db.View(func(tx *bolt.Tx) error {
-		idx := tx.Bucket([]byte(IdxCustomHost))
+		idx := tx.Bucket([]byte("idx_custom_host"))
 		if got := idx.Get([]byte("agent-a.example.com")); string(got) != string(Key(oldest)) {
 			t.Errorf("agent-a.example.com → %x, want the oldest live claim %x", got, Key(oldest))
 		}

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -37,96 +36,6 @@ const (
 	LabelBase = "dev.slipway.base"
 )
 
-// resourceSpec is the part of the control plane's ResourceSpec that has a
-// Docker equivalent; it is decoded from runtime.Spec.ResourceSpec. Limits
-// already carry their derived defaults (the control plane normalises them).
-type resourceSpec struct {
-	CPU            *float64          `json:"cpu"`
-	CPULimit       *float64          `json:"cpu_limit"`
-	MemoryMB       *int              `json:"memory_mb"`
-	MemoryLimitMB  *int              `json:"memory_limit_mb"`
-	Labels         map[string]string `json:"labels"`
-	Annotations    map[string]string `json:"annotations"`
-	Volumes        []volumeSpec      `json:"volumes"`
-	VolumeMounts   []volumeMount     `json:"volume_mounts"`
-	InitContainers []containerSpec   `json:"init_containers"`
-	Sidecars       []containerSpec   `json:"sidecars"`
-}
-
-type volumeSpec struct {
-	Name                  string         `json:"name"`
-	ConfigMap             map[string]any `json:"configMap"`
-	Secret                map[string]any `json:"secret"`
-	EmptyDir              map[string]any `json:"emptyDir"`
-	PersistentVolumeClaim map[string]any `json:"persistentVolumeClaim"`
-	NFS                   map[string]any `json:"nfs"`
-	Projected             map[string]any `json:"projected"`
-	DownwardAPI           map[string]any `json:"downwardAPI"`
-	CSI                   map[string]any `json:"csi"`
-	// sources names every source key the volume sets, known or not.
-	sources []string
-}
-
-// UnmarshalJSON keeps the names of all the volume's sources besides
-// decoding the known ones: a source this driver does not know (hostPath,
-// say, which would mount a path of Slipway's host) must fail the deploy
-// rather than pass for a volume without a source, which is an emptyDir.
-func (v *volumeSpec) UnmarshalJSON(b []byte) error {
-	type plain volumeSpec
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(b, &keys); err != nil {
-		return err
-	}
-	v.sources = v.sources[:0]
-	for k, raw := range keys {
-		if k != "name" && string(raw) != "null" {
-			v.sources = append(v.sources, k)
-		}
-	}
-	sort.Strings(v.sources)
-	return nil
-}
-
-type volumeMount struct {
-	Name      string  `json:"name"`
-	MountPath string  `json:"mountPath"`
-	SubPath   *string `json:"subPath"`
-	ReadOnly  *bool   `json:"readOnly"`
-}
-
-type containerSpec struct {
-	Name            string        `json:"name"`
-	Image           string        `json:"image"`
-	ImagePullPolicy *string       `json:"imagePullPolicy"`
-	Command         []string      `json:"command"`
-	Args            []string      `json:"args"`
-	WorkingDir      *string       `json:"workingDir"`
-	Env             []envVar      `json:"env"`
-	Resources       *requirements `json:"resources"`
-	VolumeMounts    []volumeMount `json:"volumeMounts"`
-	RestartPolicy   *string       `json:"restartPolicy"`
-}
-
-type envVar struct {
-	Name      string         `json:"name"`
-	Value     *string        `json:"value"`
-	ValueFrom map[string]any `json:"valueFrom"`
-}
-
-type requirements struct {
-	Limits   map[string]string `json:"limits"`
-	Requests map[string]string `json:"requests"`
-}
-
-type secretReference struct {
-	Name       string `json:"name"`
-	SecretName string `json:"secret_name"`
-	SecretKey  string `json:"secret_key"`
-}
-
 // plan is everything Deploy creates for one revision, computed up front
 // so an unsupported spec fails before anything is touched.
 type plan struct {
@@ -160,15 +69,16 @@ type sidecar struct {
 // volumeName is the Docker volume behind a pod volume: emptyDir volumes
 // live as long as the revision, persistentVolumeClaim volumes as long as
 // the deployment (named after the claim, so revisions share them).
-func volumeName(dep, rev string, v volumeSpec) (string, bool, error) {
-	for _, k := range v.sources {
+func volumeName(dep, rev string, v runtime.Volume) (string, bool, error) {
+	sources := v.Sources()
+	for _, k := range sources {
 		if !knownSources[k] {
 			return "", false, fmt.Errorf("%w: volume %q has type %s, which the docker runtime does not support (supported: emptyDir, persistentVolumeClaim; "+
 				"nothing of the host's filesystem is ever mounted)", runtime.ErrUnsupported, v.Name, k)
 		}
 	}
-	if len(v.sources) > 1 {
-		return "", false, fmt.Errorf("%w: volume %q has several sources (%s); give it one", runtime.ErrUnsupported, v.Name, strings.Join(v.sources, ", "))
+	if len(sources) > 1 {
+		return "", false, fmt.Errorf("%w: volume %q has several sources (%s); give it one", runtime.ErrUnsupported, v.Name, strings.Join(sources, ", "))
 	}
 	none := v.ConfigMap == nil && v.Secret == nil && v.PersistentVolumeClaim == nil && v.NFS == nil &&
 		v.Projected == nil && v.DownwardAPI == nil && v.CSI == nil
@@ -185,19 +95,8 @@ func volumeName(dep, rev string, v volumeSpec) (string, bool, error) {
 		}
 		return "slipway-" + dep + "-pvc-" + claim, false, nil
 	}
-	kind := ""
-	for _, k := range []struct {
-		name string
-		set  bool
-	}{{"configMap", v.ConfigMap != nil}, {"secret", v.Secret != nil}, {"nfs", v.NFS != nil}, {"projected", v.Projected != nil},
-		{"downwardAPI", v.DownwardAPI != nil}, {"csi", v.CSI != nil}} {
-		if k.set {
-			kind = k.name
-			break
-		}
-	}
 	return "", false, fmt.Errorf("%w: volume %q has type %s, which the docker runtime does not support (supported: emptyDir, persistentVolumeClaim)",
-		runtime.ErrUnsupported, v.Name, kind)
+		runtime.ErrUnsupported, v.Name, strings.Join(sources, ""))
 }
 
 // knownSources are the volume sources of the spec's Volume shape; only
@@ -210,32 +109,53 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 // makePlan maps a revision's spec onto Docker. Secrets are resolved here
 // and live only in the returned plan.
 func makePlan(s runtime.Spec, secretsDir string) (*plan, error) {
-	var rs resourceSpec
-	if len(s.ResourceSpec) > 0 && string(s.ResourceSpec) != "null" {
-		if err := json.Unmarshal(s.ResourceSpec, &rs); err != nil {
-			return nil, fmt.Errorf("decode resource_spec: %w", err)
-		}
+	rs := s.ResourceSpec
+	if rs == nil {
+		rs = &runtime.ResourceSpec{}
 	}
-	p := &plan{labels: map[string]string{}}
-	// Annotations have no Docker equivalent but labels; labels win a clash
-	// since they are the more specific request.
+	p := &plan{labels: planLabels(rs), resources: planResources(rs)}
+	var err error
+	if p.env, err = planEnv(s, secretsDir); err != nil {
+		return nil, err
+	}
+	volumes, err := p.planVolumes(s, rs)
+	if err != nil {
+		return nil, err
+	}
+	if p.mounts, err = volumeMounts(rs.VolumeMounts, volumes); err != nil {
+		return nil, err
+	}
+	if p.inits, err = makeSidecars(rs.InitContainers, volumes, secretsDir, true); err != nil {
+		return nil, err
+	}
+	if p.sidecars, err = makeSidecars(rs.Sidecars, volumes, secretsDir, false); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// planLabels is the user's labels and annotations: annotations have no
+// Docker equivalent but labels; labels win a clash since they are the more
+// specific request.
+func planLabels(rs *runtime.ResourceSpec) map[string]string {
+	labels := map[string]string{}
 	for k, v := range rs.Annotations {
-		p.labels[k] = v
+		labels[k] = v
 	}
 	for k, v := range rs.Labels {
-		p.labels[k] = v
+		labels[k] = v
 	}
-	env := make([]string, 0, len(s.Env))
+	return labels
+}
+
+// planEnv is the main container's environment: the revision's secrets and
+// its secret references, resolved from secretsDir, sorted.
+func planEnv(s runtime.Spec, secretsDir string) ([]string, error) {
+	env := make([]string, 0, len(s.Env)+len(s.SecretReferences))
 	for k, v := range s.Env {
 		env = append(env, k+"="+v)
 	}
-	var refs []secretReference
-	if len(s.SecretReferences) > 0 && string(s.SecretReferences) != "null" {
-		if err := json.Unmarshal(s.SecretReferences, &refs); err != nil {
-			return nil, fmt.Errorf("decode secret_references: %w", err)
-		}
-	}
-	for _, r := range refs {
+	for _, r := range s.SecretReferences {
 		v, err := readSecret(secretsDir, r.SecretName, r.SecretKey)
 		if err != nil {
 			return nil, fmt.Errorf("secret reference %s: %w", r.Name, err)
@@ -243,23 +163,32 @@ func makePlan(s runtime.Spec, secretsDir string) (*plan, error) {
 		env = append(env, r.Name+"="+v)
 	}
 	sort.Strings(env)
-	p.env = env
+	return env, nil
+}
 
+// planResources maps the main container's cpu and memory.
+func planResources(rs *runtime.ResourceSpec) container.Resources {
+	var r container.Resources
 	if rs.CPULimit != nil {
-		p.resources.NanoCPUs = int64(math.Round(*rs.CPULimit * 1e9))
+		r.NanoCPUs = int64(math.Round(*rs.CPULimit * 1e9))
 	}
 	if rs.CPU != nil {
 		// Relative weight: 1 core = 1024 shares, Docker's default weight.
-		p.resources.CPUShares = int64(math.Round(*rs.CPU * 1024))
+		r.CPUShares = int64(math.Round(*rs.CPU * 1024))
 	}
 	if rs.MemoryLimitMB != nil {
-		p.resources.Memory = int64(*rs.MemoryLimitMB) << 20
+		r.Memory = int64(*rs.MemoryLimitMB) << 20
 	}
 	if rs.MemoryMB != nil {
-		p.resources.MemoryReservation = int64(*rs.MemoryMB) << 20
+		r.MemoryReservation = int64(*rs.MemoryMB) << 20
 	}
+	return r
+}
 
-	volumes := map[string]string{} // pod volume name → Docker volume
+// planVolumes adds the Docker volume behind each pod volume to p and
+// returns the map from pod volume name to Docker volume.
+func (p *plan) planVolumes(s runtime.Spec, rs *runtime.ResourceSpec) (map[string]string, error) {
+	volumes := map[string]string{}
 	for _, v := range rs.Volumes {
 		name, perRev, err := volumeName(s.DeploymentID, s.RevisionID, v)
 		if err != nil {
@@ -268,113 +197,139 @@ func makePlan(s runtime.Spec, secretsDir string) (*plan, error) {
 		volumes[v.Name] = name
 		p.volumes = append(p.volumes, namedVolume{name: name, perRevison: perRev})
 	}
-	mounts := func(ms []volumeMount) ([]mount.Mount, error) {
-		var out []mount.Mount
-		for _, m := range ms {
-			src, ok := volumes[m.Name]
-			if !ok {
-				return nil, fmt.Errorf("%w: volume mount %q names no volume", runtime.ErrUnsupported, m.Name)
-			}
-			mt := mount.Mount{Type: mount.TypeVolume, Source: src, Target: m.MountPath, ReadOnly: m.ReadOnly != nil && *m.ReadOnly}
-			if m.SubPath != nil && *m.SubPath != "" {
-				mt.VolumeOptions = &mount.VolumeOptions{Subpath: *m.SubPath}
-			}
-			out = append(out, mt)
-		}
-		return out, nil
-	}
-	var err error
-	if p.mounts, err = mounts(rs.VolumeMounts); err != nil {
-		return nil, err
-	}
-	for _, group := range []struct {
-		in   []containerSpec
-		out  *[]sidecar
-		init bool
-	}{{rs.InitContainers, &p.inits, true}, {rs.Sidecars, &p.sidecars, false}} {
-		for _, c := range group.in {
-			sc, err := makeSidecar(c, secretsDir, group.init)
-			if err != nil {
-				return nil, fmt.Errorf("container %q: %w", c.Name, err)
-			}
-			if sc.mounts, err = mounts(c.VolumeMounts); err != nil {
-				return nil, fmt.Errorf("container %q: %w", c.Name, err)
-			}
-			*group.out = append(*group.out, sc)
-		}
-	}
-	return p, nil
+	return volumes, nil
 }
 
-func makeSidecar(c containerSpec, secretsDir string, init bool) (sidecar, error) {
-	sc := sidecar{name: c.Name, image: c.Image, entrypoint: c.Command, cmd: c.Args, pullPolicy: "IfNotPresent"}
+// volumeMounts maps pod volume mounts onto the Docker volumes.
+func volumeMounts(ms []runtime.VolumeMount, volumes map[string]string) ([]mount.Mount, error) {
+	var out []mount.Mount
+	for _, m := range ms {
+		src, ok := volumes[m.Name]
+		if !ok {
+			return nil, fmt.Errorf("%w: volume mount %q names no volume", runtime.ErrUnsupported, m.Name)
+		}
+		mt := mount.Mount{Type: mount.TypeVolume, Source: src, Target: m.MountPath, ReadOnly: m.ReadOnly != nil && *m.ReadOnly}
+		if m.SubPath != nil && *m.SubPath != "" {
+			mt.VolumeOptions = &mount.VolumeOptions{Subpath: *m.SubPath}
+		}
+		out = append(out, mt)
+	}
+	return out, nil
+}
+
+// makeSidecars maps init containers (init) or sidecars with their mounts.
+func makeSidecars(cs []runtime.Container, volumes map[string]string, secretsDir string, init bool) ([]sidecar, error) {
+	var out []sidecar
+	for _, c := range cs {
+		sc, err := makeSidecar(c, secretsDir, init)
+		if err != nil {
+			return nil, fmt.Errorf("container %q: %w", c.Name, err)
+		}
+		if sc.mounts, err = volumeMounts(c.VolumeMounts, volumes); err != nil {
+			return nil, fmt.Errorf("container %q: %w", c.Name, err)
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+func makeSidecar(c runtime.Container, secretsDir string, init bool) (sidecar, error) {
+	sc := sidecar{name: c.Name, image: c.Image, entrypoint: c.Command, cmd: c.Args, pullPolicy: "IfNotPresent",
+		restart: restartPolicy(c, init)}
 	if c.ImagePullPolicy != nil {
 		sc.pullPolicy = *c.ImagePullPolicy
 	}
 	if c.WorkingDir != nil {
 		sc.workingDir = *c.WorkingDir
 	}
-	for _, e := range c.Env {
+	var err error
+	if sc.env, err = containerEnv(c.Env, secretsDir); err != nil {
+		return sc, err
+	}
+	if c.Resources != nil {
+		sc.resources, err = containerResources(c.Resources)
+	}
+	return sc, err
+}
+
+// containerEnv resolves a container's environment; a valueFrom may only
+// name a secret key.
+func containerEnv(vars []runtime.EnvVar, secretsDir string) ([]string, error) {
+	var env []string
+	for _, e := range vars {
 		switch {
 		case e.ValueFrom != nil:
 			ref, _ := e.ValueFrom["secretKeyRef"].(map[string]any)
 			name, _ := ref["name"].(string)
 			key, _ := ref["key"].(string)
 			if name == "" || key == "" {
-				return sc, fmt.Errorf("%w: env %s: only valueFrom.secretKeyRef {name, key} is supported", runtime.ErrUnsupported, e.Name)
+				return nil, fmt.Errorf("%w: env %s: only valueFrom.secretKeyRef {name, key} is supported", runtime.ErrUnsupported, e.Name)
 			}
 			v, err := readSecret(secretsDir, name, key)
 			if err != nil {
-				return sc, fmt.Errorf("env %s: %w", e.Name, err)
+				return nil, fmt.Errorf("env %s: %w", e.Name, err)
 			}
-			sc.env = append(sc.env, e.Name+"="+v)
+			env = append(env, e.Name+"="+v)
 		case e.Value != nil:
-			sc.env = append(sc.env, e.Name+"="+*e.Value)
+			env = append(env, e.Name+"="+*e.Value)
 		default:
-			sc.env = append(sc.env, e.Name+"=")
+			env = append(env, e.Name+"=")
 		}
 	}
-	if c.Resources != nil {
-		// Limits bound the container; requests only reserve (memory) or
-		// weigh (cpu), as in Kubernetes.
-		if q, ok := c.Resources.Limits["cpu"]; ok {
-			cores, err := ParseCPU(q)
-			if err != nil {
-				return sc, fmt.Errorf("resources.limits.cpu: %w", err)
-			}
-			sc.resources.NanoCPUs = int64(math.Round(cores * 1e9))
-		}
-		if q, ok := c.Resources.Requests["cpu"]; ok {
-			cores, err := ParseCPU(q)
-			if err != nil {
-				return sc, fmt.Errorf("resources.requests.cpu: %w", err)
-			}
-			sc.resources.CPUShares = int64(math.Round(cores * 1024))
-		}
-		if q, ok := c.Resources.Limits["memory"]; ok {
-			b, err := ParseBytes(q)
-			if err != nil {
-				return sc, fmt.Errorf("resources.limits.memory: %w", err)
-			}
-			sc.resources.Memory = b
-		}
-		if q, ok := c.Resources.Requests["memory"]; ok {
-			b, err := ParseBytes(q)
-			if err != nil {
-				return sc, fmt.Errorf("resources.requests.memory: %w", err)
-			}
-			sc.resources.MemoryReservation = b
+	return env, nil
+}
+
+// containerResources maps a container's Kubernetes quantities: limits
+// bound the container; requests only reserve (memory) or weigh (cpu), as
+// in Kubernetes.
+func containerResources(req *runtime.ResourceRequirements) (container.Resources, error) {
+	var r container.Resources
+	for _, step := range []func() error{
+		func() error {
+			return quantity(req.Limits, "limits", "cpu", ParseCPU, func(c float64) { r.NanoCPUs = int64(math.Round(c * 1e9)) })
+		},
+		func() error {
+			return quantity(req.Requests, "requests", "cpu", ParseCPU, func(c float64) { r.CPUShares = int64(math.Round(c * 1024)) })
+		},
+		func() error {
+			return quantity(req.Limits, "limits", "memory", ParseBytes, func(b int64) { r.Memory = b })
+		},
+		func() error {
+			return quantity(req.Requests, "requests", "memory", ParseBytes, func(b int64) { r.MemoryReservation = b })
+		},
+	} {
+		if err := step(); err != nil {
+			return r, err
 		}
 	}
+	return r, nil
+}
+
+// quantity parses m[key], when set, and hands the value to set.
+func quantity[T any](m map[string]string, what, key string, parse func(string) (T, error), set func(T)) error {
+	q, ok := m[key]
+	if !ok {
+		return nil
+	}
+	v, err := parse(q)
+	if err != nil {
+		return fmt.Errorf("resources.%s.%s: %w", what, key, err)
+	}
+	set(v)
+	return nil
+}
+
+// restartPolicy is an init container's (none: it runs once) or a
+// sidecar's.
+func restartPolicy(c runtime.Container, init bool) container.RestartPolicyMode {
 	switch {
 	case init:
-		sc.restart = container.RestartPolicyDisabled
+		return container.RestartPolicyDisabled
 	case c.RestartPolicy != nil && *c.RestartPolicy == "OnFailure":
-		sc.restart = container.RestartPolicyOnFailure
+		return container.RestartPolicyOnFailure
 	default:
-		sc.restart = container.RestartPolicyUnlessStopped
+		return container.RestartPolicyUnlessStopped
 	}
-	return sc, nil
 }
 
 // readSecret reads a secret object's key. The Docker engine has no secret

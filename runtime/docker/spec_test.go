@@ -127,8 +127,17 @@ func TestMakePlan(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := base
-			s.ResourceSpec = json.RawMessage(c.spec)
-			s.SecretReferences = json.RawMessage(c.refs)
+			// The spec arrives as the control plane stored it: JSON.
+			if c.spec != "" {
+				if err := json.Unmarshal([]byte(c.spec), &s.ResourceSpec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.refs != "" {
+				if err := json.Unmarshal([]byte(c.refs), &s.SecretReferences); err != nil {
+					t.Fatal(err)
+				}
+			}
 			p, err := makePlan(s, secrets)
 			if c.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), c.errHas) || !errors.Is(err, runtime.ErrUnsupported) {

@@ -32,18 +32,18 @@ func BenchmarkAuditedWrite(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				err := db.Update(func(tx *bolt.Tx) error {
 					id, rev, ws := storage.NewID(), storage.NewID(), storage.NewID()
-					if err := tx.Bucket([]byte(storage.BucketDeployments)).Put(storage.Key(id), rec); err != nil {
+					if err := tx.Bucket([]byte("deployments")).Put(storage.Key(id), rec); err != nil {
 						return err
 					}
-					if err := tx.Bucket([]byte(storage.BucketRevisions)).Put(storage.Key(rev), rec[:700]); err != nil {
+					if err := tx.Bucket([]byte("revisions")).Put(storage.Key(rev), rec[:700]); err != nil {
 						return err
 					}
-					for _, bk := range []string{storage.IdxWorkspaceDeployments, storage.IdxDeploymentRevisions, storage.IdxPendingDeployments} {
+					for _, bk := range []string{"idx_ws_deployments", "idx_deployment_revisions", "idx_pending_deployments"} {
 						if err := tx.Bucket([]byte(bk)).Put(storage.Key(ws, id), nil); err != nil {
 							return err
 						}
 					}
-					if err := tx.Bucket([]byte(storage.BucketTracingProjects)).Put(storage.Key(storage.NewID()), rec[:200]); err != nil {
+					if err := tx.Bucket([]byte("tracing_projects")).Put(storage.Key(storage.NewID()), rec[:200]); err != nil {
 						return err
 					}
 					if withAudit {

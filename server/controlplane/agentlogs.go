@@ -1,10 +1,7 @@
 package controlplane
 
 import (
-	"context"
-	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -13,16 +10,11 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/runtime"
-	"slipway/storage"
 )
 
 // DefaultAgentLogLimit is how much agent output a deployment keeps when
 // SLIPWAY_AGENT_LOG_LIMIT_KB is not set.
 const DefaultAgentLogLimit = 2 << 20
-
-// agentLogSize is the key of a ring's byte count; entry keys are 8 bytes,
-// so it never collides with one.
-var agentLogSize = []byte("size")
 
 // agentLogs collects the output of running agents from the runtime driver
 // and keeps the last Limit bytes of each deployment's in its ring in the
@@ -33,7 +25,7 @@ var agentLogSize = []byte("size")
 // which is itself bounded (pendingLimit); lines beyond it are counted and
 // replaced by one line saying how many were dropped.
 type agentLogs struct {
-	s     *Service
+	b     *logBook
 	limit int // bytes per deployment
 
 	mu      sync.Mutex
@@ -79,16 +71,6 @@ func (a *agentLogs) Line(l runtime.OutputLine) {
 	a.pending = append(a.pending, e)
 }
 
-// startAgentLogs begins storing agent output until ctx ends.
-func (s *Service) startAgentLogs(ctx context.Context) {
-	a := s.agentLog()
-	s.rec.wg.Add(1)
-	go func() {
-		defer s.rec.wg.Done()
-		a.run(ctx.Done())
-	}()
-}
-
 // run flushes every 300 ms until stop is closed, then once more.
 func (a *agentLogs) run(stop <-chan struct{}) {
 	t := time.NewTicker(300 * time.Millisecond)
@@ -114,14 +96,14 @@ func (a *agentLogs) Flush() {
 	a.pending, a.dropped, a.bytes = nil, nil, 0
 	a.mu.Unlock()
 	for dep, n := range dropped {
-		batch = append(batch, LogEntry{Timestamp: a.s.now(), Level: "warning", Phase: "agent", deploymentID: dep,
+		batch = append(batch, LogEntry{Timestamp: a.b.now(), Level: "warning", Phase: "agent", deploymentID: dep,
 			Message: fmt.Sprintf("%d lines of agent output were dropped: the agent wrote faster than they could be stored", n)})
 	}
 	if len(batch) == 0 {
 		return
 	}
 	var written []LogEntry
-	err := a.s.update(func(tx *bolt.Tx) error {
+	err := a.b.update(func(tx *bolt.Tx) error {
 		written = written[:0]
 		gone := map[string]bool{}
 		for _, e := range batch {
@@ -135,7 +117,7 @@ func (a *agentLogs) Flush() {
 			// Output may still arrive from an agent being torn down
 			// after its deployment's records are gone: it has no ring to
 			// go to.
-			if tx.Bucket([]byte(storage.BucketDeployments)).Get(storage.Key(id)) == nil {
+			if !deploymentRecorded(tx, id) {
 				gone[e.deploymentID] = true
 				continue
 			}
@@ -149,89 +131,12 @@ func (a *agentLogs) Flush() {
 		return nil
 	})
 	if err != nil {
-		a.s.Log.Error().Err(err).Msg("write agent output")
+		a.b.log.Error().Err(err).Msg("write agent output")
 		return
 	}
 	for _, e := range written {
-		a.s.hub.Publish(deploymentTopic(e.deploymentID), e)
+		a.b.hub.Publish(deploymentTopic(e.deploymentID), e)
 	}
-}
-
-// appendAgentLog adds one line to a deployment's ring and drops the oldest
-// lines while the ring holds more than limit bytes (the newest line always
-// stays). It returns the line's sequence number.
-func appendAgentLog(tx *bolt.Tx, dep uuid.UUID, e LogEntry, limit int) (uint64, error) {
-	b, err := tx.Bucket([]byte(storage.BucketAgentLogs)).CreateBucketIfNotExists(storage.Key(dep))
-	if err != nil {
-		return 0, err
-	}
-	seq, err := b.NextSequence()
-	if err != nil {
-		return 0, err
-	}
-	e.ID = int64(seq)
-	raw, err := json.Marshal(e)
-	if err != nil {
-		return 0, err
-	}
-	if err := b.Put(storage.U64(seq), raw); err != nil {
-		return 0, err
-	}
-	size := uint64(len(raw))
-	if v := b.Get(agentLogSize); len(v) == 8 {
-		size += binary.BigEndian.Uint64(v)
-	}
-	if size > uint64(limit) {
-		var old [][]byte
-		c := b.Cursor()
-		for k, v := c.First(); k != nil && size > uint64(limit); k, v = c.Next() {
-			if len(k) != 8 || binary.BigEndian.Uint64(k) == seq {
-				break
-			}
-			size -= uint64(len(v))
-			old = append(old, storage.Copy(k))
-		}
-		for _, k := range old {
-			if err := b.Delete(k); err != nil {
-				return 0, err
-			}
-		}
-	}
-	return seq, b.Put(agentLogSize, storage.U64(size))
-}
-
-// readAgentLogs returns a deployment's agent output after sequence number
-// after, oldest first: one revision's (rev non-nil) or all.
-func readAgentLogs(tx *bolt.Tx, dep uuid.UUID, rev *uuid.UUID, after int64) ([]LogEntry, error) {
-	b := tx.Bucket([]byte(storage.BucketAgentLogs)).Bucket(storage.Key(dep))
-	if b == nil {
-		return nil, nil
-	}
-	var out []LogEntry
-	c := b.Cursor()
-	for k, v := c.Seek(storage.U64(uint64(after + 1))); k != nil; k, v = c.Next() {
-		if len(k) != 8 {
-			continue
-		}
-		var e LogEntry
-		if err := json.Unmarshal(v, &e); err != nil {
-			return nil, fmt.Errorf("agent log %x: %w", k, err)
-		}
-		if rev == nil || e.RevisionID == rev.String() {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
-
-// deleteAgentLogs removes a deployment's ring, in the transaction that
-// deletes the deployment.
-func deleteAgentLogs(tx *bolt.Tx, dep uuid.UUID) error {
-	err := tx.Bucket([]byte(storage.BucketAgentLogs)).DeleteBucket(storage.Key(dep))
-	if errors.Is(err, bolt.ErrBucketNotFound) {
-		return nil
-	}
-	return err
 }
 
 // mergeLogs merges build/deploy lines and agent lines, each oldest first,

@@ -30,49 +30,6 @@ type deploymentRecord struct {
 	Endpoint string `json:"endpoint,omitempty"`
 }
 
-func deploymentNotFound(id uuid.UUID) error {
-	return httpx.NotFound("Deployment ID %s not found.", id)
-}
-
-// loadDeployment returns the deployment if it belongs to the workspace;
-// another workspace's deployment is answered exactly like a missing one.
-func loadDeployment(tx *bolt.Tx, ws, id uuid.UUID) (*deploymentRecord, error) {
-	if tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Get(storage.Key(ws, id)) == nil {
-		return nil, deploymentNotFound(id)
-	}
-	var d deploymentRecord
-	if err := storage.Get(tx, storage.BucketDeployments, storage.Key(id), &d); err != nil {
-		return nil, fmt.Errorf("deployment %s: %w", id, err)
-	}
-	return &d, nil
-}
-
-func putDeployment(tx *bolt.Tx, d *deploymentRecord) error {
-	deploymentsChanged(tx)
-	return storage.Put(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(d.ID)), d)
-}
-
-func (s *Service) sealSecrets(depID string, in []Secret) []Secret {
-	out := make([]Secret, len(in))
-	for i, sec := range in {
-		out[i] = Secret{Name: sec.Name, Value: s.Sealer.Seal(sec.Value, depID+"/"+sec.Name)}
-	}
-	return out
-}
-
-// OpenSecrets decrypts a deployment's or revision's sealed secrets for the runtime.
-func (s *Service) OpenSecrets(depID string, sealed []Secret) (map[string]string, error) {
-	env := make(map[string]string, len(sealed))
-	for _, sec := range sealed {
-		v, err := s.Sealer.Open(sec.Value, depID+"/"+sec.Name)
-		if err != nil {
-			return nil, fmt.Errorf("secret %s of deployment %s: %w", sec.Name, depID, err)
-		}
-		env[sec.Name] = v
-	}
-	return env, nil
-}
-
 func readBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
 	var mbe *http.MaxBytesError
@@ -106,7 +63,7 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 	id := storage.NewID()
 	d := deploymentRecord{Deployment: Deployment{
 		ID: id.String(), Name: req.Name, Source: req.Source, SourceConfig: req.SourceConfig,
-		SourceRevisionConfig: req.SourceRevisionConfig, Secrets: s.sealSecrets(id.String(), req.Secrets),
+		SourceRevisionConfig: req.SourceRevisionConfig, Secrets: sealSecrets(s.Sealer, id.String(), req.Secrets),
 		SecretReferences: req.SecretReferences, TenantID: p.WorkspaceID.String(),
 		CreatedAt: now, UpdatedAt: now, Status: DeploymentAwaitingDatabase,
 	}}
@@ -116,29 +73,17 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 	err = s.update(func(tx *bolt.Tx) error {
 		if l := req.SourceConfig.ListenerID; l != nil {
 			lid, err := uuid.Parse(*l)
-			if err != nil || tx.Bucket([]byte(storage.IdxWorkspaceListeners)).Get(storage.Key(p.WorkspaceID, lid)) == nil {
+			if err != nil || !listenerExists(tx, p.WorkspaceID, lid) {
 				return httpx.Invalid("value_error", "listener_id must be the id of a listener of this workspace (see GET /v2/listeners)",
 					"body", "source_config", "listener_id")
 			}
 		}
-		nameKey := storage.Key(p.WorkspaceID, req.Name)
-		if tx.Bucket([]byte(storage.IdxDeploymentName)).Get(nameKey) != nil {
-			return httpx.Conflict("A deployment named %q already exists in this workspace.", req.Name)
-		}
-		if err := claimHost(tx, customHostOf(&d.Deployment), id); err != nil {
-			return err
-		}
 		rev := s.newRevision(&d, now)
-		if err := putRevision(tx, rev); err != nil {
+		d.LatestRevisionID = &rev.ID
+		if err := insertDeployment(tx, p.WorkspaceID, &d); err != nil {
 			return err
 		}
-		d.LatestRevisionID = &rev.ID
-		if err := errors.Join(
-			putDeployment(tx, &d),
-			tx.Bucket([]byte(storage.IdxDeploymentName)).Put(nameKey, storage.Key(id)),
-			tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Put(storage.Key(p.WorkspaceID, id), nil),
-			markPending(tx, d.ID),
-		); err != nil {
+		if err := putRevision(tx, rev); err != nil {
 			return err
 		}
 		if err := ensureTracingProject(tx, p.WorkspaceID, id, req.Name, now); err != nil {
@@ -204,10 +149,8 @@ func (s *Service) patchDeployment(w http.ResponseWriter, r *http.Request, ps htt
 		}
 		oldHost := customHostOf(&d.Deployment)
 		s.applyPatch(d, req)
-		if newHost := customHostOf(&d.Deployment); newHost != oldHost {
-			if err := errors.Join(claimHost(tx, newHost, id), releaseHost(tx, oldHost, id)); err != nil {
-				return err
-			}
+		if err := moveHost(tx, oldHost, customHostOf(&d.Deployment), id); err != nil {
+			return err
 		}
 		d.UpdatedAt = s.now()
 		affected := []audit.Resource{audit.Res(id, "deployment")}
@@ -257,7 +200,7 @@ func (s *Service) applyPatch(d *deploymentRecord, req *PatchRequest) {
 		setIf(&cur.SourceTarballPath, rc.SourceTarballPath)
 	}
 	if req.Secrets != nil {
-		d.Secrets = s.sealSecrets(d.ID, req.Secrets)
+		d.Secrets = sealSecrets(s.Sealer, d.ID, req.Secrets)
 	}
 	if req.SecretReferences != nil {
 		d.SecretReferences = req.SecretReferences
@@ -358,30 +301,24 @@ func (s *Service) listDeployments(w http.ResponseWriter, r *http.Request, _ http
 	out := List[Deployment]{Resources: []Deployment{}}
 	err = s.DB.View(func(tx *bolt.Tx) error {
 		skipped := 0
-		for _, id := range storage.PrefixIDs(tx, storage.IdxWorkspaceDeployments, storage.Key(p.WorkspaceID), true) {
-			if ids != nil && !ids[id.String()] {
-				continue
-			}
-			var d deploymentRecord
-			if err := storage.Get(tx, storage.BucketDeployments, storage.Key(id), &d); err != nil {
-				return err
-			}
-			if nameContains != "" && !strings.Contains(strings.ToLower(d.Name), nameContains) ||
+		return eachWorkspaceDeployment(tx, p.WorkspaceID, true, func(d *deploymentRecord) bool {
+			if ids != nil && !ids[d.ID] ||
+				nameContains != "" && !strings.Contains(strings.ToLower(d.Name), nameContains) ||
 				statuses != nil && !statuses[d.Status] ||
 				types != nil && (d.SourceConfig.DeploymentType == nil || !types[*d.SourceConfig.DeploymentType]) ||
 				imageVersion != "" && (d.ImageVersion == nil || *d.ImageVersion != imageVersion) {
-				continue
+				return true
 			}
 			if skipped < offset {
 				skipped++
-				continue
+				return true
 			}
 			if len(out.Resources) == limit {
-				break
+				return false
 			}
 			out.Resources = append(out.Resources, d.Redacted())
-		}
-		return nil
+			return true
+		})
 	})
 	if err != nil {
 		return err
@@ -396,8 +333,8 @@ func (s *Service) listDeployments(w http.ResponseWriter, r *http.Request, _ http
 func (s *Service) DeploymentByName(ws uuid.UUID, name string) (string, bool) {
 	var id string
 	_ = s.DB.View(func(tx *bolt.Tx) error {
-		if raw := tx.Bucket([]byte(storage.IdxDeploymentName)).Get(storage.Key(ws, name)); len(raw) == 16 {
-			id = uuid.UUID(raw).String()
+		if uid, ok := deploymentIDByName(tx, ws, name); ok {
+			id = uid.String()
 		}
 		return nil
 	})
@@ -419,9 +356,10 @@ func (s *Service) ForwardsAuthorization(id string) bool {
 	if err != nil {
 		return false
 	}
-	var d deploymentRecord
-	if err := s.DB.View(func(tx *bolt.Tx) error {
-		return storage.Get(tx, storage.BucketDeployments, storage.Key(uid), &d)
+	var d *deploymentRecord
+	if err := s.DB.View(func(tx *bolt.Tx) (err error) {
+		d, err = readDeployment(tx, uid)
+		return err
 	}); err != nil {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"slipway/server/httpx"
+	"slipway/server/httpx/validate"
 )
 
 // vFuzzSeeds are valid and invalid request bodies shared by the fuzzers.
@@ -36,7 +37,7 @@ func vCheckFuzzErr(t *testing.T, body []byte, err error) {
 	if !errors.As(err, &ve) {
 		t.Fatalf("%q: error is not a ValidationError: %v", body, err)
 	}
-	if len(ve.Errors) == 0 || len(ve.Errors) > maxErrors {
+	if len(ve.Errors) == 0 || len(ve.Errors) > validate.MaxErrors {
 		t.Fatalf("%q: %d errors", body, len(ve.Errors))
 	}
 	for _, e := range ve.Errors {

@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/runtime"
-	"slipway/storage"
 )
 
 // The health watcher's timing. A lost agent gets healthGrace to come back
@@ -30,25 +28,25 @@ const (
 
 // startWatcher starts the health watcher when the driver can check its
 // agents. It runs with the reconciler and stops with it.
-func (s *Service) startWatcher(ctx context.Context) {
-	hc, ok := s.Driver.(runtime.HealthChecker)
+func (rc *Reconciler) startWatcher(ctx context.Context) {
+	hc, ok := rc.Driver.(runtime.HealthChecker)
 	if !ok {
 		return
 	}
-	interval := s.HealthInterval
+	interval := rc.HealthInterval
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
 	w := &runtime.Watcher{Interval: interval, Retry: min(healthRetry, interval), Grace: healthGrace,
 		MinBackoff: healthMinBackoff, MaxBackoff: healthMaxBackoff, ResetAfter: healthResetAfter,
-		Targets: s.healthTargets, Check: hc.CheckHealth, Recover: s.recoverAgent, Changed: s.healthChanged}
-	s.watch = w
-	if n, ok := s.Driver.(runtime.HealthNotifier); ok {
+		Targets: rc.healthTargets, Check: hc.CheckHealth, Recover: rc.recoverAgent, Changed: rc.healthChanged}
+	rc.watch = w
+	if n, ok := rc.Driver.(runtime.HealthNotifier); ok {
 		n.WatchHealth(ctx, w.Poke)
 	}
-	s.rec.wg.Add(1)
+	rc.wg.Add(1)
 	go func() {
-		defer s.rec.wg.Done()
+		defer rc.wg.Done()
 		w.Run(ctx)
 	}()
 }
@@ -74,18 +72,14 @@ type targetCache struct {
 	active map[string]string // deployment → active revision
 }
 
-func (s *Service) healthTargets() []runtime.Target {
-	c := &s.targets
+func (rc *Reconciler) healthTargets() []runtime.Target {
+	c := &rc.targets
 	c.mu.Lock()
 	gen := deploymentsGen.Load()
 	if !c.ok || c.gen != gen {
 		active := map[string]string{}
-		err := s.DB.View(func(tx *bolt.Tx) error {
-			return tx.Bucket([]byte(storage.BucketDeployments)).ForEach(func(_, v []byte) error {
-				var d deploymentRecord
-				if err := json.Unmarshal(v, &d); err != nil {
-					return err
-				}
+		err := rc.DB.View(func(tx *bolt.Tx) error {
+			return eachDeployment(tx, func(d *deploymentRecord) error {
 				if d.ActiveRevisionID != nil && d.Status != DeploymentAwaitingDelete {
 					active[d.ID] = *d.ActiveRevisionID
 				}
@@ -94,7 +88,7 @@ func (s *Service) healthTargets() []runtime.Target {
 		})
 		if err != nil {
 			c.mu.Unlock()
-			s.Log.Error().Err(err).Msg("health watcher: read deployments")
+			rc.Log.Error().Err(err).Msg("health watcher: read deployments")
 			return nil
 		}
 		c.active, c.gen, c.ok = active, gen, true
@@ -104,23 +98,23 @@ func (s *Service) healthTargets() []runtime.Target {
 		out = append(out, runtime.Target{Deployment: dep, Revision: rev})
 	}
 	c.mu.Unlock()
-	s.rec.mu.Lock()
+	rc.mu.Lock()
 	for i := range out {
-		_, restoring := s.restoring.Load(out[i].Deployment)
-		out[i].Busy = restoring || s.rec.busy[out[i].Deployment] != nil
+		_, restoring := rc.restoring.Load(out[i].Deployment)
+		out[i].Busy = restoring || rc.busy[out[i].Deployment] != nil
 	}
-	s.rec.mu.Unlock()
+	rc.mu.Unlock()
 	return out
 }
 
 // recoverAgent starts recreating a lost agent from the active revision
 // (same image or build, same volume or agent database, same secrets) as a
 // reconciler job, unless other work holds the deployment.
-func (s *Service) recoverAgent(dep, rev string, attempt int, reason string) bool {
+func (rc *Reconciler) recoverAgent(dep, rev string, attempt int, reason string) bool {
 	var w work
-	err := s.DB.View(func(tx *bolt.Tx) error {
-		var d deploymentRecord
-		if err := storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(dep)), &d); err != nil {
+	err := rc.DB.View(func(tx *bolt.Tx) error {
+		d, err := readDeployment(tx, uuid.MustParse(dep))
+		if err != nil {
 			return err
 		}
 		if d.ActiveRevisionID == nil || *d.ActiveRevisionID != rev || d.Status == DeploymentAwaitingDelete {
@@ -130,23 +124,22 @@ func (s *Service) recoverAgent(dep, rev string, attempt int, reason string) bool
 		if err != nil {
 			return err
 		}
-		w = work{dep: &d, rev: r, restore: true,
+		w = work{dep: d, rev: r, restore: true,
 			why: fmt.Sprintf("recreating the agent of the active revision (attempt %d): %s", attempt, reason)}
 		return nil
 	})
 	if err != nil {
 		if !errors.Is(err, errStale) {
-			s.Log.Error().Err(err).Str("deployment_id", dep).Msg("health watcher: read the active revision")
+			rc.Log.Error().Err(err).Str("deployment_id", dep).Msg("health watcher: read the active revision")
 		}
 		return false
 	}
-	rc := s.rec
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.busy[dep] != nil {
 		return false
 	}
-	s.Log.Warn().Str("deployment_id", dep).Str("revision_id", rev).Int("attempt", attempt).Str("reason", reason).
+	rc.Log.Warn().Str("deployment_id", dep).Str("revision_id", rev).Int("attempt", attempt).Str("reason", reason).
 		Msg("recreating a lost agent")
 	rc.launch(w)
 	return true
@@ -156,10 +149,10 @@ func (s *Service) recoverAgent(dep, rev string, attempt int, reason string) bool
 // health field, the status (UNKNOWN while the agent cannot be reached,
 // READY again once it answers) and a line in the revision's deploy log,
 // in one transaction.
-func (s *Service) healthChanged(dep, rev string, h runtime.Health) {
-	err := s.update(func(tx *bolt.Tx) error {
-		var d deploymentRecord
-		if storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(dep)), &d) != nil {
+func (rc *Reconciler) healthChanged(dep, rev string, h runtime.Health) {
+	err := rc.update(func(tx *bolt.Tx) error {
+		d, err := readDeployment(tx, uuid.MustParse(dep))
+		if err != nil {
 			return nil
 		}
 		if d.ActiveRevisionID == nil || *d.ActiveRevisionID != rev || d.Status == DeploymentAwaitingDelete {
@@ -183,7 +176,7 @@ func (s *Service) healthChanged(dep, rev string, h runtime.Health) {
 			}
 			level, msg = "info", fmt.Sprintf("the agent answers again after %s down", h.Since.Sub(prev.Since).Round(100*time.Millisecond))
 		}
-		if err := putDeployment(tx, &d); err != nil {
+		if err := putDeployment(tx, d); err != nil {
 			return err
 		}
 		if msg == "" {
@@ -192,12 +185,12 @@ func (s *Service) healthChanged(dep, rev string, h runtime.Health) {
 		return appendLog(tx, rev, LogEntry{Timestamp: h.Since.UTC(), Level: level, Phase: "deploy", Message: msg})
 	})
 	if err != nil {
-		s.Log.Error().Err(err).Str("deployment_id", dep).Msg("record agent health")
+		rc.Log.Error().Err(err).Str("deployment_id", dep).Msg("record agent health")
 		return
 	}
-	ev := s.Log.Info()
+	ev := rc.Log.Info()
 	if h.Status == runtime.HealthUnhealthy {
-		ev = s.Log.Warn().Str("reason", h.Reason)
+		ev = rc.Log.Warn().Str("reason", h.Reason)
 	}
 	ev.Str("deployment_id", dep).Str("revision_id", rev).Str("health", h.Status).Msg("agent health changed")
 }

@@ -1,18 +1,14 @@
 package controlplane
 
 import (
-	"bytes"
-
-	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
-	"slipway/server/httpx"
 	"slipway/storage"
 )
 
 // A custom_url's host routes requests to its deployment (see server.byHost),
 // so a host belongs to one deployment across the whole install, whatever
-// its organization: storage.IdxCustomHost maps the host's key to that
+// its organization: the host index (store_hosts.go) maps the host's key to that
 // deployment and is written in the same transaction as the deployment's
 // create, PATCH and DELETE. A second claim of a host is a 409 rather than
 // a takeover.
@@ -36,32 +32,6 @@ func customHostOf(d *Deployment) string {
 	return CustomHost(*d.SourceConfig.CustomURL)
 }
 
-// claimHost gives host to deployment id, or answers 409 when another
-// deployment holds it. The detail names the host only: the holder may be
-// another organization's.
-func claimHost(tx *bolt.Tx, host string, id uuid.UUID) error {
-	if host == "" {
-		return nil
-	}
-	idx := tx.Bucket([]byte(storage.IdxCustomHost))
-	if cur := idx.Get([]byte(host)); cur != nil && !bytes.Equal(cur, id[:]) {
-		return httpx.Conflict("custom_url: the host %q is already used by another deployment; each host can route to one deployment only.", host)
-	}
-	return idx.Put([]byte(host), storage.Key(id))
-}
-
-// releaseHost frees host if deployment id holds it.
-func releaseHost(tx *bolt.Tx, host string, id uuid.UUID) error {
-	if host == "" {
-		return nil
-	}
-	idx := tx.Bucket([]byte(storage.IdxCustomHost))
-	if cur := idx.Get([]byte(host)); cur != nil && bytes.Equal(cur, id[:]) {
-		return idx.Delete([]byte(host))
-	}
-	return nil
-}
-
 // DeploymentByHost finds the deployment whose custom_url names host (a
 // Host header, port allowed) in the host index.
 func (s *Service) DeploymentByHost(host string) (HostRoute, bool) {
@@ -72,12 +42,8 @@ func (s *Service) DeploymentByHost(host string) (HostRoute, bool) {
 	var route HostRoute
 	var found bool
 	err := s.DB.View(func(tx *bolt.Tx) error {
-		raw := tx.Bucket([]byte(storage.IdxCustomHost)).Get([]byte(key))
-		if len(raw) != 16 {
-			return nil
-		}
-		var d deploymentRecord
-		if err := storage.Get(tx, storage.BucketDeployments, raw, &d); err != nil {
+		d, err := deploymentByHostKey(tx, key)
+		if err != nil || d == nil {
 			return err
 		}
 		if d.Status == DeploymentAwaitingDelete {

@@ -1,10 +1,8 @@
 package controlplane
 
 import (
-	"errors"
 	"net/http"
 
-	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
 	bolt "go.etcd.io/bbolt"
 
@@ -12,19 +10,6 @@ import (
 	"slipway/server/httpx"
 	"slipway/storage"
 )
-
-func listenerNotFound(id uuid.UUID) error { return httpx.NotFound("Listener ID %s not found.", id) }
-
-func loadListener(tx *bolt.Tx, ws, id uuid.UUID) (*Listener, error) {
-	if tx.Bucket([]byte(storage.IdxWorkspaceListeners)).Get(storage.Key(ws, id)) == nil {
-		return nil, listenerNotFound(id)
-	}
-	var l Listener
-	if err := storage.Get(tx, storage.BucketListeners, storage.Key(id), &l); err != nil {
-		return nil, err
-	}
-	return &l, nil
-}
 
 // createListener: POST /v2/listeners → 201; (workspace, compute_id) is unique.
 func (s *Service) createListener(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
@@ -44,17 +29,7 @@ func (s *Service) createListener(w http.ResponseWriter, r *http.Request, _ httpr
 	if l.ComputeConfig.K8sNamespaces == nil {
 		l.ComputeConfig.K8sNamespaces = []string{}
 	}
-	err = s.update(func(tx *bolt.Tx) error {
-		ck := storage.Key(p.WorkspaceID, req.ComputeID)
-		if tx.Bucket([]byte(storage.IdxListenerCompute)).Get(ck) != nil {
-			return httpx.Conflict("A listener with compute_id %q already exists in this workspace.", req.ComputeID)
-		}
-		return errors.Join(
-			storage.Put(tx, storage.BucketListeners, storage.Key(id), &l),
-			tx.Bucket([]byte(storage.IdxWorkspaceListeners)).Put(storage.Key(p.WorkspaceID, id), nil),
-			tx.Bucket([]byte(storage.IdxListenerCompute)).Put(ck, storage.Key(id)),
-		)
-	})
+	err = s.update(func(tx *bolt.Tx) error { return insertListener(tx, p.WorkspaceID, &l) })
 	if err != nil {
 		return err
 	}
@@ -69,17 +44,10 @@ func (s *Service) listListeners(w http.ResponseWriter, r *http.Request, _ httpro
 	if err != nil {
 		return err
 	}
-	out := List[Listener]{Resources: []Listener{}}
-	err = s.DB.View(func(tx *bolt.Tx) error {
-		ids := storage.PrefixIDs(tx, storage.IdxWorkspaceListeners, storage.Key(p.WorkspaceID), false)
-		for i := offset; i < len(ids) && len(out.Resources) < limit; i++ {
-			var l Listener
-			if err := storage.Get(tx, storage.BucketListeners, storage.Key(ids[i]), &l); err != nil {
-				return err
-			}
-			out.Resources = append(out.Resources, l)
-		}
-		return nil
+	var out List[Listener]
+	err = s.DB.View(func(tx *bolt.Tx) (err error) {
+		out.Resources, err = workspaceListeners(tx, p.WorkspaceID, limit, offset)
+		return err
 	})
 	if err != nil {
 		return err
@@ -138,7 +106,7 @@ func (s *Service) patchListener(w http.ResponseWriter, r *http.Request, ps httpr
 			}
 		}
 		l.UpdatedAt = s.now()
-		return storage.Put(tx, storage.BucketListeners, storage.Key(id), l)
+		return putListener(tx, l)
 	})
 	if err != nil {
 		return err
@@ -160,20 +128,14 @@ func (s *Service) deleteListener(w http.ResponseWriter, r *http.Request, ps http
 		if err != nil {
 			return err
 		}
-		for _, did := range storage.PrefixIDs(tx, storage.IdxWorkspaceDeployments, storage.Key(p.WorkspaceID), false) {
-			var d deploymentRecord
-			if err := storage.Get(tx, storage.BucketDeployments, storage.Key(did), &d); err != nil {
-				return err
-			}
-			if d.SourceConfig.ListenerID != nil && *d.SourceConfig.ListenerID == l.ID {
-				return httpx.BadRequest("Listener ID %s is used by deployment %s; delete or move that deployment first.", id, d.ID)
-			}
+		dep, err := deploymentUsingListener(tx, p.WorkspaceID, l.ID)
+		if err != nil {
+			return err
 		}
-		return errors.Join(
-			storage.Delete(tx, storage.BucketListeners, storage.Key(id)),
-			tx.Bucket([]byte(storage.IdxWorkspaceListeners)).Delete(storage.Key(p.WorkspaceID, id)),
-			tx.Bucket([]byte(storage.IdxListenerCompute)).Delete(storage.Key(p.WorkspaceID, l.ComputeID)),
-		)
+		if dep != "" {
+			return httpx.BadRequest("Listener ID %s is used by deployment %s; delete or move that deployment first.", id, dep)
+		}
+		return removeListener(tx, p.WorkspaceID, l)
 	})
 	if err != nil {
 		return err

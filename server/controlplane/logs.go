@@ -5,10 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
-
-	"slipway/storage"
 )
 
 // LogEntry is one line of a revision's build or deploy output, or of its
@@ -32,10 +30,34 @@ type LogEntry struct {
 	deploymentID string // of agent output, until it is stored
 }
 
+// logBook writes the revision and agent logs and hands each committed line
+// to the followers subscribed to it. The reconciler writes build, deploy
+// and health lines through it and the driver agent output; handlers read
+// what it stored and follow it.
+type logBook struct {
+	update func(func(*bolt.Tx) error) error
+	now    func() time.Time
+	log    zerolog.Logger
+	hub    hub
+	agent  *agentLogs
+
+	openMu   sync.Mutex
+	openLogs map[string]int // revision id → logs being written
+}
+
+func newLogBook(update func(func(*bolt.Tx) error) error, now func() time.Time, log zerolog.Logger, agentLimit int) *logBook {
+	if agentLimit <= 0 {
+		agentLimit = DefaultAgentLogLimit
+	}
+	b := &logBook{update: update, now: now, log: log}
+	b.agent = &agentLogs{b: b, limit: agentLimit}
+	return b
+}
+
 // revisionLog buffers a revision's log lines and writes them in batches, so
 // a chatty build costs a few commits rather than one fsync per line.
 type revisionLog struct {
-	s       *Service
+	b       *logBook
 	revID   string
 	phase   string // set before each step; "build" until the deploy starts
 	mu      sync.Mutex
@@ -48,9 +70,9 @@ type revisionLog struct {
 
 // newRevisionLog starts a log that flushes every 300 ms, so someone
 // following a deploy sees its output as it happens.
-func (s *Service) newRevisionLog(revID string) *revisionLog {
-	l := &revisionLog{s: s, revID: revID, stop: make(chan struct{}), done: make(chan struct{})}
-	s.writing(revID, 1)
+func (b *logBook) newRevisionLog(revID string) *revisionLog {
+	l := &revisionLog{b: b, revID: revID, stop: make(chan struct{}), done: make(chan struct{})}
+	b.writing(revID, 1)
 	go func() {
 		defer close(l.done)
 		t := time.NewTicker(300 * time.Millisecond)
@@ -72,34 +94,34 @@ func (l *revisionLog) Close() {
 	close(l.stop)
 	<-l.done
 	l.Flush()
-	l.s.writing(l.revID, -1)
+	l.b.writing(l.revID, -1)
 }
 
 // writing counts the open logs of a revision: a follower ends only once
 // the revision is final and nothing writes its log any more, so that the
 // last lines (the reason of a failure) are never cut off.
-func (s *Service) writing(revID string, delta int) {
-	s.openMu.Lock()
-	defer s.openMu.Unlock()
-	if s.openLogs == nil {
-		s.openLogs = map[string]int{}
+func (b *logBook) writing(revID string, delta int) {
+	b.openMu.Lock()
+	defer b.openMu.Unlock()
+	if b.openLogs == nil {
+		b.openLogs = map[string]int{}
 	}
-	s.openLogs[revID] += delta
-	if s.openLogs[revID] <= 0 {
-		delete(s.openLogs, revID)
+	b.openLogs[revID] += delta
+	if b.openLogs[revID] <= 0 {
+		delete(b.openLogs, revID)
 	}
 }
 
 // logOpen says whether a revision's log is still being written.
-func (s *Service) logOpen(revID string) bool {
-	s.openMu.Lock()
-	defer s.openMu.Unlock()
-	return s.openLogs[revID] > 0
+func (b *logBook) logOpen(revID string) bool {
+	b.openMu.Lock()
+	defer b.openMu.Unlock()
+	return b.openLogs[revID] > 0
 }
 
 func (l *revisionLog) Add(level, msg string) {
 	l.mu.Lock()
-	l.pending = append(l.pending, LogEntry{Timestamp: l.s.now(), Level: level, Message: msg, Phase: l.phaseLocked()})
+	l.pending = append(l.pending, LogEntry{Timestamp: l.b.now(), Level: level, Message: msg, Phase: l.phaseLocked()})
 	full := len(l.pending) >= 256
 	l.mu.Unlock()
 	if full {
@@ -154,7 +176,7 @@ func (l *revisionLog) Flush() {
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	if l.partial.Len() > 0 {
-		l.pending = append(l.pending, LogEntry{Timestamp: l.s.now(), Level: "info", Message: l.partial.String(), Phase: l.phaseLocked()})
+		l.pending = append(l.pending, LogEntry{Timestamp: l.b.now(), Level: "info", Message: l.partial.String(), Phase: l.phaseLocked()})
 		l.partial.Reset()
 	}
 	batch := l.pending
@@ -163,7 +185,7 @@ func (l *revisionLog) Flush() {
 	if len(batch) == 0 {
 		return
 	}
-	err := l.s.update(func(tx *bolt.Tx) error {
+	err := l.b.update(func(tx *bolt.Tx) error {
 		for i := range batch {
 			id, err := appendLogID(tx, l.revID, batch[i])
 			if err != nil {
@@ -174,26 +196,10 @@ func (l *revisionLog) Flush() {
 		return nil
 	})
 	if err != nil {
-		l.s.Log.Error().Err(err).Str("revision_id", l.revID).Msg("write revision log")
+		l.b.log.Error().Err(err).Str("revision_id", l.revID).Msg("write revision log")
 		return
 	}
 	// Only committed lines are published: a follower that is dropped
 	// catches up from the database and finds every line it was sent.
-	l.s.hub.Publish(revisionTopic(l.revID), batch...)
-}
-
-// appendLog writes one log line of a revision in the caller's transaction.
-func appendLog(tx *bolt.Tx, revID string, e LogEntry) error {
-	_, err := appendLogID(tx, revID, e)
-	return err
-}
-
-func appendLogID(tx *bolt.Tx, revID string, e LogEntry) (int64, error) {
-	b := tx.Bucket([]byte(storage.BucketRevisionLogs))
-	seq, err := b.NextSequence()
-	if err != nil {
-		return 0, err
-	}
-	e.ID = int64(seq)
-	return e.ID, storage.Put(tx, storage.BucketRevisionLogs, storage.Key(uuid.MustParse(revID), storage.U64(seq)), &e)
+	l.b.hub.Publish(revisionTopic(l.revID), batch...)
 }

@@ -1,12 +1,12 @@
 package controlplane
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +17,6 @@ import (
 
 	"slipway/server/auth"
 	"slipway/server/httpx"
-	"slipway/storage"
 )
 
 // logQuery is the body the official deploy client posts to the build_logs
@@ -94,7 +93,7 @@ type revisionLogState struct {
 // revision does not serve.
 func (st revisionLogState) over(s *Service, rid string, serving bool) bool {
 	final := RevisionTerminal(st.status) && !(st.status == RevisionInterrupted && st.retried)
-	return final && !s.logOpen(rid) && (!serving || !st.active)
+	return final && !s.book().logOpen(rid) && (!serving || !st.active)
 }
 
 // readLogs returns a revision's log lines of the given phases (all when
@@ -111,16 +110,8 @@ func (s *Service) readLogs(ws, dep, rid uuid.UUID, phases map[string]bool, cur l
 		st.retried = d.LatestRevisionID != nil && *d.LatestRevisionID == rev.ID && rev.Attempt < maxAttempts
 		var own []LogEntry
 		if phases == nil || phases["build"] || phases["deploy"] {
-			c := tx.Bucket([]byte(storage.BucketRevisionLogs)).Cursor()
-			prefix := storage.Key(rid)
-			for k, v := c.Seek(storage.Key(rid, storage.U64(uint64(cur.rev+1)))); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-				var e LogEntry
-				if err := json.Unmarshal(v, &e); err != nil {
-					return err
-				}
-				if phases == nil || phases[e.Phase] {
-					own = append(own, e)
-				}
+			if own, err = readRevisionLogs(tx, rid, cur.rev, phases); err != nil {
+				return err
 			}
 		}
 		var agent []LogEntry
@@ -144,38 +135,9 @@ func (s *Service) phaseLogs(phase string) httpx.Handle {
 		if err != nil {
 			return err
 		}
-		var q logQuery
-		if r.ContentLength != 0 {
-			if err := httpx.DecodeJSON(r, &q, true); err != nil {
-				return err
-			}
-		}
-		if q.Limit == 0 {
-			q.Limit = 100
-		}
-		if q.Limit < 1 || q.Limit > 1000 {
-			return httpx.Invalid("less_than_equal", "limit must be between 1 and 1000", "body", "limit")
-		}
-		if q.Order == "" {
-			q.Order = "asc"
-		}
-		if q.Order != "asc" && q.Order != "desc" {
-			return httpx.Invalid("enum", "order must be asc or desc", "body", "order")
-		}
-		offset := 0
-		switch v := q.Offset.(type) {
-		case nil:
-		case float64:
-			offset = int(v)
-		case string:
-			if _, err := fmt.Sscanf(v, "%d", &offset); err != nil && v != "" {
-				return httpx.Invalid("int_parsing", "offset must be the next_offset of a previous page", "body", "offset")
-			}
-		default:
-			return httpx.Invalid("int_parsing", "offset must be the next_offset of a previous page", "body", "offset")
-		}
-		if offset < 0 {
-			return httpx.Invalid("greater_than_equal", "offset must not be negative", "body", "offset")
+		q, offset, err := decodeLogQuery(r)
+		if err != nil {
+			return err
 		}
 		// The deploy log is what the official client shows while a
 		// revision starts: its agent's output belongs there too.
@@ -187,21 +149,7 @@ func (s *Service) phaseLogs(phase string) httpx.Handle {
 		if err != nil {
 			return err
 		}
-		entries := st.entries
-		var match []LogEntry
-		for _, e := range entries {
-			if q.StartTime != nil && e.Timestamp.Before(*q.StartTime) || q.EndTime != nil && e.Timestamp.After(*q.EndTime) ||
-				q.Level != "" && !strings.EqualFold(e.Level, q.Level) ||
-				q.Query != "" && !strings.Contains(strings.ToLower(e.Message), strings.ToLower(q.Query)) {
-				continue
-			}
-			match = append(match, e)
-		}
-		if q.Order == "desc" {
-			for i, j := 0, len(match)-1; i < j; i, j = i+1, j-1 {
-				match[i], match[j] = match[j], match[i]
-			}
-		}
+		match := q.filter(st.entries)
 		page := []LogEntry{}
 		if offset < len(match) {
 			page = match[offset:min(len(match), offset+q.Limit)]
@@ -220,6 +168,62 @@ func (s *Service) phaseLogs(phase string) httpx.Handle {
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"logs": page, "next_offset": next})
 		return nil
 	}
+}
+
+// decodeLogQuery reads a phase-log request's optional body, with its
+// defaults (limit 100, ascending), and the offset it asks for.
+func decodeLogQuery(r *http.Request) (q logQuery, offset int, err error) {
+	if r.ContentLength != 0 {
+		if err := httpx.DecodeJSON(r, &q, true); err != nil {
+			return q, 0, err
+		}
+	}
+	if q.Limit == 0 {
+		q.Limit = 100
+	}
+	if q.Limit < 1 || q.Limit > 1000 {
+		return q, 0, httpx.Invalid("less_than_equal", "limit must be between 1 and 1000", "body", "limit")
+	}
+	if q.Order == "" {
+		q.Order = "asc"
+	}
+	if q.Order != "asc" && q.Order != "desc" {
+		return q, 0, httpx.Invalid("enum", "order must be asc or desc", "body", "order")
+	}
+	badOffset := httpx.Invalid("int_parsing", "offset must be the next_offset of a previous page", "body", "offset")
+	switch v := q.Offset.(type) {
+	case nil:
+	case float64:
+		offset = int(v)
+	case string:
+		if _, err := fmt.Sscanf(v, "%d", &offset); err != nil && v != "" {
+			return q, 0, badOffset
+		}
+	default:
+		return q, 0, badOffset
+	}
+	if offset < 0 {
+		return q, 0, httpx.Invalid("greater_than_equal", "offset must not be negative", "body", "offset")
+	}
+	return q, offset, nil
+}
+
+// filter returns the entries the query's time range, level and text
+// select, in its order.
+func (q *logQuery) filter(entries []LogEntry) []LogEntry {
+	var match []LogEntry
+	for _, e := range entries {
+		if q.StartTime != nil && e.Timestamp.Before(*q.StartTime) || q.EndTime != nil && e.Timestamp.After(*q.EndTime) ||
+			q.Level != "" && !strings.EqualFold(e.Level, q.Level) ||
+			q.Query != "" && !strings.Contains(strings.ToLower(e.Message), strings.ToLower(q.Query)) {
+			continue
+		}
+		match = append(match, e)
+	}
+	if q.Order == "desc" {
+		slices.Reverse(match)
+	}
+	return match
 }
 
 // wantsStream says whether a log request asks for server-sent events.
@@ -291,8 +295,8 @@ func (s *Service) revisionLogs(w http.ResponseWriter, r *http.Request, ps httpro
 }
 
 func isNotFound(err error) bool {
-	var e *httpx.Error
-	return errors.As(err, &e) && e.Status == http.StatusNotFound
+	var e errNotFound
+	return errors.As(err, &e)
 }
 
 // deploymentLogs: GET /v2/deployments/{id}/logs[?revision_id=] — the
@@ -369,117 +373,158 @@ func (s *Service) deploymentLogs(w http.ResponseWriter, r *http.Request, ps http
 // dropped there and catches up here from the database.
 func (s *Service) follow(w http.ResponseWriter, r *http.Request, cur logCursor, topics []string,
 	keep func(LogEntry) bool, read func(logCursor) ([]LogEntry, error), final func() (string, error)) error {
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
-	w.WriteHeader(http.StatusOK)
-	send := func(entries []LogEntry) error {
-		for _, e := range entries {
-			if !cur.advance(e) {
-				continue
-			}
-			raw, err := json.Marshal(e)
-			if err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(w, "id: %s\nevent: log\ndata: %s\n\n", cur, raw); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	// end sends what is left and the final status. Agent output still
-	// buffered for the database is written first, so that the last lines
-	// of an agent that failed its deploy are part of the stream.
-	end := func(status string) error {
-		s.agentLog().Flush()
-		entries, err := read(cur)
-		if err != nil && !isNotFound(err) {
-			return err
-		}
-		if err := send(entries); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "event: end\ndata: {\"status\": %q}\n\n", status)
-		return rc.Flush()
-	}
+	f := &follower{s: s, st: startStream(w, cur), read: read, final: final, keep: keep}
 	heartbeat := time.NewTicker(s.heartbeat())
 	defer heartbeat.Stop()
 	// Statuses are not published: they are read again once a second.
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
 	for {
-		sub := s.hub.Subscribe(subscriberBuffer, topics...)
+		sub := s.book().hub.Subscribe(subscriberBuffer, topics...)
 		// Read after subscribing: a line committed in between is both
 		// read and published, and the cursor sends it once.
-		entries, err := read(cur)
-		if err == nil {
-			err = send(entries)
-		}
-		if err == nil {
-			err = rc.Flush()
-		}
-		var status string
-		if err == nil {
-			status, err = final()
-		}
-		if err != nil || status != "" {
-			sub.Close()
-			if err == nil {
-				_ = end(status)
-			}
+		over := f.catchUp() || f.live(r, sub, heartbeat.C, check.C)
+		sub.Close()
+		if over {
 			return nil
 		}
-	live:
-		for {
-			select {
-			case <-r.Context().Done():
-				sub.Close()
-				return nil
-			case e, ok := <-sub.C:
-				if !ok {
-					break live // dropped: catch up from the database
-				}
-				batch := []LogEntry{e}
-			more:
-				for len(batch) < subscriberBuffer {
-					select {
-					case e, ok := <-sub.C:
-						if !ok {
-							break more
-						}
-						batch = append(batch, e)
-					default:
-						break more
-					}
-				}
-				kept := batch[:0]
-				for _, e := range batch {
-					if keep(e) {
-						kept = append(kept, e)
-					}
-				}
-				if send(kept) != nil || rc.Flush() != nil {
-					sub.Close()
-					return nil
-				}
-			case <-heartbeat.C:
-				if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
-					sub.Close()
-					return nil
-				}
-			case <-check.C:
-				status, err := final()
-				if err != nil || status != "" {
-					sub.Close()
-					if err == nil {
-						_ = end(status)
-					}
-					return nil
-				}
+	}
+}
+
+// sseStream writes log lines as server-sent events, each once: its cursor
+// moves past every line sent.
+type sseStream struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	cur logCursor
+}
+
+func startStream(w http.ResponseWriter, cur logCursor) *sseStream {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	return &sseStream{w: w, rc: http.NewResponseController(w), cur: cur}
+}
+
+// send writes the entries after the cursor and flushes them.
+func (st *sseStream) send(entries []LogEntry) error {
+	for _, e := range entries {
+		if !st.cur.advance(e) {
+			continue
+		}
+		raw, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(st.w, "id: %s\nevent: log\ndata: %s\n\n", st.cur, raw); err != nil {
+			return err
+		}
+	}
+	return st.rc.Flush()
+}
+
+// follower is one client following a log (see follow).
+type follower struct {
+	s     *Service
+	st    *sseStream
+	read  func(logCursor) ([]LogEntry, error)
+	final func() (string, error)
+	keep  func(LogEntry) bool
+}
+
+// catchUp sends what the database holds after the cursor and reports
+// whether the stream is over (ended, or failed).
+func (f *follower) catchUp() bool {
+	entries, err := f.read(f.st.cur)
+	if err == nil {
+		err = f.st.send(entries)
+	}
+	var status string
+	if err == nil {
+		status, err = f.final()
+	}
+	return f.over(status, err)
+}
+
+// over ends the stream when final said so (status) and reports whether it
+// is over: ended, or failed (err).
+func (f *follower) over(status string, err error) bool {
+	if err == nil && status != "" {
+		_ = f.end(status)
+	}
+	return err != nil || status != ""
+}
+
+// end sends what is left and the final status. Agent output still
+// buffered for the database is written first, so that the last lines of
+// an agent that failed its deploy are part of the stream.
+func (f *follower) end(status string) error {
+	f.s.agentLog().Flush()
+	entries, err := f.read(f.st.cur)
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	if err := f.st.send(entries); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.st.w, "event: end\ndata: {\"status\": %q}\n\n", status)
+	return f.st.rc.Flush()
+}
+
+// live sends the lines published to sub as they come, a heartbeat when
+// quiet, and checks the status on each tick of check. It reports whether
+// the stream is over; false means the hub dropped the follower, which
+// then catches up from the database.
+func (f *follower) live(r *http.Request, sub *subscription, heartbeat, check <-chan time.Time) bool {
+	for {
+		select {
+		case <-r.Context().Done():
+			return true
+		case e, ok := <-sub.C:
+			if !ok {
+				return false
+			}
+			if f.st.send(f.kept(drain(sub, e))) != nil {
+				return true
+			}
+		case <-heartbeat:
+			if _, err := io.WriteString(f.st.w, ": keep-alive\n\n"); err != nil || f.st.rc.Flush() != nil {
+				return true
+			}
+		case <-check:
+			if status, err := f.final(); f.over(status, err) {
+				return true
 			}
 		}
-		sub.Close()
 	}
+}
+
+// kept filters a batch through keep.
+func (f *follower) kept(batch []LogEntry) []LogEntry {
+	out := batch[:0]
+	for _, e := range batch {
+		if f.keep(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// drain returns first and the lines already waiting in sub after it, up to
+// a buffer's worth.
+func drain(sub *subscription, first LogEntry) []LogEntry {
+	batch := []LogEntry{first}
+	for len(batch) < subscriberBuffer {
+		select {
+		case e, ok := <-sub.C:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, e)
+		default:
+			return batch
+		}
+	}
+	return batch
 }

@@ -33,7 +33,7 @@ func addDeployment(t *testing.T, s *Service) uuid.UUID {
 	t.Helper()
 	id := storage.NewID()
 	if err := s.DB.Update(func(tx *bolt.Tx) error {
-		return storage.Put(tx, storage.BucketDeployments, storage.Key(id), &deploymentRecord{Deployment: Deployment{ID: id.String()}})
+		return putDeployment(tx, &deploymentRecord{Deployment: Deployment{ID: id.String()}})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,9 +50,7 @@ func ringOf(t *testing.T, s *Service, dep uuid.UUID) (msgs []string, size uint64
 		for _, e := range es {
 			msgs = append(msgs, e.Message)
 		}
-		if b := tx.Bucket([]byte(storage.BucketAgentLogs)).Bucket(storage.Key(dep)); b != nil {
-			size = storage.U64ToInt(b.Get(agentLogSize))
-		}
+		size, _ = agentLogRing(tx, dep)
 		return nil
 	})
 	return msgs, size
@@ -102,12 +100,8 @@ func TestAgentLogRing(t *testing.T) {
 			}
 			var sum uint64
 			_ = s.DB.View(func(tx *bolt.Tx) error {
-				return tx.Bucket([]byte(storage.BucketAgentLogs)).Bucket(storage.Key(dep)).ForEach(func(k, v []byte) error {
-					if len(k) == 8 {
-						sum += uint64(len(v))
-					}
-					return nil
-				})
+				_, sum = agentLogRing(tx, dep)
+				return nil
 			})
 			if size != sum {
 				t.Fatalf("recorded size %d, entries hold %d", size, sum)

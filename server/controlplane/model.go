@@ -1,7 +1,14 @@
-// Package controlplane implements the control-plane API: deployments,
-// revisions and listeners. This file holds the API shapes with their exact
-// JSON names (spec "Resources and their fields", completed from the hosted
-// service's API description); validate.go decodes and checks requests.
+// Package controlplane owns deployments, revisions, listeners, uploads,
+// tracing projects, custom hosts and the revision and agent logs: their
+// HTTP API (routes.go lists every route; one file per resource), their
+// store (store*.go, the only code that touches their bbolt buckets, which
+// keeps every index right and answers domain errors that routes.go maps to
+// HTTP), and the Reconciler (reconcile*.go, health.go) that drives the
+// runtime toward what the store holds and that handlers only signal.
+//
+// This file holds the API shapes with their exact JSON names (spec
+// "Resources and their fields", completed from the hosted service's API
+// description); validate.go checks requests against the spec's rules.
 package controlplane
 
 import (
@@ -10,6 +17,7 @@ import (
 	"time"
 
 	"slipway/runtime"
+	"slipway/server/httpx/validate"
 )
 
 // Deployment sources.
@@ -195,58 +203,19 @@ func (s *SourceRevisionConfig) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// inputShape tells the request checker which JSON keys the input accepts.
-func (SourceRevisionConfig) inputShape() any { return sourceRevisionConfigInput{} }
+// InputShape tells the request checker (validate.Decode) which JSON keys
+// the input accepts.
+func (SourceRevisionConfig) InputShape() any { return sourceRevisionConfigInput{} }
 
-// ResourceSpec is the compute resources of a deployment. Every field is a
-// pointer so that null/absent is distinguishable from zero. CPU is in cores
-// (rounded to one decimal), memory in MB.
-type ResourceSpec struct {
-	MinScale           *int     `json:"min_scale"`
-	MaxScale           *int     `json:"max_scale"`
-	CPU                *float64 `json:"cpu"`
-	CPULimit           *float64 `json:"cpu_limit"`
-	MemoryMB           *int     `json:"memory_mb"`
-	MemoryLimitMB      *int     `json:"memory_limit_mb"`
-	QueueMinScale      *int     `json:"queue_min_scale"`
-	QueueMaxScale      *int     `json:"queue_max_scale"`
-	QueueCPU           *float64 `json:"queue_cpu"`
-	QueueCPULimit      *float64 `json:"queue_cpu_limit"`
-	QueueMemoryMB      *int     `json:"queue_memory_mb"`
-	QueueMemoryLimitMB *int     `json:"queue_memory_limit_mb"`
-
-	// Marked "do not use" by the spec: accepted, validated, not acted on.
-	OrchestratorCPU           *float64 `json:"orchestrator_cpu"`
-	OrchestratorCPULimit      *float64 `json:"orchestrator_cpu_limit"`
-	OrchestratorMemoryMB      *int     `json:"orchestrator_memory_mb"`
-	OrchestratorMemoryLimitMB *int     `json:"orchestrator_memory_limit_mb"`
-	OrchestratorMinScale      *int     `json:"orchestrator_min_scale"`
-	OrchestratorMaxScale      *int     `json:"orchestrator_max_scale"`
-	ExecutorCPU               *float64 `json:"executor_cpu"`
-	ExecutorCPULimit          *float64 `json:"executor_cpu_limit"`
-	ExecutorMemoryMB          *int     `json:"executor_memory_mb"`
-	ExecutorMemoryLimitMB     *int     `json:"executor_memory_limit_mb"`
-
-	RedisCPU           *float64 `json:"redis_cpu"`
-	RedisCPULimit      *float64 `json:"redis_cpu_limit"`
-	RedisMemoryMB      *int     `json:"redis_memory_mb"`
-	RedisMemoryLimitMB *int     `json:"redis_memory_limit_mb"`
-
-	Labels             map[string]string      `json:"labels"`
-	Annotations        map[string]string      `json:"annotations"`
-	ServiceAccountName *string                `json:"service_account_name"`
-	ImagePullSecrets   []LocalObjectReference `json:"image_pull_secrets"`
-	Volumes            []Volume               `json:"volumes"`
-	VolumeMounts       []VolumeMount          `json:"volume_mounts"`
-	InitContainers     []Container            `json:"init_containers"`
-	Sidecars           []Container            `json:"sidecars"`
-
-	DBCPU            *float64 `json:"db_cpu"`
-	DBCPULimit       *float64 `json:"db_cpu_limit"`
-	DBMemoryMB       *int     `json:"db_memory_mb"`
-	DBMemoryLimitMB  *int     `json:"db_memory_limit_mb"`
-	DBStorageGi      *int     `json:"db_storage_gi"`
-	DBMaxConnections *int     `json:"db_max_connections"`
+// CheckObject reports the aliases graph_config_path and
+// langgraph_config_path given with different values (validate.ObjectChecker).
+func (*sourceRevisionConfigInput) CheckObject(obj map[string]any, l []any, errs *validate.Errors) {
+	g, _ := obj["graph_config_path"].(string)
+	lg, _ := obj["langgraph_config_path"].(string)
+	if obj["graph_config_path"] != nil && obj["langgraph_config_path"] != nil && g != lg {
+		errs.AddLoc("value_error", "langgraph_config_path is an alias of graph_config_path: give one of them, or both with the same value",
+			validate.At(l, "langgraph_config_path"))
+	}
 }
 
 // ListenerConfig is the per-deployment listener configuration (external_docker).
@@ -260,70 +229,19 @@ type Secret struct {
 	Value string `json:"value" cp:"required"`
 }
 
-// SecretReference fills an environment variable from an existing secret
-// object of the container orchestrator (external_docker only).
-type SecretReference struct {
-	Name       string `json:"name" cp:"required"`
-	SecretName string `json:"secret_name" cp:"required"`
-	SecretKey  string `json:"secret_key" cp:"required"`
-}
-
-// LocalObjectReference names an object in the deployment's namespace.
-type LocalObjectReference struct {
-	Name string `json:"name" cp:"required"`
-}
-
-// Volume is a pod volume; the source objects are free-form.
-type Volume struct {
-	Name                  string         `json:"name" cp:"required"`
-	ConfigMap             map[string]any `json:"configMap,omitempty"`
-	Secret                map[string]any `json:"secret,omitempty"`
-	EmptyDir              map[string]any `json:"emptyDir,omitempty"`
-	PersistentVolumeClaim map[string]any `json:"persistentVolumeClaim,omitempty"`
-	NFS                   map[string]any `json:"nfs,omitempty"`
-	Projected             map[string]any `json:"projected,omitempty"`
-	DownwardAPI           map[string]any `json:"downwardAPI,omitempty"`
-	CSI                   map[string]any `json:"csi,omitempty"`
-}
-
-// VolumeMount mounts a Volume (by name) into a container.
-type VolumeMount struct {
-	Name             string  `json:"name" cp:"required"`
-	MountPath        string  `json:"mountPath" cp:"required"`
-	SubPath          *string `json:"subPath,omitempty"`
-	MountPropagation *string `json:"mountPropagation,omitempty"`
-	ReadOnly         *bool   `json:"readOnly,omitempty"`
-	SubPathExpr      *string `json:"subPathExpr,omitempty"`
-}
-
-// Container is an init container or sidecar.
-type Container struct {
-	Name            string                `json:"name" cp:"required"`
-	Image           string                `json:"image" cp:"required"`
-	ImagePullPolicy *string               `json:"imagePullPolicy,omitempty"`
-	Command         []string              `json:"command,omitempty"`
-	Args            []string              `json:"args,omitempty"`
-	WorkingDir      *string               `json:"workingDir,omitempty"`
-	Env             []EnvVar              `json:"env,omitempty"`
-	EnvFrom         []map[string]any      `json:"envFrom,omitempty"`
-	Resources       *ResourceRequirements `json:"resources,omitempty"`
-	VolumeMounts    []VolumeMount         `json:"volumeMounts,omitempty"`
-	SecurityContext map[string]any        `json:"securityContext,omitempty"`
-	RestartPolicy   *string               `json:"restartPolicy,omitempty"`
-}
-
-// EnvVar is an environment variable of a Container.
-type EnvVar struct {
-	Name      string         `json:"name" cp:"required"`
-	Value     *string        `json:"value,omitempty"`
-	ValueFrom map[string]any `json:"valueFrom,omitempty"`
-}
-
-// ResourceRequirements of a Container (Kubernetes quantity strings).
-type ResourceRequirements struct {
-	Limits   map[string]string `json:"limits,omitempty"`
-	Requests map[string]string `json:"requests,omitempty"`
-}
+// The resource-spec and secret-reference shapes are the runtime's
+// (runtime.ResourceSpec): the control plane validates and stores them, the
+// drivers act on them, and both read one declaration.
+type (
+	ResourceSpec         = runtime.ResourceSpec
+	SecretReference      = runtime.SecretReference
+	LocalObjectReference = runtime.LocalObjectReference
+	Volume               = runtime.Volume
+	VolumeMount          = runtime.VolumeMount
+	Container            = runtime.Container
+	EnvVar               = runtime.EnvVar
+	ResourceRequirements = runtime.ResourceRequirements
+)
 
 // Revision is one revision of a deployment.
 type Revision struct {

@@ -1,9 +1,7 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/runtime"
@@ -21,15 +20,37 @@ import (
 // maxAttempts bounds how often a revision interrupted by restarts is retried.
 const maxAttempts = 3
 
-// reconciler drives the runtime toward the stored desired state. One
-// goroutine scans; each deployment has at most one worker at a time.
-type reconciler struct {
-	s     *Service
+// Reconciler drives the runtime toward the desired state it reads from the
+// store: it builds and deploys queued revisions, restores active ones,
+// tears deleted deployments down and watches the agents' health. Handlers
+// only record what they want (marking the deployment pending in the same
+// transaction) and Kick it. One goroutine scans; each deployment has at
+// most one worker at a time.
+type Reconciler struct {
+	DB        *bolt.DB
+	Update    func(func(*bolt.Tx) error) error // durable writes (group commit)
+	Driver    runtime.Driver
+	Sealer    *storage.Sealer // opens revisions' secrets for the driver
+	DataDir   string          // where uploaded archives live
+	PublicURL string
+	Log       zerolog.Logger
+	Now       func() time.Time
+	// HealthInterval is how often serving agents are checked (default 5 s).
+	HealthInterval time.Duration
+
+	logs  *logBook
 	ctx   context.Context // jobs end with it
 	kickc chan struct{}
 	mu    sync.Mutex
 	busy  map[string]*job // deployment id → its worker
 	wg    sync.WaitGroup
+	// watch checks serving agents and recreates lost ones (health.go);
+	// nil when the driver cannot tell (the fake driver).
+	watch *runtime.Watcher
+	// restoring holds deployments whose active revision is restored once
+	// at start-up; after that, the watcher decides when to start agents.
+	restoring sync.Map
+	targets   targetCache
 }
 
 type job struct {
@@ -37,45 +58,52 @@ type job struct {
 	cancel   context.CancelFunc
 }
 
-func (s *Service) kick() {
-	if s.rec == nil {
-		return
-	}
+// Kick tells the reconciler that work was committed; it never blocks.
+func (rc *Reconciler) Kick() {
 	select {
-	case s.rec.kickc <- struct{}{}:
+	case rc.kickc <- struct{}{}:
 	default:
 	}
 }
 
 // Start recovers work interrupted by a restart and begins reconciling until
 // ctx ends; Wait blocks until the workers have stopped.
-func (s *Service) Start(ctx context.Context) {
-	s.rec = &reconciler{s: s, ctx: ctx, kickc: make(chan struct{}, 1), busy: map[string]*job{}}
-	s.startAgentLogs(ctx)
-	if err := s.markInterrupted(); err != nil {
-		s.Log.Error().Err(err).Msg("recover interrupted revisions")
+func (rc *Reconciler) Start(ctx context.Context) {
+	rc.ctx, rc.kickc, rc.busy = ctx, make(chan struct{}, 1), map[string]*job{}
+	rc.wg.Add(1)
+	go func() {
+		defer rc.wg.Done()
+		rc.logs.agent.run(ctx.Done())
+	}()
+	if err := rc.markInterrupted(); err != nil {
+		rc.Log.Error().Err(err).Msg("recover interrupted revisions")
 	}
-	if err := s.markActivePending(); err != nil {
-		s.Log.Error().Err(err).Msg("queue active revisions for restore")
+	if err := rc.markActivePending(); err != nil {
+		rc.Log.Error().Err(err).Msg("queue active revisions for restore")
 	}
-	if r, ok := s.Driver.(runtime.Reconciler); ok {
-		if err := s.reconcileRuntime(ctx, r); err != nil {
-			s.Log.Error().Err(err).Msg("reconcile the runtime with the records")
+	if r, ok := rc.Driver.(runtime.Reconciler); ok {
+		if err := rc.reconcileRuntime(ctx, r); err != nil {
+			rc.Log.Error().Err(err).Msg("reconcile the runtime with the records")
 		}
 	}
-	s.startWatcher(ctx)
-	s.rec.wg.Add(1)
-	go s.rec.loop(ctx)
+	rc.startWatcher(ctx)
+	rc.wg.Add(1)
+	go rc.loop(ctx)
 }
 
 // Wait blocks until every reconciler goroutine has returned.
-func (s *Service) Wait() {
-	if s.rec != nil {
-		s.rec.wg.Wait()
+func (rc *Reconciler) Wait() { rc.wg.Wait() }
+
+func (rc *Reconciler) update(fn func(*bolt.Tx) error) error { return rc.Update(fn) }
+
+func (rc *Reconciler) now() time.Time {
+	if rc.Now != nil {
+		return rc.Now().UTC()
 	}
+	return time.Now().UTC()
 }
 
-func (rc *reconciler) loop(ctx context.Context) {
+func (rc *Reconciler) loop(ctx context.Context) {
 	defer rc.wg.Done()
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
@@ -92,18 +120,14 @@ func (rc *reconciler) loop(ctx context.Context) {
 
 // markInterrupted ends revisions a crash left mid-flight as INTERRUPTED;
 // scan then retries the ones that are still their deployment's latest.
-func (s *Service) markInterrupted() error {
-	return s.update(func(tx *bolt.Tx) error {
+func (rc *Reconciler) markInterrupted() error {
+	return rc.update(func(tx *bolt.Tx) error {
 		var revs []*revisionRecord
-		err := tx.Bucket([]byte(storage.BucketRevisions)).ForEach(func(_, v []byte) error {
-			var rev revisionRecord
-			if err := json.Unmarshal(v, &rev); err != nil {
-				return err
-			}
+		err := eachRevision(tx, func(rev *revisionRecord) error {
 			switch {
 			case rev.Status == RevisionBuilding, rev.Status == RevisionAwaitingDeploy, rev.Status == RevisionDeploying,
 				rev.Status == RevisionAwaitingBuild && rev.Attempt > 0:
-				revs = append(revs, &rev)
+				revs = append(revs, rev)
 			}
 			return nil
 		})
@@ -111,9 +135,9 @@ func (s *Service) markInterrupted() error {
 			return err
 		}
 		for _, rev := range revs {
-			rev.Status, rev.UpdatedAt, rev.StatusMessage = RevisionInterrupted, s.now(), "interrupted by a restart of Slipway"
+			rev.Status, rev.UpdatedAt, rev.StatusMessage = RevisionInterrupted, rc.now(), "interrupted by a restart of Slipway"
 			if err := errors.Join(putRevision(tx, rev), markPending(tx, rev.DeploymentID),
-				appendLog(tx, rev.ID, LogEntry{Timestamp: s.now(), Level: "warning", Phase: "build",
+				appendLog(tx, rev.ID, LogEntry{Timestamp: rc.now(), Level: "warning", Phase: "build",
 					Message: "this attempt was interrupted by a restart of Slipway; the revision will be retried"})); err != nil {
 				return err
 			}
@@ -131,7 +155,7 @@ type work struct {
 
 // workFor says what the reconciler must do for d: delete it, roll out its
 // latest revision, or nothing (ok false).
-func (s *Service) workFor(tx *bolt.Tx, d *deploymentRecord) (w work, ok bool, err error) {
+func (rc *Reconciler) workFor(tx *bolt.Tx, d *deploymentRecord) (w work, ok bool, err error) {
 	if d.Status == DeploymentAwaitingDelete {
 		return work{dep: d}, true, nil
 	}
@@ -147,10 +171,10 @@ func (s *Service) workFor(tx *bolt.Tx, d *deploymentRecord) (w work, ok bool, er
 	// The active revision is restored here once after a restart of
 	// Slipway; from then on the health watcher decides when a lost agent
 	// is recreated, backing off, rather than every scan.
-	_, startup := s.restoring.Load(d.ID)
-	if d.ActiveRevisionID != nil && (startup || s.watch == nil) {
-		if _, running := s.Driver.Endpoint(d.ID); running {
-			s.restoring.Delete(d.ID)
+	_, startup := rc.restoring.Load(d.ID)
+	if d.ActiveRevisionID != nil && (startup || rc.watch == nil) {
+		if _, running := rc.Driver.Endpoint(d.ID); running {
+			rc.restoring.Delete(d.ID)
 		} else {
 			rev, err := getRevision(tx, uuid.MustParse(*d.ActiveRevisionID))
 			if err != nil {
@@ -167,14 +191,10 @@ func (s *Service) workFor(tx *bolt.Tx, d *deploymentRecord) (w work, ok bool, er
 // markActivePending queues every deployment with an active revision, so
 // the first scan starts agents that did not survive a restart of Slipway
 // (child processes) and adopts those that did (containers).
-func (s *Service) markActivePending() error {
-	return s.update(func(tx *bolt.Tx) error {
+func (rc *Reconciler) markActivePending() error {
+	return rc.update(func(tx *bolt.Tx) error {
 		var ids []string
-		err := tx.Bucket([]byte(storage.BucketDeployments)).ForEach(func(_, v []byte) error {
-			var d deploymentRecord
-			if err := json.Unmarshal(v, &d); err != nil {
-				return err
-			}
+		err := eachDeployment(tx, func(d *deploymentRecord) error {
 			if d.ActiveRevisionID != nil {
 				ids = append(ids, d.ID)
 			}
@@ -184,7 +204,7 @@ func (s *Service) markActivePending() error {
 			return err
 		}
 		for _, id := range ids {
-			s.restoring.Store(id, true)
+			rc.restoring.Store(id, true)
 			if err := markPending(tx, id); err != nil {
 				return err
 			}
@@ -195,14 +215,10 @@ func (s *Service) markActivePending() error {
 
 // reconcileRuntime tells the driver which deployments and active revisions
 // exist, so it removes what a crash left behind before any new work starts.
-func (s *Service) reconcileRuntime(ctx context.Context, r runtime.Reconciler) error {
+func (rc *Reconciler) reconcileRuntime(ctx context.Context, r runtime.Reconciler) error {
 	deps := map[string]string{}
-	err := s.DB.View(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(storage.BucketDeployments)).ForEach(func(_, v []byte) error {
-			var d deploymentRecord
-			if err := json.Unmarshal(v, &d); err != nil {
-				return err
-			}
+	err := rc.DB.View(func(tx *bolt.Tx) error {
+		return eachDeployment(tx, func(d *deploymentRecord) error {
 			deps[d.ID] = ""
 			if d.ActiveRevisionID != nil {
 				deps[d.ID] = *d.ActiveRevisionID
@@ -218,30 +234,30 @@ func (s *Service) reconcileRuntime(ctx context.Context, r runtime.Reconciler) er
 
 // restore starts a deployment's active revision again. Its status stays
 // DEPLOYED; a failure marks the deployment UNKNOWN until a retry succeeds.
-func (s *Service) restore(ctx context.Context, dep *deploymentRecord, rev *revisionRecord, why string) {
-	log := s.Log.With().Str("deployment_id", dep.ID).Str("revision_id", rev.ID).Logger()
-	logs := s.newRevisionLog(rev.ID)
+func (rc *Reconciler) restore(ctx context.Context, dep *deploymentRecord, rev *revisionRecord, why string) {
+	log := rc.Log.With().Str("deployment_id", dep.ID).Str("revision_id", rev.ID).Logger()
+	logs := rc.logs.newRevisionLog(rev.ID)
 	defer logs.Close()
 	setStatus := func(status string) {
-		_ = s.update(func(tx *bolt.Tx) error {
-			var d deploymentRecord
-			if storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(dep.ID)), &d) != nil || d.Status == DeploymentAwaitingDelete {
+		_ = rc.update(func(tx *bolt.Tx) error {
+			d, err := readDeployment(tx, uuid.MustParse(dep.ID))
+			if err != nil || d.Status == DeploymentAwaitingDelete {
 				return nil
 			}
 			d.Status = status
-			return putDeployment(tx, &d)
+			return putDeployment(tx, d)
 		})
 	}
-	spec, err := s.spec(rev)
+	spec, err := rc.spec(rev)
 	if err == nil {
 		var artifact string
 		if why == "" {
 			why = "restarting the active revision after a restart of Slipway"
 		}
 		logs.Add("info", why)
-		if artifact, err = s.Driver.Build(ctx, spec, logs.Writer("info")); err == nil {
+		if artifact, err = rc.Driver.Build(ctx, spec, logs.Writer("info")); err == nil {
 			logs.SetPhase("deploy")
-			_, err = s.Driver.Deploy(ctx, spec, artifact, logs.Writer("info"))
+			_, err = rc.Driver.Deploy(ctx, spec, artifact, logs.Writer("info"))
 		}
 	}
 	if err != nil {
@@ -256,21 +272,21 @@ func (s *Service) restore(ctx context.Context, dep *deploymentRecord, rev *revis
 	log.Info().Msg("active revision restored")
 }
 
-func (rc *reconciler) scan(ctx context.Context) {
+func (rc *Reconciler) scan(ctx context.Context) {
 	var todo []work
 	var settled []uuid.UUID
-	err := rc.s.DB.View(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(storage.IdxPendingDeployments)).ForEach(func(k, _ []byte) error {
-			id, err := uuid.FromBytes(k)
+	err := rc.DB.View(func(tx *bolt.Tx) error {
+		ids, err := pendingDeployments(tx)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			d, err := readDeployment(tx, id)
 			if err != nil {
-				return err
-			}
-			var d deploymentRecord
-			if err := storage.Get(tx, storage.BucketDeployments, k, &d); err != nil {
 				settled = append(settled, id) // deleted
-				return nil
+				continue
 			}
-			w, ok, err := rc.s.workFor(tx, &d)
+			w, ok, err := rc.workFor(tx, d)
 			if err != nil {
 				return err
 			}
@@ -281,11 +297,11 @@ func (rc *reconciler) scan(ctx context.Context) {
 			if !ok || d.Status == DeploymentAwaitingDatabase {
 				settled = append(settled, id)
 			}
-			return nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
-		rc.s.Log.Error().Err(err).Msg("reconcile scan")
+		rc.Log.Error().Err(err).Msg("reconcile scan")
 		return
 	}
 	rc.mu.Lock()
@@ -297,7 +313,7 @@ func (rc *reconciler) scan(ctx context.Context) {
 	}
 	rc.mu.Unlock()
 	if len(idle) > 0 {
-		rc.s.settle(idle)
+		rc.settle(idle)
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -318,32 +334,32 @@ func (rc *reconciler) scan(ctx context.Context) {
 }
 
 // launch starts a worker for w; rc.mu is held and the deployment has none.
-func (rc *reconciler) launch(w work) {
+func (rc *Reconciler) launch(w work) {
 	jctx, cancel := context.WithCancel(rc.ctx)
 	j := &job{cancel: cancel}
 	if w.rev != nil {
 		j.revision = w.rev.ID
 	}
 	rc.busy[w.dep.ID] = j
-	rc.s.restoring.Delete(w.dep.ID) // done here, or superseded
+	rc.restoring.Delete(w.dep.ID) // done here, or superseded
 	rc.wg.Add(1)
 	go func(w work) {
 		defer rc.wg.Done()
 		defer cancel()
 		switch {
 		case w.rev == nil:
-			rc.s.removeDeployment(jctx, w.dep)
+			rc.removeDeployment(jctx, w.dep)
 		case w.restore:
-			rc.s.restore(jctx, w.dep, w.rev, w.why)
+			rc.restore(jctx, w.dep, w.rev, w.why)
 		default:
-			rc.s.rollOut(jctx, w.dep, w.rev)
+			rc.rollOut(jctx, w.dep, w.rev)
 		}
 		rc.mu.Lock()
 		delete(rc.busy, w.dep.ID)
 		rc.mu.Unlock()
-		rc.s.kick()
-		if rc.s.watch != nil {
-			rc.s.watch.Poke(w.dep.ID) // see how the agent is now
+		rc.Kick()
+		if rc.watch != nil {
+			rc.watch.Poke(w.dep.ID) // see how the agent is now
 		}
 	}(w)
 }
@@ -353,13 +369,12 @@ func (rc *reconciler) launch(w work) {
 // nothing more to wait for) and drops deployments with no work left from the
 // pending index. Each check is repeated inside the write, so a PATCH that
 // queued work meanwhile keeps its deployment pending.
-func (s *Service) settle(ids []uuid.UUID) {
-	err := s.update(func(tx *bolt.Tx) error {
-		idx := tx.Bucket([]byte(storage.IdxPendingDeployments))
+func (rc *Reconciler) settle(ids []uuid.UUID) {
+	err := rc.update(func(tx *bolt.Tx) error {
 		for _, id := range ids {
-			var d deploymentRecord
-			if storage.Get(tx, storage.BucketDeployments, storage.Key(id), &d) != nil {
-				if err := idx.Delete(storage.Key(id)); err != nil {
+			d, err := readDeployment(tx, id)
+			if err != nil {
+				if err := unmarkPending(tx, id); err != nil {
 					return err
 				}
 				continue
@@ -369,14 +384,14 @@ func (s *Service) settle(ids []uuid.UUID) {
 				if d.ActiveRevisionID != nil {
 					d.Status = DeploymentReady
 				}
-				if err := putDeployment(tx, &d); err != nil {
+				if err := putDeployment(tx, d); err != nil {
 					return err
 				}
 			}
-			if _, ok, err := s.workFor(tx, &d); err != nil {
+			if _, ok, err := rc.workFor(tx, d); err != nil {
 				return err
 			} else if !ok {
-				if err := idx.Delete(storage.Key(id)); err != nil {
+				if err := unmarkPending(tx, id); err != nil {
 					return err
 				}
 			}
@@ -384,7 +399,7 @@ func (s *Service) settle(ids []uuid.UUID) {
 		return nil
 	})
 	if err != nil {
-		s.Log.Error().Err(err).Msg("settle deployments")
+		rc.Log.Error().Err(err).Msg("settle deployments")
 	}
 }
 
@@ -392,13 +407,13 @@ var errStale = errors.New("revision changed under the reconciler")
 
 // transition moves a revision from one status to another, only if it is
 // still in the expected status: a PATCH may have skipped it meanwhile.
-func (s *Service) transition(revID string, from []string, to, msg string) error {
+func (rc *Reconciler) transition(revID string, from []string, to, msg string) error {
 	if RevisionTerminal(to) {
 		// An agent that failed its deploy wrote its last words just now:
 		// they are stored before the status says the revision is over.
-		s.agentLog().Flush()
+		rc.logs.agent.Flush()
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	return rc.update(func(tx *bolt.Tx) error {
 		rev, err := getRevision(tx, uuid.MustParse(revID))
 		if err != nil {
 			return err
@@ -413,14 +428,14 @@ func (s *Service) transition(revID string, from []string, to, msg string) error 
 		if to == RevisionAwaitingBuild {
 			rev.Attempt++
 		}
-		rev.Status, rev.UpdatedAt, rev.StatusMessage = to, s.now(), msg
+		rev.Status, rev.UpdatedAt, rev.StatusMessage = to, rc.now(), msg
 		return putRevision(tx, rev)
 	})
 }
 
 // spec builds the driver's view of a revision, with secrets decrypted.
-func (s *Service) spec(rev *revisionRecord) (runtime.Spec, error) {
-	env, err := s.OpenSecrets(rev.DeploymentID, rev.Secrets)
+func (rc *Reconciler) spec(rev *revisionRecord) (runtime.Spec, error) {
+	env, err := openSecrets(rc.Sealer, rev.DeploymentID, rev.Secrets)
 	if err != nil {
 		return runtime.Spec{}, err
 	}
@@ -431,7 +446,7 @@ func (s *Service) spec(rev *revisionRecord) (runtime.Spec, error) {
 		sp.ImageURI = *src.ImageURI
 	}
 	if src.SourceTarballPath != nil {
-		sp.TarballPath = s.UploadFile(*src.SourceTarballPath)
+		sp.TarballPath = uploadPath(rc.DataDir, *src.SourceTarballPath)
 	}
 	if src.GraphConfigPath != nil {
 		sp.GraphConfig = *src.GraphConfigPath
@@ -442,168 +457,27 @@ func (s *Service) spec(rev *revisionRecord) (runtime.Spec, error) {
 	if c := rev.SourceConfig.BuildCommand; c != nil {
 		sp.BuildCommand = *c
 	}
-	if rev.SourceConfig.ResourceSpec != nil {
-		sp.ResourceSpec, _ = json.Marshal(rev.SourceConfig.ResourceSpec)
-	}
+	sp.ResourceSpec = rev.SourceConfig.ResourceSpec
 	if len(rev.SecretReferences) > 0 {
-		sp.SecretReferences, _ = json.Marshal(rev.SecretReferences)
+		sp.SecretReferences = rev.SecretReferences
 	}
 	return sp, nil
 }
 
-// rollOut builds and deploys one revision and, once it is healthy, makes it
-// the active revision and stops the one it replaces. A failure leaves the
-// active revision serving.
-func (s *Service) rollOut(ctx context.Context, dep *deploymentRecord, rev *revisionRecord) {
-	log := s.Log.With().Str("deployment_id", dep.ID).Str("revision_id", rev.ID).Logger()
-	logs := s.newRevisionLog(rev.ID)
-	defer logs.Close()
-	fail := func(status string, err error) {
-		logs.Add("error", err.Error())
-		// The reason is durable before the final status is visible: a
-		// client that reads the logs on BUILD_FAILED must find it.
-		logs.Flush()
-		if terr := s.transition(rev.ID, []string{RevisionBuilding, RevisionDeploying, RevisionAwaitingDeploy}, status, err.Error()); terr != nil && !errors.Is(terr, errStale) {
-			log.Error().Err(terr).Msg("record failure")
-		}
-		log.Warn().Err(err).Str("status", status).Msg("revision failed")
-	}
-	superseded := func(started bool) {
-		if started {
-			_ = s.Driver.Stop(context.Background(), dep.ID, rev.ID)
-		}
-		_ = s.transition(rev.ID, []string{RevisionAwaitingBuild, RevisionBuilding, RevisionAwaitingDeploy, RevisionDeploying},
-			RevisionSkipped, "superseded by a newer revision")
-	}
-	if err := s.transition(rev.ID, []string{RevisionQueued, RevisionInterrupted}, RevisionAwaitingBuild, ""); err != nil {
-		return
-	}
-	spec, err := s.spec(rev)
-	if err != nil {
-		_ = s.transition(rev.ID, []string{RevisionAwaitingBuild}, RevisionCreateFailed, err.Error())
-		return
-	}
-	if s.transition(rev.ID, []string{RevisionAwaitingBuild}, RevisionBuilding, "") != nil {
-		return
-	}
-	logs.Add("info", "build started on the "+s.Driver.Name()+" runtime")
-	artifact, err := s.Driver.Build(ctx, spec, logs.Writer("info"))
-	logs.Flush()
-	switch {
-	case ctx.Err() != nil:
-		superseded(false)
-		return
-	case err != nil:
-		fail(RevisionBuildFailed, fmt.Errorf("build failed: %w", err))
-		return
-	}
-	if s.transition(rev.ID, []string{RevisionBuilding}, RevisionAwaitingDeploy, "") != nil ||
-		s.transition(rev.ID, []string{RevisionAwaitingDeploy}, RevisionDeploying, "") != nil {
-		return
-	}
-	logs.SetPhase("deploy")
-	logs.Add("info", "deploy started")
-	endpoint, err := s.Driver.Deploy(ctx, spec, artifact, logs.Writer("info"))
-	switch {
-	case ctx.Err() != nil:
-		superseded(true)
-		return
-	case err != nil:
-		_ = s.Driver.Stop(context.Background(), dep.ID, rev.ID)
-		fail(RevisionDeployFailed, fmt.Errorf("deploy failed: %w", err))
-		return
-	}
-	var previous string
-	err = s.update(func(tx *bolt.Tx) error {
-		var d deploymentRecord
-		if err := storage.Get(tx, storage.BucketDeployments, storage.Key(uuid.MustParse(dep.ID)), &d); err != nil {
-			return err
-		}
-		cur, err := getRevision(tx, uuid.MustParse(rev.ID))
-		if err != nil {
-			return err
-		}
-		if cur.Status != RevisionDeploying || d.Status == DeploymentAwaitingDelete || d.LatestRevisionID == nil || *d.LatestRevisionID != rev.ID {
-			return errStale
-		}
-		if d.ActiveRevisionID != nil {
-			previous = *d.ActiveRevisionID
-		}
-		now := s.now()
-		cur.Status, cur.UpdatedAt, cur.StatusMessage = RevisionDeployed, now, ""
-		d.ActiveRevisionID, d.Status, d.Endpoint, d.UpdatedAt = &cur.ID, DeploymentReady, endpoint, now
-		d.Health = &runtime.Health{Status: runtime.HealthHealthy, Since: now} // it just passed GET /ok
-		if endpoint != "" {
-			u := s.PublicURL + "/agents/" + d.Name
-			d.URL = &u
-		}
-		return errors.Join(putRevision(tx, cur), putDeployment(tx, &d))
-	})
-	if err != nil {
-		superseded(true)
-		return
-	}
-	logs.Add("info", "revision is healthy and now serves the deployment")
-	log.Info().Msg("revision deployed")
-	if previous != "" && previous != rev.ID {
-		if err := s.Driver.Stop(context.Background(), dep.ID, previous); err != nil {
-			log.Warn().Err(err).Str("previous_revision_id", previous).Msg("stop replaced revision")
-		}
-	}
-}
-
 // removeDeployment tears a deployment down in the runtime, then deletes its
 // records, logs, uploads and (if asked) its tracing project in one transaction.
-func (s *Service) removeDeployment(ctx context.Context, dep *deploymentRecord) {
-	log := s.Log.With().Str("deployment_id", dep.ID).Logger()
-	if err := s.Driver.Remove(ctx, dep.ID); err != nil {
+func (rc *Reconciler) removeDeployment(ctx context.Context, dep *deploymentRecord) {
+	log := rc.Log.With().Str("deployment_id", dep.ID).Logger()
+	if err := rc.Driver.Remove(ctx, dep.ID); err != nil {
 		log.Warn().Err(err).Msg("runtime could not remove the deployment yet; will retry")
 		return
 	}
-	id, ws := uuid.MustParse(dep.ID), uuid.MustParse(dep.TenantID)
-	err := s.update(func(tx *bolt.Tx) error {
-		var d deploymentRecord
-		if err := storage.Get(tx, storage.BucketDeployments, storage.Key(id), &d); err != nil {
+	err := rc.update(func(tx *bolt.Tx) error {
+		d, err := readDeployment(tx, uuid.MustParse(dep.ID))
+		if err != nil {
 			return nil // already gone
 		}
-		for _, rid := range storage.PrefixIDs(tx, storage.IdxDeploymentRevisions, storage.Key(id), false) {
-			if err := deletePrefix(tx, storage.BucketRevisionLogs, storage.Key(rid)); err != nil {
-				return err
-			}
-			if err := errors.Join(storage.Delete(tx, storage.BucketRevisions, storage.Key(rid)),
-				tx.Bucket([]byte(storage.IdxDeploymentRevisions)).Delete(storage.Key(id, rid))); err != nil {
-				return err
-			}
-		}
-		var uploads [][]byte
-		err := tx.Bucket([]byte(storage.BucketUploads)).ForEach(func(k, v []byte) error {
-			var u Upload
-			if json.Unmarshal(v, &u) == nil && u.DeploymentID == id {
-				uploads = append(uploads, storage.Copy(k))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, k := range uploads {
-			if err := storage.Delete(tx, storage.BucketUploads, k); err != nil {
-				return err
-			}
-		}
-		if d.DeleteTracingProject {
-			if err := deleteTracingProject(tx, ws, d.Name); err != nil {
-				return err
-			}
-		}
-		deploymentsChanged(tx)
-		return errors.Join(deleteAgentLogs(tx, id),
-			releaseHost(tx, customHostOf(&d.Deployment), id),
-			tx.Bucket([]byte(storage.IdxPendingDeployments)).Delete(storage.Key(id)),
-			storage.Delete(tx, storage.BucketDeployments, storage.Key(id)),
-			tx.Bucket([]byte(storage.IdxDeploymentName)).Delete(storage.Key(ws, d.Name)),
-			tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Delete(storage.Key(ws, id)),
-		)
+		return removeDeploymentRecords(tx, d)
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("delete deployment records")
@@ -611,23 +485,8 @@ func (s *Service) removeDeployment(ctx context.Context, dep *deploymentRecord) {
 	}
 	// Files go after the records: a crash in between leaves only garbage
 	// files, never a record pointing at a missing archive.
-	if err := os.RemoveAll(filepath.Join(s.DataDir, "uploads", dep.ID)); err != nil {
+	if err := os.RemoveAll(filepath.Join(rc.DataDir, "uploads", dep.ID)); err != nil {
 		log.Warn().Err(err).Msg("remove uploaded archives")
 	}
 	log.Info().Msg("deployment deleted")
-}
-
-func deletePrefix(tx *bolt.Tx, bucket string, prefix []byte) error {
-	b := tx.Bucket([]byte(bucket))
-	var keys [][]byte
-	c := b.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		keys = append(keys, storage.Copy(k))
-	}
-	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
 }

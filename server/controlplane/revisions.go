@@ -46,10 +46,6 @@ func viewRevision(d *deploymentRecord, rev *revisionRecord) RevisionView {
 	return RevisionView{Revision: rev.Revision, IsActive: d.ActiveRevisionID != nil && *d.ActiveRevisionID == rev.ID}
 }
 
-func revisionNotFound(id uuid.UUID) error {
-	return httpx.NotFound("Revision ID %s not found.", id)
-}
-
 // newRevision snapshots d as a new QUEUED revision. An internal_source
 // deployment without an uploaded archive has nothing to build yet: its
 // revision waits in AWAITING_BUILD until a PATCH brings a source.
@@ -78,42 +74,22 @@ func missingSource(source string, src SourceRevisionConfig) string {
 	return ""
 }
 
-func putRevision(tx *bolt.Tx, rev *revisionRecord) error {
-	id, dep := uuid.MustParse(rev.ID), uuid.MustParse(rev.DeploymentID)
-	return errors.Join(
-		storage.Put(tx, storage.BucketRevisions, storage.Key(id), rev),
-		tx.Bucket([]byte(storage.IdxDeploymentRevisions)).Put(storage.Key(dep, id), nil),
-	)
-}
-
-func getRevision(tx *bolt.Tx, id uuid.UUID) (*revisionRecord, error) {
-	var rev revisionRecord
-	if err := storage.Get(tx, storage.BucketRevisions, storage.Key(id), &rev); err != nil {
-		return nil, err
-	}
-	return &rev, nil
-}
-
 // skipSuperseded ends every revision of d that has not started building and
 // is not the new one: it will never be deployed. Revisions already building
 // are cancelled by the reconciler, which sees they are no longer latest.
 func skipSuperseded(tx *bolt.Tx, d *deploymentRecord, keep string, now time.Time) error {
-	for _, id := range storage.PrefixIDs(tx, storage.IdxDeploymentRevisions, storage.Key(uuid.MustParse(d.ID)), false) {
-		if id.String() == keep {
-			continue
+	var skip []*revisionRecord
+	err := eachRevisionOf(tx, uuid.MustParse(d.ID), false, func(rev *revisionRecord) bool {
+		if rev.ID != keep && (rev.Status == RevisionQueued || rev.Status == RevisionAwaitingBuild || rev.Status == RevisionCreating) {
+			skip = append(skip, rev)
 		}
-		rev, err := getRevision(tx, id)
-		if err != nil {
-			return err
-		}
-		if rev.Status == RevisionQueued || rev.Status == RevisionAwaitingBuild || rev.Status == RevisionCreating {
-			rev.Status, rev.UpdatedAt, rev.StatusMessage = RevisionSkipped, now, "superseded by a newer revision"
-			if err := putRevision(tx, rev); err != nil {
-				return err
-			}
-		}
+		return true
+	})
+	for _, rev := range skip {
+		rev.Status, rev.UpdatedAt, rev.StatusMessage = RevisionSkipped, now, "superseded by a newer revision"
+		err = errors.Join(err, putRevision(tx, rev))
 	}
-	return nil
+	return err
 }
 
 func deploymentAndRevisionIDs(ps httprouter.Params) (uuid.UUID, uuid.UUID, error) {
@@ -147,24 +123,20 @@ func (s *Service) listRevisions(w http.ResponseWriter, r *http.Request, ps httpr
 			return err
 		}
 		skipped := 0
-		for _, rid := range storage.PrefixIDs(tx, storage.IdxDeploymentRevisions, storage.Key(id), true) {
-			rev, err := getRevision(tx, rid)
-			if err != nil {
-				return err
-			}
+		return eachRevisionOf(tx, id, true, func(rev *revisionRecord) bool {
 			if statuses != nil && !statuses[rev.Status] {
-				continue
+				return true
 			}
 			if skipped < offset {
 				skipped++
-				continue
+				return true
 			}
 			if len(out.Resources) == limit {
-				break
+				return false
 			}
 			out.Resources = append(out.Resources, viewRevision(d, rev))
-		}
-		return nil
+			return true
+		})
 	})
 	if err != nil {
 		return err
@@ -180,10 +152,7 @@ func loadRevision(tx *bolt.Tx, ws, dep, rid uuid.UUID) (*deploymentRecord, *revi
 	if err != nil {
 		return nil, nil, err
 	}
-	if tx.Bucket([]byte(storage.IdxDeploymentRevisions)).Get(storage.Key(dep, rid)) == nil {
-		return nil, nil, revisionNotFound(rid)
-	}
-	rev, err := getRevision(tx, rid)
+	rev, err := revisionOf(tx, dep, rid)
 	return d, rev, err
 }
 

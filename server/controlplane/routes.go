@@ -1,15 +1,13 @@
 package controlplane
 
 import (
-	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
-	bolt "go.etcd.io/bbolt"
 
 	"slipway/server/auth"
 	"slipway/server/httpx"
-	"slipway/storage"
 )
 
 // Routes registers the control-plane API under prefix ("" and "/api-host").
@@ -17,9 +15,10 @@ import (
 // method (or the route's declared auth.Read); tr routes are tracked
 // operations, whose refusals are audited.
 func (s *Service) Routes(rt *httpx.Router, res auth.Resolver, prefix string) {
-	ws := func(h httpx.Handle) httprouter.Handle { return auth.Require(res, true, h) }
+	ws := func(h httpx.Handle) httprouter.Handle { return auth.Require(res, true, withHTTPErrors(h)) }
 	tr := func(op string, h httpx.Handle) httprouter.Handle {
-		return auth.Guard(res, auth.Policy{Workspace: true}, func(h httpx.Handle) httpx.Handle { return s.Audit.Track(op, h) }, h)
+		return auth.Guard(res, auth.Policy{Workspace: true}, func(h httpx.Handle) httpx.Handle { return s.Audit.Track(op, h) },
+			withHTTPErrors(h))
 	}
 	rt.GET(prefix+"/v2/deployments", ws(s.listDeployments))
 	rt.POST(prefix+"/v2/deployments", tr("create_deployment", s.createDeployment))
@@ -32,8 +31,8 @@ func (s *Service) Routes(rt *httpx.Router, res auth.Resolver, prefix string) {
 	rt.POST(prefix+"/v2/deployments/:id/revisions/:rid/redeploy", tr("update_deployment", s.redeploy))
 	rt.GET(prefix+"/v2/deployments/:id/revisions/:rid/logs", ws(s.revisionLogs))
 	rt.GET(prefix+"/v2/deployments/:id/logs", ws(s.deploymentLogs))
-	rt.POST(prefix+"/v1/projects/:id/revisions/:rid/build_logs", auth.RequireRead(res, s.phaseLogs("build")))
-	rt.POST(prefix+"/v1/projects/:id/revisions/:rid/deploy_logs", auth.RequireRead(res, s.phaseLogs("deploy")))
+	rt.POST(prefix+"/v1/projects/:id/revisions/:rid/build_logs", auth.RequireRead(res, withHTTPErrors(s.phaseLogs("build"))))
+	rt.POST(prefix+"/v1/projects/:id/revisions/:rid/deploy_logs", auth.RequireRead(res, withHTTPErrors(s.phaseLogs("deploy"))))
 	rt.POST(prefix+"/v2/deployments/:id/upload-url", ws(s.createUploadURL))
 	rt.POST(prefix+"/deployments/:id/upload-url", ws(s.createUploadURL))
 	rt.GET(prefix+"/v2/listeners", ws(s.listListeners))
@@ -43,32 +42,31 @@ func (s *Service) Routes(rt *httpx.Router, res auth.Resolver, prefix string) {
 	rt.DELETE(prefix+"/v2/listeners/:id", ws(s.deleteListener))
 	rt.GET(prefix+"/v1/integrations/github/install", ws(s.githubInstall))
 	rt.GET(prefix+"/api/v1/sessions", ws(s.listTracingProjects))
-	s.tracingRoutes(rt, prefix, tr)
+	rt.PATCH(prefix+"/api/v1/sessions/:session_id", tr("update_tracer_session", s.updateTracingProject))
+	rt.DELETE(prefix+"/api/v1/sessions/:session_id", tr("delete_tracer_session", s.deleteTracingProjectHandler))
+	rt.DELETE(prefix+"/api/v1/sessions", tr("delete_tracer_sessions", s.deleteTracingProjects))
 	// Pre-signed: the signature in the URL is the only credential.
-	rt.PUT(prefix+"/v2/uploads/:id", httpx.Adapt(s.putUpload))
+	rt.PUT(prefix+"/v2/uploads/:id", httpx.Adapt(withHTTPErrors(s.putUpload)))
 }
 
-// listTracingProjects: GET /api/v1/sessions[?name=] — the workspace's
-// tracing projects (the hosted service calls them tracer sessions).
-func (s *Service) listTracingProjects(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	p := auth.From(r)
-	name := r.URL.Query().Get("name")
-	out := []TracingProject{}
-	err := s.DB.View(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(storage.BucketTracingProjects)).ForEach(func(_, v []byte) error {
-			var tp TracingProject
-			if err := json.Unmarshal(v, &tp); err != nil {
-				return err
-			}
-			if tp.WorkspaceID == p.WorkspaceID.String() && (name == "" || tp.Name == name) {
-				out = append(out, tp)
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return err
+// withHTTPErrors answers the store's domain errors in the API's shape:
+// this is the one place where they become HTTP statuses.
+func withHTTPErrors(h httpx.Handle) httpx.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+		return httpError(h(w, r, ps))
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+}
+
+func httpError(err error) error {
+	var nf errNotFound
+	var c errConflict
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &nf):
+		return httpx.NotFound("%s", nf.Error())
+	case errors.As(err, &c):
+		return httpx.Conflict("%s", c.detail)
+	}
+	return err
 }

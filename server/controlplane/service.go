@@ -1,10 +1,9 @@
 package controlplane
 
 import (
+	"context"
 	"sync"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
@@ -42,35 +41,48 @@ type Service struct {
 	// HealthInterval is how often serving agents are checked (default 5 s).
 	HealthInterval time.Duration
 
-	rec *reconciler
-	// watch checks serving agents and recreates lost ones (health.go);
-	// nil when the driver cannot tell (the fake driver).
-	watch *runtime.Watcher
-	// restoring holds deployments whose active revision is restored once
-	// at start-up; after that, the watcher decides when to start agents.
-	restoring sync.Map
-	targets   targetCache
+	// rec is told when a handler committed work for it (Start sets it).
+	rec interface{ Kick() }
+	// done waits for the reconciler's goroutines (Start sets it).
+	done func()
 
-	hub       hub
-	agentOnce sync.Once
-	agent     *agentLogs
-	openMu    sync.Mutex
-	openLogs  map[string]int // revision id → logs being written
+	bookOnce sync.Once
+	logs     *logBook
 }
 
 // AgentOutput is where the runtime driver sends what agents write; lines
 // are stored once Start has begun the periodic flush.
 func (s *Service) AgentOutput() runtime.Output { return s.agentLog() }
 
-func (s *Service) agentLog() *agentLogs {
-	s.agentOnce.Do(func() {
-		limit := s.AgentLogLimit
-		if limit <= 0 {
-			limit = DefaultAgentLogLimit
-		}
-		s.agent = &agentLogs{s: s, limit: limit}
-	})
-	return s.agent
+// book is the log writer the handlers and the reconciler share.
+func (s *Service) book() *logBook {
+	s.bookOnce.Do(func() { s.logs = newLogBook(s.update, s.now, s.Log, s.AgentLogLimit) })
+	return s.logs
+}
+
+func (s *Service) agentLog() *agentLogs { return s.book().agent }
+
+// Start begins reconciling the records with the runtime until ctx ends
+// (see Reconciler); Wait blocks until it has stopped.
+func (s *Service) Start(ctx context.Context) {
+	rc := &Reconciler{DB: s.DB, Update: s.update, Driver: s.Driver, Sealer: s.Sealer, DataDir: s.DataDir,
+		PublicURL: s.PublicURL, Log: s.Log, Now: s.now, HealthInterval: s.HealthInterval, logs: s.book()}
+	rc.Start(ctx)
+	s.rec, s.done = rc, rc.Wait
+}
+
+// Wait blocks until every reconciler goroutine has returned.
+func (s *Service) Wait() {
+	if s.done != nil {
+		s.done()
+	}
+}
+
+// kick tells the reconciler that a handler committed work for it.
+func (s *Service) kick() {
+	if s.rec != nil {
+		s.rec.Kick()
+	}
 }
 
 func (s *Service) heartbeat() time.Duration {
@@ -84,12 +96,6 @@ func (s *Service) heartbeat() time.Duration {
 // share (group commit), so one fsync acknowledges many writes.
 func (s *Service) update(fn func(*bolt.Tx) error) error {
 	return s.Writer.Update(fn)
-}
-
-// markPending tells the reconciler, in the same transaction as the change,
-// that a deployment has work: a queued revision, a deletion, a new record.
-func markPending(tx *bolt.Tx, depID string) error {
-	return tx.Bucket([]byte(storage.IdxPendingDeployments)).Put(storage.Key(uuid.MustParse(depID)), nil)
 }
 
 func (s *Service) now() time.Time {

@@ -14,7 +14,6 @@ import (
 	"slipway/server/auth"
 	"slipway/server/httpx"
 	"slipway/server/track"
-	"slipway/storage"
 )
 
 // TracingProject is the tracing project created with a deployment, under
@@ -28,63 +27,20 @@ type TracingProject struct {
 	CreatedAt    time.Time `json:"created_at"`
 }
 
-// ensureTracingProject creates the project named after the deployment, or
-// adopts an existing project of that name (one kept from an earlier
-// deployment deleted without delete_tracing_project).
-func ensureTracingProject(tx *bolt.Tx, ws, dep uuid.UUID, name string, now time.Time) error {
-	idx := tx.Bucket([]byte(storage.IdxTracingProjectName))
-	key := storage.Key(ws, name)
-	if raw := idx.Get(key); raw != nil {
-		var tp TracingProject
-		if err := storage.Get(tx, storage.BucketTracingProjects, raw, &tp); err != nil {
-			return err
-		}
-		tp.DeploymentID = dep.String()
-		return storage.Put(tx, storage.BucketTracingProjects, raw, &tp)
-	}
-	id := storage.NewID()
-	tp := TracingProject{ID: id.String(), WorkspaceID: ws.String(), Name: name, DeploymentID: dep.String(), CreatedAt: now}
-	return errors.Join(storage.Put(tx, storage.BucketTracingProjects, storage.Key(id), &tp), idx.Put(key, storage.Key(id)))
-}
-
-// deleteTracingProject removes the project named after a deployment.
-func deleteTracingProject(tx *bolt.Tx, ws uuid.UUID, name string) error {
-	idx := tx.Bucket([]byte(storage.IdxTracingProjectName))
-	key := storage.Key(ws, name)
-	raw := idx.Get(key)
-	if raw == nil {
-		return nil
-	}
-	return errors.Join(storage.Delete(tx, storage.BucketTracingProjects, storage.Copy(raw)), idx.Delete(key))
-}
-
 // TracingProjectExists reports whether ws has a tracing project called name.
 func (s *Service) TracingProjectExists(ws uuid.UUID, name string) bool {
 	found := false
 	_ = s.DB.View(func(tx *bolt.Tx) error {
-		found = tx.Bucket([]byte(storage.IdxTracingProjectName)).Get(storage.Key(ws, name)) != nil
+		found = tracingProjectNamed(tx, ws, name)
 		return nil
 	})
 	return found
 }
 
-// tracingProject loads a project of workspace ws by id.
-func tracingProject(tx *bolt.Tx, ws uuid.UUID, id uuid.UUID) (*TracingProject, error) {
-	var tp TracingProject
-	if storage.Get(tx, storage.BucketTracingProjects, storage.Key(id), &tp) != nil || tp.WorkspaceID != ws.String() {
-		return nil, httpx.NotFound("Tracing project %s not found.", id)
-	}
-	return &tp, nil
-}
-
 // liveDeployment returns the id of the deployment that still owns tp (one
 // of that name, with the id the project records), or "".
 func liveDeployment(tx *bolt.Tx, ws uuid.UUID, tp *TracingProject) string {
-	raw := tx.Bucket([]byte(storage.IdxDeploymentName)).Get(storage.Key(ws, tp.Name))
-	if raw == nil || len(raw) != 16 {
-		return ""
-	}
-	if id := uuid.UUID(raw); id.String() == tp.DeploymentID {
+	if id, ok := deploymentIDByName(tx, ws, tp.Name); ok && id.String() == tp.DeploymentID {
 		return tp.DeploymentID
 	}
 	return ""
@@ -122,21 +78,15 @@ func (s *Service) updateTracingProject(w http.ResponseWriter, r *http.Request, p
 			if dep := liveDeployment(tx, p.WorkspaceID, tp); dep != "" {
 				return httpx.BadRequest("Tracing project %s belongs to deployment %s and keeps its name.", tp.ID, dep)
 			}
-			idx := tx.Bucket([]byte(storage.IdxTracingProjectName))
-			if idx.Get(storage.Key(p.WorkspaceID, *req.Name)) != nil {
-				return httpx.Conflict("A tracing project named %q already exists.", *req.Name)
-			}
-			if err := errors.Join(idx.Delete(storage.Key(p.WorkspaceID, tp.Name)),
-				idx.Put(storage.Key(p.WorkspaceID, *req.Name), storage.Key(id))); err != nil {
+			if err := renameTracingProject(tx, p.WorkspaceID, tp, *req.Name); err != nil {
 				return err
 			}
-			tp.Name = *req.Name
 		}
 		if req.Description != nil {
 			tp.Description = req.Description
 		}
 		out = *tp
-		return errors.Join(storage.Put(tx, storage.BucketTracingProjects, storage.Key(id), tp),
+		return errors.Join(putTracingProject(tx, tp),
 			track.Success(tx, r, http.StatusOK, audit.Res(id, "tracer_session")))
 	})
 	if err != nil {
@@ -211,10 +161,19 @@ func (s *Service) deleteTracingProjects(w http.ResponseWriter, r *http.Request, 
 	return nil
 }
 
-// tracingRoutes registers the tracing-project (tracer session) endpoints
-// that change projects.
-func (s *Service) tracingRoutes(rt *httpx.Router, prefix string, tr func(string, httpx.Handle) httprouter.Handle) {
-	rt.PATCH(prefix+"/api/v1/sessions/:session_id", tr("update_tracer_session", s.updateTracingProject))
-	rt.DELETE(prefix+"/api/v1/sessions/:session_id", tr("delete_tracer_session", s.deleteTracingProjectHandler))
-	rt.DELETE(prefix+"/api/v1/sessions", tr("delete_tracer_sessions", s.deleteTracingProjects))
+// listTracingProjects: GET /api/v1/sessions[?name=] — the workspace's
+// tracing projects (the hosted service calls them tracer sessions).
+func (s *Service) listTracingProjects(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	p := auth.From(r)
+	name := r.URL.Query().Get("name")
+	var out []TracingProject
+	err := s.DB.View(func(tx *bolt.Tx) (err error) {
+		out, err = workspaceTracingProjects(tx, p.WorkspaceID, name)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }

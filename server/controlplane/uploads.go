@@ -47,14 +47,10 @@ func (u *Upload) ObjectPath() string {
 	return "uploads/" + u.DeploymentID.String() + "/" + u.ID.String() + ".tar.gz"
 }
 
-// File is where the archive lives on disk.
-func (s *Service) uploadFile(u *Upload) string {
-	return filepath.Join(s.DataDir, filepath.FromSlash(u.ObjectPath()))
-}
-
-// UploadFile returns the archive path for a completed upload's object path.
-func (s *Service) UploadFile(objectPath string) string {
-	return filepath.Join(s.DataDir, filepath.FromSlash(objectPath))
+// uploadPath is where the archive at objectPath (an Upload's ObjectPath)
+// lives under dataDir.
+func uploadPath(dataDir, objectPath string) string {
+	return filepath.Join(dataDir, filepath.FromSlash(objectPath))
 }
 
 func (s *Service) uploadToken(id uuid.UUID, exp time.Time) string {
@@ -77,10 +73,10 @@ func (s *Service) createUploadURL(w http.ResponseWriter, r *http.Request, ps htt
 	token := s.uploadToken(u.ID, u.ExpiresAt)
 	u.TokenHash = auth.Hash(token)
 	err = s.update(func(tx *bolt.Tx) error {
-		if tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Get(storage.Key(p.WorkspaceID, depID)) == nil {
+		if !deploymentExists(tx, p.WorkspaceID, depID) {
 			return deploymentNotFound(depID)
 		}
-		return storage.Put(tx, storage.BucketUploads, storage.Key(u.ID), &u)
+		return putUpload(tx, &u)
 	})
 	if err != nil {
 		return err
@@ -102,9 +98,9 @@ func (s *Service) putUpload(w http.ResponseWriter, r *http.Request, ps httproute
 		return denied
 	}
 	sig := r.URL.Query().Get("signature")
-	var u Upload
-	err = s.update(func(tx *bolt.Tx) error {
-		if storage.Get(tx, storage.BucketUploads, storage.Key(id), &u) != nil {
+	var u *Upload
+	err = s.update(func(tx *bolt.Tx) (err error) {
+		if u, err = getUpload(tx, id); err != nil {
 			return denied
 		}
 		want := s.uploadToken(u.ID, u.ExpiresAt)
@@ -112,27 +108,27 @@ func (s *Service) putUpload(w http.ResponseWriter, r *http.Request, ps httproute
 			return denied
 		}
 		// The deployment may have been deleted since the URL was issued.
-		if tx.Bucket([]byte(storage.IdxWorkspaceDeployments)).Get(storage.Key(u.WorkspaceID, u.DeploymentID)) == nil {
+		if !deploymentExists(tx, u.WorkspaceID, u.DeploymentID) {
 			return denied
 		}
 		u.Claimed = true
-		return storage.Put(tx, storage.BucketUploads, storage.Key(u.ID), &u)
+		return putUpload(tx, u)
 	})
 	if err != nil {
 		return err
 	}
-	size, sum, err := s.receiveArchive(r.Body, s.uploadFile(&u))
+	size, sum, err := s.receiveArchive(r.Body, uploadPath(s.DataDir, u.ObjectPath()))
 	if err != nil {
 		// Give the URL back so the client can retry a broken transfer.
 		_ = s.update(func(tx *bolt.Tx) error {
 			u.Claimed = false
-			return storage.Put(tx, storage.BucketUploads, storage.Key(u.ID), &u)
+			return putUpload(tx, u)
 		})
 		return err
 	}
 	err = s.update(func(tx *bolt.Tx) error {
 		u.Completed, u.Size, u.SHA256 = true, size, sum
-		return storage.Put(tx, storage.BucketUploads, storage.Key(u.ID), &u)
+		return putUpload(tx, u)
 	})
 	if err != nil {
 		return err
@@ -214,8 +210,7 @@ func checkTarballPath(tx *bolt.Tx, dep uuid.UUID, path string, loc ...any) error
 	if err != nil {
 		return bad
 	}
-	var u Upload
-	if storage.Get(tx, storage.BucketUploads, storage.Key(id), &u) != nil || u.DeploymentID != dep || !u.Completed {
+	if u, err := getUpload(tx, id); err != nil || u.DeploymentID != dep || !u.Completed {
 		return bad
 	}
 	return nil

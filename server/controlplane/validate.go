@@ -3,13 +3,13 @@ package controlplane
 // Request decoding and validation for the control-plane API.
 //
 // Decoding runs in two passes, the way FastAPI/pydantic does:
-//  1. shape: the body is parsed into generic JSON and checked against the
-//     request type (by reflection over its json tags): unknown keys
-//     (extra_forbidden), wrong JSON types (string_type, int_type, ...),
-//     missing required keys (missing). Every problem is reported, each
-//     with a loc that points exactly at it (["body","secrets",0,"name"]).
-//  2. rules: only when the shape is right, the typed request is checked
-//     against the spec's rules; again every violation is collected.
+//  1. shape (package validate): the body is parsed into generic JSON and
+//     checked against the request type: unknown keys, wrong JSON types,
+//     missing required keys, each reported with a loc that points exactly
+//     at it (["body","secrets",0,"name"]).
+//  2. rules (this file): only when the shape is right, the typed request
+//     is checked against the spec's rules; again every violation is
+//     collected.
 //
 // Decisions beyond the spec (see also the bounds table below):
 //   - Unknown fields are rejected, except `revision_source` and
@@ -38,31 +38,22 @@ package controlplane
 //     deployment is the handler's question.
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
-	"reflect"
+	"maps"
 	"regexp"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/google/uuid"
 
+	"slipway/runtime"
 	"slipway/runtime/build"
-	"slipway/server/httpx"
+	"slipway/server/httpx/validate"
 )
 
 // requireRevisionOnCreate: see the package comment above.
 const requireRevisionOnCreate = true
-
-// maxErrors caps the number of errors of one 422 response.
-const maxErrors = 100
 
 // Bounds. CPU bounds are the spec's; the others are Slipway's choice.
 const (
@@ -103,24 +94,19 @@ func IsDNSLabel(s string) bool { return dnsLabelRE.MatchString(s) }
 func IsCIdentifier(s string) bool { return cIdentRE.MatchString(s) }
 
 // RoundCPU rounds a CPU value to one decimal place (half away from zero).
-func RoundCPU(v float64) float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 1e15 {
-		return v
-	}
-	return math.Round(v*10) / 10
-}
+func RoundCPU(v float64) float64 { return runtime.RoundCPU(v) }
 
 // DecodeCreate decodes and validates the body of POST /v2/deployments. On
 // success the resource spec is normalized (rounded, defaults filled). Errors
 // are *httpx.ValidationError.
 func DecodeCreate(body []byte) (*CreateRequest, error) {
 	var req CreateRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := validate.Decode(body, &req); err != nil {
 		return nil, err
 	}
 	v := &validator{}
 	v.create(&req)
-	if err := v.err(); err != nil {
+	if err := v.Err(); err != nil {
 		return nil, err
 	}
 	normalizeSourceConfig(&req.SourceConfig)
@@ -135,12 +121,12 @@ func DecodePatch(body []byte, cur *Deployment) (*PatchRequest, error) {
 		return nil, errors.New("controlplane.DecodePatch: nil current deployment")
 	}
 	var req PatchRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := validate.Decode(body, &req); err != nil {
 		return nil, err
 	}
 	v := &validator{}
 	v.patch(&req, cur)
-	if err := v.err(); err != nil {
+	if err := v.Err(); err != nil {
 		return nil, err
 	}
 	if req.SourceConfig != nil {
@@ -152,16 +138,16 @@ func DecodePatch(body []byte, cur *Deployment) (*PatchRequest, error) {
 // DecodeListenerCreate decodes and validates the body of POST /v2/listeners.
 func DecodeListenerCreate(body []byte) (*ListenerCreateRequest, error) {
 	var req ListenerCreateRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := validate.Decode(body, &req); err != nil {
 		return nil, err
 	}
 	v := &validator{}
 	v.computeType(req.ComputeType, loc("body", "compute_type"))
 	if strings.TrimSpace(req.ComputeID) == "" {
-		v.add("value_error", "compute_id must be a non-empty string", "body", "compute_id")
+		v.Add("value_error", "compute_id must be a non-empty string", "body", "compute_id")
 	}
 	v.computeConfig(&req.ComputeConfig, loc("body", "compute_config"))
-	if err := v.err(); err != nil {
+	if err := v.Err(); err != nil {
 		return nil, err
 	}
 	return &req, nil
@@ -174,20 +160,20 @@ func DecodeListenerPatch(body []byte, cur *Listener) (*ListenerPatchRequest, err
 		return nil, errors.New("controlplane.DecodeListenerPatch: nil current listener")
 	}
 	var req ListenerPatchRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := validate.Decode(body, &req); err != nil {
 		return nil, err
 	}
 	v := &validator{}
 	if req.ComputeType != nil && *req.ComputeType != cur.ComputeType {
-		v.add("value_error", fmt.Sprintf("compute_type cannot be changed after creation (it is %q)", cur.ComputeType), "body", "compute_type")
+		v.Add("value_error", fmt.Sprintf("compute_type cannot be changed after creation (it is %q)", cur.ComputeType), "body", "compute_type")
 	}
 	if req.ComputeID != nil && *req.ComputeID != cur.ComputeID {
-		v.add("value_error", fmt.Sprintf("compute_id cannot be changed after creation (it is %q)", cur.ComputeID), "body", "compute_id")
+		v.Add("value_error", fmt.Sprintf("compute_id cannot be changed after creation (it is %q)", cur.ComputeID), "body", "compute_id")
 	}
 	if req.ComputeConfig != nil {
 		v.computeConfig(req.ComputeConfig, loc("body", "compute_config"))
 	}
-	if err := v.err(); err != nil {
+	if err := v.Err(); err != nil {
 		return nil, err
 	}
 	return &req, nil
@@ -212,57 +198,6 @@ func (p *PatchRequest) CreatesRevision() bool {
 	return false
 }
 
-// Normalize rounds every CPU value to one decimal and fills the derived
-// defaults of the spec: a limit defaults to 2× its request (redis memory:
-// 1×), queue values default to the API values.
-func (r *ResourceSpec) Normalize() {
-	if r == nil {
-		return
-	}
-	for _, p := range []**float64{&r.CPU, &r.CPULimit, &r.QueueCPU, &r.QueueCPULimit,
-		&r.OrchestratorCPU, &r.OrchestratorCPULimit, &r.ExecutorCPU, &r.ExecutorCPULimit,
-		&r.RedisCPU, &r.RedisCPULimit, &r.DBCPU, &r.DBCPULimit} {
-		if *p != nil {
-			x := RoundCPU(**p)
-			*p = &x
-		}
-	}
-	twiceF := func(dst **float64, src *float64) {
-		if *dst == nil && src != nil {
-			x := RoundCPU(2 * *src)
-			*dst = &x
-		}
-	}
-	mulI := func(dst **int, src *int, k int) {
-		if *dst == nil && src != nil {
-			x := *src
-			if x <= math.MaxInt/2 && x >= math.MinInt/2 {
-				x *= k
-			}
-			*dst = &x
-		}
-	}
-	copyI := func(dst **int, src *int) { mulI(dst, src, 1) }
-	copyF := func(dst **float64, src *float64) {
-		if *dst == nil && src != nil {
-			x := *src
-			*dst = &x
-		}
-	}
-	twiceF(&r.CPULimit, r.CPU)
-	mulI(&r.MemoryLimitMB, r.MemoryMB, 2)
-	copyI(&r.QueueMinScale, r.MinScale)
-	copyI(&r.QueueMaxScale, r.MaxScale)
-	copyF(&r.QueueCPU, r.CPU)
-	copyI(&r.QueueMemoryMB, r.MemoryMB)
-	twiceF(&r.QueueCPULimit, r.QueueCPU)
-	mulI(&r.QueueMemoryLimitMB, r.QueueMemoryMB, 2)
-	twiceF(&r.RedisCPULimit, r.RedisCPU)
-	copyI(&r.RedisMemoryLimitMB, r.RedisMemoryMB)
-	twiceF(&r.DBCPULimit, r.DBCPU)
-	mulI(&r.DBMemoryLimitMB, r.DBMemoryMB, 2)
-}
-
 func normalizeSourceConfig(sc *SourceConfig) {
 	if sc.IntegrationID != nil {
 		s := canonicalUUID(*sc.IntegrationID)
@@ -283,274 +218,16 @@ func canonicalUUID(s string) string {
 }
 
 // ---------------------------------------------------------------------------
-// Pass 1: shape
-
-// decodeStrict parses body, checks its shape against dst's type, then
-// decodes into dst.
-func decodeStrict(body []byte, dst any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return httpx.Invalid("missing", "Field required: the request body is empty", "body")
-	}
-	if err := httpx.CheckJSON(body); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var raw any
-	if err := dec.Decode(&raw); err != nil {
-		return httpx.JSONError(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return httpx.Invalid("json_invalid", "JSON decode error: unexpected data after the top-level value", "body")
-	}
-	v := &validator{}
-	v.shape(raw, reflect.TypeOf(dst).Elem(), loc("body"), false)
-	if err := v.err(); err != nil {
-		return err
-	}
-	// Decode from the checked value, not from body: encoding/json matches
-	// keys case-insensitively and merges duplicate keys into structs, so
-	// decoding body could see input the shape check did not.
-	checked, err := json.Marshal(raw)
-	if err != nil {
-		return httpx.JSONError(err)
-	}
-	if err := json.Unmarshal(checked, dst); err != nil {
-		// The shape check accepted it, so this should not happen.
-		return httpx.JSONError(err)
-	}
-	return nil
-}
-
-type fieldInfo struct {
-	key      string
-	index    int
-	typ      reflect.Type
-	required bool
-	nonnull  bool
-}
-
-type structInfo struct {
-	fields []fieldInfo
-	byKey  map[string]int
-}
-
-var structCache sync.Map // reflect.Type → *structInfo
-
-type inputShaper interface{ inputShape() any }
-
-var (
-	inputShaperType               = reflect.TypeFor[inputShaper]()
-	sourceRevisionConfigInputType = reflect.TypeFor[sourceRevisionConfigInput]()
-)
-
-func structFields(t reflect.Type) *structInfo {
-	if si, ok := structCache.Load(t); ok {
-		return si.(*structInfo)
-	}
-	si := &structInfo{byKey: map[string]int{}}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if key == "-" {
-			continue
-		}
-		if key == "" {
-			key = f.Name
-		}
-		tag := f.Tag.Get("cp")
-		fi := fieldInfo{key: key, index: i, typ: f.Type,
-			required: strings.Contains(tag, "required"), nonnull: strings.Contains(tag, "nonnull")}
-		si.byKey[key] = len(si.fields)
-		si.fields = append(si.fields, fi)
-	}
-	structCache.Store(t, si)
-	return si
-}
-
-func nullable(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
-		return true
-	}
-	return false
-}
-
-var typeMsg = map[string]string{
-	"string_type": "Input should be a valid string",
-	"int_type":    "Input should be a valid integer",
-	"float_type":  "Input should be a valid number",
-	"bool_type":   "Input should be a valid boolean",
-	"list_type":   "Input should be a valid list",
-	"dict_type":   "Input should be a valid dictionary or object",
-}
-
-func (v *validator) typeErr(typ string, l []any) { v.addLoc(typ, typeMsg[typ], l) }
-
-// shape checks the generic JSON value x against type t.
-func (v *validator) shape(x any, t reflect.Type, l []any, nonnull bool) {
-	if v.full() {
-		return
-	}
-	if x == nil {
-		if nullable(t) && !nonnull {
-			return
-		}
-		v.typeErr(kindType(t), l)
-		return
-	}
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() == reflect.Struct && reflect.PointerTo(t).Implements(inputShaperType) {
-		t = reflect.TypeOf(reflect.New(t).Interface().(inputShaper).inputShape())
-	}
-	switch t.Kind() {
-	case reflect.Interface:
-		return
-	case reflect.String:
-		if _, ok := x.(string); !ok {
-			v.typeErr("string_type", l)
-		}
-	case reflect.Bool:
-		if _, ok := x.(bool); !ok {
-			v.typeErr("bool_type", l)
-		}
-	case reflect.Int, reflect.Int64:
-		n, ok := x.(json.Number)
-		if !ok {
-			v.typeErr("int_type", l)
-			return
-		}
-		if _, err := strconv.ParseInt(string(n), 10, 64); err != nil {
-			v.typeErr("int_type", l)
-		}
-	case reflect.Float64:
-		n, ok := x.(json.Number)
-		if !ok {
-			v.typeErr("float_type", l)
-			return
-		}
-		if f, err := strconv.ParseFloat(string(n), 64); err != nil || math.IsInf(f, 0) {
-			v.typeErr("float_type", l)
-		}
-	case reflect.Slice:
-		arr, ok := x.([]any)
-		if !ok {
-			v.typeErr("list_type", l)
-			return
-		}
-		for i, e := range arr {
-			v.shape(e, t.Elem(), at(l, i), false)
-		}
-	case reflect.Map:
-		obj, ok := x.(map[string]any)
-		if !ok {
-			v.typeErr("dict_type", l)
-			return
-		}
-		for _, k := range sortedKeys(obj) {
-			v.shape(obj[k], t.Elem(), at(l, k), false)
-		}
-	case reflect.Struct:
-		obj, ok := x.(map[string]any)
-		if !ok {
-			v.typeErr("dict_type", l)
-			return
-		}
-		si := structFields(t)
-		for _, f := range si.fields {
-			val, present := obj[f.key]
-			if !present {
-				if f.required {
-					v.addLoc("missing", "Field required", at(l, f.key))
-				}
-				continue
-			}
-			v.shape(val, f.typ, at(l, f.key), f.nonnull)
-		}
-		for _, k := range sortedKeys(obj) {
-			if _, known := si.byKey[k]; !known {
-				v.addLoc("extra_forbidden", "Extra inputs are not permitted", at(l, k))
-			}
-		}
-		if t == sourceRevisionConfigInputType {
-			g, _ := obj["graph_config_path"].(string)
-			lg, _ := obj["langgraph_config_path"].(string)
-			if obj["graph_config_path"] != nil && obj["langgraph_config_path"] != nil && g != lg {
-				v.addLoc("value_error", "langgraph_config_path is an alias of graph_config_path: give one of them, or both with the same value",
-					at(l, "langgraph_config_path"))
-			}
-		}
-	default:
-		v.typeErr("dict_type", l)
-	}
-}
-
-func kindType(t reflect.Type) string {
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "string_type"
-	case reflect.Bool:
-		return "bool_type"
-	case reflect.Int, reflect.Int64:
-		return "int_type"
-	case reflect.Float64:
-		return "float_type"
-	case reflect.Slice:
-		return "list_type"
-	}
-	return "dict_type"
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// ---------------------------------------------------------------------------
 // Pass 2: rules
 
-type validator struct {
-	errs []httpx.FieldError
-}
+// validator collects the violations of the spec's rules (see
+// validate.Errors, which also runs pass 1).
+type validator struct{ validate.Errors }
 
 func loc(parts ...any) []any { return parts }
 
 // at returns a copy of l with parts appended (never aliasing l).
-func at(l []any, parts ...any) []any {
-	out := make([]any, 0, len(l)+len(parts))
-	out = append(out, l...)
-	return append(out, parts...)
-}
-
-func (v *validator) full() bool { return len(v.errs) >= maxErrors }
-
-func (v *validator) addLoc(typ, msg string, l []any) {
-	if v.full() {
-		return
-	}
-	v.errs = append(v.errs, httpx.FieldError{Loc: l, Msg: msg, Type: typ})
-}
-
-func (v *validator) add(typ, msg string, l ...any) { v.addLoc(typ, msg, l) }
-
-func (v *validator) err() error {
-	if len(v.errs) == 0 {
-		return nil
-	}
-	return &httpx.ValidationError{Errors: v.errs}
-}
+var at = validate.At
 
 func quoteList(vals []string) string {
 	q := make([]string, len(vals))
@@ -567,7 +244,7 @@ func (v *validator) enum(val string, allowed []string, l []any) bool {
 	if slices.Contains(allowed, val) {
 		return true
 	}
-	v.addLoc("enum", "Input should be "+quoteList(allowed), l)
+	v.AddLoc("enum", "Input should be "+quoteList(allowed), l)
 	return false
 }
 
@@ -575,7 +252,7 @@ func (v *validator) dnsLabel(val string, l []any) bool {
 	if IsDNSLabel(val) {
 		return true
 	}
-	v.addLoc("string_pattern_mismatch", "String should match pattern '"+dnsLabelPattern+
+	v.AddLoc("string_pattern_mismatch", "String should match pattern '"+dnsLabelPattern+
 		"' (a lowercase RFC 1123 DNS label: 1 to 63 characters a-z, 0-9 or '-', starting and ending with a letter or digit)", l)
 	return false
 }
@@ -584,20 +261,20 @@ func (v *validator) cIdent(val string, l []any) bool {
 	if IsCIdentifier(val) {
 		return true
 	}
-	v.addLoc("string_pattern_mismatch", "String should match pattern '"+cIdentPattern+
+	v.AddLoc("string_pattern_mismatch", "String should match pattern '"+cIdentPattern+
 		"' (a C identifier: letters, digits and '_', not starting with a digit)", l)
 	return false
 }
 
 func (v *validator) uuid(val string, l []any) {
 	if _, err := uuid.Parse(val); err != nil {
-		v.addLoc("uuid_parsing", "Input should be a valid UUID, e.g. 0190f3b2-6c5e-7d3a-9b1c-2f4e5d6a7b8c", l)
+		v.AddLoc("uuid_parsing", "Input should be a valid UUID, e.g. 0190f3b2-6c5e-7d3a-9b1c-2f4e5d6a7b8c", l)
 	}
 }
 
 func (v *validator) nonEmpty(val string, l []any) {
 	if strings.TrimSpace(val) == "" {
-		v.addLoc("value_error", "Value must be a non-empty string", l)
+		v.AddLoc("value_error", "Value must be a non-empty string", l)
 	}
 }
 
@@ -605,7 +282,7 @@ func (v *validator) nonEmpty(val string, l []any) {
 // returns the source to apply the field rules for ("" when unknown).
 func (v *validator) source(src string, l []any) string {
 	if src == SourceGitHub {
-		v.addLoc("enum", "Input should be "+quoteList(selfHosted)+
+		v.AddLoc("enum", "Input should be "+quoteList(selfHosted)+
 			": source 'github' is only available on the hosted cloud service; a self-hosted Slipway deploys "+
 			"from an uploaded source archive (internal_source), an image it builds or pulls (internal_docker) "+
 			"or an external image (external_docker)", l)
@@ -619,19 +296,19 @@ func (v *validator) source(src string, l []any) string {
 
 func (v *validator) create(r *CreateRequest) {
 	if r.Name == "" {
-		v.add("value_error", "Value must be a non-empty string: a lowercase RFC 1123 DNS label", "body", "name")
+		v.Add("value_error", "Value must be a non-empty string: a lowercase RFC 1123 DNS label", "body", "name")
 	} else {
 		v.dnsLabel(r.Name, loc("body", "name"))
 	}
 	src := v.source(r.Source, loc("body", "source"))
 	if r.RevisionSource != nil && src != "" && *r.RevisionSource != r.Source {
-		v.add("value_error", fmt.Sprintf("revision_source must equal source (%q)", r.Source), "body", "revision_source")
+		v.Add("value_error", fmt.Sprintf("revision_source must equal source (%q)", r.Source), "body", "revision_source")
 	}
 	if src != "" {
 		v.sourceConfigForSource(&r.SourceConfig, src, nil)
 		v.revisionConfigForSource(&r.SourceRevisionConfig, &r.SourceConfig, src, true, nil)
 		if len(r.SecretReferences) > 0 && src != SourceExternalDocker {
-			v.add("value_error", onlyFor("secret_references", src, SourceExternalDocker), "body", "secret_references")
+			v.Add("value_error", onlyFor("secret_references", src, SourceExternalDocker), "body", "secret_references")
 		}
 	}
 	v.sourceConfigCommon(&r.SourceConfig, loc("body", "source_config"))
@@ -642,14 +319,14 @@ func (v *validator) create(r *CreateRequest) {
 
 func (v *validator) patch(r *PatchRequest, cur *Deployment) {
 	if r.Name != nil && *r.Name != cur.Name {
-		v.add("value_error", fmt.Sprintf("name cannot be changed after creation (it is %q)", cur.Name), "body", "name")
+		v.Add("value_error", fmt.Sprintf("name cannot be changed after creation (it is %q)", cur.Name), "body", "name")
 	}
 	if r.Source != nil && *r.Source != cur.Source {
-		v.add("value_error", fmt.Sprintf("source cannot be changed after creation (it is %q)", cur.Source), "body", "source")
+		v.Add("value_error", fmt.Sprintf("source cannot be changed after creation (it is %q)", cur.Source), "body", "source")
 	}
 	if r.RevisionSource != nil && *r.RevisionSource != cur.Source {
 		if slices.Contains(sources, *r.RevisionSource) {
-			v.add("value_error", fmt.Sprintf("revision_source must equal the deployment's source (%q)", cur.Source), "body", "revision_source")
+			v.Add("value_error", fmt.Sprintf("revision_source must equal the deployment's source (%q)", cur.Source), "body", "revision_source")
 		} else {
 			v.enum(*r.RevisionSource, []string{cur.Source}, loc("body", "revision_source"))
 		}
@@ -669,11 +346,11 @@ func (v *validator) patch(r *PatchRequest, cur *Deployment) {
 	} else if r.SourceConfig != nil && r.SourceConfig.BuildOnPush != nil && *r.SourceConfig.BuildOnPush {
 		// Enabling build_on_push against the stored tag ref.
 		if ref := cur.SourceRevisionConfig.RepoRef; ref != nil && strings.HasPrefix(*ref, "refs/tags/") {
-			v.add("value_error", buildOnPushTagMsg, "body", "source_config", "build_on_push")
+			v.Add("value_error", buildOnPushTagMsg, "body", "source_config", "build_on_push")
 		}
 	}
 	if len(r.SecretReferences) > 0 && src != SourceExternalDocker {
-		v.add("value_error", onlyFor("secret_references", src, SourceExternalDocker), "body", "secret_references")
+		v.Add("value_error", onlyFor("secret_references", src, SourceExternalDocker), "body", "secret_references")
 	}
 	if r.Secrets != nil {
 		v.secrets(r.Secrets, loc("body", "secrets"))
@@ -695,78 +372,90 @@ func onlyFor(field, src string, allowed ...string) string {
 // cur non-nil (PATCH) also the immutability rules.
 func (v *validator) sourceConfigForSource(sc *SourceConfig, src string, cur *SourceConfig) {
 	l := loc("body", "source_config")
+	n := v.Len()
+	v.sourceConfigFields(sc, src, l)
+	if cur == nil {
+		return
+	}
+	// A field refused for the source is not reported again as changed.
+	flagged := map[string]bool{}
+	for _, e := range v.Since(n) {
+		flagged[fmt.Sprint(e.Loc[len(e.Loc)-1])] = true
+	}
+	v.sourceConfigImmutable(sc, cur, flagged, l)
+}
+
+// sourceConfigFields refuses the fields the source does not have.
+func (v *validator) sourceConfigFields(sc *SourceConfig, src string, l []any) {
 	github := src == SourceGitHub
-	n := len(v.errs)
 	if sc.IntegrationID != nil && !github {
-		v.addLoc("value_error", onlyFor("integration_id", src, SourceGitHub), at(l, "integration_id"))
+		v.AddLoc("value_error", onlyFor("integration_id", src, SourceGitHub), at(l, "integration_id"))
 	}
 	if sc.RepoURL != nil && !github {
-		v.addLoc("value_error", onlyFor("repo_url", src, SourceGitHub), at(l, "repo_url"))
+		v.AddLoc("value_error", onlyFor("repo_url", src, SourceGitHub), at(l, "repo_url"))
 	}
 	if sc.DeploymentType != nil && src == SourceExternalDocker {
-		v.addLoc("value_error", onlyFor("deployment_type", src, SourceGitHub, SourceInternalSource, SourceInternalDocker), at(l, "deployment_type"))
+		v.AddLoc("value_error", onlyFor("deployment_type", src, SourceGitHub, SourceInternalSource, SourceInternalDocker), at(l, "deployment_type"))
 	}
 	if sc.BuildOnPush != nil && !github {
-		v.addLoc("value_error", onlyFor("build_on_push", src, SourceGitHub), at(l, "build_on_push"))
+		v.AddLoc("value_error", onlyFor("build_on_push", src, SourceGitHub), at(l, "build_on_push"))
 	}
 	if sc.CustomURL != nil && src != SourceExternalDocker {
 		msg := onlyFor("custom_url", src, SourceExternalDocker)
 		if github {
 			msg = "custom_url is read-only for source 'github' (it is set automatically); it is settable only for source 'external_docker'"
 		}
-		v.addLoc("value_error", msg, at(l, "custom_url"))
+		v.AddLoc("value_error", msg, at(l, "custom_url"))
 	}
 	if sc.ListenerID != nil && src != SourceExternalDocker {
-		v.addLoc("value_error", onlyFor("listener_id", src, SourceExternalDocker), at(l, "listener_id"))
+		v.AddLoc("value_error", onlyFor("listener_id", src, SourceExternalDocker), at(l, "listener_id"))
 	}
 	if sc.ListenerConfig != nil && src != SourceExternalDocker {
-		v.addLoc("value_error", onlyFor("listener_config", src, SourceExternalDocker), at(l, "listener_config"))
+		v.AddLoc("value_error", onlyFor("listener_config", src, SourceExternalDocker), at(l, "listener_config"))
 	}
-	if cur == nil {
-		return
-	}
-	flagged := map[string]bool{}
-	for _, e := range v.errs[n:] {
-		flagged[fmt.Sprint(e.Loc[len(e.Loc)-1])] = true
-	}
-	immutable := func(name string, got, want *string, eq func(a, b string) bool) {
-		if got == nil || flagged[name] {
-			return
+}
+
+// sourceConfigImmutable refuses a PATCH that changes a field fixed at
+// creation (those already flagged excepted).
+func (v *validator) sourceConfigImmutable(sc, cur *SourceConfig, flagged map[string]bool, l []any) {
+	changed := func(got, want *string, eq func(a, b string) bool) (was string, ok bool) {
+		if got == nil || want != nil && eq(*got, *want) {
+			return "", false
 		}
-		if want == nil || !eq(*got, *want) {
-			was := "null"
-			if want != nil {
-				was = fmt.Sprintf("%q", *want)
-			}
-			v.addLoc("value_error", fmt.Sprintf("%s cannot be changed after creation (it is %s)", name, was), at(l, name))
+		if want == nil {
+			return "null", true
 		}
+		return fmt.Sprintf("%q", *want), true
 	}
 	same := func(a, b string) bool { return a == b }
 	sameUUID := func(a, b string) bool { return canonicalUUID(a) == canonicalUUID(b) }
-	immutable("integration_id", sc.IntegrationID, cur.IntegrationID, sameUUID)
-	immutable("repo_url", sc.RepoURL, cur.RepoURL, same)
-	immutable("deployment_type", sc.DeploymentType, cur.DeploymentType, same)
-	immutable("listener_id", sc.ListenerID, cur.ListenerID, sameUUID)
-	if sc.ListenerConfig != nil && sc.ListenerConfig.K8sNamespace != nil && !flagged["listener_config"] {
-		var want *string
-		if cur.ListenerConfig != nil {
-			want = cur.ListenerConfig.K8sNamespace
+	for _, f := range []struct {
+		name      string
+		got, want *string
+		eq        func(a, b string) bool
+	}{{"integration_id", sc.IntegrationID, cur.IntegrationID, sameUUID}, {"repo_url", sc.RepoURL, cur.RepoURL, same},
+		{"deployment_type", sc.DeploymentType, cur.DeploymentType, same}, {"listener_id", sc.ListenerID, cur.ListenerID, sameUUID}} {
+		if was, ok := changed(f.got, f.want, f.eq); ok && !flagged[f.name] {
+			v.AddLoc("value_error", fmt.Sprintf("%s cannot be changed after creation (it is %s)", f.name, was), at(l, f.name))
 		}
-		if want == nil || *want != *sc.ListenerConfig.K8sNamespace {
-			was := "null"
-			if want != nil {
-				was = fmt.Sprintf("%q", *want)
-			}
-			v.addLoc("value_error", fmt.Sprintf("listener_config cannot be changed after creation (k8s_namespace is %s)", was),
-				at(l, "listener_config", "k8s_namespace"))
-		}
+	}
+	if sc.ListenerConfig == nil || flagged["listener_config"] {
+		return
+	}
+	var want *string
+	if cur.ListenerConfig != nil {
+		want = cur.ListenerConfig.K8sNamespace
+	}
+	if was, ok := changed(sc.ListenerConfig.K8sNamespace, want, same); ok {
+		v.AddLoc("value_error", fmt.Sprintf("listener_config cannot be changed after creation (k8s_namespace is %s)", was),
+			at(l, "listener_config", "k8s_namespace"))
 	}
 }
 
 // sourceConfigCommon applies the source-independent rules of SourceConfig.
 func (v *validator) sourceConfigCommon(sc *SourceConfig, l []any) {
 	if sc.CustomURL != nil && CustomHost(*sc.CustomURL) == "" {
-		v.addLoc("value_error", "custom_url must be a URL with a host name, such as https://agent.example.com", at(l, "custom_url"))
+		v.AddLoc("value_error", "custom_url must be a URL with a host name, such as https://agent.example.com", at(l, "custom_url"))
 	}
 	if sc.IntegrationID != nil {
 		v.uuid(*sc.IntegrationID, at(l, "integration_id"))
@@ -794,7 +483,7 @@ func (v *validator) revisionConfigForSource(rc *SourceRevisionConfig, sc *Source
 	buildable := github || src == SourceInternalSource
 	docker := src == SourceExternalDocker || src == SourceInternalDocker
 	if rc.RepoRef != nil && !github {
-		v.addLoc("value_error", onlyFor("repo_ref", src, SourceGitHub), at(l, "repo_ref"))
+		v.AddLoc("value_error", onlyFor("repo_ref", src, SourceGitHub), at(l, "repo_ref"))
 	}
 	cfgKey := rc.configPathKey
 	if cfgKey == "" {
@@ -802,18 +491,18 @@ func (v *validator) revisionConfigForSource(rc *SourceRevisionConfig, sc *Source
 	}
 	switch {
 	case rc.GraphConfigPath != nil && !buildable:
-		v.addLoc("value_error", fmt.Sprintf("%s must be null for source '%s'; it is only for the buildable sources 'github' and 'internal_source'", cfgKey, src), at(l, cfgKey))
+		v.AddLoc("value_error", fmt.Sprintf("%s must be null for source '%s'; it is only for the buildable sources 'github' and 'internal_source'", cfgKey, src), at(l, cfgKey))
 	case rc.GraphConfigPath == nil && buildable && create && requireRevisionOnCreate:
-		v.addLoc("missing", fmt.Sprintf("Field required: graph_config_path (or langgraph_config_path), the path of the graph configuration file, is required for source '%s'", src), at(l, "graph_config_path"))
+		v.AddLoc("missing", fmt.Sprintf("Field required: graph_config_path (or langgraph_config_path), the path of the graph configuration file, is required for source '%s'", src), at(l, "graph_config_path"))
 	}
 	if rc.ImageURI != nil && !docker {
-		v.addLoc("value_error", onlyFor("image_uri", src, SourceExternalDocker, SourceInternalDocker), at(l, "image_uri"))
+		v.AddLoc("value_error", onlyFor("image_uri", src, SourceExternalDocker, SourceInternalDocker), at(l, "image_uri"))
 	}
 	// image_uri is not required on create: the spec does not require it, and
 	// the official deploy client creates a docker deployment with an empty
 	// source_revision_config and sends image_uri in its first PATCH.
 	if rc.SourceTarballPath != nil && src != SourceInternalSource {
-		v.addLoc("value_error", onlyFor("source_tarball_path", src, SourceInternalSource), at(l, "source_tarball_path"))
+		v.AddLoc("value_error", onlyFor("source_tarball_path", src, SourceInternalSource), at(l, "source_tarball_path"))
 	}
 	// build_on_push cannot be true with a tag ref; either may come from the
 	// stored deployment on PATCH.
@@ -830,9 +519,9 @@ func (v *validator) revisionConfigForSource(rc *SourceRevisionConfig, sc *Source
 		}
 		if bop != nil && *bop && ref != nil && strings.HasPrefix(*ref, "refs/tags/") {
 			if sc.BuildOnPush != nil {
-				v.add("value_error", buildOnPushTagMsg, "body", "source_config", "build_on_push")
+				v.Add("value_error", buildOnPushTagMsg, "body", "source_config", "build_on_push")
 			} else {
-				v.addLoc("value_error", "repo_ref cannot be a tag (starts with 'refs/tags/') while source_config.build_on_push is true", at(l, "repo_ref"))
+				v.AddLoc("value_error", "repo_ref cannot be a tag (starts with 'refs/tags/') while source_config.build_on_push is true", at(l, "repo_ref"))
 			}
 		}
 	}
@@ -842,7 +531,7 @@ func (v *validator) revisionConfigForSource(rc *SourceRevisionConfig, sc *Source
 func (v *validator) revisionConfigCommon(rc *SourceRevisionConfig) {
 	l := loc("body", "source_revision_config")
 	if rc.RepoCommitSHA != nil {
-		v.addLoc("value_error", "repo_commit_sha is read-only (set by the service for source 'github'); it must be null", at(l, "repo_commit_sha"))
+		v.AddLoc("value_error", "repo_commit_sha is read-only (set by the service for source 'github'); it must be null", at(l, "repo_commit_sha"))
 	}
 	if rc.ImageURI != nil {
 		v.nonEmpty(*rc.ImageURI, at(l, "image_uri"))
@@ -855,7 +544,7 @@ func (v *validator) revisionConfigCommon(rc *SourceRevisionConfig) {
 		v.nonEmpty(*rc.GraphConfigPath, at(l, k))
 		// The same rule the drivers apply before they read the file.
 		if _, err := build.GraphConfigPath(*rc.GraphConfigPath); strings.TrimSpace(*rc.GraphConfigPath) != "" && err != nil {
-			v.addLoc("value_error", err.Error(), at(l, k))
+			v.AddLoc("value_error", err.Error(), at(l, k))
 		}
 	}
 }
@@ -865,12 +554,12 @@ func (v *validator) secrets(secrets []Secret, l []any) {
 	for i, s := range secrets {
 		if v.cIdent(s.Name, at(l, i, "name")) {
 			if seen[s.Name] {
-				v.addLoc("value_error", fmt.Sprintf("duplicate secret name %q: secret names must be unique", s.Name), at(l, i, "name"))
+				v.AddLoc("value_error", fmt.Sprintf("duplicate secret name %q: secret names must be unique", s.Name), at(l, i, "name"))
 			}
 			seen[s.Name] = true
 		}
 		if s.Value == RedactedSecret {
-			v.addLoc("value_error", "the value is the redaction marker returned by the API; send the real value (or leave secrets null to keep the stored ones)", at(l, i, "value"))
+			v.AddLoc("value_error", "the value is the redaction marker returned by the API; send the real value (or leave secrets null to keep the stored ones)", at(l, i, "value"))
 		}
 	}
 }
@@ -883,7 +572,7 @@ func (v *validator) secretRefs(refs []SecretReference, secrets []Secret, l []any
 	for i, r := range refs {
 		if v.cIdent(r.Name, at(l, i, "name")) {
 			if seen[r.Name] {
-				v.addLoc("value_error", fmt.Sprintf("duplicate environment variable %q: already set by a secret or secret reference", r.Name), at(l, i, "name"))
+				v.AddLoc("value_error", fmt.Sprintf("duplicate environment variable %q: already set by a secret or secret reference", r.Name), at(l, i, "name"))
 			}
 			seen[r.Name] = true
 		}
@@ -901,7 +590,7 @@ func (v *validator) computeConfig(cc *ListenerComputeConfig, l []any) {
 	for i, ns := range cc.K8sNamespaces {
 		if v.dnsLabel(ns, at(l, "k8s_namespaces", i)) {
 			if seen[ns] {
-				v.addLoc("value_error", fmt.Sprintf("duplicate namespace %q", ns), at(l, "k8s_namespaces", i))
+				v.AddLoc("value_error", fmt.Sprintf("duplicate namespace %q", ns), at(l, "k8s_namespaces", i))
 			}
 			seen[ns] = true
 		}
@@ -917,11 +606,11 @@ func (v *validator) floatRange(p *float64, lo, hi float64, l []any) bool {
 	}
 	x := RoundCPU(*p)
 	if x < lo {
-		v.addLoc("greater_than_equal", fmt.Sprintf("Input should be greater than or equal to %g (cores, rounded to 1 decimal)", lo), l)
+		v.AddLoc("greater_than_equal", fmt.Sprintf("Input should be greater than or equal to %g (cores, rounded to 1 decimal)", lo), l)
 		return false
 	}
 	if x > hi {
-		v.addLoc("less_than_equal", fmt.Sprintf("Input should be less than or equal to %g (cores, rounded to 1 decimal)", hi), l)
+		v.AddLoc("less_than_equal", fmt.Sprintf("Input should be less than or equal to %g (cores, rounded to 1 decimal)", hi), l)
 		return false
 	}
 	return true
@@ -932,17 +621,30 @@ func (v *validator) intRange(p *int, lo, hi int, unit string, l []any) bool {
 		return true
 	}
 	if *p < lo {
-		v.addLoc("greater_than_equal", fmt.Sprintf("Input should be greater than or equal to %d%s", lo, unit), l)
+		v.AddLoc("greater_than_equal", fmt.Sprintf("Input should be greater than or equal to %d%s", lo, unit), l)
 		return false
 	}
 	if *p > hi {
-		v.addLoc("less_than_equal", fmt.Sprintf("Input should be less than or equal to %d%s", hi, unit), l)
+		v.AddLoc("less_than_equal", fmt.Sprintf("Input should be less than or equal to %d%s", hi, unit), l)
 		return false
 	}
 	return true
 }
 
+// resourceSpec checks each value against its bounds, then (when they all
+// hold) the limits against their requests, then the pod's metadata and
+// containers.
 func (v *validator) resourceSpec(r *ResourceSpec, l []any) {
+	if v.resourceBounds(r, l) {
+		v.resourceLimits(r, l)
+	}
+	v.resourceMetadata(r, l)
+	v.podSpec(r, l)
+}
+
+// resourceBounds checks every value against its range and reports whether
+// all are in range.
+func (v *validator) resourceBounds(r *ResourceSpec, l []any) bool {
 	ok := true
 	cpu := func(p *float64, key string) { ok = v.floatRange(p, MinCPU, MaxCPU, at(l, key)) && ok }
 	cpuLimit := func(p *float64, key string) { ok = v.floatRange(p, MinCPULimit, MaxCPULimit, at(l, key)) && ok }
@@ -982,66 +684,63 @@ func (v *validator) resourceSpec(r *ResourceSpec, l []any) {
 	memLimit(r.DBMemoryLimitMB, "db_memory_limit_mb")
 	ok = v.intRange(r.DBStorageGi, MinDBStorageGi, MaxDBStorageGi, " GiB", at(l, "db_storage_gi")) && ok
 	ok = v.intRange(r.DBMaxConnections, MinDBMaxConnections, MaxDBMaxConnections, "", at(l, "db_max_connections")) && ok
+	return ok
+}
 
-	if ok {
-		// Cross-field rules on the normalized values; a violation is
-		// reported at the field the client gave.
-		n := *r
-		n.Normalize()
-		// given reports where to put a violation: at the limit when the
-		// client gave it, else at the request when the client gave that;
-		// with both derived the cause is reported by another check.
-		given := func(limitGiven, reqGiven bool, limitKey, reqKey string) (string, bool) {
-			switch {
-			case limitGiven:
-				return limitKey, true
-			case reqGiven:
-				return reqKey, true
-			}
-			return "", false
-		}
-		geF := func(limit, req, limitIn, reqIn *float64, limitKey, reqKey string) {
-			if limit != nil && req != nil && *limit < *req {
-				if k, ok := given(limitIn != nil, reqIn != nil, limitKey, reqKey); ok {
-					v.addLoc("value_error", fmt.Sprintf("%s (%g) must be greater than or equal to %s (%g)", limitKey, *limit, reqKey, *req), at(l, k))
-				}
-			}
-		}
-		geI := func(limit, req, limitIn, reqIn *int, limitKey, reqKey string) {
-			if limit != nil && req != nil && *limit < *req {
-				if k, ok := given(limitIn != nil, reqIn != nil, limitKey, reqKey); ok {
-					v.addLoc("value_error", fmt.Sprintf("%s (%d) must be greater than or equal to %s (%d)", limitKey, *limit, reqKey, *req), at(l, k))
-				}
-			}
-		}
-		geI(n.MaxScale, n.MinScale, r.MaxScale, r.MinScale, "max_scale", "min_scale")
-		geF(n.CPULimit, n.CPU, r.CPULimit, r.CPU, "cpu_limit", "cpu")
-		geI(n.MemoryLimitMB, n.MemoryMB, r.MemoryLimitMB, r.MemoryMB, "memory_limit_mb", "memory_mb")
-		geI(n.QueueMaxScale, n.QueueMinScale, r.QueueMaxScale, r.QueueMinScale, "queue_max_scale", "queue_min_scale")
-		geF(n.QueueCPULimit, n.QueueCPU, r.QueueCPULimit, r.QueueCPU, "queue_cpu_limit", "queue_cpu")
-		geI(n.QueueMemoryLimitMB, n.QueueMemoryMB, r.QueueMemoryLimitMB, r.QueueMemoryMB, "queue_memory_limit_mb", "queue_memory_mb")
-		geI(n.OrchestratorMaxScale, n.OrchestratorMinScale, r.OrchestratorMaxScale, r.OrchestratorMinScale, "orchestrator_max_scale", "orchestrator_min_scale")
-		geF(n.OrchestratorCPULimit, n.OrchestratorCPU, r.OrchestratorCPULimit, r.OrchestratorCPU, "orchestrator_cpu_limit", "orchestrator_cpu")
-		geI(n.OrchestratorMemoryLimitMB, n.OrchestratorMemoryMB, r.OrchestratorMemoryLimitMB, r.OrchestratorMemoryMB, "orchestrator_memory_limit_mb", "orchestrator_memory_mb")
-		geF(n.ExecutorCPULimit, n.ExecutorCPU, r.ExecutorCPULimit, r.ExecutorCPU, "executor_cpu_limit", "executor_cpu")
-		geI(n.ExecutorMemoryLimitMB, n.ExecutorMemoryMB, r.ExecutorMemoryLimitMB, r.ExecutorMemoryMB, "executor_memory_limit_mb", "executor_memory_mb")
-		geF(n.RedisCPULimit, n.RedisCPU, r.RedisCPULimit, r.RedisCPU, "redis_cpu_limit", "redis_cpu")
-		geI(n.RedisMemoryLimitMB, n.RedisMemoryMB, r.RedisMemoryLimitMB, r.RedisMemoryMB, "redis_memory_limit_mb", "redis_memory_mb")
-		geF(n.DBCPULimit, n.DBCPU, r.DBCPULimit, r.DBCPU, "db_cpu_limit", "db_cpu")
-		geI(n.DBMemoryLimitMB, n.DBMemoryMB, r.DBMemoryLimitMB, r.DBMemoryMB, "db_memory_limit_mb", "db_memory_mb")
+// resourceLimits checks each limit (and max scale) against its request
+// (and min scale) on the normalized values, so a derived limit counts too.
+func (v *validator) resourceLimits(r *ResourceSpec, l []any) {
+	n := *r
+	n.Normalize()
+	atLeast(v, l, n.MaxScale, n.MinScale, r.MaxScale, r.MinScale, "max_scale", "min_scale")
+	atLeast(v, l, n.CPULimit, n.CPU, r.CPULimit, r.CPU, "cpu_limit", "cpu")
+	atLeast(v, l, n.MemoryLimitMB, n.MemoryMB, r.MemoryLimitMB, r.MemoryMB, "memory_limit_mb", "memory_mb")
+	atLeast(v, l, n.QueueMaxScale, n.QueueMinScale, r.QueueMaxScale, r.QueueMinScale, "queue_max_scale", "queue_min_scale")
+	atLeast(v, l, n.QueueCPULimit, n.QueueCPU, r.QueueCPULimit, r.QueueCPU, "queue_cpu_limit", "queue_cpu")
+	atLeast(v, l, n.QueueMemoryLimitMB, n.QueueMemoryMB, r.QueueMemoryLimitMB, r.QueueMemoryMB, "queue_memory_limit_mb", "queue_memory_mb")
+	atLeast(v, l, n.OrchestratorMaxScale, n.OrchestratorMinScale, r.OrchestratorMaxScale, r.OrchestratorMinScale, "orchestrator_max_scale", "orchestrator_min_scale")
+	atLeast(v, l, n.OrchestratorCPULimit, n.OrchestratorCPU, r.OrchestratorCPULimit, r.OrchestratorCPU, "orchestrator_cpu_limit", "orchestrator_cpu")
+	atLeast(v, l, n.OrchestratorMemoryLimitMB, n.OrchestratorMemoryMB, r.OrchestratorMemoryLimitMB, r.OrchestratorMemoryMB, "orchestrator_memory_limit_mb", "orchestrator_memory_mb")
+	atLeast(v, l, n.ExecutorCPULimit, n.ExecutorCPU, r.ExecutorCPULimit, r.ExecutorCPU, "executor_cpu_limit", "executor_cpu")
+	atLeast(v, l, n.ExecutorMemoryLimitMB, n.ExecutorMemoryMB, r.ExecutorMemoryLimitMB, r.ExecutorMemoryMB, "executor_memory_limit_mb", "executor_memory_mb")
+	atLeast(v, l, n.RedisCPULimit, n.RedisCPU, r.RedisCPULimit, r.RedisCPU, "redis_cpu_limit", "redis_cpu")
+	atLeast(v, l, n.RedisMemoryLimitMB, n.RedisMemoryMB, r.RedisMemoryLimitMB, r.RedisMemoryMB, "redis_memory_limit_mb", "redis_memory_mb")
+	atLeast(v, l, n.DBCPULimit, n.DBCPU, r.DBCPULimit, r.DBCPU, "db_cpu_limit", "db_cpu")
+	atLeast(v, l, n.DBMemoryLimitMB, n.DBMemoryMB, r.DBMemoryLimitMB, r.DBMemoryMB, "db_memory_limit_mb", "db_memory_mb")
+}
+
+// atLeast reports a normalized limit below its request. The violation is
+// reported at the field the client gave: the limit when given, else the
+// request; with both derived the cause is reported by another check.
+func atLeast[T int | float64](v *validator, l []any, limit, req, limitIn, reqIn *T, limitKey, reqKey string) {
+	if limit == nil || req == nil || *limit >= *req {
+		return
 	}
+	k := limitKey
+	switch {
+	case limitIn != nil:
+	case reqIn != nil:
+		k = reqKey
+	default:
+		return
+	}
+	v.AddLoc("value_error", fmt.Sprintf("%s (%v) must be greater than or equal to %s (%v)", limitKey, *limit, reqKey, *req), at(l, k))
+}
 
+// resourceMetadata checks the labels, annotations, service account and
+// image pull secrets.
+func (v *validator) resourceMetadata(r *ResourceSpec, l []any) {
 	for _, k := range sortedStringKeys(r.Labels) {
 		if k == "" {
-			v.addLoc("value_error", "label keys must be non-empty", at(l, "labels"))
+			v.AddLoc("value_error", "label keys must be non-empty", at(l, "labels"))
 		}
 	}
 	for _, k := range sortedStringKeys(r.Annotations) {
 		if k == "" {
-			v.addLoc("value_error", "annotation keys must be non-empty", at(l, "annotations"))
+			v.AddLoc("value_error", "annotation keys must be non-empty", at(l, "annotations"))
 		}
 		if val := r.Annotations[k]; k == AnnotationForwardAuthorization && val != "true" && val != "false" {
-			v.addLoc("value_error", fmt.Sprintf("annotation %s must be \"true\" or \"false\"", k), at(l, "annotations", k))
+			v.AddLoc("value_error", fmt.Sprintf("annotation %s must be \"true\" or \"false\"", k), at(l, "annotations", k))
 		}
 	}
 	if r.ServiceAccountName != nil {
@@ -1050,13 +749,17 @@ func (v *validator) resourceSpec(r *ResourceSpec, l []any) {
 	for i, s := range r.ImagePullSecrets {
 		v.nonEmpty(s.Name, at(l, "image_pull_secrets", i, "name"))
 	}
+}
 
+// podSpec checks the volumes, their mounts and the extra containers, whose
+// names are unique in the pod.
+func (v *validator) podSpec(r *ResourceSpec, l []any) {
 	volumes := map[string]bool{}
 	for i, vol := range r.Volumes {
 		vl := at(l, "volumes", i, "name")
 		if v.dnsLabel(vol.Name, vl) {
 			if volumes[vol.Name] {
-				v.addLoc("value_error", fmt.Sprintf("duplicate volume name %q: volume names must be unique in the pod", vol.Name), vl)
+				v.AddLoc("value_error", fmt.Sprintf("duplicate volume name %q: volume names must be unique in the pod", vol.Name), vl)
 			}
 			volumes[vol.Name] = true
 		}
@@ -1068,22 +771,15 @@ func (v *validator) resourceSpec(r *ResourceSpec, l []any) {
 	v.containers(r.Sidecars, volumes, containers, at(l, "sidecars"))
 }
 
-func sortedStringKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedStringKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
 func (v *validator) volumeMounts(mounts []VolumeMount, volumes map[string]bool, l []any) {
 	for i, m := range mounts {
 		if !volumes[m.Name] {
-			v.addLoc("value_error", fmt.Sprintf("volume mount name %q must match the name of a volume in resource_spec.volumes", m.Name), at(l, i, "name"))
+			v.AddLoc("value_error", fmt.Sprintf("volume mount name %q must match the name of a volume in resource_spec.volumes", m.Name), at(l, i, "name"))
 		}
 		if !strings.HasPrefix(m.MountPath, "/") {
-			v.addLoc("value_error", "mountPath must be an absolute path (starting with '/')", at(l, i, "mountPath"))
+			v.AddLoc("value_error", "mountPath must be an absolute path (starting with '/')", at(l, i, "mountPath"))
 		}
 	}
 }
@@ -1093,7 +789,7 @@ func (v *validator) containers(cs []Container, volumes, names map[string]bool, l
 		cl := at(l, i)
 		if v.dnsLabel(c.Name, at(cl, "name")) {
 			if names[c.Name] {
-				v.addLoc("value_error", fmt.Sprintf("duplicate container name %q: container names must be unique in the pod", c.Name), at(cl, "name"))
+				v.AddLoc("value_error", fmt.Sprintf("duplicate container name %q: container names must be unique in the pod", c.Name), at(cl, "name"))
 			}
 			names[c.Name] = true
 		}
@@ -1108,7 +804,7 @@ func (v *validator) containers(cs []Container, volumes, names map[string]bool, l
 			el := at(cl, "env", j)
 			v.cIdent(e.Name, at(el, "name"))
 			if e.ValueFrom != nil && e.Value != nil && *e.Value != "" {
-				v.addLoc("value_error", "valueFrom cannot be used when value is non-empty: give either a value or a valueFrom", at(el, "valueFrom"))
+				v.AddLoc("value_error", "valueFrom cannot be used when value is non-empty: give either a value or a valueFrom", at(el, "valueFrom"))
 			}
 		}
 		v.volumeMounts(c.VolumeMounts, volumes, at(cl, "volumeMounts"))

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"slipway/server/httpx"
+	"slipway/server/httpx/validate"
 )
 
 const vTestUUID = "0190f3b2-6c5e-7d3a-9b1c-2f4e5d6a7b8c"
@@ -731,7 +732,7 @@ func TestErrorCap(t *testing.T) {
 	m["secrets"] = secrets
 	_, err := DecodeCreate(vMustJSON(t, m))
 	var ve *httpx.ValidationError
-	if !errors.As(err, &ve) || len(ve.Errors) != maxErrors {
+	if !errors.As(err, &ve) || len(ve.Errors) != validate.MaxErrors {
 		t.Fatalf("got %v errors", len(ve.Errors))
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"slipway/server/audit"
 	"slipway/server/auth"
+	"slipway/server/controlplane"
 	"slipway/server/httpx"
 	"slipway/server/track"
 	"slipway/storage"
@@ -170,7 +171,7 @@ func (s *Store) deleteWorkspace(w http.ResponseWriter, r *http.Request, ps httpr
 		if !p.OrgManage() {
 			return denied("Deleting workspaces requires organization:manage.")
 		}
-		if n := len(storage.PrefixIDs(tx, storage.IdxWorkspaceDeployments, storage.Key(ws.ID), false)); n > 0 {
+		if n := controlplane.WorkspaceDeploymentCount(tx, ws.ID); n > 0 {
 			return refused("Workspace %s still has %d deployment(s); delete them first.", ws.ID, n)
 		}
 		if len(orgWorkspaceIDs(tx, ws.OrgID)) == 1 {

@@ -1,0 +1,219 @@
+package controlplane
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/storage"
+)
+
+// The control plane's buckets (their layout is described in
+// storage/schema.go, whose migrations create them by these names). Only
+// the store files (store*.go) name them: a handler or the reconciler asks
+// the store, which keeps every index in step with its record.
+const (
+	bucketDeployments       = "deployments"
+	idxWorkspaceDeployments = "idx_ws_deployments"      // workspace ‖ deployment → nil
+	idxDeploymentName       = "idx_deployment_name"     // workspace ‖ name → deployment
+	idxPendingDeployments   = "idx_pending_deployments" // deployment → nil: the reconciler has work there
+)
+
+// errNotFound says that a record the caller named does not exist or is not
+// visible to its workspace. Label is how the API names the kind of record
+// ("Deployment ID").
+type errNotFound struct {
+	label string
+	id    uuid.UUID
+}
+
+func (e errNotFound) Error() string { return fmt.Sprintf("%s %s not found.", e.label, e.id) }
+
+func deploymentNotFound(id uuid.UUID) error { return errNotFound{"Deployment ID", id} }
+func revisionNotFound(id uuid.UUID) error   { return errNotFound{"Revision ID", id} }
+func listenerNotFound(id uuid.UUID) error   { return errNotFound{"Listener ID", id} }
+func tracingNotFound(id uuid.UUID) error    { return errNotFound{"Tracing project", id} }
+
+// errConflict says that a write would take a unique name or key another
+// record holds; it is the whole message for the client.
+type errConflict struct{ detail string }
+
+func (e errConflict) Error() string { return e.detail }
+
+func conflict(format string, args ...any) error { return errConflict{fmt.Sprintf(format, args...)} }
+
+// readDeployment returns the deployment stored under id, whatever its
+// workspace (storage.ErrNotFound when there is none).
+func readDeployment(tx *bolt.Tx, id uuid.UUID) (*deploymentRecord, error) {
+	var d deploymentRecord
+	if err := storage.Get(tx, bucketDeployments, storage.Key(id), &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// deploymentExists says whether workspace ws has deployment id.
+func deploymentExists(tx *bolt.Tx, ws, id uuid.UUID) bool {
+	return tx.Bucket([]byte(idxWorkspaceDeployments)).Get(storage.Key(ws, id)) != nil
+}
+
+// loadDeployment returns the deployment if it belongs to the workspace;
+// another workspace's deployment is answered exactly like a missing one.
+func loadDeployment(tx *bolt.Tx, ws, id uuid.UUID) (*deploymentRecord, error) {
+	if !deploymentExists(tx, ws, id) {
+		return nil, deploymentNotFound(id)
+	}
+	d, err := readDeployment(tx, id)
+	if err != nil {
+		return nil, fmt.Errorf("deployment %s: %w", id, err)
+	}
+	return d, nil
+}
+
+// putDeployment writes an existing deployment's record; its name, workspace
+// and host indexes are written by insertDeployment, removeDeploymentRecords
+// and moveHost.
+func putDeployment(tx *bolt.Tx, d *deploymentRecord) error {
+	deploymentsChanged(tx)
+	return storage.Put(tx, bucketDeployments, storage.Key(uuid.MustParse(d.ID)), d)
+}
+
+// insertDeployment stores a new deployment of workspace ws with its indexes
+// (name, workspace, custom host) and marks it pending for the reconciler.
+// A name or host another deployment holds is an errConflict.
+func insertDeployment(tx *bolt.Tx, ws uuid.UUID, d *deploymentRecord) error {
+	id := uuid.MustParse(d.ID)
+	nameKey := storage.Key(ws, d.Name)
+	names := tx.Bucket([]byte(idxDeploymentName))
+	if names.Get(nameKey) != nil {
+		return conflict("A deployment named %q already exists in this workspace.", d.Name)
+	}
+	if err := claimHost(tx, customHostOf(&d.Deployment), id); err != nil {
+		return err
+	}
+	return errors.Join(
+		putDeployment(tx, d),
+		names.Put(nameKey, storage.Key(id)),
+		tx.Bucket([]byte(idxWorkspaceDeployments)).Put(storage.Key(ws, id), nil),
+		markPending(tx, d.ID),
+	)
+}
+
+// eachWorkspaceDeployment calls fn with the deployments of ws, newest first
+// when newest is set, until fn returns false.
+func eachWorkspaceDeployment(tx *bolt.Tx, ws uuid.UUID, newest bool, fn func(*deploymentRecord) bool) error {
+	for _, id := range storage.PrefixIDs(tx, idxWorkspaceDeployments, storage.Key(ws), newest) {
+		d, err := readDeployment(tx, id)
+		if err != nil {
+			return fmt.Errorf("deployment %s: %w", id, err)
+		}
+		if !fn(d) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// eachDeployment calls fn with every deployment of the install.
+func eachDeployment(tx *bolt.Tx, fn func(*deploymentRecord) error) error {
+	return eachRecord(tx, bucketDeployments, fn)
+}
+
+// eachRecord calls fn with every record of bucket, decoded.
+func eachRecord[T any](tx *bolt.Tx, bucket string, fn func(*T) error) error {
+	return tx.Bucket([]byte(bucket)).ForEach(func(k, v []byte) error {
+		var rec T
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("decode %s record %x: %w", bucket, k, err)
+		}
+		return fn(&rec)
+	})
+}
+
+// deploymentIDByName returns the id of the workspace's deployment called
+// name.
+func deploymentIDByName(tx *bolt.Tx, ws uuid.UUID, name string) (uuid.UUID, bool) {
+	raw := tx.Bucket([]byte(idxDeploymentName)).Get(storage.Key(ws, name))
+	if len(raw) != 16 {
+		return uuid.Nil, false
+	}
+	return uuid.UUID(raw), true
+}
+
+// WorkspaceDeploymentCount is how many deployments workspace ws owns, read
+// in the caller's transaction (the organization API refuses to delete a
+// workspace that still has some).
+func WorkspaceDeploymentCount(tx *bolt.Tx, ws uuid.UUID) int {
+	return len(storage.PrefixIDs(tx, idxWorkspaceDeployments, storage.Key(ws), false))
+}
+
+// markPending tells the reconciler, in the same transaction as the change,
+// that a deployment has work: a queued revision, a deletion, a new record.
+func markPending(tx *bolt.Tx, depID string) error {
+	return tx.Bucket([]byte(idxPendingDeployments)).Put(storage.Key(uuid.MustParse(depID)), nil)
+}
+
+// unmarkPending drops a deployment with no work left from the pending index.
+func unmarkPending(tx *bolt.Tx, id uuid.UUID) error {
+	return tx.Bucket([]byte(idxPendingDeployments)).Delete(storage.Key(id))
+}
+
+// pendingDeployments lists the deployments marked pending, oldest first.
+func pendingDeployments(tx *bolt.Tx) ([]uuid.UUID, error) {
+	var ids []uuid.UUID
+	err := tx.Bucket([]byte(idxPendingDeployments)).ForEach(func(k, _ []byte) error {
+		id, err := uuid.FromBytes(k)
+		if err != nil {
+			return fmt.Errorf("pending deployment key %x: %w", k, err)
+		}
+		ids = append(ids, id)
+		return nil
+	})
+	return ids, err
+}
+
+// removeDeploymentRecords deletes deployment d and everything it owns: its
+// revisions and their logs, its uploads' records, its agent output, its
+// custom host, its indexes and, if its deletion asked for it, its tracing
+// project. Uploaded files are the caller's to remove once this commits.
+func removeDeploymentRecords(tx *bolt.Tx, d *deploymentRecord) error {
+	id, ws := uuid.MustParse(d.ID), uuid.MustParse(d.TenantID)
+	if err := errors.Join(deleteRevisions(tx, id), deleteUploads(tx, id)); err != nil {
+		return err
+	}
+	if d.DeleteTracingProject {
+		if err := deleteTracingProject(tx, ws, d.Name); err != nil {
+			return err
+		}
+	}
+	deploymentsChanged(tx)
+	return errors.Join(deleteAgentLogs(tx, id),
+		releaseHost(tx, customHostOf(&d.Deployment), id),
+		unmarkPending(tx, id),
+		storage.Delete(tx, bucketDeployments, storage.Key(id)),
+		tx.Bucket([]byte(idxDeploymentName)).Delete(storage.Key(ws, d.Name)),
+		tx.Bucket([]byte(idxWorkspaceDeployments)).Delete(storage.Key(ws, id)),
+	)
+}
+
+// deploymentUsingListener returns the id of a deployment of ws that names
+// listener lid, or "".
+func deploymentUsingListener(tx *bolt.Tx, ws uuid.UUID, lid string) (string, error) {
+	var found string
+	err := eachWorkspaceDeployment(tx, ws, false, func(d *deploymentRecord) bool {
+		if d.SourceConfig.ListenerID != nil && *d.SourceConfig.ListenerID == lid {
+			found = d.ID
+		}
+		return found == ""
+	})
+	return found, err
+}
+
+// deploymentRecorded says whether a deployment with id is on record, in
+// any workspace.
+func deploymentRecorded(tx *bolt.Tx, id uuid.UUID) bool {
+	return tx.Bucket([]byte(bucketDeployments)).Get(storage.Key(id)) != nil
+}
