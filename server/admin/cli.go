@@ -5,8 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -94,6 +95,18 @@ func Main(args []string, dataDir string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	orgPath := func(id string) string { return "/v1/orgs/" + url.PathEscape(id) }
+	// call asks the server and decodes its answer into out; done says the
+	// command has ended there (an error reported, or --json printed), with
+	// exit status code.
+	call := func(method, path string, body, out any) (code int, done bool) {
+		if err := c.Do(method, path, body, out); err != nil {
+			return fail(err), true
+		}
+		if *asJSON {
+			return printJSON(out), true
+		}
+		return 0, false
+	}
 
 	switch group + " " + cmd {
 	case "org create":
@@ -107,11 +120,8 @@ func Main(args []string, dataDir string, stdout, stderr io.Writer) int {
 			return usage("org create: --name is required")
 		}
 		var org OrgView
-		if err := c.Do("POST", "/v1/orgs", CreateOrgRequest{Name: *name, Plan: *plan, Personal: *personal}, &org); err != nil {
-			return fail(err)
-		}
-		if *asJSON {
-			return printJSON(org)
+		if code, done := call("POST", "/v1/orgs", CreateOrgRequest{Name: *name, Plan: *plan, Personal: *personal}, &org); done {
+			return code
 		}
 		fmt.Fprintln(stdout, org.ID)
 		fmt.Fprintf(stderr, "created organization %q (%s plan%s) with workspace Default %s\n",
@@ -123,11 +133,8 @@ func Main(args []string, dataDir string, stdout, stderr io.Writer) int {
 			return usage("%s %s: %v", group, cmd, err)
 		}
 		var orgs []OrgView
-		if err := c.Do("GET", "/v1/orgs", nil, &orgs); err != nil {
-			return fail(err)
-		}
-		if *asJSON {
-			return printJSON(orgs)
+		if code, done := call("GET", "/v1/orgs", nil, &orgs); done {
+			return code
 		}
 		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tNAME\tPLAN\tPERSONAL\tFLAGS\tAUDIT LOGS\tCREATED")
@@ -241,20 +248,14 @@ func Main(args []string, dataDir string, stdout, stderr io.Writer) int {
 			return usage("audit prune: --before must be an RFC 3339 time (2006-01-02T15:04:05Z): %v", err)
 		}
 		var out PruneResponse
-		if err := c.Do("POST", "/v1/audit/prune", PruneRequest{Before: t, Org: *org}, &out); err != nil {
-			return fail(err)
-		}
-		if *asJSON {
-			return printJSON(out)
+		if code, done := call("POST", "/v1/audit/prune", PruneRequest{Before: t, Org: *org}, &out); done {
+			return code
 		}
 		total := 0
-		ids := make([]string, 0, len(out.Pruned))
-		for id, n := range out.Pruned {
-			ids = append(ids, id)
+		for _, n := range out.Pruned {
 			total += n
 		}
-		sort.Strings(ids)
-		for _, id := range ids {
+		for _, id := range slices.Sorted(maps.Keys(out.Pruned)) {
 			fmt.Fprintf(stdout, "organization %s: pruned %d event(s)\n", id, out.Pruned[id])
 		}
 		fmt.Fprintf(stdout, "pruned %d event(s) older than %s\n", total, out.Before.Format(time.RFC3339Nano))
@@ -265,11 +266,8 @@ func Main(args []string, dataDir string, stdout, stderr io.Writer) int {
 			return usage("%s %s: %v", group, cmd, err)
 		}
 		var st audit.ForwardStatus
-		if err := c.Do("GET", "/v1/audit/forward", nil, &st); err != nil {
-			return fail(err)
-		}
-		if *asJSON {
-			return printJSON(st)
+		if code, done := call("GET", "/v1/audit/forward", nil, &st); done {
+			return code
 		}
 		printForward(stdout, &st)
 		return 0
@@ -281,11 +279,7 @@ func flags(cfg map[string]any) string {
 	if len(cfg) == 0 {
 		return "-"
 	}
-	keys := make([]string, 0, len(cfg))
-	for k := range cfg {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(cfg))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s=%v", k, cfg[k])
