@@ -170,20 +170,20 @@ func TestGoldenDatabase(t *testing.T) {
 	})
 
 	// The active revisions are restored after the start, which opens
-	// their sealed secrets for the runtime: a deployment whose secrets
-	// do not open stays UNKNOWN.
+	// their sealed secrets for the runtime: the log says so for each (a
+	// deployment whose secrets do not open logs that it could not be
+	// restored, and turns UNKNOWN).
 	t.Run("secrets reach the runtime", func(t *testing.T) {
 		for _, want := range m.Deployments {
 			deadline := time.Now().Add(20 * time.Second)
-			for {
-				st := s.Do("GET", "/v2/deployments/"+want.ID, nil).Map()["status"]
-				if st == "READY" {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("deployment %s stays %v after the restore\n%s", want.Name, st, s.Logs())
+			for !logged(s.Logs(), want.ID, "active revision restored") {
+				if time.Now().After(deadline) || logged(s.Logs(), want.ID, "could not restore") {
+					t.Fatalf("deployment %s was not restored\n%s", want.Name, s.Logs())
 				}
 				time.Sleep(20 * time.Millisecond)
+			}
+			if st := s.Do("GET", "/v2/deployments/"+want.ID, nil).Map()["status"]; st != "READY" {
+				t.Fatalf("deployment %s is %v after its restore", want.Name, st)
 			}
 		}
 		// A rollback to the first revision opens that revision's secrets.
@@ -221,6 +221,16 @@ func TestGoldenDatabase(t *testing.T) {
 			t.Errorf("slipway admin audit verify: %v\n%s", err, out)
 		}
 	})
+}
+
+// logged reports whether one line of logs names both id and msg.
+func logged(logs, id, msg string) bool {
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, id) && strings.Contains(line, msg) {
+			return true
+		}
+	}
+	return false
 }
 
 func goldenAdmin(t *testing.T, dataDir string, args ...string) (string, error) {
