@@ -67,13 +67,17 @@ func run(args []string) int {
 		}
 		return exitCode(agentapi.Run(ctx, cfg, newLogger(cfg.LogLevel, cfg.LogFormat), version))
 	case "admin":
-		dir := os.Getenv("SLIPWAY_DATA_DIR")
-		if dir == "" {
-			dir = "./slipway-data" // the serve default
+		cfg, err := config.LoadAdmin(nil)
+		if err != nil {
+			return configError(err)
 		}
-		return admin.Main(args, dir, os.Stdout, os.Stderr)
+		return admin.Main(args, cfg.DataDir, os.Stdout, os.Stderr)
 	case "images":
-		return server.ImagesMain(ctx, args, os.Stdout, os.Stderr)
+		cfg, err := config.LoadImages(nil)
+		if err != nil {
+			return configError(err)
+		}
+		return server.ImagesMain(ctx, cfg, args, os.Stdout, os.Stderr)
 	case "help", "--help", "-h":
 		usage()
 		return 0

@@ -20,14 +20,33 @@ import (
 	"slipway/storage"
 )
 
+// Data names the data directory: `slipway serve` keeps its database there,
+// and `slipway admin` finds the running server's socket there.
+type Data struct {
+	DataDir string `env:"SLIPWAY_DATA_DIR" envDefault:"./slipway-data"`
+}
+
+// Logging is how a server process logs.
+type Logging struct {
+	LogLevel  string `env:"SLIPWAY_LOG_LEVEL" envDefault:"info"`
+	LogFormat string `env:"SLIPWAY_LOG_FORMAT" envDefault:"json"`
+}
+
+// Images is where the docker runtime keeps the Debian root filesystems its
+// Python agent images are made from, between builds and installs; `slipway
+// serve` and `slipway images` share it.
+type Images struct {
+	ImageCache string `env:"SLIPWAY_IMAGE_CACHE" envDefault:"/var/cache/slipway"`
+}
+
 // Serve configures `slipway serve`: the control plane, the organization API,
 // the runtime drivers and the proxy.
 type Serve struct {
+	Data
+	Logging
+	Images
 	Addr            string `env:"SLIPWAY_ADDR" envDefault:"127.0.0.1:8484"`
-	DataDir         string `env:"SLIPWAY_DATA_DIR" envDefault:"./slipway-data"`
 	PublicURL       string `env:"SLIPWAY_PUBLIC_URL"`
-	LogLevel        string `env:"SLIPWAY_LOG_LEVEL" envDefault:"info"`
-	LogFormat       string `env:"SLIPWAY_LOG_FORMAT" envDefault:"json"`
 	MasterKey       string `env:"SLIPWAY_MASTER_KEY"`
 	MasterKeyFile   string `env:"SLIPWAY_MASTER_KEY_FILE"`
 	BootstrapAPIKey string `env:"SLIPWAY_BOOTSTRAP_API_KEY"`
@@ -62,9 +81,6 @@ type Serve struct {
 	SandboxUIDRange string `env:"SLIPWAY_SANDBOX_UID_RANGE" envDefault:"200000-265535"`
 	// SandboxUIDLow and SandboxUIDHigh are SandboxUIDRange parsed.
 	SandboxUIDLow, SandboxUIDHigh int
-	// ImageCache keeps the Debian root filesystems the docker runtime's
-	// Python agent images are made from, between builds and installs.
-	ImageCache string `env:"SLIPWAY_IMAGE_CACHE" envDefault:"/var/cache/slipway"`
 	// AgentLogLimitKB bounds the agent output kept per deployment; the
 	// oldest lines go first.
 	AgentLogLimitKB int `env:"SLIPWAY_AGENT_LOG_LIMIT_KB" envDefault:"2048"`
@@ -75,14 +91,13 @@ type Serve struct {
 
 // Agent configures `slipway agent`: one deployment's agent server.
 type Agent struct {
+	Logging
 	Addr        string `env:"SLIPWAY_AGENT_ADDR" envDefault:"0.0.0.0:8000"`
 	DataDir     string `env:"SLIPWAY_AGENT_DATA_DIR" envDefault:"./slipway-agent-data"`
 	GraphConfig string `env:"SLIPWAY_GRAPH_CONFIG"`
 	Workers     int    `env:"SLIPWAY_AGENT_WORKERS" envDefault:"16"`
 	MaxBodyMB   int    `env:"SLIPWAY_AGENT_MAX_BODY_MB" envDefault:"10"`
 	RunTimeout  int    `env:"SLIPWAY_AGENT_RUN_TIMEOUT_SECONDS" envDefault:"600"`
-	LogLevel    string `env:"SLIPWAY_LOG_LEVEL" envDefault:"info"`
-	LogFormat   string `env:"SLIPWAY_LOG_FORMAT" envDefault:"json"`
 	// Python is the interpreter that runs Python graphs. Empty: a .venv or
 	// venv beside langgraph.json, else python3 on PATH. A runtime that
 	// builds each revision's virtualenv points it there.
@@ -118,7 +133,7 @@ func LoadServe(environ map[string]string) (c Serve, err error) {
 		return c, &Error{fmt.Sprintf("SLIPWAY_DATA_DIR: %q: %v", c.DataDir, err)}
 	}
 	c.DataDir = abs
-	if err := checkLog(c.LogLevel, c.LogFormat); err != nil {
+	if err := c.Logging.check(); err != nil {
 		return c, err
 	}
 	if c.MaxUploadMB < 1 || c.MaxUploadMB > 10240 {
@@ -246,6 +261,23 @@ func parseUIDRange(raw string) (lo, hi int, err error) {
 	return int(l), int(h), nil
 }
 
+// Admin configures `slipway admin`, which talks to the server running on
+// the same data directory.
+type Admin struct {
+	Data
+}
+
+// LoadAdmin parses the admin configuration. environ may be nil (the process
+// environment) or a map for tests.
+func LoadAdmin(environ map[string]string) (c Admin, err error) {
+	return c, parse(&c, environ)
+}
+
+// LoadImages parses the configuration of `slipway images`.
+func LoadImages(environ map[string]string) (c Images, err error) {
+	return c, parse(&c, environ)
+}
+
 // LoadAgent parses and validates the agent configuration.
 func LoadAgent(environ map[string]string) (Agent, error) {
 	var c Agent
@@ -264,7 +296,7 @@ func LoadAgent(environ map[string]string) (Agent, error) {
 	if c.RunTimeout < 1 {
 		return c, &Error{"SLIPWAY_AGENT_RUN_TIMEOUT_SECONDS: must be at least 1"}
 	}
-	return c, checkLog(c.LogLevel, c.LogFormat)
+	return c, c.Logging.check()
 }
 
 func parse(v any, environ map[string]string) error {
@@ -289,13 +321,13 @@ func parse(v any, environ map[string]string) error {
 	return nil
 }
 
-func checkLog(level, format string) error {
-	switch level {
+func (l Logging) check() error {
+	switch level := l.LogLevel; level {
 	case "trace", "debug", "info", "warn", "error":
 	default:
 		return &Error{fmt.Sprintf("SLIPWAY_LOG_LEVEL: %q is not one of trace, debug, info, warn, error", level)}
 	}
-	switch format {
+	switch format := l.LogFormat; format {
 	case "json", "console":
 	default:
 		return &Error{fmt.Sprintf("SLIPWAY_LOG_FORMAT: %q is not one of json, console", format)}

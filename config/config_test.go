@@ -124,3 +124,33 @@ func TestSandboxUIDRange(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadAdminAndImages: `slipway admin` and `slipway images` read the
+// same variables, with the same defaults, as `slipway serve`.
+func TestLoadAdminAndImages(t *testing.T) {
+	tests := []struct {
+		name             string
+		env              map[string]string
+		wantDir, wantImg string
+	}{
+		{"defaults", map[string]string{}, "./slipway-data", "/var/cache/slipway"},
+		{"empty is the default", map[string]string{"SLIPWAY_DATA_DIR": "", "SLIPWAY_IMAGE_CACHE": ""}, "./slipway-data", "/var/cache/slipway"},
+		{"set", map[string]string{"SLIPWAY_DATA_DIR": "/srv/slipway", "SLIPWAY_IMAGE_CACHE": "/tmp/cache"}, "/srv/slipway", "/tmp/cache"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := LoadAdmin(tc.env)
+			if err != nil || a.DataDir != tc.wantDir {
+				t.Errorf("admin: %+v, %v; want data dir %q", a, err, tc.wantDir)
+			}
+			i, err := LoadImages(tc.env)
+			if err != nil || i.ImageCache != tc.wantImg {
+				t.Errorf("images: %+v, %v; want cache %q", i, err, tc.wantImg)
+			}
+			s, err := LoadServe(tc.env)
+			if err != nil || s.ImageCache != tc.wantImg {
+				t.Errorf("serve: %+v, %v; want cache %q", s, err, tc.wantImg)
+			}
+		})
+	}
+}

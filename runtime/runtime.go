@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 )
 
 // Spec is what a driver needs to build and run one revision.
@@ -52,6 +53,13 @@ type Driver interface {
 // (see Driver.Endpoint). Agents that share the host's loopback answer only
 // Slipway with it, never another deployment's code.
 const AgentTokenHeader = "X-Slipway-Agent-Token"
+
+// The drivers' defaults: how long a new revision may take to answer GET
+// /ok, and how long an agent gets to finish after SIGTERM.
+const (
+	DefaultHealthTimeout = 30 * time.Second
+	DefaultStopGrace     = 10 * time.Second
+)
 
 // ErrUnsupported marks a spec the driver cannot run (e.g. a docker-only
 // source on the process driver); the revision fails with its message.

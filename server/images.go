@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"slipway/config"
 	"slipway/runtime/docker"
 )
 
@@ -16,7 +17,7 @@ import (
 // it builds the docker runtime's agent images locally from Debian packages
 // (debootstrap, then docker import); Python ones Slipway otherwise builds
 // on first need. The root filesystems stay in SLIPWAY_IMAGE_CACHE.
-func ImagesMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func ImagesMain(ctx context.Context, cfg config.Images, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "build" {
 		fmt.Fprintln(stderr, "usage: slipway images build [-python 3.11[,3.13]] [-node 18[,20]]")
 		return 2
@@ -40,8 +41,7 @@ func ImagesMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "slipway images: %v\n", err)
 		return 1
 	}
-	cache := os.Getenv("SLIPWAY_IMAGE_CACHE")
-	d := &docker.Driver{Client: c, Bin: bin, ImageCache: cache}
+	d := &docker.Driver{Client: c, Bin: bin, ImageCache: cfg.ImageCache}
 	var jobs []func() (string, error)
 	for _, v := range strings.Split(*pythons, ",") {
 		if v = strings.TrimSpace(v); v != "" {

@@ -15,6 +15,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -942,16 +943,8 @@ func (d *Driver) Reconcile(ctx context.Context, deployments map[string]string) e
 	return errors.Join(errs...)
 }
 
-func (d *Driver) grace() time.Duration {
-	if d.StopGrace > 0 {
-		return d.StopGrace
-	}
-	return 10 * time.Second
-}
+func (d *Driver) grace() time.Duration { return cmp.Or(d.StopGrace, runtime.DefaultStopGrace) }
 
 func (d *Driver) healthTimeout() time.Duration {
-	if d.HealthTimeout > 0 {
-		return d.HealthTimeout
-	}
-	return 30 * time.Second
+	return cmp.Or(d.HealthTimeout, runtime.DefaultHealthTimeout)
 }

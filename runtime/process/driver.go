@@ -18,6 +18,7 @@
 package process
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -460,18 +461,10 @@ func (d *Driver) set(dep string, c *child) {
 	d.mu.Unlock()
 }
 
-func (d *Driver) grace() time.Duration {
-	if d.StopGrace > 0 {
-		return d.StopGrace
-	}
-	return 10 * time.Second
-}
+func (d *Driver) grace() time.Duration { return cmp.Or(d.StopGrace, runtime.DefaultStopGrace) }
 
 func (d *Driver) healthTimeout() time.Duration {
-	if d.HealthTimeout > 0 {
-		return d.HealthTimeout
-	}
-	return 30 * time.Second
+	return cmp.Or(d.HealthTimeout, runtime.DefaultHealthTimeout)
 }
 
 // Stop stops the revision if it is the one running. A built revision's

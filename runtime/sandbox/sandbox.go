@@ -133,6 +133,15 @@ func (l *Launcher) Command(ctx context.Context, job Job) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
+// What a mode does or does not give, in the words of the report; several
+// modes share them.
+const (
+	ownUID      = "each deployment runs as its own uid/gid with no capabilities and no_new_privs: it cannot signal or ptrace Slipway or another agent, nor read their files"
+	privateData = "the data directory is a tmpfs holding only the deployment's own directory: master key, database, uploads, admin socket and other deployments are not there"
+	privateProc = "a private /proc shows only the deployment's own processes; /tmp and /dev/shm are private"
+	sharedUID   = "Slipway is not root: deployments share its uid, so file permissions do not separate them"
+)
+
 // Isolation describes a mode for operators: what holds and what does not.
 func Isolation(m Mode, landlockABI int, notes []string) (mode string, guarantees, missing []string) {
 	missing = append(missing, notes...)
@@ -140,25 +149,19 @@ func Isolation(m Mode, landlockABI int, notes []string) (mode string, guarantees
 	switch m {
 	case ModeNamespaces:
 		mode = "per-deployment uid, mount/PID/IPC namespaces"
-		guarantees = append(guarantees,
-			"each deployment runs as its own uid/gid with no capabilities and no_new_privs: it cannot signal or ptrace Slipway or another agent, nor read their files",
-			"the data directory is a tmpfs holding only the deployment's own directory: master key, database, uploads, admin socket and other deployments are not there",
-			"a private /proc shows only the deployment's own processes; /tmp and /dev/shm are private")
+		guarantees = append(guarantees, ownUID, privateData, privateProc)
 	case ModeUID:
 		mode = "per-deployment uid, Landlock"
-		guarantees = append(guarantees,
-			"each deployment runs as its own uid/gid with no capabilities and no_new_privs: it cannot signal or ptrace Slipway or another agent, nor read their files (0700 directories)")
+		guarantees = append(guarantees, ownUID+" (0700 directories)")
 		missing = append(missing, "no mount/PID namespaces: other processes are visible in /proc (their environment and memory are not readable)")
 	case ModeUserNamespaces:
 		mode = "user/mount/PID/IPC namespaces, Landlock (shared uid)"
-		guarantees = append(guarantees,
-			"the data directory is a tmpfs holding only the deployment's own directory: master key, database, uploads, admin socket and other deployments are not there",
-			"a private /proc shows only the deployment's own processes; /tmp and /dev/shm are private")
-		missing = append(missing, "Slipway is not root: deployments share its uid, so file permissions do not separate them")
+		guarantees = append(guarantees, privateData, privateProc)
+		missing = append(missing, sharedUID)
 	case ModeLandlock:
 		mode = "Landlock (shared uid)"
 		missing = append(missing,
-			"Slipway is not root: deployments share its uid, so file permissions do not separate them",
+			sharedUID,
 			"no user namespaces: other processes are visible in /proc (Landlock denies reading their environment and memory)")
 	default:
 		mode = "same user as slipway (none)"

@@ -11,12 +11,14 @@
 package apidoc
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -323,10 +325,7 @@ func (b *builder) operation(op Op) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		ct := op.BodyType
-		if ct == "" {
-			ct = "application/json"
-		}
+		ct := cmp.Or(op.BodyType, "application/json")
 		if op.BodyOptional && ct == "application/json" {
 			s = Schema{"anyOf": []any{Schema{"type": "null"}, s}}
 		}
@@ -344,10 +343,7 @@ func (b *builder) operation(op Op) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			ct := r.ContentType
-			if ct == "" {
-				ct = "application/json"
-			}
+			ct := cmp.Or(r.ContentType, "application/json")
 			content := Schema{ct: Schema{"schema": s}}
 			if r.Stream {
 				content["text/event-stream"] = Schema{"schema": SSE}
@@ -399,11 +395,7 @@ func (b *builder) applyProps() error {
 		b.defs[def] = m
 		return nil
 	}
-	keys := make([]string, 0, len(b.doc.Enums))
-	for k := range b.doc.Enums {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(b.doc.Enums))
 	for _, k := range keys {
 		vals := b.doc.Enums[k]
 		if err := apply(k, func(p map[string]any) {

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -178,11 +180,7 @@ func RenderHTML(doc []byte, jsonPath string) ([]byte, error) {
 	for _, t := range d.Tags {
 		group(t.Name, t.Description)
 	}
-	paths := make([]string, 0, len(d.Paths))
-	for p := range d.Paths {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
+	paths := slices.Sorted(maps.Keys(d.Paths))
 	for _, p := range paths {
 		methods := make([]string, 0, len(d.Paths[p]))
 		for m := range d.Paths[p] {
@@ -194,11 +192,7 @@ func RenderHTML(doc []byte, jsonPath string) ([]byte, error) {
 			h := htmlOp{Method: strings.ToUpper(m), Path: p, ID: o.OperationID, Summary: o.Summary, Description: o.Description}
 			sec := []string{}
 			for _, req := range o.Security {
-				names := []string{}
-				for n := range req {
-					names = append(names, n)
-				}
-				sort.Strings(names)
+				names := slices.Sorted(maps.Keys(req))
 				sec = append(sec, strings.Join(names, "+"))
 			}
 			h.Security = strings.Join(sec, " or ")
@@ -210,11 +204,7 @@ func RenderHTML(doc []byte, jsonPath string) ([]byte, error) {
 					h.Body = typeOf(c.Schema) + " (" + ct + ")"
 				}
 			}
-			codes := make([]string, 0, len(o.Responses))
-			for c := range o.Responses {
-				codes = append(codes, c)
-			}
-			sort.Strings(codes)
+			codes := slices.Sorted(maps.Keys(o.Responses))
 			for _, c := range codes {
 				r := o.Responses[c]
 				body := "—"
@@ -247,11 +237,7 @@ func RenderHTML(doc []byte, jsonPath string) ([]byte, error) {
 			view.Groups = append(view.Groups, groups[name])
 		}
 	}
-	names := make([]string, 0, len(d.Components.Schemas))
-	for n := range d.Components.Schemas {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(d.Components.Schemas))
 	for _, n := range names {
 		s := d.Components.Schemas[n]
 		hs := htmlSchema{Name: n, Type: typeOf(s)}
@@ -263,11 +249,7 @@ func RenderHTML(doc []byte, jsonPath string) ([]byte, error) {
 			}
 		}
 		if props, ok := s["properties"].(map[string]any); ok {
-			pn := make([]string, 0, len(props))
-			for k := range props {
-				pn = append(pn, k)
-			}
-			sort.Strings(pn)
+			pn := slices.Sorted(maps.Keys(props))
 			for _, k := range pn {
 				ps, _ := props[k].(map[string]any)
 				desc, _ := ps["description"].(string)

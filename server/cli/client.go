@@ -51,23 +51,21 @@ func (e *APIError) ExitCode() int {
 	return ExitFailed
 }
 
+// refusals says, in the user's words, what a status means.
+var refusals = map[int]string{
+	http.StatusUnauthorized:          "the server did not accept the API key (set --api-key or SLIPWAY_API_KEY, or run slipway login)",
+	http.StatusForbidden:             "the server refused the request for this key",
+	http.StatusNotFound:              "not found",
+	http.StatusUnprocessableEntity:   "the server rejected the request as invalid",
+	http.StatusConflict:              "the request conflicts with the current state",
+	http.StatusRequestEntityTooLarge: "the request is too large for the server",
+	http.StatusTooManyRequests:       "the server is throttling requests; try again later",
+}
+
 func (e *APIError) Error() string {
-	var what string
+	what, ok := refusals[e.Status]
 	switch {
-	case e.Status == http.StatusUnauthorized:
-		what = "the server did not accept the API key (set --api-key or SLIPWAY_API_KEY, or run slipway login)"
-	case e.Status == http.StatusForbidden:
-		what = "the server refused the request for this key"
-	case e.Status == http.StatusNotFound:
-		what = "not found"
-	case e.Status == http.StatusUnprocessableEntity:
-		what = "the server rejected the request as invalid"
-	case e.Status == http.StatusConflict:
-		what = "the request conflicts with the current state"
-	case e.Status == http.StatusRequestEntityTooLarge:
-		what = "the request is too large for the server"
-	case e.Status == http.StatusTooManyRequests:
-		what = "the server is throttling requests; try again later"
+	case ok:
 	case e.Status >= 500:
 		what = "the server failed"
 	default:
@@ -210,11 +208,17 @@ type Deployment struct {
 
 // UnmarshalJSON keeps the raw document beside the decoded fields.
 func (d *Deployment) UnmarshalJSON(b []byte) error {
-	type plain Deployment
-	if err := json.Unmarshal(b, (*plain)(d)); err != nil {
+	type plain Deployment // the fields without this method
+	return decodeKeepingRaw((*plain)(d), &d.Raw, b)
+}
+
+// decodeKeepingRaw decodes b into fields (a type without an UnmarshalJSON
+// method, so that this is no recursion) and keeps a copy of b in raw.
+func decodeKeepingRaw[T any](fields *T, raw *json.RawMessage, b []byte) error {
+	if err := json.Unmarshal(b, fields); err != nil {
 		return err
 	}
-	d.Raw = append(json.RawMessage(nil), b...)
+	*raw = append(json.RawMessage(nil), b...)
 	return nil
 }
 
@@ -237,11 +241,7 @@ type Revision struct {
 // UnmarshalJSON keeps the raw document beside the decoded fields.
 func (r *Revision) UnmarshalJSON(b []byte) error {
 	type plain Revision
-	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
-		return err
-	}
-	r.Raw = append(json.RawMessage(nil), b...)
-	return nil
+	return decodeKeepingRaw((*plain)(r), &r.Raw, b)
 }
 
 // LogEntry is one line of a revision's log.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -31,9 +32,13 @@ func (a *app) oneName(cmd string, pos []string) (string, error) {
 	return pos[0], nil
 }
 
-// theDeployment is the one deployment a command names: its arguments
-// checked, then the server asked.
-func (a *app) theDeployment(ctx context.Context, cmd string, pos []string) (*Deployment, error) {
+// theDeployment is the one deployment a command names: its flags and arguments
+// parsed and checked, then the server asked.
+func (a *app) theDeployment(ctx context.Context, cmd string, fs *flag.FlagSet, args []string) (*Deployment, error) {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return nil, err
+	}
 	name, err := a.oneName(cmd, pos)
 	if err != nil {
 		return nil, err
@@ -107,11 +112,7 @@ func (a *app) list(ctx context.Context, args []string) error {
 // status: slipway status NAME — one deployment and its latest revision.
 func (a *app) status(ctx context.Context, args []string) error {
 	fs := a.flags("status", "NAME [--json]")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	d, err := a.theDeployment(ctx, "status", pos)
+	d, err := a.theDeployment(ctx, "status", fs, args)
 	if err != nil {
 		return err
 	}
@@ -150,11 +151,7 @@ func (a *app) status(ctx context.Context, args []string) error {
 // revisions: slipway revisions NAME — newest first; * marks the one serving.
 func (a *app) revisions(ctx context.Context, args []string) error {
 	fs := a.flags("revisions", "NAME [--json]")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	d, err := a.theDeployment(ctx, "revisions", pos)
+	d, err := a.theDeployment(ctx, "revisions", fs, args)
 	if err != nil {
 		return err
 	}
@@ -260,11 +257,7 @@ func (a *app) remove(ctx context.Context, args []string) error {
 	fs := a.flags("rm", "NAME [--yes] [--no-wait]")
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	noWait := fs.Bool("no-wait", false, "return once the deletion is accepted")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	d, err := a.theDeployment(ctx, "rm", pos)
+	d, err := a.theDeployment(ctx, "rm", fs, args)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,13 @@ func Forbidden(format string, args ...any) *Error {
 	return Errorf(http.StatusForbidden, format, args...)
 }
 
+// Unprocessable is a 422 whose detail is one sentence: the shape the
+// LangGraph agent servers give their own checks of a request. (The control
+// plane and the organization API answer 422 with Invalid's field errors.)
+func Unprocessable(format string, args ...any) *Error {
+	return Errorf(http.StatusUnprocessableEntity, format, args...)
+}
+
 // FieldError is one entry of a 422 HTTPValidationError.
 type FieldError struct {
 	Loc  []any  `json:"loc"`

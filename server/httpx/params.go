@@ -53,6 +53,21 @@ func QueryInt(q url.Values, name string, def, min, max int) (int, error) {
 	return n, nil
 }
 
+// QueryBool reads an optional boolean query parameter (true/false, 1/0 and
+// the other spellings strconv.ParseBool takes; absent is false), answering
+// FastAPI's 422 (bool_parsing) at ["query", name].
+func QueryBool(q url.Values, name string) (bool, error) {
+	v := q.Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, Invalid("bool_parsing", "Input should be a valid boolean", "query", name)
+	}
+	return b, nil
+}
+
 // LimitOffset reads the limit (1..maxLimit, default def) and offset (≥ 0)
 // query parameters every paged list of the hosted APIs takes.
 func LimitOffset(q url.Values, def, maxLimit int) (limit, offset int, err error) {

@@ -38,6 +38,32 @@ func TestLimitOffset(t *testing.T) {
 	}
 }
 
+func TestQueryBool(t *testing.T) {
+	for _, c := range []struct {
+		query   string
+		want    bool
+		invalid bool
+	}{
+		{"", false, false},
+		{"flag=true", true, false},
+		{"flag=1", true, false},
+		{"flag=False", false, false},
+		{"flag=0", false, false},
+		{"flag=maybe", false, true},
+		{"flag=yes", false, true},
+	} {
+		q, _ := url.ParseQuery(c.query)
+		got, err := QueryBool(q, "flag")
+		var ve *ValidationError
+		switch {
+		case c.invalid && (!errors.As(err, &ve) || ve.Errors[0].Type != "bool_parsing" || ve.Errors[0].Loc[1] != "flag"):
+			t.Errorf("%q: got %v, want bool_parsing at flag", c.query, err)
+		case !c.invalid && (err != nil || got != c.want):
+			t.Errorf("%q: got %v, %v; want %v", c.query, got, err, c.want)
+		}
+	}
+}
+
 func TestParseIDAndBearer(t *testing.T) {
 	for _, s := range []string{"urn:uuid:6ba7b810-9dad-11d1-80b4-00c04fd430c8", "{6ba7b810-9dad-11d1-80b4-00c04fd430c8}", "x"} {
 		if _, err := ParseID(s, "path", "id"); err == nil {

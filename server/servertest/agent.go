@@ -1,10 +1,7 @@
 package servertest
 
 import (
-	"net/http"
-	"os"
 	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -43,31 +40,9 @@ func StartAgent(t testing.TB, env map[string]string) *Agent {
 func (a *Agent) start() {
 	t := a.t
 	a.logs = &syncBuffer{}
-	cmd := exec.Command(Binary(t), "agent")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for k, v := range a.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Stdout, cmd.Stderr = a.logs, a.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	a.cmd = cmd
+	a.cmd = launch(t, Binary(t), "agent", a.Env, nil, a.logs)
 	checkAPI(a.URL)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get(a.URL + "/ok")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slipway agent did not start: %v\n%s", err, a.logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitReady(t, a.cmd, a.URL, "slipway agent", a.logs)
 }
 
 // Logs returns what the agent printed.
@@ -75,28 +50,13 @@ func (a *Agent) Logs() string { return a.logs.String() }
 
 // Stop sends SIGTERM and waits.
 func (a *Agent) Stop() {
-	if a.cmd == nil {
-		return
-	}
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = a.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = a.cmd.Process.Kill()
-		<-done
-	}
+	terminate(a.cmd, 20*time.Second)
 	a.cmd = nil
 }
 
 // Kill crashes the agent with SIGKILL.
 func (a *Agent) Kill() {
-	if a.cmd == nil {
-		return
-	}
-	_ = a.cmd.Process.Kill()
-	_ = a.cmd.Wait()
+	kill(a.cmd)
 	a.cmd = nil
 }
 

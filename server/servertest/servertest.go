@@ -182,34 +182,9 @@ func (s *Server) start() {
 	if bin == "" {
 		bin = Binary(t)
 	}
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for k, v := range s.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	if s.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
-	}
-	cmd.Stdout, cmd.Stderr = s.logs, s.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s.cmd = cmd
+	s.cmd = launch(t, bin, "serve", s.Env, s.cred, s.logs)
 	checkAPI(s.URL)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get(s.URL + "/ok")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) || cmd.ProcessState != nil {
-			t.Fatalf("slipway did not start: %v\n%s", err, s.logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitReady(t, s.cmd, s.URL, "slipway", s.logs)
 	if r, err := http.Get(s.URL + "/info"); err == nil {
 		var info struct {
 			InstanceID string `json:"instance_id"`
@@ -254,29 +229,78 @@ func (s *Server) Logs() string { return s.logs.String() }
 
 // Stop sends SIGTERM and waits for the process to exit.
 func (s *Server) Stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(25 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-done
-	}
+	terminate(s.cmd, 25*time.Second)
 	s.cmd = nil
 }
 
 // Kill sends SIGKILL (a crash) and waits for the process to die.
 func (s *Server) Kill() {
-	if s.cmd == nil {
+	kill(s.cmd)
+	s.cmd = nil
+}
+
+// launch starts `bin sub` with env added to a minimal environment (as the
+// user cred, when not nil), its output going to logs.
+func launch(t testing.TB, bin, sub string, env map[string]string, cred *syscall.Credential, logs *syncBuffer) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, sub)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// waitReady waits up to 15s for GET url/ok to answer 200.
+func waitReady(t testing.TB, cmd *exec.Cmd, url, what string, logs *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get(url + "/ok")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) || cmd.ProcessState != nil {
+			t.Fatalf("%s did not start: %v\n%s", what, err, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// terminate sends cmd's process SIGTERM and waits for it to exit, killing
+// it after grace.
+func terminate(cmd *exec.Cmd, grace time.Duration) {
+	if cmd == nil || cmd.Process == nil {
 		return
 	}
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	s.cmd = nil
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// kill sends cmd's process SIGKILL and waits for it to die.
+func kill(cmd *exec.Cmd) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
 }
 
 // Restart starts the server again on the same data dir and address.

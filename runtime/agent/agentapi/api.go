@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -26,43 +25,9 @@ type API struct {
 	MaxBody int64
 }
 
-// Handler routes every endpoint.
-func (a *API) Handler() http.Handler {
-	rt := httpx.Record(httpx.NewRouter())
-	a.routes(rt)
-	rt.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
-		httpx.LogFrom(r).Error().Interface("panic", v).Msg("handler panic")
-		httpx.WriteJSON(w, 500, map[string]any{"detail": "Internal server error."})
-	}
-	return httpx.LimitBody(rt, a.MaxBody)
-}
-
-// routes registers every endpoint on rt (the tests read them back to
-// compare with the OpenAPI document).
-func (a *API) routes(rt *httpx.Router) {
-	h := func(fn httpx.Handle) httprouter.Handle { return httpx.Adapt(a.errors(fn)) }
-	rt.GET("/ok", h(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-		httpx.WriteJSON(w, 200, map[string]any{"ok": true})
-		return nil
-	}))
-	rt.GET("/info", h(a.info))
-	a.docRoutes(rt)
-	a.assistantRoutes(rt, h)
-	a.threadRoutes(rt, h)
-	a.runRoutes(rt, h)
-	a.storeRoutes(rt, h)
-	if a.Engine.HasHTTPApp() {
-		// Paths (and methods) the API does not own go to the project's
-		// custom routes.
-		rt.NotFound = http.HandlerFunc(a.customRoute)
-		rt.MethodNotAllowed = http.HandlerFunc(a.customRoute)
-	}
-}
-
 func (a *API) info(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	httpx.WriteJSON(w, 200, map[string]any{"version": a.Version, "server": "slipway-agent",
-		"flags": map[string]any{"assistants": true, "crons": false, "langsmith": false}})
-	return nil
+	return reply(w)(map[string]any{"version": a.Version, "server": "slipway-agent",
+		"flags": map[string]any{"assistants": true, "crons": false, "langsmith": false}}, nil)
 }
 
 // errors maps engine errors to statuses with a {"detail": ...} body.
@@ -79,7 +44,7 @@ func (a *API) errors(fn httpx.Handle) httpx.Handle {
 		case errors.Is(err, agent.ErrConflict):
 			return httpx.Conflict("%s", strings.TrimPrefix(err.Error(), "conflict: "))
 		case errors.Is(err, agent.ErrInvalid):
-			return httpx.Errorf(http.StatusUnprocessableEntity, "%s", strings.TrimPrefix(err.Error(), "invalid: "))
+			return httpx.Unprocessable("%s", strings.TrimPrefix(err.Error(), "invalid: "))
 		}
 		return err
 	}
@@ -111,7 +76,7 @@ func decode(r *http.Request, v any) error {
 func threadID(ps httprouter.Params) (string, error) {
 	id := ps.ByName("thread_id")
 	if _, err := uuid.Parse(id); err != nil {
-		return "", httpx.Errorf(http.StatusUnprocessableEntity, "thread_id %q is not a UUID", id)
+		return "", httpx.Unprocessable("thread_id %q is not a UUID", id)
 	}
 	return strings.ToLower(id), nil
 }
@@ -119,45 +84,43 @@ func threadID(ps httprouter.Params) (string, error) {
 func runID(ps httprouter.Params) (string, error) {
 	id := ps.ByName("run_id")
 	if _, err := uuid.Parse(id); err != nil {
-		return "", httpx.Errorf(http.StatusUnprocessableEntity, "run_id %q is not a UUID", id)
+		return "", httpx.Unprocessable("run_id %q is not a UUID", id)
 	}
 	return strings.ToLower(id), nil
 }
 
-func intParam(r *http.Request, name string, def, min, max int) (int, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < min || n > max {
-		return 0, httpx.Errorf(http.StatusUnprocessableEntity, "%s must be an integer from %d to %d", name, min, max)
-	}
-	return n, nil
+// maxLimit bounds every page of the agent API: its own range, 1..1000.
+const maxLimit = 1000
+
+// page is the limit and offset of a search body.
+type page struct {
+	Limit  int `json:"limit"`
+	Offset int `json:"offset"`
 }
 
-// boolParam reads a query flag: true/false, 1/0 (absent is false).
-func boolParam(r *http.Request, name string) (bool, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return false, nil
+// decodePage decodes a search body v that holds p, then checks p: limit
+// 1..1000 (def when absent), offset not negative. (A limit or offset in
+// the query string is read with httpx.QueryInt and httpx.LimitOffset.)
+func decodePage(r *http.Request, v any, p *page, def int) error {
+	if err := decode(r, v); err != nil {
+		return err
 	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, httpx.Errorf(http.StatusUnprocessableEntity, "%s must be true or false", name)
+	if err := checkLimit(&p.Limit, def); err != nil {
+		return err
 	}
-	return b, nil
+	if p.Offset < 0 {
+		return httpx.Unprocessable("offset must not be negative")
+	}
+	return nil
 }
 
-func limitOffset(limit, offset *int, defLimit int) error {
+// checkLimit defaults a body's limit to def and keeps it in 1..maxLimit.
+func checkLimit(limit *int, def int) error {
 	if *limit == 0 {
-		*limit = defLimit
+		*limit = def
 	}
-	if *limit < 1 || *limit > 1000 {
-		return httpx.Errorf(http.StatusUnprocessableEntity, "limit must be between 1 and 1000")
-	}
-	if *offset < 0 {
-		return httpx.Errorf(http.StatusUnprocessableEntity, "offset must not be negative")
+	if *limit < 1 || *limit > maxLimit {
+		return httpx.Unprocessable("limit must be between 1 and %d", maxLimit)
 	}
 	return nil
 }
@@ -171,7 +134,7 @@ func oneOf(v, name string, allowed ...string) error {
 			return nil
 		}
 	}
-	return httpx.Errorf(http.StatusUnprocessableEntity, "%s must be one of %s, not %q", name, strings.Join(allowed, ", "), v)
+	return httpx.Unprocessable("%s must be one of %s, not %q", name, strings.Join(allowed, ", "), v)
 }
 
 // runRequest is the wire form of a run request: stream_mode may be a string
@@ -201,7 +164,7 @@ func decodeRunCreate(body []byte) (agent.RunCreate, error) {
 	}
 	rc := rr.RunCreate
 	if rc.AssistantID == "" {
-		return rc, httpx.Errorf(http.StatusUnprocessableEntity, "assistant_id is required")
+		return rc, httpx.Unprocessable("assistant_id is required")
 	}
 	switch m := rr.StreamMode.(type) {
 	case nil:
@@ -212,12 +175,12 @@ func decodeRunCreate(body []byte) (agent.RunCreate, error) {
 		for _, x := range m {
 			s, ok := x.(string)
 			if !ok {
-				return rc, httpx.Errorf(http.StatusUnprocessableEntity, "stream_mode must be a string or a list of strings")
+				return rc, httpx.Unprocessable("stream_mode must be a string or a list of strings")
 			}
 			rc.StreamMode = append(rc.StreamMode, s)
 		}
 	default:
-		return rc, httpx.Errorf(http.StatusUnprocessableEntity, "stream_mode must be a string or a list of strings")
+		return rc, httpx.Unprocessable("stream_mode must be a string or a list of strings")
 	}
 	for _, m := range rc.StreamMode {
 		if err := oneOf(m, "stream_mode", "values", "updates", "messages", "messages-tuple", "custom", "debug", "events", "tasks", "checkpoints"); err != nil {
@@ -238,16 +201,16 @@ func decodeRunCreate(body []byte) (agent.RunCreate, error) {
 		}
 	}
 	if rc.AfterSeconds < 0 {
-		return rc, httpx.Errorf(http.StatusUnprocessableEntity, "after_seconds must not be negative")
+		return rc, httpx.Unprocessable("after_seconds must not be negative")
 	}
 	if msgs, ok := rc.Input["messages"]; ok {
 		list, ok := msgs.([]any)
 		if !ok {
-			return rc, httpx.Errorf(http.StatusUnprocessableEntity, "input.messages must be a list of messages")
+			return rc, httpx.Unprocessable("input.messages must be a list of messages")
 		}
 		for i, m := range list {
 			if _, err := agent.NormalizeMessage(m); err != nil {
-				return rc, httpx.Errorf(http.StatusUnprocessableEntity, "input.messages[%d]: %v", i, err)
+				return rc, httpx.Unprocessable("input.messages[%d]: %v", i, err)
 			}
 		}
 	}

@@ -11,47 +11,16 @@ import (
 	"slipway/server/httpx"
 )
 
-func (a *API) assistantRoutes(rt *httpx.Router, h func(httpx.Handle) httprouter.Handle) {
-	rt.POST("/assistants", h(a.createAssistant))
-	rt.POST("/assistants/:assistant_id", h(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		switch ps.ByName("assistant_id") {
-		case "search":
-			return a.searchAssistants(w, r, false)
-		case "count":
-			return a.searchAssistants(w, r, true)
-		}
-		return httpx.Errorf(http.StatusMethodNotAllowed, "Method Not Allowed")
-	}))
-	rt.GET("/assistants/:assistant_id", h(a.getAssistant))
-	rt.PATCH("/assistants/:assistant_id", h(a.patchAssistant))
-	rt.DELETE("/assistants/:assistant_id", h(a.deleteAssistant))
-	rt.GET("/assistants/:assistant_id/graph", h(a.assistantGraph))
-	rt.GET("/assistants/:assistant_id/schemas", h(a.assistantSchemas))
-	rt.GET("/assistants/:assistant_id/subgraphs", h(a.assistantSubgraphs))
-	rt.GET("/assistants/:assistant_id/subgraphs/:namespace", h(a.assistantSubgraphs))
-	rt.POST("/assistants/:assistant_id/versions", h(a.assistantVersions))
-	rt.POST("/assistants/:assistant_id/latest", h(a.setLatestVersion))
-}
-
 // assistantVersions: POST /assistants/{id}/versions {metadata, limit, offset}.
 func (a *API) assistantVersions(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	var b struct {
 		Metadata map[string]any `json:"metadata"`
-		Limit    int            `json:"limit"`
-		Offset   int            `json:"offset"`
+		page
 	}
-	if err := decode(r, &b); err != nil {
+	if err := decodePage(r, &b, &b.page, 10); err != nil {
 		return err
 	}
-	if err := limitOffset(&b.Limit, &b.Offset, 10); err != nil {
-		return err
-	}
-	vs, err := a.Engine.AssistantVersions(ps.ByName("assistant_id"), b.Metadata, b.Limit, b.Offset)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, vs)
-	return nil
+	return reply(w)(a.Engine.AssistantVersions(ps.ByName("assistant_id"), b.Metadata, b.Limit, b.Offset))
 }
 
 // setLatestVersion: POST /assistants/{id}/latest {version}.
@@ -63,14 +32,9 @@ func (a *API) setLatestVersion(w http.ResponseWriter, r *http.Request, ps httpro
 		return err
 	}
 	if b.Version == nil || *b.Version < 1 {
-		return httpx.Errorf(http.StatusUnprocessableEntity, "version is required and must be at least 1")
+		return httpx.Unprocessable("version is required and must be at least 1")
 	}
-	as, err := a.Engine.SetLatestVersion(ps.ByName("assistant_id"), *b.Version)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, as)
-	return nil
+	return reply(w)(a.Engine.SetLatestVersion(ps.ByName("assistant_id"), *b.Version))
 }
 
 type assistantBody struct {
@@ -95,26 +59,16 @@ func (a *API) createAssistant(w http.ResponseWriter, r *http.Request, _ httprout
 		return err
 	}
 	if b.GraphID == "" {
-		return httpx.Errorf(http.StatusUnprocessableEntity, "graph_id is required")
+		return httpx.Unprocessable("graph_id is required")
 	}
 	if err := oneOf(b.IfExists, "if_exists", "raise", "do_nothing"); err != nil {
 		return err
 	}
-	as, err := a.Engine.CreateAssistant(b.assistant(), b.IfExists)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, as)
-	return nil
+	return reply(w)(a.Engine.CreateAssistant(b.assistant(), b.IfExists))
 }
 
 func (a *API) getAssistant(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	as, err := a.Engine.GetAssistant(ps.ByName("assistant_id"))
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, as)
-	return nil
+	return reply(w)(a.Engine.GetAssistant(ps.ByName("assistant_id")))
 }
 
 func (a *API) patchAssistant(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
@@ -122,20 +76,11 @@ func (a *API) patchAssistant(w http.ResponseWriter, r *http.Request, ps httprout
 	if err := decode(r, &b); err != nil {
 		return err
 	}
-	as, err := a.Engine.PatchAssistant(ps.ByName("assistant_id"), b.assistant())
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, as)
-	return nil
+	return reply(w)(a.Engine.PatchAssistant(ps.ByName("assistant_id"), b.assistant()))
 }
 
 func (a *API) deleteAssistant(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	if err := a.Engine.DeleteAssistant(ps.ByName("assistant_id")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, a.Engine.DeleteAssistant(ps.ByName("assistant_id")))
 }
 
 func (a *API) searchAssistants(w http.ResponseWriter, r *http.Request, count bool) error {
@@ -143,25 +88,13 @@ func (a *API) searchAssistants(w http.ResponseWriter, r *http.Request, count boo
 		GraphID  string         `json:"graph_id"`
 		Name     string         `json:"name"`
 		Metadata map[string]any `json:"metadata"`
-		Limit    int            `json:"limit"`
-		Offset   int            `json:"offset"`
+		page
 	}
-	if err := decode(r, &b); err != nil {
-		return err
-	}
-	if err := limitOffset(&b.Limit, &b.Offset, 10); err != nil {
+	if err := decodePage(r, &b, &b.page, 10); err != nil {
 		return err
 	}
 	list, n, err := a.Engine.SearchAssistants(b.GraphID, b.Name, b.Metadata, b.Limit, b.Offset)
-	if err != nil {
-		return err
-	}
-	if count {
-		httpx.WriteJSON(w, http.StatusOK, n)
-		return nil
-	}
-	httpx.WriteJSON(w, http.StatusOK, list)
-	return nil
+	return replyCount(w, count, list, n, err)
 }
 
 // assistantGraph describes the graph's nodes: a language host's graph as
@@ -180,18 +113,17 @@ func (a *API) assistantGraph(w http.ResponseWriter, r *http.Request, ps httprout
 	default:
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return httpx.Errorf(http.StatusUnprocessableEntity, "xray must be true, false or a non-negative integer")
+			return httpx.Unprocessable("xray must be true, false or a non-negative integer")
 		}
 		xray = n
 	}
 	if out, ok, err := a.Engine.Describe(as.GraphID, "graph", as.Config, map[string]any{"xray": xray}); ok {
 		return writeRaw(w, out, err)
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{
+	return reply(w)(map[string]any{
 		"nodes": []any{map[string]any{"id": "__start__"}, map[string]any{"id": as.GraphID}, map[string]any{"id": "__end__"}},
 		"edges": []any{map[string]any{"source": "__start__", "target": as.GraphID}, map[string]any{"source": as.GraphID, "target": "__end__"}},
-	})
-	return nil
+	}, nil)
 }
 
 func (a *API) assistantSchemas(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
@@ -203,9 +135,8 @@ func (a *API) assistantSchemas(w http.ResponseWriter, r *http.Request, ps httpro
 		return writeRaw(w, out, err)
 	}
 	state := map[string]any{"type": "object", "properties": map[string]any{"messages": map[string]any{"type": "array"}}}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"graph_id": as.GraphID, "input_schema": state, "output_schema": state,
-		"state_schema": state, "config_schema": map[string]any{"type": "object"}, "context_schema": map[string]any{"type": "object"}})
-	return nil
+	return reply(w)(map[string]any{"graph_id": as.GraphID, "input_schema": state, "output_schema": state,
+		"state_schema": state, "config_schema": map[string]any{"type": "object"}, "context_schema": map[string]any{"type": "object"}}, nil)
 }
 
 // assistantSubgraphs: GET /assistants/{id}/subgraphs[/{namespace}]?recurse,
@@ -215,7 +146,7 @@ func (a *API) assistantSubgraphs(w http.ResponseWriter, r *http.Request, ps http
 	if err != nil {
 		return err
 	}
-	recurse, err := boolParam(r, "recurse")
+	recurse, err := httpx.QueryBool(r.URL.Query(), "recurse")
 	if err != nil {
 		return err
 	}
@@ -223,8 +154,7 @@ func (a *API) assistantSubgraphs(w http.ResponseWriter, r *http.Request, ps http
 	if out, ok, err := a.Engine.Describe(as.GraphID, "subgraphs", as.Config, p); ok {
 		return writeRaw(w, out, err)
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{})
-	return nil
+	return reply(w)(map[string]any{}, nil)
 }
 
 // writeRaw answers with JSON a language host computed.

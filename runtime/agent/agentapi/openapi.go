@@ -1,13 +1,8 @@
 package agentapi
 
 import (
-	"net/http"
-
-	"github.com/julienschmidt/httprouter"
-
 	"slipway/runtime/agent"
 	"slipway/server/apidoc"
-	"slipway/server/httpx"
 )
 
 // Response shapes the handlers write as maps, named for the document.
@@ -37,6 +32,14 @@ func OpenAPIDoc(version string) *apidoc.Doc {
 	op := func(method, path, id, summary, tag string, body any, resps []apidoc.Resp) apidoc.Op {
 		return apidoc.Op{Method: method, Path: path, ID: id, Summary: summary, Tag: tag, Public: pub, Body: body, BodyOptional: true, Responses: resps}
 	}
+	// query documents an op's query parameters; their 422s are field
+	// errors at ["query", name] (httpx.QueryInt, LimitOffset, QueryBool).
+	query := func(o apidoc.Op, params ...apidoc.Param) apidoc.Op { o.Query = params; return o }
+	flag := func(name, desc string) apidoc.Param {
+		return apidoc.Param{Name: name, Description: desc, Schema: apidoc.Schema{"type": "boolean"}}
+	}
+	limit := apidoc.Param{Name: "limit", Description: "1 to 1000 (default 10).", Schema: apidoc.Schema{"type": "integer", "minimum": 1, "maximum": maxLimit}}
+	offset := apidoc.Param{Name: "offset", Schema: apidoc.Schema{"type": "integer", "minimum": 0}}
 	ops := []apidoc.Op{
 		op("GET", "/ok", "ok", "Liveness", srv, nil, ok(apidoc.Schema{"type": "object", "properties": apidoc.Schema{"ok": apidoc.Schema{"type": "boolean"}}})),
 		op("GET", "/info", "info", "Version and features", srv, nil, ok(apidoc.JSON)),
@@ -49,8 +52,10 @@ func OpenAPIDoc(version string) *apidoc.Doc {
 		op("DELETE", "/assistants/:assistant_id", "delete_assistant", "Delete an assistant", as, nil, []apidoc.Resp{{Status: 204}, {Status: 200, Body: anyV}}),
 		op("GET", "/assistants/:assistant_id/graph", "get_assistant_graph", "The assistant's graph (nodes and edges)", as, nil, ok(apidoc.JSON)),
 		op("GET", "/assistants/:assistant_id/schemas", "get_assistant_schemas", "The assistant's input, output, state and config schemas", as, nil, ok(apidoc.JSON)),
-		op("GET", "/assistants/:assistant_id/subgraphs", "get_assistant_subgraphs", "The schemas of the assistant's subgraphs by namespace (recurse: nested ones too)", as, nil, ok(apidoc.JSON)),
-		op("GET", "/assistants/:assistant_id/subgraphs/:namespace", "get_assistant_subgraphs_by_namespace", "The schemas of one subgraph (recurse: and its nested ones)", as, nil, ok(apidoc.JSON)),
+		query(op("GET", "/assistants/:assistant_id/subgraphs", "get_assistant_subgraphs", "The schemas of the assistant's subgraphs by namespace (recurse: nested ones too)", as, nil, ok(apidoc.JSON)),
+			flag("recurse", "Nested subgraphs too.")),
+		query(op("GET", "/assistants/:assistant_id/subgraphs/:namespace", "get_assistant_subgraphs_by_namespace", "The schemas of one subgraph (recurse: and its nested ones)", as, nil, ok(apidoc.JSON)),
+			flag("recurse", "Nested subgraphs too.")),
 		op("POST", "/assistants/:assistant_id/versions", "list_assistant_versions", "List an assistant's versions", as, apidoc.JSON, ok([]agent.Assistant{})),
 		op("POST", "/assistants/:assistant_id/latest", "set_latest_assistant_version", "Make a version the current one", as, apidoc.JSON, ok(agent.Assistant{})),
 		op("POST", "/threads", "create_thread", "Create a thread", th, apidoc.JSON, ok(agent.Thread{})),
@@ -58,17 +63,20 @@ func OpenAPIDoc(version string) *apidoc.Doc {
 		op("GET", "/threads/:thread_id", "get_thread", "Get a thread", th, nil, ok(agent.Thread{})),
 		op("PATCH", "/threads/:thread_id", "patch_thread", "Update a thread's metadata", th, apidoc.JSON, ok(agent.Thread{})),
 		op("DELETE", "/threads/:thread_id", "delete_thread", "Delete a thread", th, nil, []apidoc.Resp{{Status: 204}, {Status: 200, Body: anyV}}),
-		op("GET", "/threads/:thread_id/state", "get_thread_state", "A thread's current state", th, nil, ok(agent.Checkpoint{})),
-		op("GET", "/threads/:thread_id/state/:checkpoint_id", "get_thread_state_at", "A thread's state at a checkpoint", th, nil, ok(agent.Checkpoint{})),
+		query(op("GET", "/threads/:thread_id/state", "get_thread_state", "A thread's current state", th, nil, ok(agent.Checkpoint{})),
+			flag("subgraphs", "Include the subgraphs' states.")),
+		query(op("GET", "/threads/:thread_id/state/:checkpoint_id", "get_thread_state_at", "A thread's state at a checkpoint", th, nil, ok(agent.Checkpoint{})),
+			flag("subgraphs", "Include the subgraphs' states.")),
 		op("POST", "/threads/:thread_id/state", "update_thread_state", "Update a thread's state (a new checkpoint)", th, apidoc.JSON, ok(StateUpdated{})),
 		op("POST", "/threads/:thread_id/state/:checkpoint_id", "get_thread_state_at_post", "A thread's state at a checkpoint (POST form)", th, apidoc.JSON, ok(agent.Checkpoint{})),
-		op("GET", "/threads/:thread_id/history", "get_thread_history", "A thread's checkpoints, newest first", th, nil, ok([]agent.Checkpoint{})),
+		query(op("GET", "/threads/:thread_id/history", "get_thread_history", "A thread's checkpoints, newest first", th, nil, ok([]agent.Checkpoint{})), limit),
 		op("POST", "/threads/:thread_id/history", "search_thread_history", "A thread's checkpoints, filtered", th, apidoc.JSON, ok([]agent.Checkpoint{})),
 		op("POST", "/threads/:thread_id/copy", "copy_thread", "Copy a thread with its checkpoints", th, nil, ok(agent.Thread{})),
 		op("POST", "/runs", "create_stateless_run", "Start a run on a temporary thread", runs, agent.RunCreate{}, stream),
 		op("POST", "/runs/:action", "stateless_run_action", "Stateless runs: stream, wait, or batch", runs, anyV, stream),
 		op("POST", "/threads/:thread_id/runs", "create_run", "Start a run on a thread", runs, agent.RunCreate{}, stream),
-		op("GET", "/threads/:thread_id/runs", "list_runs", "List a thread's runs", runs, nil, ok([]agent.Run{})),
+		query(op("GET", "/threads/:thread_id/runs", "list_runs", "List a thread's runs", runs, nil, ok([]agent.Run{})), limit, offset,
+			apidoc.Param{Name: "status", Schema: apidoc.Schema{"type": "string"}}),
 		op("POST", "/threads/:thread_id/runs/:run_id", "run_action", "Start a run and stream (run_id: stream) or wait for it (wait)", runs, agent.RunCreate{}, stream),
 		op("GET", "/threads/:thread_id/runs/:run_id", "get_run", "Get a run", runs, nil, ok(agent.Run{})),
 		op("DELETE", "/threads/:thread_id/runs/:run_id", "delete_run", "Delete a run", runs, nil, []apidoc.Resp{{Status: 204}, {Status: 200, Body: anyV}}),
@@ -96,11 +104,4 @@ func OpenAPIDoc(version string) *apidoc.Doc {
 			"Run.multitask_strategy": {agent.StrategyReject, agent.StrategyInterrupt, agent.StrategyRollback, agent.StrategyEnqueue},
 		},
 	}
-}
-
-// docRoutes serves the document and its page.
-func (a *API) docRoutes(rt *httpx.Router) {
-	h := apidoc.NewHandlers(OpenAPIDoc(a.Version), "openapi.json")
-	rt.GET("/openapi.json", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { h.JSON(w, r) })
-	rt.GET("/docs", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { h.HTML(w, r) })
 }

@@ -1,7 +1,6 @@
 package agentapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,40 +13,6 @@ import (
 	"slipway/runtime/agent"
 	"slipway/server/httpx"
 )
-
-func (a *API) runRoutes(rt *httpx.Router, h func(httpx.Handle) httprouter.Handle) {
-	// Stateless runs: /runs, /runs/stream, /runs/wait.
-	rt.POST("/runs", h(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-		return a.createRun(w, r, "", "")
-	}))
-	rt.POST("/runs/:action", h(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		if ps.ByName("action") == "batch" {
-			return a.batchRuns(w, r)
-		}
-		return a.createRun(w, r, "", ps.ByName("action"))
-	}))
-	rt.POST("/threads/:thread_id/runs", h(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		id, err := threadID(ps)
-		if err != nil {
-			return err
-		}
-		return a.createRun(w, r, id, "")
-	}))
-	rt.GET("/threads/:thread_id/runs", h(a.listRuns))
-	// /runs/stream and /runs/wait share the position of :run_id.
-	rt.POST("/threads/:thread_id/runs/:run_id", h(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		id, err := threadID(ps)
-		if err != nil {
-			return err
-		}
-		return a.createRun(w, r, id, ps.ByName("run_id"))
-	}))
-	rt.GET("/threads/:thread_id/runs/:run_id", h(a.getRun))
-	rt.DELETE("/threads/:thread_id/runs/:run_id", h(a.deleteRun))
-	rt.GET("/threads/:thread_id/runs/:run_id/join", h(a.joinRun))
-	rt.GET("/threads/:thread_id/runs/:run_id/stream", h(a.joinStream))
-	rt.POST("/threads/:thread_id/runs/:run_id/cancel", h(a.cancelRun))
-}
 
 // createRun handles POST /[threads/{id}/]runs[/stream|/wait].
 func (a *API) createRun(w http.ResponseWriter, r *http.Request, thread, action string) error {
@@ -82,8 +47,7 @@ func (a *API) createRun(w http.ResponseWriter, r *http.Request, thread, action s
 	case "wait":
 		return a.wait(w, r, run, events, rc.OnDisconnect == "cancel")
 	}
-	httpx.WriteJSON(w, http.StatusOK, run)
-	return nil
+	return reply(w)(run, nil)
 }
 
 // batchRuns: POST /runs/batch, a list of stateless run requests. Every
@@ -95,7 +59,7 @@ func (a *API) batchRuns(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if len(items) == 0 {
-		return httpx.Errorf(http.StatusUnprocessableEntity, "the body must be a non-empty list of run requests")
+		return httpx.Unprocessable("the body must be a non-empty list of run requests")
 	}
 	reqs := make([]agent.RunCreate, len(items))
 	for i, raw := range items {
@@ -118,8 +82,7 @@ func (a *API) batchRuns(w http.ResponseWriter, r *http.Request) error {
 		}
 		runs = append(runs, run)
 	}
-	httpx.WriteJSON(w, http.StatusOK, runs)
-	return nil
+	return reply(w)(runs, nil)
 }
 
 // wait answers with the run's final values; a failed run still answers 200
@@ -127,20 +90,8 @@ func (a *API) batchRuns(w http.ResponseWriter, r *http.Request) error {
 func (a *API) wait(w http.ResponseWriter, r *http.Request, run agent.Run, log *agent.EventLog, cancelOnDisconnect bool) error {
 	var last json.RawMessage
 	var failure map[string]any
-	after := 0
-	for log != nil {
-		evs, done, err := log.Next(r.Context(), after)
-		if err != nil {
-			if cancelOnDisconnect {
-				_ = a.Engine.Cancel(context.Background(), run.ThreadID, run.RunID, agent.StrategyInterrupt, false)
-			}
-			return nil
-		}
-		if done {
-			break
-		}
+	if !a.follow(r, run, log, 0, cancelOnDisconnect, func(evs []agent.StreamEvent) bool {
 		for _, ev := range evs {
-			after = ev.ID
 			switch ev.Event {
 			case "values":
 				last = ev.Data
@@ -148,6 +99,9 @@ func (a *API) wait(w http.ResponseWriter, r *http.Request, run agent.Run, log *a
 				_ = json.Unmarshal(ev.Data, &failure)
 			}
 		}
+		return true
+	}) {
+		return nil
 	}
 	w.Header().Set("Content-Type", "application/json")
 	switch {
@@ -167,83 +121,32 @@ func (a *API) wait(w http.ResponseWriter, r *http.Request, run agent.Run, log *a
 	return nil
 }
 
-func (a *API) ids(ps httprouter.Params) (string, string, error) {
-	t, err := threadID(ps)
-	if err != nil {
-		return "", "", err
-	}
-	rid, err := runID(ps)
-	return t, rid, err
+func (a *API) getRun(w http.ResponseWriter, _ *http.Request, t, rid string) error {
+	return reply(w)(a.Engine.GetRun(t, rid))
 }
 
-func (a *API) getRun(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	t, rid, err := a.ids(ps)
+func (a *API) listRuns(w http.ResponseWriter, r *http.Request, _ httprouter.Params, t string) error {
+	q := r.URL.Query()
+	limit, offset, err := httpx.LimitOffset(q, 10, maxLimit)
 	if err != nil {
 		return err
 	}
-	run, err := a.Engine.GetRun(t, rid)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, run)
-	return nil
-}
-
-func (a *API) listRuns(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	t, err := threadID(ps)
-	if err != nil {
-		return err
-	}
-	limit, err := intParam(r, "limit", 10, 1, 1000)
-	if err != nil {
-		return err
-	}
-	offset, err := intParam(r, "offset", 0, 0, 1<<30)
-	if err != nil {
-		return err
-	}
-	status := r.URL.Query().Get("status")
+	status := q.Get("status")
 	if err := oneOf(status, "status", agent.RunPending, agent.RunRunning, agent.RunSuccess, agent.RunError, agent.RunTimeout, agent.RunInterrupted); err != nil {
 		return err
 	}
-	runs, err := a.Engine.ListRuns(t, limit, offset, status)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, runs)
-	return nil
+	return reply(w)(a.Engine.ListRuns(t, limit, offset, status))
 }
 
-func (a *API) deleteRun(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	t, rid, err := a.ids(ps)
-	if err != nil {
-		return err
-	}
-	if err := a.Engine.DeleteRun(t, rid); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+func (a *API) deleteRun(w http.ResponseWriter, _ *http.Request, t, rid string) error {
+	return noContent(w, a.Engine.DeleteRun(t, rid))
 }
 
-func (a *API) joinRun(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	t, rid, err := a.ids(ps)
-	if err != nil {
-		return err
-	}
-	values, err := a.Engine.Join(r.Context(), t, rid)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, values)
-	return nil
+func (a *API) joinRun(w http.ResponseWriter, r *http.Request, t, rid string) error {
+	return reply(w)(a.Engine.Join(r.Context(), t, rid))
 }
 
-func (a *API) cancelRun(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	t, rid, err := a.ids(ps)
-	if err != nil {
-		return err
-	}
+func (a *API) cancelRun(w http.ResponseWriter, r *http.Request, t, rid string) error {
 	q := r.URL.Query()
 	action := q.Get("action")
 	if err := oneOf(action, "action", agent.StrategyInterrupt, agent.StrategyRollback); err != nil {

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/julienschmidt/httprouter"
-
 	"slipway/runtime/agent"
 	"slipway/server/httpx"
 )
@@ -37,40 +35,49 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request, run agent.Run, log 
 		}
 	}
 	flush()
-	if log == nil {
-		return nil // the run ended long ago: nothing to replay
-	}
-	for {
+	// A run that ended long ago has no log: nothing to replay.
+	a.follow(r, run, log, after, cancelOnDisconnect, func(evs []agent.StreamEvent) bool {
+		for _, ev := range evs {
+			if !want[baseMode(ev.Event)] {
+				continue
+			}
+			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\nid: %d\n\n", ev.Event, ev.Data, ev.ID); err != nil {
+				return false
+			}
+		}
+		flush()
+		return true
+	})
+	return nil
+}
+
+// follow hands fn a run's events after the id after, batch by batch, until
+// the run ends (true), fn returns false, or the client goes away (false;
+// the run is cancelled first when cancelOnDisconnect). A nil log is a run
+// that has ended.
+func (a *API) follow(r *http.Request, run agent.Run, log *agent.EventLog, after int, cancelOnDisconnect bool, fn func([]agent.StreamEvent) bool) bool {
+	for log != nil {
 		evs, done, err := log.Next(r.Context(), after)
 		if err != nil {
 			if cancelOnDisconnect {
 				_ = a.Engine.Cancel(context.Background(), run.ThreadID, run.RunID, agent.StrategyInterrupt, false)
 			}
-			return nil
+			return false
 		}
 		if done {
-			return nil
+			return true
 		}
-		for _, ev := range evs {
-			after = ev.ID
-			if !want[baseMode(ev.Event)] {
-				continue
-			}
-			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\nid: %d\n\n", ev.Event, ev.Data, ev.ID); err != nil {
-				return nil
-			}
+		after = evs[len(evs)-1].ID
+		if !fn(evs) {
+			return false
 		}
-		flush()
 	}
+	return true
 }
 
 // joinStream: GET /threads/{id}/runs/{rid}/stream, resuming after
 // Last-Event-ID when given.
-func (a *API) joinStream(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	t, rid, err := a.ids(ps)
-	if err != nil {
-		return err
-	}
+func (a *API) joinStream(w http.ResponseWriter, r *http.Request, t, rid string) error {
 	run, err := a.Engine.GetRun(t, rid)
 	if err != nil {
 		return err
@@ -79,7 +86,7 @@ func (a *API) joinStream(w http.ResponseWriter, r *http.Request, ps httprouter.P
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		// -1 is the SDK's "from the beginning".
 		if after, err = strconv.Atoi(v); err != nil || after < -1 {
-			return httpx.Errorf(http.StatusUnprocessableEntity, "Last-Event-ID must be an event id from this stream")
+			return httpx.Unprocessable("Last-Event-ID must be an event id from this stream")
 		}
 	}
 	after = max(after, 0)

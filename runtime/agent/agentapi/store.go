@@ -11,14 +11,6 @@ import (
 	"slipway/server/httpx"
 )
 
-func (a *API) storeRoutes(rt *httpx.Router, h func(httpx.Handle) httprouter.Handle) {
-	rt.PUT("/store/items", h(a.putItem))
-	rt.GET("/store/items", h(a.getItem))
-	rt.DELETE("/store/items", h(a.deleteItem))
-	rt.POST("/store/items/search", h(a.searchItems))
-	rt.POST("/store/namespaces", h(a.listNamespaces))
-}
-
 func (a *API) putItem(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var b struct {
 		Namespace []string       `json:"namespace"`
@@ -29,13 +21,9 @@ func (a *API) putItem(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		return err
 	}
 	if b.Value == nil {
-		return httpx.Errorf(http.StatusUnprocessableEntity, "value must be an object")
+		return httpx.Unprocessable("value must be an object")
 	}
-	if err := a.Engine.PutItem(b.Namespace, b.Key, b.Value); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, a.Engine.PutItem(b.Namespace, b.Key, b.Value))
 }
 
 // namespace reads ?namespace=a.b (the SDK joins labels with periods).
@@ -57,11 +45,7 @@ func (a *API) getItem(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		_, _ = w.Write([]byte("null\n"))
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, it)
-	return nil
+	return reply(w)(it, err)
 }
 
 func (a *API) deleteItem(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
@@ -75,11 +59,7 @@ func (a *API) deleteItem(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	if b.Namespace == nil {
 		b.Namespace, b.Key = namespace(r), r.URL.Query().Get("key")
 	}
-	if err := a.Engine.DeleteItem(b.Namespace, b.Key); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, a.Engine.DeleteItem(b.Namespace, b.Key))
 }
 
 func (a *API) searchItems(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
@@ -87,40 +67,24 @@ func (a *API) searchItems(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		Prefix []string       `json:"namespace_prefix"`
 		Filter map[string]any `json:"filter"`
 		Query  string         `json:"query"`
-		Limit  int            `json:"limit"`
-		Offset int            `json:"offset"`
+		page
 	}
-	if err := decode(r, &b); err != nil {
-		return err
-	}
-	if err := limitOffset(&b.Limit, &b.Offset, 10); err != nil {
+	if err := decodePage(r, &b, &b.page, 10); err != nil {
 		return err
 	}
 	items, err := a.Engine.SearchItems(b.Prefix, b.Filter, b.Query, b.Limit, b.Offset)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"items": items})
-	return nil
+	return reply(w)(map[string]any{"items": items}, err)
 }
 
 func (a *API) listNamespaces(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var b struct {
 		Prefix   []string `json:"prefix"`
 		MaxDepth int      `json:"max_depth"`
-		Limit    int      `json:"limit"`
-		Offset   int      `json:"offset"`
+		page
 	}
-	if err := decode(r, &b); err != nil {
-		return err
-	}
-	if err := limitOffset(&b.Limit, &b.Offset, 100); err != nil {
+	if err := decodePage(r, &b, &b.page, 100); err != nil {
 		return err
 	}
 	ns, err := a.Engine.ListNamespaces(b.Prefix, b.MaxDepth, b.Limit, b.Offset)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"namespaces": ns})
-	return nil
+	return reply(w)(map[string]any{"namespaces": ns}, err)
 }

@@ -9,32 +9,6 @@ import (
 	"slipway/server/httpx"
 )
 
-func (a *API) threadRoutes(rt *httpx.Router, h func(httpx.Handle) httprouter.Handle) {
-	rt.POST("/threads", h(a.createThread))
-	// httprouter cannot hold /threads/search beside /threads/:thread_id, so
-	// the static names dispatch on the wildcard's value.
-	rt.POST("/threads/:thread_id", h(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		switch ps.ByName("thread_id") {
-		case "search":
-			return a.searchThreads(w, r, false)
-		case "count":
-			return a.searchThreads(w, r, true)
-		}
-		return httpx.Errorf(http.StatusMethodNotAllowed, "Method Not Allowed")
-	}))
-	rt.GET("/threads/:thread_id", h(a.getThread))
-	rt.PATCH("/threads/:thread_id", h(a.patchThread))
-	rt.DELETE("/threads/:thread_id", h(a.deleteThread))
-	rt.GET("/threads/:thread_id/state", h(a.getState))
-	rt.GET("/threads/:thread_id/state/:checkpoint_id", h(a.getState))
-	rt.POST("/threads/:thread_id/state", h(a.updateState))
-	// The SDK asks for a state by checkpoint object at .../state/checkpoint.
-	rt.POST("/threads/:thread_id/state/:checkpoint_id", h(a.stateAtCheckpoint))
-	rt.GET("/threads/:thread_id/history", h(a.history))
-	rt.POST("/threads/:thread_id/history", h(a.history))
-	rt.POST("/threads/:thread_id/copy", h(a.copyThread))
-}
-
 func (a *API) createThread(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var body struct {
 		ThreadID string         `json:"thread_id"`
@@ -54,56 +28,25 @@ func (a *API) createThread(w http.ResponseWriter, r *http.Request, _ httprouter.
 		}
 		body.ThreadID = id
 	}
-	t, err := a.Engine.CreateThread(body.ThreadID, body.Metadata, body.IfExists)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, t)
-	return nil
+	return reply(w)(a.Engine.CreateThread(body.ThreadID, body.Metadata, body.IfExists))
 }
 
-func (a *API) getThread(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	id, err := threadID(ps)
-	if err != nil {
-		return err
-	}
-	t, err := a.Engine.GetThread(id)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, t)
-	return nil
+func (a *API) getThread(w http.ResponseWriter, _ *http.Request, _ httprouter.Params, id string) error {
+	return reply(w)(a.Engine.GetThread(id))
 }
 
-func (a *API) patchThread(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	id, err := threadID(ps)
-	if err != nil {
-		return err
-	}
+func (a *API) patchThread(w http.ResponseWriter, r *http.Request, _ httprouter.Params, id string) error {
 	var body struct {
 		Metadata map[string]any `json:"metadata"`
 	}
 	if err := decode(r, &body); err != nil {
 		return err
 	}
-	t, err := a.Engine.PatchThread(id, body.Metadata)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, t)
-	return nil
+	return reply(w)(a.Engine.PatchThread(id, body.Metadata))
 }
 
-func (a *API) deleteThread(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	id, err := threadID(ps)
-	if err != nil {
-		return err
-	}
-	if err := a.Engine.DeleteThread(id); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+func (a *API) deleteThread(w http.ResponseWriter, _ *http.Request, _ httprouter.Params, id string) error {
+	return noContent(w, a.Engine.DeleteThread(id))
 }
 
 func (a *API) searchThreads(w http.ResponseWriter, r *http.Request, count bool) error {
@@ -112,15 +55,11 @@ func (a *API) searchThreads(w http.ResponseWriter, r *http.Request, count bool) 
 		Metadata  map[string]any `json:"metadata"`
 		Values    map[string]any `json:"values"`
 		Status    string         `json:"status"`
-		Limit     int            `json:"limit"`
-		Offset    int            `json:"offset"`
 		SortBy    string         `json:"sort_by"`
 		SortOrder string         `json:"sort_order"`
+		page
 	}
-	if err := decode(r, &body); err != nil {
-		return err
-	}
-	if err := limitOffset(&body.Limit, &body.Offset, 10); err != nil {
+	if err := decodePage(r, &body, &body.page, 10); err != nil {
 		return err
 	}
 	if err := oneOf(body.Status, "status", agent.ThreadIdle, agent.ThreadBusy, agent.ThreadInterrupted, agent.ThreadError); err != nil {
@@ -138,35 +77,15 @@ func (a *API) searchThreads(w http.ResponseWriter, r *http.Request, count bool) 
 		f.Limit, f.Offset = 0, 0
 	}
 	ts, n, err := a.Engine.SearchThreads(f)
-	if err != nil {
-		return err
-	}
-	if count {
-		httpx.WriteJSON(w, http.StatusOK, n)
-		return nil
-	}
-	if ts == nil {
-		ts = []agent.Thread{}
-	}
-	httpx.WriteJSON(w, http.StatusOK, ts)
-	return nil
+	return replyCount(w, count, ts, n, err)
 }
 
-func (a *API) getState(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	id, err := threadID(ps)
+func (a *API) getState(w http.ResponseWriter, r *http.Request, ps httprouter.Params, id string) error {
+	sub, err := httpx.QueryBool(r.URL.Query(), "subgraphs")
 	if err != nil {
 		return err
 	}
-	sub, err := boolParam(r, "subgraphs")
-	if err != nil {
-		return err
-	}
-	st, err := a.Engine.GetStateQuery(id, agent.StateQuery{CheckpointID: ps.ByName("checkpoint_id"), Subgraphs: sub})
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, st)
-	return nil
+	return reply(w)(a.Engine.GetStateQuery(id, agent.StateQuery{CheckpointID: ps.ByName("checkpoint_id"), Subgraphs: sub}))
 }
 
 // stateAtCheckpoint: POST /threads/{id}/state/checkpoint with
@@ -176,31 +95,20 @@ func (a *API) stateAtCheckpoint(w http.ResponseWriter, r *http.Request, ps httpr
 	if ps.ByName("checkpoint_id") != "checkpoint" {
 		return httpx.Errorf(http.StatusMethodNotAllowed, "Method Not Allowed")
 	}
-	id, err := threadID(ps)
-	if err != nil {
-		return err
-	}
-	var body struct {
-		Checkpoint agent.CheckpointRef `json:"checkpoint"`
-		Subgraphs  bool                `json:"subgraphs"`
-	}
-	if err := decode(r, &body); err != nil {
-		return err
-	}
-	st, err := a.Engine.GetStateQuery(id, agent.StateQuery{CheckpointID: body.Checkpoint.CheckpointID,
-		NS: body.Checkpoint.CheckpointNS, Subgraphs: body.Subgraphs})
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, st)
-	return nil
+	return onThread(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params, id string) error {
+		var body struct {
+			Checkpoint agent.CheckpointRef `json:"checkpoint"`
+			Subgraphs  bool                `json:"subgraphs"`
+		}
+		if err := decode(r, &body); err != nil {
+			return err
+		}
+		return reply(w)(a.Engine.GetStateQuery(id, agent.StateQuery{CheckpointID: body.Checkpoint.CheckpointID,
+			NS: body.Checkpoint.CheckpointNS, Subgraphs: body.Subgraphs}))
+	})(w, r, ps)
 }
 
-func (a *API) updateState(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	id, err := threadID(ps)
-	if err != nil {
-		return err
-	}
+func (a *API) updateState(w http.ResponseWriter, r *http.Request, _ httprouter.Params, id string) error {
 	var body struct {
 		Values       map[string]any      `json:"values"`
 		AsNode       string              `json:"as_node"`
@@ -216,18 +124,12 @@ func (a *API) updateState(w http.ResponseWriter, r *http.Request, ps httprouter.
 		at.CheckpointID = body.CheckpointID
 	}
 	ref, err := a.Engine.UpdateStateAt(id, body.Values, body.AsNode, at)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"checkpoint": ref})
-	return nil
+	return reply(w)(map[string]any{"checkpoint": ref}, err)
 }
 
-func (a *API) history(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	id, err := threadID(ps)
-	if err != nil {
-		return err
-	}
+// history: GET /threads/{id}/history?limit= or POST with a body
+// {limit, before, metadata|filter, checkpoint}.
+func (a *API) history(w http.ResponseWriter, r *http.Request, _ httprouter.Params, id string) error {
 	var body struct {
 		Limit      int                 `json:"limit"`
 		Before     any                 `json:"before"`
@@ -235,18 +137,17 @@ func (a *API) history(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 		Filter     map[string]any      `json:"filter"`
 		Checkpoint agent.CheckpointRef `json:"checkpoint"`
 	}
+	var err error
 	if r.Method == http.MethodPost {
-		if err := decode(r, &body); err != nil {
-			return err
+		err = decode(r, &body)
+		if err == nil {
+			err = checkLimit(&body.Limit, 10)
 		}
-	} else if body.Limit, err = intParam(r, "limit", 10, 1, 1000); err != nil {
+	} else {
+		body.Limit, err = httpx.QueryInt(r.URL.Query(), "limit", 10, 1, maxLimit)
+	}
+	if err != nil {
 		return err
-	}
-	if body.Limit == 0 {
-		body.Limit = 10
-	}
-	if body.Limit < 1 || body.Limit > 1000 {
-		return httpx.Errorf(http.StatusUnprocessableEntity, "limit must be between 1 and 1000")
 	}
 	before := ""
 	switch b := body.Before.(type) {
@@ -263,24 +164,10 @@ func (a *API) history(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	if filter == nil {
 		filter = body.Filter
 	}
-	h, err := a.Engine.HistoryQuery(id, agent.HistoryQuery{Limit: body.Limit, Before: before, Filter: filter,
-		NS: body.Checkpoint.CheckpointNS, CheckpointID: body.Checkpoint.CheckpointID})
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, h)
-	return nil
+	return reply(w)(a.Engine.HistoryQuery(id, agent.HistoryQuery{Limit: body.Limit, Before: before, Filter: filter,
+		NS: body.Checkpoint.CheckpointNS, CheckpointID: body.Checkpoint.CheckpointID}))
 }
 
-func (a *API) copyThread(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	id, err := threadID(ps)
-	if err != nil {
-		return err
-	}
-	t, err := a.Engine.CopyThread(id)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, t)
-	return nil
+func (a *API) copyThread(w http.ResponseWriter, _ *http.Request, _ httprouter.Params, id string) error {
+	return reply(w)(a.Engine.CopyThread(id))
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -109,13 +108,9 @@ func Prepare(dataDir, projectDir string, graphs []Graph, app *Graph) ([]string, 
 		}
 		cfg.HTTP = &hostGraph{File: file, Export: app.Export, Source: app.Path}
 	}
-	raw, err := json.Marshal(cfg)
+	cfgPath, err := hosts.WriteConfig(dataDir, "js", "JavaScript", cfg)
 	if err != nil {
 		return nil, err
-	}
-	cfgPath := filepath.Join(dataDir, "hosts", "js", "config.json")
-	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
-		return nil, fmt.Errorf("write the JavaScript host's configuration: %w", err)
 	}
 	return []string{node, filepath.Join(hostDir, "host.mjs"), cfgPath}, nil
 }

@@ -6,7 +6,6 @@ package py
 
 import (
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -108,13 +107,9 @@ func Prepare(dataDir, projectDir, python string, graphs []Graph, app *Graph) ([]
 		}
 		cfg.HTTPApp = &hg
 	}
-	raw, err := json.Marshal(cfg)
+	cfgPath, err := hosts.WriteConfig(dataDir, "py", "Python", cfg)
 	if err != nil {
 		return nil, err
-	}
-	cfgPath := filepath.Join(dataDir, "hosts", "py", "config.json")
-	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
-		return nil, fmt.Errorf("write the Python host's configuration: %w", err)
 	}
 	// -u: unbuffered stderr lines reach the agent's log as they are written.
 	return []string{python, "-u", filepath.Join(hostDir, "host.py"), cfgPath}, nil
