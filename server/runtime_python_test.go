@@ -298,12 +298,7 @@ func findAgentEnviron(dep string) map[string]string {
 // revision serves.
 func TestPythonProjectDocker(t *testing.T) {
 	requireRuntime(t, "docker")
-	if _, err := osexec.LookPath("debootstrap"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the docker Python test needs debootstrap (apt-get install debootstrap)")
-		}
-		t.Skip("skipping: debootstrap is not installed; under CI=true this fails instead")
-	}
+	requireDebootstrap(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "docker"})
 	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "py-docker", "source": "internal_source", "source_config": map[string]any{},
 		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
