@@ -59,8 +59,7 @@ func (d *Driver) nodeBuild(ctx context.Context, s runtime.Spec, app, cfgPath str
 		// checked.
 		check := fmt.Sprintf(`const [have] = process.versions.node.split("."); if (+have < %s) { console.error("node_version %s asks for Node.js %s or newer, and base_image %s runs node " + process.version); process.exit(1) }`,
 			proj.NodeVersion, proj.NodeVersion, proj.NodeVersion, g.BaseImage)
-		raw, _ := json.Marshal([]string{"node", "-e", check})
-		fmt.Fprintf(&df, "RUN %s\n", raw)
+		fmt.Fprintf(&df, "RUN %s\n", execForm([]string{"node", "-e", check}))
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n", s.DeploymentID, base)
@@ -105,9 +104,8 @@ func (d *Driver) nodeBuild(ctx context.Context, s runtime.Spec, app, cfgPath str
 		// npm's cache stays out of the image; HOME is /tmp, which the
 		// agent owns.
 		fmt.Fprintf(&df, "COPY deps /app\nWORKDIR %s\n", path.Join("/app", cfgDir))
-		raw, _ := json.Marshal([]string{"/bin/sh", "-c", "export npm_config_cache=/tmp/.slipway-npm-cache npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false; " +
-			install + " && rm -rf /tmp/.slipway-npm-cache /tmp/.cache /tmp/.yarn"})
-		fmt.Fprintf(&df, "RUN %s\n", raw)
+		fmt.Fprintf(&df, "RUN %s\n", execForm([]string{"/bin/sh", "-c", "export npm_config_cache=/tmp/.slipway-npm-cache npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false; " +
+			install + " && rm -rf /tmp/.slipway-npm-cache /tmp/.cache /tmp/.yarn"}))
 	}
 	depsTag := "slipway-deps:" + hex.EncodeToString(h.Sum(nil)[:8])
 	if err := d.buildDeps(ctx, s, depsTag, &dctx, tw, df.String(), log); err != nil {

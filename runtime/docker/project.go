@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path"
@@ -79,6 +80,17 @@ func depsHeader(df *strings.Builder, g graphFile, base string, labels map[string
 		return
 	}
 	fmt.Fprintf(df, "FROM %s\nUSER root\n", base)
+}
+
+// execForm is argv as a RUN instruction's JSON array, as written (the
+// build log shows it): without escaping < and >, which requirement
+// specifiers use.
+func execForm(argv []string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(argv) // strings always encode
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // tarFile adds a regular file to a build context.

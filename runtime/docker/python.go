@@ -374,8 +374,7 @@ func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath s
 			df.WriteString("RUN [\"python3\", \"-m\", \"venv\", \"/opt/uv\"]\n")
 			df.WriteString("RUN [\"/opt/uv/bin/python\", \"-m\", \"pip\", \"install\", \"--no-cache-dir\", \"--disable-pip-version-check\", \"uv\"]\n")
 		}
-		raw, _ := json.Marshal(install)
-		fmt.Fprintf(&df, "RUN %s\n", raw)
+		fmt.Fprintf(&df, "RUN %s\n", execForm(install))
 	}
 	if err := d.buildDeps(ctx, s, depsTag, &dctx, tw, df.String(), log); err != nil {
 		return err
@@ -386,7 +385,7 @@ func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath s
 		paths = append(paths, path.Join("/app", cfgDir, p))
 	}
 	pth := `import os, sys, sysconfig; p = os.path.join(sysconfig.get_paths()["purelib"], "_slipway_project.pth"); open(p, "w").write("".join(a + "\n" for a in sys.argv[1:]))`
-	run, _ := json.Marshal(append([]string{"/venv/bin/python", "-I", "-c", pth}, paths...))
+	run := execForm(append([]string{"/venv/bin/python", "-I", "-c", pth}, paths...))
 	var rf strings.Builder
 	fmt.Fprintf(&rf, "FROM %s\nCOPY app /app\nRUN %s\n", depsTag, run)
 	projectCommands(&rf, s, s.InstallCommand, cfgDir)

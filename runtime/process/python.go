@@ -183,6 +183,11 @@ func (d *Driver) buildVenv(ctx context.Context, s runtime.Spec, uid int, dir str
 		env = append(env, "PIP_CONFIG_FILE="+filepath.Join(dir, filepath.FromSlash(plan.PipConfigFile)))
 	}
 	env = append(env, "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1", "PIP_PROGRESS_BAR=off")
+	if installer == "uv" {
+		// uv trusts its own bundled roots unless told otherwise; pip, the
+		// host's store (and so a TLS-inspecting proxy the host trusts).
+		env = append(env, "UV_NATIVE_TLS=1")
+	}
 	python := filepath.Join(venv, "bin", "python")
 	if from := d.sameVenv(s, hash); from != "" {
 		// As the deployment's uid: it reads only what that uid may, and a
