@@ -97,7 +97,7 @@ asyncio.run(main(*sys.argv[1:]))
 }
 
 // waitPyRevision is waitStatus with room for a dependency install.
-func waitPyRevision(t *testing.T, s *servertest.Server, dep, rev string, within time.Duration) string {
+func waitPyRevision(t testing.TB, s *servertest.Server, dep, rev string, within time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
