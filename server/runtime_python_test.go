@@ -186,6 +186,13 @@ func TestPythonProjectProcess(t *testing.T) {
 	if got := pySDKGreeting(t, url, s.Key, "Ada"); got != "hello from langgraph.json! Ada" {
 		t.Fatalf("revision 2 through the Python SDK answered %q", got)
 	}
+	// Revision 2 shares revision 1's packages, not its code: nothing of
+	// revision 1's source is on its path, and no error is printed on start.
+	out, err = osexec.Command(venvPython(rev2), "-c", "import sys; print(sys.path)").CombinedOutput()
+	rev1App := filepath.Join(s.DataDir, "deployments", dep, "revisions", rev1, "app")
+	if err != nil || strings.Contains(string(out), rev1App) || !strings.Contains(string(out), filepath.Join(rev1, "venv", "lib")) || strings.Contains(string(out), "Error") {
+		t.Fatalf("revision 2's path: %v\n%s", err, out)
+	}
 
 	// Failures: each ends BUILD_FAILED with why, and revision 2 serves on.
 	broken := func(name, want string, change func(map[string]string)) {
