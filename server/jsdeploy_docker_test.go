@@ -78,9 +78,11 @@ func TestJSProjectDocker(t *testing.T) {
 	if st := waitPyRevision(t, s, dep, rev2, 5*time.Minute); st != "DEPLOYED" {
 		t.Fatalf("revision 2 ended %s:\n%s", st, logs(rev2))
 	}
-	if l := logs(rev2); !strings.Contains(l, "(same dependencies)") || strings.Contains(l, "==> install the dependencies") {
-		t.Fatalf("a code-only change installed again:\n%s", l)
+	l2 := logs(rev2)
+	if !strings.Contains(l2, "(same dependencies)") || strings.Contains(l2, "==> install the dependencies") {
+		t.Fatalf("a code-only change installed again:\n%s", l2)
 	}
+	t.Logf("build log of the code-only change:\n%s", l2)
 	if out := inImage(rev2, "cat /app/src/words.ts"); !strings.Contains(out, "revision = 2") {
 		t.Fatalf("revision 2's image has revision 1's code:\n%s", out)
 	}
