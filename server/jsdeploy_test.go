@@ -67,6 +67,39 @@ func revisionLogs(t *testing.T, s *servertest.Server, dep, rev, phase string) st
 	return out.String()
 }
 
+// jsSuite is the JS SDK's end-to-end suite.
+func jsSuite() string {
+	return filepath.Join(servertest.RepoRoot(), "runtime", "agent", "hosts", "js", "e2e")
+}
+
+// requireJSSDK skips (or, in CI, fails) without node, npm and the JS SDK
+// that drives a deployed JavaScript project.
+func requireJSSDK(t *testing.T) {
+	t.Helper()
+	_, nodeErr := osexec.LookPath("node")
+	_, npmErr := osexec.LookPath("npm")
+	_, sdkErr := os.Stat(filepath.Join(jsSuite(), "node_modules", "@langchain", "langgraph-sdk"))
+	if nodeErr != nil || npmErr != nil || sdkErr != nil {
+		msg := "node, npm, and `npm ci` in runtime/agent/hosts/js/e2e, are needed to deploy a JavaScript project"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+}
+
+// jsSDKDeployed runs the JS SDK's "deployed" scenarios (the js-deploy
+// project's graph) through a deployment URL.
+func jsSDKDeployed(t *testing.T, s *servertest.Server, url string) {
+	t.Helper()
+	cmd := osexec.Command("node", "--test", "--test-reporter=spec", "config.test.mjs")
+	cmd.Dir = jsSuite()
+	cmd.Env = append(os.Environ(), "AGENT_URL="+url, "LANGGRAPH_API_KEY="+s.Key, "SUITE=deployed")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the JS SDK through the deployment URL: %v\n%s\nserver log:\n%s", err, out, s.Logs())
+	}
+}
+
 // TestJSProjectOnProcessRuntime is issue 9's acceptance 4: a TypeScript
 // LangGraph.js project with a package.json and a lock file is uploaded to
 // a real `slipway serve` on the process runtime, built (npm ci from the
@@ -75,17 +108,7 @@ func revisionLogs(t *testing.T, s *servertest.Server, dep, rev, phase string) st
 // with the import error in its deploy log while the first keeps serving.
 func TestJSProjectOnProcessRuntime(t *testing.T) {
 	root := servertest.RepoRoot()
-	suite := filepath.Join(root, "runtime", "agent", "hosts", "js", "e2e")
-	_, nodeErr := osexec.LookPath("node")
-	_, npmErr := osexec.LookPath("npm")
-	_, sdkErr := os.Stat(filepath.Join(suite, "node_modules", "@langchain", "langgraph-sdk"))
-	if nodeErr != nil || npmErr != nil || sdkErr != nil {
-		msg := "node, npm, and `npm ci` in runtime/agent/hosts/js/e2e, are needed to deploy a JavaScript project"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	requireJSSDK(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "process"})
 	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "js-project", "source": "internal_source", "source_config": map[string]any{},
 		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
@@ -105,17 +128,17 @@ func TestJSProjectOnProcessRuntime(t *testing.T) {
 		}
 	}
 	url, _ := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
-	sdk := func() {
-		t.Helper()
-		cmd := osexec.Command("node", "--test", "--test-reporter=spec", "config.test.mjs")
-		cmd.Dir = suite
-		cmd.Env = append(os.Environ(), "AGENT_URL="+url, "LANGGRAPH_API_KEY="+s.Key, "SUITE=deployed")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("the JS SDK through the deployment URL: %v\n%s\nserver log:\n%s", err, out, s.Logs())
-		}
-	}
+	sdk := func() { t.Helper(); jsSDKDeployed(t, s, url) }
 	sdk()
 
+	jsBrokenRevision(t, s, dep, rev1, files, sdk)
+}
+
+// jsBrokenRevision deploys a revision of the js-deploy project whose graph
+// imports a package that is not installed: it must end DEPLOY_FAILED with
+// the import error in its deploy log, while rev1 keeps serving (sdk).
+func jsBrokenRevision(t *testing.T, s *servertest.Server, dep, rev1 string, files map[string]string, sdk func()) {
+	t.Helper()
 	// A revision whose graph imports a package that is not installed.
 	broken := map[string]string{}
 	for k, v := range files {

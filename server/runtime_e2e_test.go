@@ -44,13 +44,13 @@ func sourceTarballBytes(files map[string]string) []byte {
 
 // deploySource uploads a source archive and PATCHes it in, returning the
 // new revision.
-func deploySource(t *testing.T, s *servertest.Server, dep string, files map[string]string) string {
+func deploySource(t testing.TB, s *servertest.Server, dep string, files map[string]string) string {
 	t.Helper()
 	up := s.Do("POST", "/v2/deployments/"+dep+"/upload-url", nil)
 	if up.Status != 200 {
 		t.Fatalf("upload-url: %d %s", up.Status, up.Body)
 	}
-	if r := servertest.Do(t, "PUT", up.Map()["upload_url"].(string), sourceTarball(t, files)); r.Status != 200 {
+	if r := servertest.Do(t, "PUT", up.Map()["upload_url"].(string), sourceTarballBytes(files)); r.Status != 200 {
 		t.Fatalf("upload: %d %s", r.Status, r.Body)
 	}
 	r := s.Do("PATCH", "/v2/deployments/"+dep, map[string]any{"source_revision_config": map[string]any{

@@ -97,7 +97,7 @@ asyncio.run(main(*sys.argv[1:]))
 }
 
 // waitPyRevision is waitStatus with room for a dependency install.
-func waitPyRevision(t *testing.T, s *servertest.Server, dep, rev string, within time.Duration) string {
+func waitPyRevision(t testing.TB, s *servertest.Server, dep, rev string, within time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
@@ -185,6 +185,13 @@ func TestPythonProjectProcess(t *testing.T) {
 	}
 	if got := pySDKGreeting(t, url, s.Key, "Ada"); got != "hello from langgraph.json! Ada" {
 		t.Fatalf("revision 2 through the Python SDK answered %q", got)
+	}
+	// Revision 2 shares revision 1's packages, not its code: nothing of
+	// revision 1's source is on its path, and no error is printed on start.
+	out, err = osexec.Command(venvPython(rev2), "-c", "import sys; print(sys.path)").CombinedOutput()
+	rev1App := filepath.Join(s.DataDir, "deployments", dep, "revisions", rev1, "app")
+	if err != nil || strings.Contains(string(out), rev1App) || !strings.Contains(string(out), filepath.Join(rev1, "venv", "lib")) || strings.Contains(string(out), "Error") {
+		t.Fatalf("revision 2's path: %v\n%s", err, out)
 	}
 
 	// Failures: each ends BUILD_FAILED with why, and revision 2 serves on.
@@ -298,12 +305,7 @@ func findAgentEnviron(dep string) map[string]string {
 // revision serves.
 func TestPythonProjectDocker(t *testing.T) {
 	requireRuntime(t, "docker")
-	if _, err := osexec.LookPath("debootstrap"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the docker Python test needs debootstrap (apt-get install debootstrap)")
-		}
-		t.Skip("skipping: debootstrap is not installed; under CI=true this fails instead")
-	}
+	requireDebootstrap(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "docker"})
 	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "py-docker", "source": "internal_source", "source_config": map[string]any{},
 		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})

@@ -26,27 +26,37 @@ var lockfiles = []struct{ file, tool, cmd string }{
 	{"npm-shrinkwrap.json", "npm", "npm ci"},
 }
 
+// JSLock is the lock file of the JavaScript project in dir and the
+// package manager it names (npm, yarn or pnpm); ok is false without a
+// package.json, file "" for a package.json without a lock file.
+func JSLock(dir string) (file, tool, install string, ok bool) {
+	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
+		return "", "", "", false
+	}
+	for _, l := range lockfiles {
+		if _, err := os.Stat(filepath.Join(dir, l.file)); err == nil {
+			return l.file, l.tool, l.cmd, true
+		}
+	}
+	return "", "npm", "npm install", true
+}
+
 // DetectJSInstall picks the install of the JavaScript project in dir (the
 // graph configuration's directory): none without a package.json; else the
 // package manager its lock file names, which must be on PATH (lookPath);
 // `npm install` for a project without a lock file.
 func DetectJSInstall(dir string, lookPath func(string) (string, error)) (JSInstall, bool, error) {
-	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
+	file, tool, cmd, ok := JSLock(dir)
+	if !ok {
 		return JSInstall{}, false, nil
 	}
-	for _, l := range lockfiles {
-		if _, err := os.Stat(filepath.Join(dir, l.file)); err != nil {
-			continue
+	if _, err := lookPath(tool); err != nil {
+		if file == "" {
+			return JSInstall{}, true, fmt.Errorf("the project has a package.json and npm is not installed on this host: install Node.js with npm, or set install_command")
 		}
-		if _, err := lookPath(l.tool); err != nil {
-			return JSInstall{}, true, fmt.Errorf("the project has %s, which needs %s, and %s is not installed on this host: install it, or set install_command", l.file, l.tool, l.tool)
-		}
-		return JSInstall{Command: l.cmd, Lock: l.file}, true, nil
+		return JSInstall{}, true, fmt.Errorf("the project has %s, which needs %s, and %s is not installed on this host: install it, or set install_command", file, tool, tool)
 	}
-	if _, err := lookPath("npm"); err != nil {
-		return JSInstall{}, true, fmt.Errorf("the project has a package.json and npm is not installed on this host: install Node.js with npm, or set install_command")
-	}
-	return JSInstall{Command: "npm install"}, true, nil
+	return JSInstall{Command: cmd, Lock: file}, true, nil
 }
 
 // NodeVersion is the graph configuration's node_version ("" when absent,

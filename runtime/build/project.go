@@ -194,6 +194,21 @@ func (p *Project) PythonGraphs() bool {
 	return false
 }
 
+// JSGraphs reports whether a graph is given as a JavaScript or
+// TypeScript file ("./src/agent.ts:graph"), which the JavaScript host runs.
+func (p *Project) JSGraphs() bool {
+	for _, raw := range p.Graphs {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			continue
+		}
+		if file, _, ok := strings.Cut(s, ":"); ok && jsExtensions[path.Ext(file)] {
+			return true
+		}
+	}
+	return false
+}
+
 // NeedsPython reports whether the project is built with a Python
 // environment: it has Python graphs or asks for a Python version.
 func (p *Project) NeedsPython() bool {

@@ -152,15 +152,24 @@ func readRegular(p string) ([]byte, error) {
 }
 
 // PyprojectDependencies are the requirement strings of a pyproject.toml's
-// [project] dependencies (PEP 621).
+// [project] dependencies (PEP 621) or, for a Poetry project without a
+// [project] table, of its [tool.poetry.dependencies] (see poetry.go).
 func PyprojectDependencies(raw []byte) ([]string, error) {
 	var doc struct {
-		Project struct {
+		Project *struct {
 			Dependencies []string `toml:"dependencies"`
 		} `toml:"project"`
+		Tool struct {
+			Poetry struct {
+				Dependencies map[string]any `toml:"dependencies"`
+			} `toml:"poetry"`
+		} `toml:"tool"`
 	}
 	if _, err := toml.Decode(string(raw), &doc); err != nil {
 		return nil, fmt.Errorf("not valid TOML: %w", err)
+	}
+	if doc.Project == nil {
+		return poetryRequirements(doc.Tool.Poetry.Dependencies)
 	}
 	for i, d := range doc.Project.Dependencies {
 		if strings.TrimSpace(d) == "" || strings.HasPrefix(strings.TrimSpace(d), "-") || strings.ContainsAny(d, "\r\n\x00") {

@@ -194,8 +194,12 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 	imgLabels := d.labels(s.DeploymentID, s.RevisionID, "image")
 	imgLabels[LabelWorkspace] = s.WorkspaceID
 	imgLabels[LabelBase] = base
+	lang, err := projectLanguage(proj)
+	if err != nil {
+		return "", err
+	}
 	var df string
-	if !proj.NeedsPython() {
+	if lang == nil {
 		if df, err = dockerfile(base, g, cfgPath, s.InstallCommand, s.BuildCommand, imgLabels); err != nil {
 			return "", err
 		}
@@ -215,8 +219,8 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 			}
 		}
 	}
-	if proj.NeedsPython() {
-		if err := d.pythonBuild(ctx, s, app, cfgPath, proj, g, tag, imgLabels, log); err != nil {
+	if lang != nil {
+		if err := lang(d, ctx, s, app, cfgPath, proj, g, tag, imgLabels, log); err != nil {
 			return "", err
 		}
 		return tag, nil

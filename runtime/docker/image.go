@@ -276,6 +276,12 @@ func (d *Driver) build(ctx context.Context, context io.Reader, tag string, label
 // unpacked application under app/. The unpacker already refused links
 // that leave the tree, so links are copied as they are.
 func contextTar(app, df string) (io.Reader, error) {
+	return contextTarSkip(app, df, nil)
+}
+
+// contextTarSkip is contextTar without the files and directories skip
+// names (slash-separated, relative to app).
+func contextTarSkip(app, df string, skip func(rel string) bool) (io.Reader, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df)), Typeflag: tar.TypeReg}); err != nil {
@@ -291,6 +297,12 @@ func contextTar(app, df string) (io.Reader, error) {
 		rel, err := filepath.Rel(app, p)
 		if err != nil {
 			return err
+		}
+		if skip != nil && rel != "." && skip(filepath.ToSlash(rel)) {
+			if e.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		info, err := e.Info()
 		if err != nil {

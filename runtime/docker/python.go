@@ -304,29 +304,14 @@ func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath s
 	if err != nil {
 		return err
 	}
-	for _, k := range proj.Unsupported {
-		fmt.Fprintf(log, "note: %s in %s is not supported by Slipway and is ignored\n", k, path.Base(cfgPath))
+	noteUnsupported(proj, cfgPath, log)
+	py := proj.PythonVersion
+	if py == "" {
+		py = build.DefaultPythonVersion
 	}
-	var base string
-	if g.BaseImage != "" {
-		agent, err := d.agentImage(ctx, log)
-		if err != nil {
-			return err
-		}
-		base = g.BaseImage
-		labels[LabelBase] = agent
-	} else {
-		py := proj.PythonVersion
-		if py == "" {
-			py = build.DefaultPythonVersion
-		}
-		if base, err = d.PythonImage(ctx, py, log); err != nil {
-			return err
-		}
-		labels[LabelBase] = base
-	}
-	if proj.PipInstaller == "uv" {
-		fmt.Fprintf(log, "note: pip_installer uv: the Python agent image has no uv; using pip\n")
+	base, err := d.projectBase(ctx, g, pythonLanguage, py, labels, log)
+	if err != nil {
+		return err
 	}
 	// The dependencies' image: only the files that name dependencies
 	// reach its build context, so only they decide whether it is reused.
@@ -338,7 +323,7 @@ func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath s
 	if plan.PipConfigFile != "" {
 		files[inApp(plan.PipConfigFile)] = true
 	}
-	args := []string{"/venv/bin/python", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"}
+	var args []string
 	for _, f := range plan.RequirementFiles {
 		args = append(args, "-r", "/deps/"+inApp(f))
 	}
@@ -346,21 +331,15 @@ func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath s
 	for _, p := range plan.Packages {
 		args = append(args, "/deps/"+inApp(p))
 	}
+	install := pipInstall(plan.Installer, args)
 	// Per deployment: a dependencies image holds its pip_config_file
 	// (which may carry an index's credentials) and goes with it.
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n", s.DeploymentID, base, strings.Join(args, "\x00"))
+	fmt.Fprintf(h, "%s\n%s\n%s\n", s.DeploymentID, base, strings.Join(install, "\x00"))
 	var dctx bytes.Buffer
 	tw := tar.NewWriter(&dctx)
-	add := func(name string, body []byte) error {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-			return err
-		}
-		_, err := tw.Write(body)
-		return err
-	}
 	// COPY needs the directory even when no file names dependencies.
-	if err := add("deps/.keep", nil); err != nil {
+	if err := tarFile(tw, "deps/.keep", nil); err != nil {
 		return err
 	}
 	for f := range files {
@@ -369,51 +348,36 @@ func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath s
 			return fmt.Errorf("read %s: %w", f, err)
 		}
 		fmt.Fprintf(h, "%s %x\n", f, sha256.Sum256(raw))
-		if err := add("deps/"+f, raw); err != nil {
+		if err := tarFile(tw, "deps/"+f, raw); err != nil {
 			return err
 		}
 	}
 	for _, p := range plan.Packages {
 		// Installed from their code: the whole directory is a dependency.
 		fmt.Fprintf(h, "package %s %d\n", p, time.Now().UnixNano())
+		if err := addTree(tw, filepath.Join(app, filepath.FromSlash(inApp(p))), "deps/"+inApp(p)); err != nil {
+			return err
+		}
 	}
 	depsTag := "slipway-deps:" + hex.EncodeToString(h.Sum(nil)[:8])
 	var df strings.Builder
-	if g.BaseImage != "" {
-		fmt.Fprintf(&df, "FROM %s AS slipway\nFROM %s\nUSER root\n", labels[LabelBase], base)
-		fmt.Fprintf(&df, "COPY --from=slipway /slipway /slipway\nCOPY --from=slipway --chown=%s /data /data\n", agentUser)
-	} else {
-		fmt.Fprintf(&df, "FROM %s\nUSER root\n", base)
-	}
+	depsHeader(&df, g, base, labels)
 	df.WriteString("COPY deps /deps\n")
 	if plan.PipConfigFile != "" {
 		fmt.Fprintf(&df, "ENV PIP_CONFIG_FILE=%s\n", quote("/deps/"+inApp(plan.PipConfigFile)))
 	}
 	df.WriteString("RUN [\"python3\", \"-m\", \"venv\", \"/venv\"]\n")
-	if len(args) > 6 {
-		raw, _ := json.Marshal(args)
-		fmt.Fprintf(&df, "RUN %s\n", raw)
+	if len(args) > 0 {
+		if plan.Installer == "uv" {
+			// uv is on PyPI: it is installed beside the environment, from
+			// the same index, and used for the project's dependencies.
+			df.WriteString("RUN [\"python3\", \"-m\", \"venv\", \"/opt/uv\"]\n")
+			df.WriteString("RUN [\"/opt/uv/bin/python\", \"-m\", \"pip\", \"install\", \"--no-cache-dir\", \"--disable-pip-version-check\", \"uv\"]\n")
+		}
+		fmt.Fprintf(&df, "RUN %s\n", execForm(install))
 	}
-	if _, err := d.Client.ImageInspect(ctx, depsTag); err == nil {
-		fmt.Fprintf(log, "reusing the dependencies image %s (same dependencies)\n", depsTag)
-	} else {
-		for _, p := range plan.Packages {
-			if err := addTree(tw, filepath.Join(app, filepath.FromSlash(inApp(p))), "deps/"+inApp(p)); err != nil {
-				return err
-			}
-		}
-		if err := add("Dockerfile", []byte(df.String())); err != nil {
-			return err
-		}
-		if err := tw.Close(); err != nil {
-			return err
-		}
-		start := time.Now()
-		fmt.Fprintf(log, "==> install the dependencies into %s\n", depsTag)
-		if err := d.build(ctx, &dctx, depsTag, map[string]string{LabelManaged: "true", LabelRole: "deps", LabelInstance: d.Instance, LabelWorkspace: s.WorkspaceID, LabelDeployment: s.DeploymentID}, log); err != nil {
-			return fmt.Errorf("install the dependencies: %w", err)
-		}
-		fmt.Fprintf(log, "<== install the dependencies done in %s\n", time.Since(start).Round(time.Millisecond))
+	if err := d.buildDeps(ctx, s, depsTag, &dctx, tw, df.String(), log); err != nil {
+		return err
 	}
 	// The revision: the code, its directories on the path, the agent.
 	var paths []string
@@ -421,46 +385,24 @@ func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath s
 		paths = append(paths, path.Join("/app", cfgDir, p))
 	}
 	pth := `import os, sys, sysconfig; p = os.path.join(sysconfig.get_paths()["purelib"], "_slipway_project.pth"); open(p, "w").write("".join(a + "\n" for a in sys.argv[1:]))`
-	run, _ := json.Marshal(append([]string{"/venv/bin/python", "-I", "-c", pth}, paths...))
+	run := execForm(append([]string{"/venv/bin/python", "-I", "-c", pth}, paths...))
 	var rf strings.Builder
 	fmt.Fprintf(&rf, "FROM %s\nCOPY app /app\nRUN %s\n", depsTag, run)
-	if strings.TrimSpace(s.InstallCommand) != "" {
-		fmt.Fprintf(&rf, "WORKDIR /app\nRUN %s\n", oneLine(s.InstallCommand))
-	}
-	if strings.TrimSpace(s.BuildCommand) != "" {
-		fmt.Fprintf(&rf, "WORKDIR %s\nRUN %s\n", path.Join("/app", cfgDir), oneLine(s.BuildCommand))
-	}
-	for _, l := range g.DockerfileLines {
-		rf.WriteString(l + "\n")
-	}
-	env, err := proj.Env(filepath.Join(app, filepath.FromSlash(cfgDir)))
-	if err != nil {
+	projectCommands(&rf, s, s.InstallCommand, cfgDir)
+	extra := "VIRTUAL_ENV=/venv PATH=/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin SLIPWAY_AGENT_PYTHON=/venv/bin/python"
+	if err := revisionTail(&rf, proj, g, app, cfgPath, extra, labels); err != nil {
 		return err
 	}
-	rf.WriteString("ENV")
-	for _, k := range sortedKeys(env) {
-		if !strings.HasPrefix(k, "SLIPWAY_") {
-			fmt.Fprintf(&rf, " %s=%s", k, quote(env[k]))
-		}
+	return d.buildRevision(ctx, app, rf.String(), tag, nil, log)
+}
+
+// pipInstall is the command that installs args into /venv with installer
+// ("uv", else pip).
+func pipInstall(installer string, args []string) []string {
+	if installer == "uv" {
+		return append([]string{"/opt/uv/bin/uv", "pip", "install", "--no-cache", "--python", "/venv/bin/python"}, args...)
 	}
-	fmt.Fprintf(&rf, " VIRTUAL_ENV=/venv PATH=/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin SLIPWAY_AGENT_PYTHON=/venv/bin/python")
-	fmt.Fprintf(&rf, " SLIPWAY_AGENT_ADDR=0.0.0.0:8000 SLIPWAY_AGENT_DATA_DIR=/data SLIPWAY_GRAPH_CONFIG=%s\n", quote(path.Join("/app", cfgPath)))
-	rf.WriteString("LABEL")
-	for _, k := range sortedKeys(labels) {
-		fmt.Fprintf(&rf, " %s=%s", quote(k), quote(labels[k]))
-	}
-	fmt.Fprintf(&rf, "\nWORKDIR /app\nUSER %s\nENTRYPOINT [\"/slipway\", \"agent\"]\n", agentUser)
-	bc, err := contextTar(app, rf.String())
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	fmt.Fprintf(log, "==> build image %s\n", tag)
-	if err := d.build(ctx, bc, tag, nil, log); err != nil {
-		return err
-	}
-	fmt.Fprintf(log, "<== build image done in %s\n", time.Since(start).Round(time.Millisecond))
-	return nil
+	return append([]string{"/venv/bin/python", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"}, args...)
 }
 
 func sortedKeys(m map[string]string) []string {

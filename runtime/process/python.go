@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -24,12 +25,17 @@ import (
 //	                             and the interpreter), written once it is complete
 //	revisions/<rev>/project.json Slipway's: the project's env, read at build time
 //
+//	revisions/<rev>/venv.base    Slipway's: the environment whose packages it shares
+//
 // A revision whose dependencies match an earlier revision's still on disk
-// clones that environment (hard links) instead of installing again, so a
-// code-only change rebuilds in about a second.
+// shares that environment's packages instead of installing again (see
+// sharedVenv), so a code-only change rebuilds in a fraction of a second.
 const (
-	venvDir     = "venv"
-	venvHash    = "venv.hash"
+	venvDir  = "venv"
+	venvHash = "venv.hash"
+	venvBase = "venv.base"
+	// projectPth is the path file naming the project's directories.
+	projectPth  = "_slipway_project.pth"
 	projectFile = "project.json"
 )
 
@@ -173,66 +179,169 @@ func (d *Driver) buildVenv(ctx context.Context, s runtime.Spec, uid int, dir str
 	if err := os.RemoveAll(venv); err != nil {
 		return fmt.Errorf("clear %s: %w", venv, err)
 	}
+	os.Remove(filepath.Join(rev, venvBase))
+	if plan.PipConfigFile != "" {
+		env = append(env, "PIP_CONFIG_FILE="+filepath.Join(dir, filepath.FromSlash(plan.PipConfigFile)))
+	}
+	env = append(env, "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1", "PIP_PROGRESS_BAR=off")
+	if installer == "uv" {
+		// uv trusts its own bundled roots unless told otherwise; pip, the
+		// host's store (and so a TLS-inspecting proxy the host trusts).
+		env = append(env, "UV_NATIVE_TLS=1")
+	}
+	python := filepath.Join(venv, "bin", "python")
+	if from := d.sameVenv(s, hash); from != "" {
+		start := time.Now()
+		name := "share the environment of revision " + filepath.Base(filepath.Dir(from)) + " (same dependencies)"
+		fmt.Fprintf(log, "==> %s\n", name)
+		if err := sharedVenv(venv, from, py, plan, dir, uid); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(rev, venvBase), []byte(from), 0o600); err != nil {
+			return fmt.Errorf("mark the environment: %w", err)
+		}
+		fmt.Fprintf(log, "<== %s done in %s\n", name, took(start))
+		return d.markVenv(rev, hash)
+	}
 	if err := mkdirMode(venv, 0o700); err != nil {
 		return err
 	}
 	if err := chownTree(venv, uid); err != nil {
 		return err
 	}
-	if plan.PipConfigFile != "" {
-		env = append(env, "PIP_CONFIG_FILE="+filepath.Join(dir, filepath.FromSlash(plan.PipConfigFile)))
+	create := []string{py.Path, "-m", "venv", venv}
+	if installer == "uv" {
+		create = []string{uv, "venv", "--quiet", "--python", py.Path, venv}
 	}
-	env = append(env, "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1", "PIP_PROGRESS_BAR=off")
-	python := filepath.Join(venv, "bin", "python")
-	if from := d.sameVenv(s, hash); from != "" {
-		// As the deployment's uid: it reads only what that uid may, and a
-		// link it planted in the old environment is copied as a link.
-		if err := d.step(ctx, log, "reuse the environment of revision "+filepath.Base(filepath.Dir(from))+" (same dependencies)",
-			s, uid, dir, []string{"cp", "-a", "-l", from + "/.", venv + "/"}, env); err != nil {
-			return err
-		}
-	} else {
-		create := []string{py.Path, "-m", "venv", venv}
+	if err := d.step(ctx, log, "create the virtual environment", s, uid, dir, create, env); err != nil {
+		return err
+	}
+	args := []string{}
+	for _, f := range plan.RequirementFiles {
+		args = append(args, "-r", filepath.Join(dir, filepath.FromSlash(f)))
+	}
+	args = append(args, plan.Requirements...)
+	for _, p := range plan.Packages {
+		args = append(args, filepath.Join(dir, filepath.FromSlash(p)))
+	}
+	if len(args) > 0 {
+		install := append([]string{python, "-m", "pip", "install"}, args...)
 		if installer == "uv" {
-			create = []string{uv, "venv", "--quiet", "--python", py.Path, venv}
+			install = append([]string{uv, "pip", "install", "--python", python}, args...)
 		}
-		if err := d.step(ctx, log, "create the virtual environment", s, uid, dir, create, env); err != nil {
+		if err := d.step(ctx, log, "install the dependencies", s, uid, dir, install, env); err != nil {
 			return err
-		}
-		args := []string{}
-		for _, f := range plan.RequirementFiles {
-			args = append(args, "-r", filepath.Join(dir, filepath.FromSlash(f)))
-		}
-		args = append(args, plan.Requirements...)
-		for _, p := range plan.Packages {
-			args = append(args, filepath.Join(dir, filepath.FromSlash(p)))
-		}
-		if len(args) > 0 {
-			install := append([]string{python, "-m", "pip", "install"}, args...)
-			if installer == "uv" {
-				install = append([]string{uv, "pip", "install", "--python", python}, args...)
-			}
-			if err := d.step(ctx, log, "install the dependencies", s, uid, dir, install, env); err != nil {
-				return err
-			}
 		}
 	}
 	// The project's own code is imported from this revision's source, not
 	// installed: a path file names its directories.
+	paths := sortedPaths(plan, dir)
+	pth := `import os, sys, sysconfig; p = os.path.join(sysconfig.get_paths()["purelib"], "` + projectPth + `"); ` +
+		`os.path.lexists(p) and os.remove(p); open(p, "w").write("".join(a + "\n" for a in sys.argv[1:]))`
+	if err := d.step(ctx, log, "put the project's directories on the path", s, uid, dir, append([]string{python, "-I", "-c", pth}, paths...), env); err != nil {
+		return err
+	}
+	return d.markVenv(rev, hash)
+}
+
+// markVenv records, once the revision's environment is complete, what it
+// was built from.
+func (d *Driver) markVenv(rev, hash string) error {
+	if err := os.WriteFile(filepath.Join(rev, venvHash), []byte(hash), 0o600); err != nil {
+		return fmt.Errorf("mark the environment: %w", err)
+	}
+	return nil
+}
+
+// sharedVenv makes venv a virtual environment of its own that uses the
+// packages of base (an earlier revision's environment with the same
+// dependencies, kept as long as the deployment): its own pyvenv.cfg and
+// interpreter links, so sys.prefix is this revision's, a path file that
+// adds base's site-packages (their own path files included), the
+// project's directories, and links to base's commands. Nothing is copied,
+// so this takes milliseconds where copying (even as hard links) took half
+// a second for a LangGraph environment. It is written as Slipway before
+// uid owns any of it: no path in it is the deployment's yet.
+func sharedVenv(venv, base string, py build.Interpreter, plan *build.PythonPlan, dir string, uid int) error {
+	mm := py.MajorMinor()
+	site := filepath.Join(venv, "lib", "python"+mm, "site-packages")
+	bin := filepath.Join(venv, "bin")
+	for _, d := range []string{venv, filepath.Join(venv, "lib"), filepath.Dir(site), site, bin} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return err
+		}
+	}
+	cfg := fmt.Sprintf("home = %s\ninclude-system-site-packages = false\nversion = %s\nexecutable = %s\n", filepath.Dir(py.Path), py.Version, py.Path)
+	files := map[string]string{
+		filepath.Join(venv, "pyvenv.cfg"):          cfg,
+		filepath.Join(site, "_slipway_shared.pth"): sharedPaths(filepath.Join(base, "lib", "python"+mm, "site-packages")),
+		filepath.Join(site, projectPth):            projectPaths(plan, dir),
+	}
+	for p, body := range files {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString(body)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	links := map[string]string{"python": py.Path, "python3": "python", "python" + mm: "python"}
+	// base's commands (console scripts) run with base's interpreter; its
+	// pip would install into base, which other revisions use: pip here is
+	// `python -m pip`, which installs into this environment.
+	entries, err := os.ReadDir(filepath.Join(base, "bin"))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if _, ok := links[n]; !ok && !strings.HasPrefix(n, "python") && !strings.HasPrefix(n, "pip") && !strings.HasPrefix(n, "activate") && !strings.HasPrefix(n, "Activate") {
+			links[n] = filepath.Join(base, "bin", n)
+		}
+	}
+	for n, target := range links {
+		if err := os.Symlink(target, filepath.Join(bin, n)); err != nil {
+			return err
+		}
+	}
+	return chownTree(venv, uid)
+}
+
+// sharedPaths is the path file that adds baseSite, and reads its own path
+// files as site.addsitedir would, but base's project directories: those
+// are another revision's code.
+func sharedPaths(baseSite string) string {
+	// One line, run by site's exec: a comprehension there sees neither
+	// the line's own names (before Python 3.12) nor, so, d: the directory
+	// is spelled out each time and the modules are imported by name.
+	d := strconv.Quote(baseSite)
+	return fmt.Sprintf(`import sys; sys.path.append(%s); [__import__("site").addpackage(%s, n, None) for n in sorted(__import__("os").listdir(%s)) if n.endswith(".pth") and n != %q]`+"\n",
+		d, d, d, projectPth)
+}
+
+// projectPaths is the path file that puts the project's directories (the
+// local dependencies, under dir) on the interpreter's path.
+func projectPaths(plan *build.PythonPlan, dir string) string {
+	var b strings.Builder
+	for _, p := range sortedPaths(plan, dir) {
+		b.WriteString(p + "\n")
+	}
+	return b.String()
+}
+
+// sortedPaths are the project's directories, absolute.
+func sortedPaths(plan *build.PythonPlan, dir string) []string {
 	var paths []string
 	for _, p := range plan.Paths {
 		paths = append(paths, filepath.Join(dir, filepath.FromSlash(p)))
 	}
 	sort.Strings(paths)
-	pth := `import os, sys, sysconfig; p = os.path.join(sysconfig.get_paths()["purelib"], "_slipway_project.pth"); ` +
-		`os.path.lexists(p) and os.remove(p); open(p, "w").write("".join(a + "\n" for a in sys.argv[1:]))`
-	if err := d.step(ctx, log, "put the project's directories on the path", s, uid, dir, append([]string{python, "-I", "-c", pth}, paths...), env); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(rev, venvHash), []byte(hash), 0o600); err != nil {
-		return fmt.Errorf("mark the environment: %w", err)
-	}
-	return nil
+	return paths
 }
 
 // sameVenv is the virtual environment of another revision of the
@@ -254,6 +363,10 @@ func (d *Driver) sameVenv(s runtime.Spec, hash string) string {
 		}
 		if _, err := os.Lstat(filepath.Join(revs, e.Name(), "built")); err != nil {
 			continue
+		}
+		// A shared environment is not shared again: its base is.
+		if base, err := os.ReadFile(filepath.Join(revs, e.Name(), venvBase)); err == nil {
+			return string(base)
 		}
 		return filepath.Join(revs, e.Name(), venvDir)
 	}

@@ -87,6 +87,8 @@ func main() {
 	refDir := flag.String("reference", "runtime/agent/agentapi/loadtool/reference", "directory of the reference server to start (after `npm install` there); empty: none")
 	refURL := flag.String("reference-url", "", "an already running reference server to measure instead of starting one")
 	refPID := flag.Int("reference-pid", 0, "pid of the reference server, for RSS")
+	apiKey := flag.String("api-key", "", "X-Api-Key sent with every request: a deployment URL through `slipway serve` (-url) needs one")
+	asJSON := flag.Bool("json", false, "print the measurements as one JSON object on a line of its own after the table, for scripts")
 	refGraph := flag.String("reference-graph", "", "assistant/graph id on the reference server (default: -graph)")
 	graphConfig := flag.String("graph-config", "", "langgraph.json for slipway agent (SLIPWAY_GRAPH_CONFIG) and for the reference server; empty: the built-in echo graph, and the reference directory's own configuration")
 	graph := flag.String("graph", "echo", "assistant/graph id slipway agent runs")
@@ -99,6 +101,9 @@ func main() {
 	refConcRuns := flag.Int("reference-conc-runs", 1000, "concurrent-phase runs on the reference")
 	refRSSRuns := flag.Int("reference-rss-runs", 10000, "runs on the reference before its RSS is read")
 	flag.Parse()
+	if *apiKey != "" {
+		client.Transport = apiKeyTransport{key: *apiKey, next: client.Transport}
+	}
 
 	if *url == "" {
 		if *bin == "" {
@@ -178,6 +183,9 @@ func main() {
 	}
 	if hostReady != "" {
 		fmt.Printf("slipway agent: language host start-up to ready %s ms (from its log)\n", hostReady)
+	}
+	if *asJSON {
+		printJSON(results)
 	}
 	if len(results) == 2 {
 		s, ref := results[0], results[1]
@@ -467,6 +475,32 @@ func firstEvents(base, graph string, i int) (time.Duration, time.Duration, error
 		return 0, 0, fmt.Errorf("stream of run %d had no values event", i)
 	}
 	return first, values, sc.Err()
+}
+
+// apiKeyTransport sends an API key with each request.
+type apiKeyTransport struct {
+	key  string
+	next http.RoundTripper
+}
+
+func (t apiKeyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Api-Key", t.key)
+	return t.next.RoundTrip(r)
+}
+
+// printJSON prints each server's throughput and run-creation latency (ms)
+// as one JSON object keyed by server name.
+func printJSON(results []result) {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	out := map[string]map[string]float64{}
+	for _, r := range results {
+		out[r.name] = map[string]float64{"seq_runs_per_s": r.seqRate, "conc_runs_per_s": r.concRate,
+			"seq_p50_ms": ms(r.seqLat.p50), "seq_p99_ms": ms(r.seqLat.p99), "conc_p50_ms": ms(r.concLat.p50), "conc_p99_ms": ms(r.concLat.p99),
+			"all_p50_ms": ms(r.allLat.p50), "all_p99_ms": ms(r.allLat.p99)}
+	}
+	raw, _ := json.Marshal(out)
+	fmt.Printf("%s\n", raw)
 }
 
 var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 60 * time.Second}
