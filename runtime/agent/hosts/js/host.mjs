@@ -19,6 +19,28 @@ import { createStore } from "./store.mjs";
 // protocol: everything written to stdout goes to stderr, which Slipway logs.
 process.stdout.write = process.stderr.write.bind(process.stderr);
 
+// LangChain makes a LangSmith RunTree for every runnable call, and each of
+// its UUIDs draws 16 bytes from crypto.getRandomValues: a native call apiece,
+// about 5% of the host's CPU on a small graph. Small requests are served from
+// the same CSPRNG, drawn 8 KiB at a time (as node's own randomUUID batches);
+// the bytes and every other request are what the native call gives.
+{
+  const native = globalThis.crypto.getRandomValues.bind(globalThis.crypto);
+  const pool = new Uint8Array(8192);
+  let at = pool.length;
+  globalThis.crypto.getRandomValues = function getRandomValues(array) {
+    if (!(array instanceof Uint8Array) || array.byteLength > 64) return native(array);
+    if (at + array.byteLength > pool.length) {
+      native(pool);
+      at = 0;
+    }
+    array.set(pool.subarray(at, at + array.byteLength));
+    pool.fill(0, at, at + array.byteLength); // a byte is handed out once
+    at += array.byteLength;
+    return array;
+  };
+}
+
 const PROTOCOL = 1;
 const MAX_FRAME = 32 << 20;
 const cfg = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
