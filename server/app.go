@@ -195,25 +195,6 @@ func (a *app) Handler() http.Handler {
 	return h
 }
 
-// register puts every route of `serve` on rt (the authorization tests read
-// them back from rt) and returns the proxy to deployments.
-func (a *app) register(rt *httpx.Router) *proxy {
-	for _, prefix := range []string{"", "/api-host"} {
-		a.orgs.Routes(rt, prefix)
-		a.cp.Routes(rt, a.orgs, prefix)
-		rt.GET(prefix+"/ok", a.ok)
-		rt.GET(prefix+"/info", a.info)
-	}
-	a.dash = &dashboard.Dashboard{Auth: a.orgs, Secure: strings.HasPrefix(strings.ToLower(a.cfg.PublicURL), "https://")}
-	a.dash.Routes(rt)
-	docRoutes(rt, a.version)
-	px := &proxy{cp: a.cp, driver: a.driver, gate: a.gate, handoverWait: 60 * time.Second}
-	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
-		rt.Handle(m, "/agents/:name/*path", auth.Require(a.orgs, true, px.serve))
-	}
-	return px
-}
-
 // byHost serves a deployment whose custom_url names the request's host as
 // if it were /agents/{name}/{path}. The deployment's workspace is the one
 // the credential must be able to use; Slipway's own host never routes.

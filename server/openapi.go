@@ -1,14 +1,9 @@
 package server
 
 import (
-	"net/http"
-
-	"github.com/julienschmidt/httprouter"
-
 	"slipway/server/apidoc"
 	"slipway/server/controlplane"
 	"slipway/server/dashboard"
-	"slipway/server/httpx"
 	"slipway/server/orgapi"
 )
 
@@ -61,11 +56,4 @@ func apiDoc(version string) *apidoc.Doc {
 		Enums:    controlplane.OpenAPIEnums(),
 		Bounds:   controlplane.OpenAPIBounds(),
 	}
-}
-
-// docRoutes serves the document and its page.
-func docRoutes(rt *httpx.Router, version string) {
-	h := apidoc.NewHandlers(apiDoc(version), "/openapi.json")
-	rt.GET("/openapi.json", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { h.JSON(w, r) })
-	rt.GET("/docs", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { h.HTML(w, r) })
 }

@@ -1,0 +1,44 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"slipway/server/apidoc"
+	"slipway/server/auth"
+	"slipway/server/dashboard"
+	"slipway/server/httpx"
+)
+
+// Every route of `serve`, in one place: each package's own table is in its
+// routes.go (orgapi, controlplane) or Routes method (dashboard), registered
+// here with what serve adds itself.
+
+// register puts every route of `serve` on rt (the authorization tests read
+// them back from rt) and returns the proxy to deployments.
+func (a *app) register(rt *httpx.Router) *proxy {
+	for _, prefix := range []string{"", "/api-host"} {
+		a.orgs.Routes(rt, prefix)
+		a.cp.Routes(rt, a.orgs, prefix)
+		rt.GET(prefix+"/ok", a.ok)
+		rt.GET(prefix+"/info", a.info)
+	}
+	a.dash = &dashboard.Dashboard{Auth: a.orgs, Secure: strings.HasPrefix(strings.ToLower(a.cfg.PublicURL), "https://")}
+	a.dash.Routes(rt)
+	docRoutes(rt, a.version)
+	px := &proxy{cp: a.cp, driver: a.driver, gate: a.gate, handoverWait: 60 * time.Second}
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
+		rt.Handle(m, "/agents/:name/*path", auth.Require(a.orgs, true, px.serve))
+	}
+	return px
+}
+
+// docRoutes serves the document and its page.
+func docRoutes(rt *httpx.Router, version string) {
+	h := apidoc.NewHandlers(apiDoc(version), "/openapi.json")
+	rt.GET("/openapi.json", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { h.JSON(w, r) })
+	rt.GET("/docs", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { h.HTML(w, r) })
+}
