@@ -16,8 +16,16 @@ import (
 // ids are UUIDv7 (16 raw bytes in keys) so cursor order is creation order.
 // Index buckets map a composite key to nil (or to an id) and are written in
 // the same transaction as the record they index. A domain's store declares
-// the names of the buckets it owns (server/orgapi/store*.go, ...); the
-// migrations below name buckets literally, since they are frozen history.
+// the names of the buckets it owns, unexported, and alone reads and writes
+// them (storage/ownership_test.go keeps it so); the migrations below name
+// buckets literally, since they are frozen history. The owners:
+//
+//	server/orgapi/store*.go        orgs, workspaces, users, api keys, members, logins, sessions,
+//	                               roles, invitations, workspace secrets, TTL settings
+//	server/controlplane/store*.go  deployments, revisions, listeners, uploads, tracing projects,
+//	                               custom hosts, the pending-work index, revision and agent logs
+//	server/audit/store*.go         audit events, their operation index, anchors, forwarding, seals
+//	this package                   meta (schema version, instance id)
 //
 //	meta                      version → uint64 schema version;
 //	                          instance_id → this install's identity, 32 hex characters (v7, see InstanceID)
