@@ -170,26 +170,12 @@ func (d *Driver) agentImage(ctx context.Context, log io.Writer) (string, error) 
 		d.base = tag
 		return tag, nil
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	files := []struct {
-		name string
-		mode int64
-		body []byte
-	}{{"Dockerfile", 0o644, []byte(df)}, {"slipway", 0o755, bin}, {"data/.keep", 0o600, nil}, {"tmp/.keep", 0o600, nil}}
-	for _, f := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.body)), Typeflag: tar.TypeReg}); err != nil {
-			return "", err
-		}
-		if _, err := tw.Write(f.body); err != nil {
-			return "", err
-		}
-	}
-	if err := tw.Close(); err != nil {
+	buf, err := tarContext(contextFile{"Dockerfile", 0o644, []byte(df)}, contextFile{"slipway", 0o755, bin}, contextFile{"data/.keep", 0o600, nil}, contextFile{"tmp/.keep", 0o600, nil})
+	if err != nil {
 		return "", err
 	}
 	fmt.Fprintf(log, "building the agent base image %s\n", tag)
-	if err := d.build(ctx, &buf, tag, map[string]string{LabelManaged: "true", LabelInstance: d.Instance, LabelRole: "base"}, log); err != nil {
+	if err := d.build(ctx, buf, tag, map[string]string{LabelManaged: "true", LabelInstance: d.Instance, LabelRole: "base"}, log); err != nil {
 		return "", fmt.Errorf("build the agent base image: %w", err)
 	}
 	d.base = tag

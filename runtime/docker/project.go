@@ -95,11 +95,34 @@ func execForm(argv []string) string {
 
 // tarFile adds a regular file to a build context.
 func tarFile(tw *tar.Writer, name string, body []byte) error {
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+	return tarFileMode(tw, name, 0o644, body)
+}
+
+func tarFileMode(tw *tar.Writer, name string, mode int64, body []byte) error {
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
 		return err
 	}
 	_, err := tw.Write(body)
 	return err
+}
+
+// contextFile is one regular file of a small build context.
+type contextFile struct {
+	name string
+	mode int64
+	body []byte
+}
+
+// tarContext is a build context of the given files.
+func tarContext(files ...contextFile) (*bytes.Buffer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range files {
+		if err := tarFileMode(tw, f.name, f.mode, f.body); err != nil {
+			return nil, err
+		}
+	}
+	return &buf, tw.Close()
 }
 
 // buildDeps builds the dependencies image depsTag from its context (whose

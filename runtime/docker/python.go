@@ -136,27 +136,14 @@ func (d *Driver) languageImage(ctx context.Context, l language, version string, 
 	if err != nil {
 		return "", err
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
 	df := languageRecipe(rootfs, ca != nil)
-	for _, f := range []struct {
-		name string
-		mode int64
-		body []byte
-	}{{"Dockerfile", 0o644, []byte(df)}, {"slipway", 0o755, bin}, {"data/.keep", 0o600, nil}, {"ca-certificates.crt", 0o644, ca}} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.body)), Typeflag: tar.TypeReg}); err != nil {
-			return "", err
-		}
-		if _, err := tw.Write(f.body); err != nil {
-			return "", err
-		}
-	}
-	if err := tw.Close(); err != nil {
+	buf, err := tarContext(contextFile{"Dockerfile", 0o644, []byte(df)}, contextFile{"slipway", 0o755, bin}, contextFile{"data/.keep", 0o600, nil}, contextFile{"ca-certificates.crt", 0o644, ca})
+	if err != nil {
 		return "", err
 	}
 	// Not the install's: the image is a machine-wide cache, like the
 	// root filesystem, named by what it holds.
-	if err := d.build(ctx, &buf, tag, map[string]string{LabelManaged: "true", LabelRole: l.role}, log); err != nil {
+	if err := d.build(ctx, buf, tag, map[string]string{LabelManaged: "true", LabelRole: l.role}, log); err != nil {
 		return "", fmt.Errorf("build the %s agent image: %w", l.name, err)
 	}
 	fmt.Fprintf(log, "<== build the %s %s agent image done in %s\n", l.name, version, time.Since(start).Round(time.Millisecond))
