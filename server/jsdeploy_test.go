@@ -41,20 +41,6 @@ func projectFiles(t testing.TB, dir string) map[string]string {
 	return files
 }
 
-// waitFinal polls a revision until it ends, for as long as an npm install can take.
-func waitFinal(t *testing.T, s *servertest.Server, dep, rev string, within time.Duration) string {
-	t.Helper()
-	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		st, _ := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev, nil).Map()["status"].(string)
-		switch st {
-		case "DEPLOYED", "BUILD_FAILED", "DEPLOY_FAILED", "CREATE_FAILED", "SKIPPED":
-			return st
-		}
-	}
-	t.Fatalf("revision %s did not finish within %v", rev, within)
-	return ""
-}
-
 func revisionLogs(t *testing.T, s *servertest.Server, dep, rev, phase string) string {
 	t.Helper()
 	var out strings.Builder
@@ -110,15 +96,10 @@ func TestJSProjectOnProcessRuntime(t *testing.T) {
 	root := servertest.RepoRoot()
 	requireJSSDK(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "process"})
-	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "js-project", "source": "internal_source", "source_config": map[string]any{},
-		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
-	if d.Status != 201 {
-		t.Fatalf("create: %d %s", d.Status, d.Body)
-	}
-	dep := d.Map()["id"].(string)
+	dep := createProject(t, s, "js-project")
 	files := projectFiles(t, filepath.Join(root, "testdata", "graphs", "js-deploy"))
 	rev1 := deploySource(t, s, dep, files)
-	if st := waitFinal(t, s, dep, rev1, 5*time.Minute); st != "DEPLOYED" {
+	if st := waitPyRevision(t, s, dep, rev1, 5*time.Minute); st != "DEPLOYED" {
 		t.Fatalf("revision 1 ended %s:\n%s\n%s", st, revisionLogs(t, s, dep, rev1, "build,deploy,agent"), s.Logs())
 	}
 	build := revisionLogs(t, s, dep, rev1, "build")
@@ -146,7 +127,7 @@ func jsBrokenRevision(t *testing.T, s *servertest.Server, dep, rev1 string, file
 	}
 	broken["src/agent.ts"] = "import { nothing } from \"not-an-installed-package\";\n" + files["src/agent.ts"] + "\nexport const unused = nothing;\n"
 	rev2 := deploySource(t, s, dep, broken)
-	if st := waitFinal(t, s, dep, rev2, 5*time.Minute); st != "DEPLOY_FAILED" {
+	if st := waitPyRevision(t, s, dep, rev2, 5*time.Minute); st != "DEPLOY_FAILED" {
 		t.Fatalf("broken revision ended %s:\n%s", st, revisionLogs(t, s, dep, rev2, "build,deploy,agent"))
 	}
 	deploy := revisionLogs(t, s, dep, rev2, "deploy")

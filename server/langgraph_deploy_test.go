@@ -38,12 +38,7 @@ func TestLangGraphDeploy(t *testing.T) {
 	// The CLI creates a missing deployment with source_revision_config
 	// {}, which the spec refuses (graph_config_path is required): the
 	// deployment is created once through the API, as README says.
-	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "lg-deploy", "source": "internal_source", "source_config": map[string]any{},
-		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
-	if d.Status != 201 {
-		t.Fatalf("create: %d %s", d.Status, d.Body)
-	}
-	dep := d.Map()["id"].(string)
+	dep := createProject(t, s, "lg-deploy")
 
 	project := t.TempDir()
 	for name, body := range pyDeployFiles(t) {

@@ -96,7 +96,20 @@ asyncio.run(main(*sys.argv[1:]))
 	}
 }
 
-// waitPyRevision is waitStatus with room for a dependency install.
+// createProject creates an internal_source deployment of the project at
+// langgraph.json, with no secrets, and returns its id.
+func createProject(t testing.TB, s *servertest.Server, name string) string {
+	t.Helper()
+	d := s.Do("POST", "/v2/deployments", map[string]any{"name": name, "source": "internal_source", "source_config": map[string]any{},
+		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
+	if d.Status != 201 {
+		t.Fatalf("create: %d %s", d.Status, d.Body)
+	}
+	return d.Map()["id"].(string)
+}
+
+// waitPyRevision is waitStatus with room for a dependency install (pip's
+// or npm's).
 func waitPyRevision(t testing.TB, s *servertest.Server, dep, rev string, within time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(within)
@@ -122,12 +135,7 @@ func waitPyRevision(t testing.TB, s *servertest.Server, dep, rev string, within 
 func TestPythonProjectProcess(t *testing.T) {
 	requirePython311(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "process"})
-	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "py-deploy", "source": "internal_source", "source_config": map[string]any{},
-		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
-	if d.Status != 201 {
-		t.Fatalf("create: %d %s", d.Status, d.Body)
-	}
-	dep := d.Map()["id"].(string)
+	dep := createProject(t, s, "py-deploy")
 	logs := func(rev string) string { return phaseLogs(s, dep, rev) }
 	files := pyDeployFiles(t)
 	rev1 := deploySource(t, s, dep, files)
@@ -307,12 +315,7 @@ func TestPythonProjectDocker(t *testing.T) {
 	requireRuntime(t, "docker")
 	requireDebootstrap(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "docker"})
-	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "py-docker", "source": "internal_source", "source_config": map[string]any{},
-		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
-	if d.Status != 201 {
-		t.Fatalf("create: %d %s", d.Status, d.Body)
-	}
-	dep := d.Map()["id"].(string)
+	dep := createProject(t, s, "py-docker")
 	logs := func(rev string) string { return phaseLogs(s, dep, rev) }
 	files := pyDeployFiles(t)
 	rev1 := deploySource(t, s, dep, files)
