@@ -20,6 +20,9 @@
 //
 // which also measures time to the first streamed event, slipway's RSS
 // together with its host process, and the host's start-up to `ready`.
+// During each server's concurrent phase a probe apart from the clients
+// times a GET /ok and a 512-byte write with fdatasync: the floor the
+// loaded machine sets under any durable request.
 //
 // The reference is installed with `npm install`, not `npm ci`: where the
 // registry lacks some of its platform-optional packages, npm ci refuses
@@ -78,6 +81,12 @@ type result struct {
 	// values event (the graph's input state).
 	firstEvent, firstValues latency
 	streamed                int
+	// The machine's floor during the concurrent phase, probed apart from
+	// the clients: a GET /ok (no disk, no work) and one 512-byte write
+	// with fdatasync to a file beside the agent's data directory. A
+	// durable run creation cannot answer faster than the two together.
+	floorGet, floorSync latency
+	floorN              int
 }
 
 func main() {
@@ -179,6 +188,10 @@ func main() {
 		}
 		if r.rssMeasure {
 			fmt.Printf("%s: RSS %.1f MB over %d processes\n", r.name, r.rssMB, r.procs)
+		}
+		if r.floorN > 0 {
+			fmt.Printf("%s: during the %d-client phase, GET /ok p50/p99 %s ms and a 512-byte write+fdatasync in %s p50/p99 %s ms (%d probes each)\n",
+				r.name, *conc, ms(r.floorGet), os.TempDir(), ms(r.floorSync), r.floorN)
 		}
 	}
 	if hostReady != "" {
@@ -497,7 +510,8 @@ func printJSON(results []result) {
 	for _, r := range results {
 		out[r.name] = map[string]float64{"seq_runs_per_s": r.seqRate, "conc_runs_per_s": r.concRate,
 			"seq_p50_ms": ms(r.seqLat.p50), "seq_p99_ms": ms(r.seqLat.p99), "conc_p50_ms": ms(r.concLat.p50), "conc_p99_ms": ms(r.concLat.p99),
-			"all_p50_ms": ms(r.allLat.p50), "all_p99_ms": ms(r.allLat.p99)}
+			"all_p50_ms": ms(r.allLat.p50), "all_p99_ms": ms(r.allLat.p99),
+			"floor_get_p99_ms": ms(r.floorGet.p99), "floor_fdatasync_p99_ms": ms(r.floorSync.p99)}
 	}
 	raw, _ := json.Marshal(out)
 	fmt.Printf("%s\n", raw)
@@ -627,7 +641,9 @@ func measure(name, base, graph string, pids func() []int, seq, conc, concRuns, r
 	r.seqLat = percentiles(lat)
 	fmt.Printf("%s: %d runs from %d concurrent clients ...\n", name, concRuns, conc)
 	start = time.Now()
+	stopFloor := probeFloor(base)
 	conLat, err := concurrent(base, graph, conc, concRuns, 0)
+	r.floorGet, r.floorSync, r.floorN = stopFloor()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtool:", err)
 		os.Exit(1)
@@ -670,4 +686,61 @@ func measure(name, base, graph string, pids func() []int, seq, conc, concRuns, r
 		}
 	}
 	return r
+}
+
+// probeFloor measures, every 20 ms until the returned function is called,
+// what the machine gives any request while the clients load it: the
+// latency of GET base/ok and, apart, of a 512-byte write and fdatasync
+// to a preallocated file in the temporary directory (where startAgent
+// puts the agent's database). The function returns their percentiles and
+// the number of probes.
+func probeFloor(base string) func() (latency, latency, int) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	var get, syncs []time.Duration
+	go func() {
+		defer close(done)
+		f, err := os.CreateTemp("", "loadtool-floor-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtool: floor probe:", err)
+			return
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		// Written once, so a probe's write needs no block allocation.
+		const size = 1 << 20
+		if _, err := f.Write(make([]byte, size)); err != nil || f.Sync() != nil {
+			return
+		}
+		block := make([]byte, 512)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for i := int64(0); ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			t := time.Now()
+			resp, err := client.Get(base + "/ok")
+			if err != nil {
+				continue
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			get = append(get, time.Since(t))
+			t = time.Now()
+			if _, err := f.WriteAt(block, (i*512)%size); err != nil {
+				continue
+			}
+			if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+				continue
+			}
+			syncs = append(syncs, time.Since(t))
+		}
+	}()
+	return func() (latency, latency, int) {
+		close(stop)
+		<-done
+		return percentiles(get), percentiles(syncs), min(len(get), len(syncs))
+	}
 }
