@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,10 +62,6 @@ func (e *Engine) ResolveAssistant(tx *bolt.Tx, id string) (*Assistant, error) {
 // It returns the run's event log, created before the run can start, so a
 // streaming caller sees every event even of a run that ends at once.
 func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error) {
-	strategy := rc.MultitaskStrategy
-	if strategy == "" {
-		strategy = StrategyEnqueue
-	}
 	temporary := threadID == ""
 	if temporary {
 		threadID = storage.NewID().String()
@@ -78,100 +75,117 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 		slot = true
 	default:
 	}
-	var out Run
-	var victim string
-	var claimed *runRecord
+	var ad admission
 	err := e.w.Update(func(tx *bolt.Tx) error {
-		victim, claimed = "", nil
-		a, err := e.ResolveAssistant(tx, rc.AssistantID)
-		if err != nil {
-			return err
-		}
-		now := time.Now().UTC()
-		t, err := getThread(tx, threadID)
-		switch {
-		case err == nil:
-		case temporary || rc.IfNotExists == "create":
-			t = &threadRecord{Thread: Thread{ThreadID: threadID, CreatedAt: now, UpdatedAt: now,
-				Metadata: map[string]any{"graph_id": a.GraphID, "assistant_id": a.AssistantID}, Status: ThreadIdle, Values: map[string]any{}}}
-		default:
-			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
-		}
-		if _, ok := e.Graphs[a.GraphID].(*HostGraph); ok {
-			t.Graph = a.GraphID
-		}
-		r := runRecord{Run: Run{RunID: storage.NewID().String(), ThreadID: threadID, AssistantID: a.AssistantID,
-			CreatedAt: now, UpdatedAt: now, Status: RunPending, Metadata: rc.Metadata, MultitaskStrategy: strategy,
-			Kwargs: kwargs(rc)}, Temporary: temporary}
-		if r.Metadata == nil {
-			r.Metadata = map[string]any{}
-		}
-		if rc.AfterSeconds > 0 {
-			nb := now.Add(time.Duration(rc.AfterSeconds * float64(time.Second)))
-			r.NotBefore = &nb
-		}
-		if t.busy() {
-			switch strategy {
-			case StrategyReject:
-				return ErrBusy
-			case StrategyInterrupt, StrategyRollback:
-				// The newer run goes first; the running one is stopped after commit.
-				victim = t.Active
-				t.Queue = append([]string{r.RunID}, t.Queue...)
-			default:
-				t.Queue = append(t.Queue, r.RunID)
-			}
-		} else if slot && r.NotBefore == nil {
-			r.Status, r.FirstSeq = RunRunning, t.Seq
-			t.Active = r.RunID
-			claimed = &r
-		} else {
-			t.Queue = append(t.Queue, r.RunID)
-		}
-		t.Status, t.UpdatedAt = ThreadBusy, now
-		// A thread keeps the config its runs were given: a later run
-		// without config continues with it, as on the reference servers.
-		if len(rc.Config) > 0 {
-			t.Config = mergeConfig(t.Config, rc.Config)
-		}
-		if err := putJSON(tx.Bucket([]byte(bRuns)), r.RunID, &r); err != nil {
-			return err
-		}
-		idx := tx.Bucket([]byte(bThreadRuns))
-		idx.FillPercent = 0.9
-		if err := idx.Put(idxKey(threadID, r.RunID), nil); err != nil {
-			return err
-		}
-		out = r.Run
-		return putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
+		var err error
+		ad, err = e.admit(tx, threadID, rc, temporary, slot)
+		return err
 	})
-	if slot && claimed == nil {
+	if slot && (err != nil || ad.claimed == nil) {
 		<-e.sem
 	}
 	if err != nil {
 		return Run{}, nil, err
 	}
-	lr := e.prepareEvents(out.RunID)
-	if claimed != nil {
+	lr := e.prepareEvents(ad.run.RunID)
+	if ad.claimed != nil {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			e.execute(claimed)
+			e.execute(ad.claimed)
 			<-e.sem
 			// Runs queued behind this one meanwhile are the dispatcher's.
 			e.dispatch(threadID)
 		}()
-		return out, lr.events, nil
+		return ad.run, lr.events, nil
 	}
-	if victim != "" {
-		if strategy == StrategyRollback {
-			e.cancelLive(victim, StrategyRollback, causeRollback)
-		} else {
-			e.cancelLive(victim, StrategyInterrupt, causeInterrupt)
-		}
+	switch {
+	case ad.victim == "":
+	case ad.run.MultitaskStrategy == StrategyRollback:
+		e.cancelLive(ad.victim, StrategyRollback, causeRollback)
+	default:
+		e.cancelLive(ad.victim, StrategyInterrupt, causeInterrupt)
 	}
 	e.dispatch(threadID)
-	return out, lr.events, nil
+	return ad.run, lr.events, nil
+}
+
+// admission is what admitting a run decided, for CreateRun to act on
+// after the commit.
+type admission struct {
+	run Run
+	// claimed is the run when it took the free worker slot it was offered
+	// (the thread was idle and the run may start now).
+	claimed *runRecord
+	// victim is the running run an interrupt or rollback strategy stops.
+	victim string
+}
+
+// admit decides a run request in tx: it finds the thread (or creates it,
+// for a temporary run or if_not_exists=create), applies the multitask
+// strategy when the thread is busy, and writes the run, its index entry
+// and the thread. slot says a worker is reserved for the run if it can
+// start at once.
+func (e *Engine) admit(tx *bolt.Tx, threadID string, rc RunCreate, temporary, slot bool) (admission, error) {
+	a, err := e.ResolveAssistant(tx, rc.AssistantID)
+	if err != nil {
+		return admission{}, err
+	}
+	now := time.Now().UTC()
+	t, err := getThread(tx, threadID)
+	switch {
+	case err == nil:
+	case temporary || rc.IfNotExists == "create":
+		t = &threadRecord{Thread: Thread{ThreadID: threadID, CreatedAt: now, UpdatedAt: now,
+			Metadata: map[string]any{"graph_id": a.GraphID, "assistant_id": a.AssistantID}, Status: ThreadIdle, Values: map[string]any{}}}
+	default:
+		return admission{}, fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
+	}
+	if _, ok := e.Graphs[a.GraphID].(*HostGraph); ok {
+		t.Graph = a.GraphID
+	}
+	strategy := cmp.Or(rc.MultitaskStrategy, StrategyEnqueue)
+	r := runRecord{Run: Run{RunID: storage.NewID().String(), ThreadID: threadID, AssistantID: a.AssistantID,
+		CreatedAt: now, UpdatedAt: now, Status: RunPending, Metadata: rc.Metadata, MultitaskStrategy: strategy,
+		Kwargs: kwargs(rc)}, Temporary: temporary}
+	if r.Metadata == nil {
+		r.Metadata = map[string]any{}
+	}
+	if rc.AfterSeconds > 0 {
+		nb := now.Add(time.Duration(rc.AfterSeconds * float64(time.Second)))
+		r.NotBefore = &nb
+	}
+	var ad admission
+	switch {
+	case t.busy() && strategy == StrategyReject:
+		return admission{}, ErrBusy
+	case t.busy() && (strategy == StrategyInterrupt || strategy == StrategyRollback):
+		// The newer run goes first; the running one is stopped after commit.
+		ad.victim = t.Active
+		t.Queue = append([]string{r.RunID}, t.Queue...)
+	case !t.busy() && slot && r.NotBefore == nil:
+		r.Status, r.FirstSeq = RunRunning, t.Seq
+		t.Active = r.RunID
+		ad.claimed = &r
+	default:
+		t.Queue = append(t.Queue, r.RunID)
+	}
+	t.Status, t.UpdatedAt = ThreadBusy, now
+	// A thread keeps the config its runs were given: a later run
+	// without config continues with it, as on the reference servers.
+	if len(rc.Config) > 0 {
+		t.Config = mergeConfig(t.Config, rc.Config)
+	}
+	if err := putJSON(tx.Bucket([]byte(bRuns)), r.RunID, &r); err != nil {
+		return admission{}, err
+	}
+	idx := tx.Bucket([]byte(bThreadRuns))
+	idx.FillPercent = 0.9
+	if err := idx.Put(idxKey(threadID, r.RunID), nil); err != nil {
+		return admission{}, err
+	}
+	ad.run = r.Run
+	return ad, putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
 }
 
 func kwargs(rc RunCreate) map[string]any {
@@ -370,15 +384,39 @@ func (e *Engine) execute(r *runRecord) {
 	ctx, stop := context.WithTimeout(ctx, e.Timeout)
 	defer stop()
 
+	graph, values, req, err := e.runRequest(r)
+	lr.events.publish("metadata", map[string]any{"run_id": r.RunID, "attempt": 1})
 	var (
-		values     map[string]any
-		graph      Graph
-		req        Request
-		cps        []pendingCheckpoint
-		interrupts []any
-		runErr     error
+		outcome *hostOutcome
+		cps     []pendingCheckpoint
 	)
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	if hg, ok := graph.(*HostGraph); ok && err == nil {
+		outcome, err = hg.runHost(ctx, r, req)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, hosts.ErrHostDied) {
+			// The run failed in the graph: the thread shows the state it
+			// reached, read back from its checkpoints.
+			if st, serr := hg.state(e.ctx, map[string]any{"graph_id": hg.ID, "thread_id": r.ThreadID}); serr == nil {
+				outcome = &hostOutcome{Values: st.Values}
+			}
+		}
+	} else if err == nil {
+		cps, err = runBuiltin(ctx, lr.events, graph, req, values)
+	}
+	status, runErr := e.runStatus(ctx, err)
+	e.finish(r, status, runErr, cps, outcome)
+	if runErr != nil && status != RunInterrupted && status != "rollback" {
+		lr.events.publish("error", map[string]any{"error": errorName(status, runErr), "message": errorMessage(runErr)})
+	}
+	lr.events.close()
+	close(lr.done)
+	e.release(r, lr)
+}
+
+// runRequest reads what a run needs to start: its graph, the thread's
+// values, and the request with the assistant's, thread's and run's
+// config, context and metadata merged.
+func (e *Engine) runRequest(r *runRecord) (graph Graph, values map[string]any, req Request, err error) {
+	err = e.DB.View(func(tx *bolt.Tx) error {
 		t, err := getThread(tx, r.ThreadID)
 		if err != nil {
 			return err
@@ -401,94 +439,94 @@ func (e *Engine) execute(r *runRecord) {
 			Metadata: merge(merge(a.Metadata, t.Metadata), r.Metadata)}
 		return nil
 	})
-	lr.events.publish("metadata", map[string]any{"run_id": r.RunID, "attempt": 1})
-	step := 0
-	var outcome *hostOutcome
-	hg, isHost := graph.(*HostGraph)
-	if err == nil && isHost {
-		outcome, err = hg.runHost(ctx, r, req)
-		if err != nil && ctx.Err() == nil && !errors.Is(err, hosts.ErrHostDied) {
-			// The run failed in the graph: the thread shows the state it
-			// reached, read back from its checkpoints.
-			if st, serr := hg.state(e.ctx, map[string]any{"graph_id": hg.ID, "thread_id": r.ThreadID}); serr == nil {
-				outcome = &hostOutcome{Values: st.Values}
-			}
+	return graph, values, req, err
+}
+
+// runBuiltin runs a graph of this binary (echo, command graphs) from the
+// thread's values, publishing its events, and returns the checkpoints it
+// produced: the input's, one per update, and one for its interrupts.
+func runBuiltin(ctx context.Context, events *EventLog, graph Graph, req Request, values map[string]any) ([]pendingCheckpoint, error) {
+	var (
+		cps        []pendingCheckpoint
+		interrupts []any
+		step       int
+	)
+	// The input is the first update: its messages join the state.
+	if req.Input != nil {
+		var err error
+		if values, err = ApplyUpdate(values, inputUpdate(req.Input)); err != nil {
+			return nil, err
 		}
+		cps = append(cps, pendingCheckpoint{values: clone(values), source: "input", step: -1, writes: map[string]any{"__start__": req.Input}})
+		events.publish("values", values)
 	}
-	if err == nil && !isHost {
-		// The input is the first update: its messages join the state.
-		if req.Input != nil {
-			values, err = ApplyUpdate(values, inputUpdate(req.Input))
-			if err == nil {
-				cps = append(cps, pendingCheckpoint{values: clone(values), source: "input", step: -1, writes: map[string]any{"__start__": req.Input}})
-				lr.events.publish("values", values)
+	req.Values = clone(values)
+	err := graph.Run(ctx, req, func(node string, update map[string]any, extra []Event) error {
+		for _, ev := range extra {
+			if ev.Mode == "__interrupt__" {
+				// The graph stopped to ask for input: the run still
+				// succeeds, and its last state carries the interrupt
+				// for the client to answer with command.resume.
+				intr := map[string]any{"value": ev.Data, "id": storage.NewID().String()}
+				interrupts = append(interrupts, intr)
+				events.publish("updates", map[string]any{"__interrupt__": []any{intr}})
+				continue
 			}
-		}
-	}
-	if err == nil && !isHost {
-		req.Values = clone(values)
-		err = graph.Run(ctx, req, func(node string, update map[string]any, extra []Event) error {
-			for _, ev := range extra {
-				if ev.Mode == "__interrupt__" {
-					// The graph stopped to ask for input: the run still
-					// succeeds, and its last state carries the interrupt
-					// for the client to answer with command.resume.
-					intr := map[string]any{"value": ev.Data, "id": storage.NewID().String()}
-					interrupts = append(interrupts, intr)
-					lr.events.publish("updates", map[string]any{"__interrupt__": []any{intr}})
-					continue
-				}
-				if ev.Mode == "__replace__" {
-					values = clone(update)
-					step++
-					cps = append(cps, pendingCheckpoint{values: clone(values), source: "loop", step: step, writes: map[string]any{"__replace__": nil}})
-					lr.events.publish("values", values)
-					return nil
-				}
-				lr.events.publish(ev.Mode, ev.Data)
-			}
-			if update == nil {
+			if ev.Mode == "__replace__" {
+				values = clone(update)
+				step++
+				cps = append(cps, pendingCheckpoint{values: clone(values), source: "loop", step: step, writes: map[string]any{"__replace__": nil}})
+				events.publish("values", values)
 				return nil
 			}
-			next, err := ApplyUpdate(values, update)
-			if err != nil {
-				return fmt.Errorf("%w: node %s: %v", ErrProtocol, node, err)
-			}
-			values = next
-			step++
-			cps = append(cps, pendingCheckpoint{values: clone(values), source: "loop", step: step, writes: map[string]any{node: update}})
-			lr.events.publish("updates", map[string]any{node: update})
-			lr.events.publish("values", values)
+			events.publish(ev.Mode, ev.Data)
+		}
+		if update == nil {
 			return nil
-		})
+		}
+		next, err := ApplyUpdate(values, update)
+		if err != nil {
+			return fmt.Errorf("%w: node %s: %v", ErrProtocol, node, err)
+		}
+		values = next
+		step++
+		cps = append(cps, pendingCheckpoint{values: clone(values), source: "loop", step: step, writes: map[string]any{node: update}})
+		events.publish("updates", map[string]any{node: update})
+		events.publish("values", values)
+		return nil
+	})
+	if err != nil {
+		return cps, err
 	}
-	if err == nil && len(interrupts) > 0 {
+	if len(interrupts) > 0 {
 		step++
 		cps = append(cps, pendingCheckpoint{values: clone(values), source: "loop", step: step,
 			writes: map[string]any{"__interrupt__": interrupts}, interrupts: interrupts})
 	}
-	runErr = err
+	return cps, nil
+}
+
+// runStatus is how a run ended, from why its context ended and the error
+// it returned; the error is the one to record (a timeout's says so).
+func (e *Engine) runStatus(ctx context.Context, err error) (string, error) {
 	cause := context.Cause(ctx)
-	status := RunSuccess
 	switch {
 	case errors.Is(cause, causeRollback):
-		status = "rollback"
+		return "rollback", err
 	case errors.Is(cause, causeInterrupt), errors.Is(cause, causeCancel):
-		status = RunInterrupted
+		return RunInterrupted, err
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		status = RunTimeout
-		runErr = fmt.Errorf("the run exceeded its timeout of %v", e.Timeout)
-	case runErr != nil:
-		status = RunError
+		return RunTimeout, fmt.Errorf("the run exceeded its timeout of %v", e.Timeout)
+	case err != nil:
+		return RunError, err
 	}
-	e.finish(r, status, runErr, cps, outcome)
-	if runErr != nil && status != RunInterrupted && status != "rollback" {
-		lr.events.publish("error", map[string]any{"error": errorName(status, runErr), "message": errorMessage(runErr)})
-	}
-	lr.events.close()
-	close(lr.done)
-	// Subscribers hold the log itself; the engine keeps it only for
-	// resumable streams, whose clients may come back with Last-Event-ID.
+	return RunSuccess, nil
+}
+
+// release drops a finished run's event log from the engine. Subscribers
+// hold the log itself; the engine keeps it only for resumable streams,
+// whose clients may come back with Last-Event-ID.
+func (e *Engine) release(r *runRecord, lr *liveRun) {
 	forget := func() {
 		e.mu.Lock()
 		if e.live[r.RunID] == lr {
