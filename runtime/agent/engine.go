@@ -96,7 +96,7 @@ type Engine struct {
 	// of its language; nil when there are none.
 	App *HostApp
 
-	httpStreams sync.Map // stream id → HTTPStream of a streamed custom-route answer
+	httpStreams sync.Map // stream id → *httpExchange of a custom-route request in flight
 
 	w    *storage.Committer
 	sem  chan struct{}

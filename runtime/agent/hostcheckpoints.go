@@ -171,7 +171,7 @@ type cpTuple struct {
 // hostRequest serves the host's checkpointer and store.
 func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage) (any, error) {
 	switch method {
-	case "http.start", "http.chunk":
+	case "http.start", "http.chunk", "http.read":
 		return e.httpStreamRequest(method, p)
 	case "cp.put":
 		var in cpPut

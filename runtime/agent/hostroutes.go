@@ -5,18 +5,37 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 
 	"github.com/google/uuid"
 )
 
 // HTTPRequest is a request for the project's custom routes, as the host
-// protocol's "http" method carries it. Bodies travel base64-encoded.
+// protocol's "http" method carries it. Bodies travel base64-encoded: a
+// small one in Body, a larger one (BodyStreamed) through the host's
+// http.read calls, chunk by chunk as the app reads it.
 type HTTPRequest struct {
-	StreamID string      `json:"stream_id"` // names the answer's http.start and http.chunk calls
-	Method   string      `json:"method"`
-	URL      string      `json:"url"` // path and query, e.g. /hello?x=1
-	Headers  [][2]string `json:"headers"`
-	Body     []byte      `json:"body"`
+	StreamID     string      `json:"stream_id"` // names the http.read, http.start and http.chunk calls of this request
+	Method       string      `json:"method"`
+	URL          string      `json:"url"` // path and query, e.g. /hello?x=1
+	Headers      [][2]string `json:"headers"`
+	Body         []byte      `json:"body"`
+	BodyStreamed bool        `json:"body_streamed,omitempty"`
+}
+
+// InlineBodyMax is the largest request body sent inside the "http" call;
+// a larger one, or one of unknown length, is streamed (http.read).
+const InlineBodyMax = 64 << 10
+
+// httpExchange is a custom-route request in flight: where its streamed
+// body comes from and where a streamed answer goes.
+type httpExchange struct {
+	out  HTTPStream
+	body io.Reader
+
+	mu      sync.Mutex // the host reads one chunk at a time, but a restart may overlap
+	readErr error      // why reading the client's body stopped, other than its end
 }
 
 // HTTPResponse is the custom routes' answer. Streamed says it went to
@@ -40,17 +59,29 @@ type HTTPStream interface {
 func (e *Engine) HasHTTPApp() bool { return e != nil && e.App != nil && e.App.host != nil }
 
 // ServeHTTPApp hands a request the agent API does not own to the
-// project's app in the language host. A streamed answer goes to out as it
-// comes; any other comes back whole.
-func (e *Engine) ServeHTTPApp(ctx context.Context, req HTTPRequest, out HTTPStream) (HTTPResponse, error) {
+// project's app in the language host. With req.BodyStreamed the app reads
+// body as it goes; otherwise req.Body is the whole body. A streamed answer
+// goes to out as it comes; any other comes back whole.
+//
+// A body that failed to read (too large, the client gone) fails the
+// request with that error, whatever the app made of its truncated body.
+func (e *Engine) ServeHTTPApp(ctx context.Context, req HTTPRequest, body io.Reader, out HTTPStream) (HTTPResponse, error) {
 	var res HTTPResponse
 	if !e.HasHTTPApp() {
 		return res, fmt.Errorf("%w: no custom routes", ErrNotFound)
 	}
 	req.StreamID = uuid.NewString()
-	e.httpStreams.Store(req.StreamID, out)
+	ex := &httpExchange{out: out, body: body}
+	e.httpStreams.Store(req.StreamID, ex)
 	defer e.httpStreams.Delete(req.StreamID)
-	if err := e.App.host.Call(ctx, "http", req, &res); err != nil {
+	err := e.App.host.Call(ctx, "http", req, &res)
+	ex.mu.Lock()
+	readErr := ex.readErr
+	ex.mu.Unlock()
+	if readErr != nil {
+		return res, fmt.Errorf("custom route %s %s: reading the request body: %w", req.Method, req.URL, readErr)
+	}
+	if err != nil {
 		return res, fmt.Errorf("custom route %s %s: %w", req.Method, req.URL, err)
 	}
 	if !res.Streamed && (res.Status < 100 || res.Status > 999) {
@@ -59,9 +90,10 @@ func (e *Engine) ServeHTTPApp(ctx context.Context, req HTTPRequest, out HTTPStre
 	return res, nil
 }
 
-// httpStreamRequest serves the host's http.start and http.chunk calls.
-// The host waits for each answer before it sends the next chunk, so a slow
-// client slows the app down instead of filling memory.
+// httpStreamRequest serves the host's http.read, http.start and
+// http.chunk calls. The host waits for each answer before it asks for or
+// sends the next chunk, so neither a large upload nor a slow client fills
+// memory.
 func (e *Engine) httpStreamRequest(method string, p json.RawMessage) (any, error) {
 	var in struct {
 		StreamID string      `json:"stream_id"`
@@ -76,15 +108,54 @@ func (e *Engine) httpStreamRequest(method string, p json.RawMessage) (any, error
 	if !ok {
 		return nil, errors.New("the client of this custom route has gone away")
 	}
-	out := v.(HTTPStream)
+	ex := v.(*httpExchange)
 	switch method {
+	case "http.read":
+		return ex.read()
 	case "http.start":
 		if in.Status < 100 || in.Status > 999 {
 			return nil, fmt.Errorf("status %d is not an HTTP status", in.Status)
 		}
-		return nil, out.Start(in.Status, in.Headers)
+		return nil, ex.out.Start(in.Status, in.Headers)
 	case "http.chunk":
-		return nil, out.Write(in.Body)
+		return nil, ex.out.Write(in.Body)
 	}
 	return nil, fmt.Errorf("unknown method %s", method)
+}
+
+// bodyChunk answers http.read: the next bytes of the request body, and
+// whether it has ended. A chunk is never empty unless EOF is set.
+type bodyChunk struct {
+	Body []byte `json:"body"`
+	EOF  bool   `json:"eof"`
+}
+
+// readChunk is the most an http.read answers with: well within the
+// protocol's frame once base64-encoded.
+const readChunk = 256 << 10
+
+func (ex *httpExchange) read() (bodyChunk, error) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.body == nil {
+		return bodyChunk{EOF: true}, nil
+	}
+	if ex.readErr != nil {
+		return bodyChunk{}, ex.readErr
+	}
+	// What has arrived, not a full buffer: an app consuming an upload as
+	// it comes (NDJSON, say) sees each part when the client sends it.
+	buf := make([]byte, readChunk)
+	for {
+		n, err := ex.body.Read(buf)
+		switch {
+		case errors.Is(err, io.EOF):
+			return bodyChunk{Body: buf[:n], EOF: true}, nil
+		case err != nil:
+			ex.readErr = err
+			return bodyChunk{}, err
+		case n > 0:
+			return bodyChunk{Body: buf[:n]}, nil
+		}
+	}
 }

@@ -223,16 +223,26 @@ var hopHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Transf
 	"Content-Length": true, "Upgrade": true, "Trailer": true}
 
 // customRoute serves a request through the project's app in the language
-// host. The request body is buffered (it travels as one protocol
-// message); answers of type text/event-stream or application/x-ndjson
-// stream chunk by chunk, any other comes back whole.
+// host. A body of known length up to agent.InlineBodyMax travels in the
+// request's message; a larger one, or one sent chunked, streams to the
+// app as it reads it. Answers of type text/event-stream or
+// application/x-ndjson stream chunk by chunk, any other comes back whole.
 func (a *API) customRoute(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+	req := agent.HTTPRequest{Method: r.Method, URL: r.URL.RequestURI()}
+	var body io.Reader
+	if r.ContentLength >= 0 && r.ContentLength <= agent.InlineBodyMax {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			httpx.WriteError(w, r, err)
+			return
+		}
+		req.Body = b
+	} else {
+		req.BodyStreamed, body = true, r.Body
+		// An app may answer while it still reads the upload; without
+		// this the server stops reading the body once the answer starts.
+		_ = http.NewResponseController(w).EnableFullDuplex()
 	}
-	req := agent.HTTPRequest{Method: r.Method, URL: r.URL.RequestURI(), Body: body}
 	for k, vs := range r.Header {
 		for _, v := range vs {
 			req.Headers = append(req.Headers, [2]string{k, v})
@@ -245,10 +255,16 @@ func (a *API) customRoute(w http.ResponseWriter, r *http.Request) {
 	// A chunk still in flight when the client left must not touch w
 	// once this handler has returned.
 	defer out.close()
-	resp, err := a.Engine.ServeHTTPApp(r.Context(), req, out)
+	resp, err := a.Engine.ServeHTTPApp(r.Context(), req, body, out)
 	if err != nil {
-		httpx.LogFrom(r).Error().Err(err).Msg("custom route")
-		if !out.started() {
+		var tooLarge *http.MaxBytesError
+		switch {
+		case out.started():
+			httpx.LogFrom(r).Error().Err(err).Msg("custom route")
+		case errors.As(err, &tooLarge):
+			httpx.WriteError(w, r, tooLarge)
+		default:
+			httpx.LogFrom(r).Error().Err(err).Msg("custom route")
 			httpx.WriteJSON(w, http.StatusBadGateway, map[string]any{"detail": "The project's custom routes failed: " + err.Error()})
 		}
 		return

@@ -480,7 +480,18 @@ handlers.http = async (p) => {
   const headers = new Headers();
   for (const [k, v] of p.headers ?? []) headers.append(k, v);
   const init = { method: p.method, headers };
-  if (p.body && p.method !== "GET" && p.method !== "HEAD") init.body = Buffer.from(p.body, "base64");
+  if (p.body_streamed && p.method !== "GET" && p.method !== "HEAD") {
+    // A large or chunked upload: each read asks Slipway for what has
+    // arrived, so the app consumes it as the client sends it.
+    init.body = new ReadableStream({
+      async pull(controller) {
+        const chunk = await call("http.read", { stream_id: p.stream_id });
+        if (chunk.body) controller.enqueue(Buffer.from(chunk.body, "base64"));
+        if (chunk.eof) controller.close();
+      },
+    });
+    init.duplex = "half";
+  } else if (p.body && p.method !== "GET" && p.method !== "HEAD") init.body = Buffer.from(p.body, "base64");
   const res = await httpApp.fetch(new Request(new URL(p.url, `http://${headers.get("host") || "localhost"}`), init));
   const type = res.headers.get("content-type") ?? "";
   if (res.body && p.stream_id && /^(text\/event-stream|application\/x-ndjson)/.test(type)) {

@@ -713,8 +713,10 @@ async def h_subgraphs(p: dict) -> dict:
 
 
 async def h_http(p: dict) -> dict:
-    """One request to the custom route app (ASGI 3, "http" scope): the
-    body arrives whole, the response is collected whole."""
+    """One request to the custom route app (ASGI 3, "http" scope): a
+    small body arrives whole, a large or chunked one (body_streamed) as the
+    app's receive() calls ask Slipway for it; the response is collected
+    whole."""
     import base64
     import urllib.parse
 
@@ -739,9 +741,14 @@ async def h_http(p: dict) -> dict:
         "state": {},
     }
     delivered = False
+    streamed = bool(p.get("body_streamed"))
 
     async def receive() -> dict:
         nonlocal delivered
+        if not delivered and streamed:
+            chunk = await call("http.read", {"stream_id": p.get("stream_id")})
+            delivered = bool(chunk.get("eof"))
+            return {"type": "http.request", "body": base64.b64decode(chunk.get("body") or ""), "more_body": not delivered}
         if not delivered:
             delivered = True
             return {"type": "http.request", "body": body, "more_body": False}

@@ -1,5 +1,6 @@
 // The project's custom routes ("http": {"app": ...} in configured.json):
 // a Hono app the JavaScript host serves for paths the agent API does not own.
+import { createHash } from "node:crypto";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 
@@ -35,3 +36,28 @@ app.post("/custom/release/:id", (c) => {
   gates.delete(id);
   return c.json({ released: id });
 });
+
+// An upload the app consumes as it arrives: GET /custom/upload/:id tells
+// how many bytes of upload :id the app has read so far, so a client can
+// see it reading before the upload ends (a buffered body would show 0).
+const uploaded = new Map<string, number>();
+
+app.post("/custom/upload/:id", async (c) => {
+  const id = c.req.param("id");
+  const hash = createHash("sha256");
+  let bytes = 0;
+  const body = c.req.raw.body;
+  if (body) {
+    const reader = body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      bytes += value.length;
+      hash.update(value);
+      uploaded.set(id, bytes);
+    }
+  }
+  return c.json({ bytes, sha256: hash.digest("hex") });
+});
+
+app.get("/custom/upload/:id", (c) => c.json({ bytes: uploaded.get(c.req.param("id")) ?? 0 }));

@@ -112,6 +112,44 @@ test("custom routes: a server-sent event answer streams to the client as the app
   assert.match(text, /event: first\ndata: s1\n\nevent: second\ndata: s1\n/);
 });
 
+test("custom routes: a large or chunked upload streams to the app as it reads it", only("config"), async () => {
+  const { createHash } = await import("node:crypto");
+  const sha = (b) => createHash("sha256").update(b).digest("hex");
+  // Sent chunked: the second part leaves only once the app has read the
+  // first, which a buffered body would never let it do.
+  const part = Buffer.alloc(100 * 1024, 7);
+  let step = 0;
+  const body = new ReadableStream({
+    async pull(controller) {
+      if (step === 0) controller.enqueue(part);
+      if (step === 1) {
+        for (let i = 0; ; i++) {
+          const { bytes } = await (await fetch(`${url}/custom/upload/chunked`)).json();
+          if (bytes >= part.length) break;
+          assert.ok(i < 400, `the app had read ${bytes} bytes of the upload after 10 s`);
+          await sleep(25);
+        }
+        controller.enqueue(part);
+      }
+      if (step === 2) controller.close();
+      step++;
+    },
+  });
+  const res = await fetch(`${url}/custom/upload/chunked`, { method: "POST", body, duplex: "half" });
+  assert.equal(res.status, 200);
+  const whole = Buffer.concat([part, part]);
+  assert.deepEqual(await res.json(), { bytes: whole.length, sha256: sha(whole) });
+
+  // A known length above the inline limit (64 KiB) streams too; a small
+  // body still arrives whole.
+  for (const size of [300 * 1024, 10]) {
+    const data = Buffer.alloc(size, size % 251);
+    const r = await fetch(`${url}/custom/upload/sized-${size}`, { method: "POST", body: data });
+    assert.equal(r.status, 200);
+    assert.deepEqual(await r.json(), { bytes: size, sha256: sha(data) });
+  }
+});
+
 test("assistant search by name is a case-insensitive substring", only("config"), async () => {
   const found = await client.assistants.search({ name: "TEXTU" });
   assert.ok(found.some((a) => a.graph_id === "contextual" && a.name === "contextual"), JSON.stringify(found.map((a) => a.name)));

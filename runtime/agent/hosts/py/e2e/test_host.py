@@ -3,6 +3,7 @@
 JavaScript host's suites, on the Python host."""
 
 import asyncio
+import hashlib
 import os
 import signal
 import time
@@ -350,6 +351,34 @@ async def test_custom_routes_are_served_by_the_app(agent, client):
         assert (await h.get("/ok")).json() == {"ok": True}
         assert (await h.post("/threads", json={})).json()["thread_id"]
         assert (await h.get("/custom/nothing")).status_code == 404
+
+
+async def test_custom_route_uploads_stream_to_the_app(agent):
+    part = bytes([7]) * (100 * 1024)
+
+    async with httpx.AsyncClient(base_url=agent.url, timeout=30) as h:
+
+        async def chunked():
+            # The second part leaves only once the app has read the first,
+            # which a buffered body would never let it do.
+            yield part
+            for _ in range(400):
+                if (await h.get("/custom/upload/chunked")).json()["bytes"] >= len(part):
+                    break
+                await asyncio.sleep(0.025)
+            else:
+                raise AssertionError("the app read none of the upload within 10 s")
+            yield part
+
+        r = await h.post("/custom/upload/chunked", content=chunked())
+        assert r.status_code == 200
+        assert r.json() == {"bytes": 2 * len(part), "sha256": hashlib.sha256(part + part).hexdigest()}
+        # A known length above the inline limit (64 KiB) streams too; a
+        # small body still arrives whole.
+        for size in (300 * 1024, 10):
+            data = bytes([size % 251]) * size
+            r = await h.post(f"/custom/upload/sized-{size}", content=data)
+            assert r.json() == {"bytes": size, "sha256": hashlib.sha256(data).hexdigest()}
 
 
 async def test_command_update_and_goto_interrupt_before_after_filters_and_copy(client):
