@@ -155,19 +155,9 @@ func (a *app) deploy(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) > 1 {
-		return fail(ExitUsage, "deploy takes one directory, got %d arguments: %s", len(pos), strings.Join(pos, " "))
-	}
-	dir := "."
-	if len(pos) == 1 {
-		dir = pos[0]
-	}
-	abs, err := filepath.Abs(dir)
+	dir, abs, err := deployDir(pos)
 	if err != nil {
-		return fail(ExitUsage, "bad directory %q: %v", dir, err)
-	}
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return fail(ExitUsage, "%s is not a directory", dir)
+		return err
 	}
 	if *name == "" {
 		*name = defaultName(filepath.Base(abs))
@@ -196,19 +186,83 @@ func (a *app) deploy(ctx context.Context, args []string) error {
 	}
 	defer os.Remove(archive.Name())
 	defer archive.Close()
+	cfgSlash := filepath.ToSlash(filepath.Clean(*config))
+	size, err := pack(say, archive, dir, abs, *config)
+	if err != nil {
+		return err
+	}
+
+	sourceConfig := map[string]any{}
+	if *installCmd != "" {
+		sourceConfig["install_command"] = *installCmd
+	}
+	if *buildCmd != "" {
+		sourceConfig["build_command"] = *buildCmd
+	}
+	dep, patchSecrets, err := a.deploymentFor(ctx, say, *name, cfgSlash, sourceConfig, secrets)
+	if err != nil {
+		return err
+	}
+	rev, err := a.uploadRevision(ctx, dep.ID, archive, size, func(objectPath string) map[string]any {
+		patch := map[string]any{"source_revision_config": map[string]any{"source_tarball_path": objectPath, "graph_config_path": cfgSlash}}
+		if len(sourceConfig) > 0 {
+			patch["source_config"] = sourceConfig
+		}
+		if patchSecrets != nil {
+			patch["secrets"] = patchSecrets
+		}
+		return patch
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(say, "Uploaded %s; revision %s created\n", humanBytes(size), short(rev))
+	if *noWait {
+		if a.jsonOut {
+			return a.printJSON(map[string]any{"deployment_id": dep.ID, "name": dep.Name, "revision_id": rev, "status": "QUEUED"})
+		}
+		fmt.Fprintf(say, "Not following it (--no-wait): slipway logs %s -f\n", dep.Name)
+		return nil
+	}
+	return a.watch(ctx, dep.ID, dep.Name, rev, 0, graphs)
+}
+
+// deployDir is deploy's directory argument (default "."), as given and
+// absolute.
+func deployDir(pos []string) (dir, abs string, err error) {
+	if len(pos) > 1 {
+		return "", "", fail(ExitUsage, "deploy takes one directory, got %d arguments: %s", len(pos), strings.Join(pos, " "))
+	}
+	dir = "."
+	if len(pos) == 1 {
+		dir = pos[0]
+	}
+	if abs, err = filepath.Abs(dir); err != nil {
+		return "", "", fail(ExitUsage, "bad directory %q: %v", dir, err)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", "", fail(ExitUsage, "%s is not a directory", dir)
+	}
+	return dir, abs, nil
+}
+
+// pack writes the directory abs into archive, refuses an upload that
+// would leave out the graph configuration config, says what it packed,
+// and returns the archive's size.
+func pack(say io.Writer, archive *os.File, dir, abs, config string) (int64, error) {
 	stats, err := Pack(abs, archive)
 	if err != nil {
-		return fail(ExitUsage, "cannot pack %s: %v", dir, err)
+		return 0, fail(ExitUsage, "cannot pack %s: %v", dir, err)
 	}
-	cfgSlash := filepath.ToSlash(filepath.Clean(*config))
+	cfgSlash := filepath.ToSlash(filepath.Clean(config))
 	for _, ex := range stats.Excluded {
 		if cfgSlash == ex || strings.HasPrefix(cfgSlash, ex+"/") {
-			return fail(ExitUsage, "the graph configuration %s is excluded from the upload (by .gitignore, .dockerignore or a rule that never packs %s)", *config, ex)
+			return 0, fail(ExitUsage, "the graph configuration %s is excluded from the upload (by .gitignore, .dockerignore or a rule that never packs %s)", config, ex)
 		}
 	}
 	size, err := archive.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return fmt.Errorf("temporary archive: %w", err)
+		return 0, fmt.Errorf("temporary archive: %w", err)
 	}
 	files := "files"
 	if stats.Files == 1 {
@@ -223,81 +277,70 @@ func (a *app) deploy(ctx context.Context, args []string) error {
 		fmt.Fprintf(say, "; left out %s", strings.Join(shown, ", "))
 	}
 	fmt.Fprintln(say)
+	return size, nil
+}
 
-	dep, err := a.client.FindDeployment(ctx, *name)
+// deploymentFor finds the deployment called name or creates it (with the
+// secrets). For an existing one it returns the secrets the revision's
+// PATCH replaces the list with: nil when the deploy gives none, and an
+// error when it would silently drop some (the server never reveals
+// values, so they cannot be carried over).
+func (a *app) deploymentFor(ctx context.Context, say io.Writer, name, cfgSlash string, sourceConfig map[string]any, secrets map[string]string) (*Deployment, []Secret, error) {
+	dep, err := a.client.FindDeployment(ctx, name)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	sourceConfig := map[string]any{}
-	if *installCmd != "" {
-		sourceConfig["install_command"] = *installCmd
-	}
-	if *buildCmd != "" {
-		sourceConfig["build_command"] = *buildCmd
-	}
-	var patchSecrets []Secret
 	if dep == nil {
 		var created Deployment
 		err := a.client.Do(ctx, http.MethodPost, "/v2/deployments", map[string]any{
-			"name": *name, "source": "internal_source", "source_config": sourceConfig,
+			"name": name, "source": "internal_source", "source_config": sourceConfig,
 			"source_revision_config": map[string]any{"graph_config_path": cfgSlash},
 			"secrets":                secretList(secrets),
 		}, &created)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		dep = &created
-		fmt.Fprintf(say, "Created deployment %s (%s)\n", dep.Name, dep.ID)
-	} else {
-		if secrets != nil {
-			if gone := dropped(dep.Secrets, secrets); len(gone) > 0 {
-				return fail(ExitUsage, "deployment %s also has the secrets %s, which this deploy does not give; the server never reveals "+
-					"secret values and replaces the whole list, so give them again (--secret or --env-file), or drop them with "+
-					"`slipway secrets %s set ... --replace`", dep.Name, strings.Join(gone, ", "), dep.Name)
-			}
-			patchSecrets = secretList(secrets)
-		}
-		fmt.Fprintf(say, "Updating deployment %s (%s)\n", dep.Name, dep.ID)
+		fmt.Fprintf(say, "Created deployment %s (%s)\n", created.Name, created.ID)
+		return &created, nil, nil
 	}
+	var patchSecrets []Secret
+	if secrets != nil {
+		if gone := dropped(dep.Secrets, secrets); len(gone) > 0 {
+			return nil, nil, fail(ExitUsage, "deployment %s also has the secrets %s, which this deploy does not give; the server never reveals "+
+				"secret values and replaces the whole list, so give them again (--secret or --env-file), or drop them with "+
+				"`slipway secrets %s set ... --replace`", dep.Name, strings.Join(gone, ", "), dep.Name)
+		}
+		patchSecrets = secretList(secrets)
+	}
+	fmt.Fprintf(say, "Updating deployment %s (%s)\n", dep.Name, dep.ID)
+	return dep, patchSecrets, nil
+}
 
+// uploadRevision uploads the archive to a fresh upload URL of deployment
+// depID and PATCHes it with patch(the uploaded object's path), returning
+// the revision that creates.
+func (a *app) uploadRevision(ctx context.Context, depID string, archive io.ReadSeeker, size int64, patch func(objectPath string) map[string]any) (string, error) {
 	var up struct {
 		UploadURL  string `json:"upload_url"`
 		ObjectPath string `json:"object_path"`
 	}
-	if err := a.client.Do(ctx, http.MethodPost, "/v2/deployments/"+url.PathEscape(dep.ID)+"/upload-url", nil, &up); err != nil {
-		return err
+	if err := a.client.Do(ctx, http.MethodPost, "/v2/deployments/"+url.PathEscape(depID)+"/upload-url", nil, &up); err != nil {
+		return "", err
 	}
 	if _, err := archive.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("temporary archive: %w", err)
+		return "", fmt.Errorf("temporary archive: %w", err)
 	}
 	if err := a.client.Upload(ctx, up.UploadURL, archive, size); err != nil {
-		return err
-	}
-	patch := map[string]any{"source_revision_config": map[string]any{
-		"source_tarball_path": up.ObjectPath, "graph_config_path": cfgSlash}}
-	if len(sourceConfig) > 0 {
-		patch["source_config"] = sourceConfig
-	}
-	if patchSecrets != nil {
-		patch["secrets"] = patchSecrets
+		return "", err
 	}
 	var updated Deployment
-	if err := a.client.Do(ctx, http.MethodPatch, "/v2/deployments/"+url.PathEscape(dep.ID), patch, &updated); err != nil {
-		return err
+	if err := a.client.Do(ctx, http.MethodPatch, "/v2/deployments/"+url.PathEscape(depID), patch(up.ObjectPath), &updated); err != nil {
+		return "", err
 	}
 	if updated.LatestRevisionID == nil {
-		return fail(ExitFailed, "the server created no revision for the upload")
+		return "", fail(ExitFailed, "the server created no revision for the upload")
 	}
-	rev := *updated.LatestRevisionID
-	fmt.Fprintf(say, "Uploaded %s; revision %s created\n", humanBytes(size), short(rev))
-	if *noWait {
-		if a.jsonOut {
-			return a.printJSON(map[string]any{"deployment_id": dep.ID, "name": dep.Name, "revision_id": rev, "status": "QUEUED"})
-		}
-		fmt.Fprintf(say, "Not following it (--no-wait): slipway logs %s -f\n", dep.Name)
-		return nil
-	}
-	return a.watch(ctx, dep.ID, dep.Name, rev, 0, graphs)
+	return *updated.LatestRevisionID, nil
 }
 
 // watch follows a revision's build and deploy with a progress display and
