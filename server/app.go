@@ -185,10 +185,6 @@ func (a *app) Close() {
 func (a *app) Handler() http.Handler {
 	rt := httpx.Record(httpx.NewRouter())
 	px := a.register(rt)
-	rt.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
-		httpx.LogFrom(r).Error().Interface("panic", v).Msg("handler panic")
-		httpx.WriteJSON(w, http.StatusInternalServerError, map[string]any{"detail": "Internal server error."})
-	}
 	// API bodies are small; uploads stream through their own cap.
 	h := a.byHost(limitNonUpload(rt, 1<<20), auth.Require(a.orgs, true, px.serve))
 	a.dash.API = h

@@ -83,24 +83,37 @@ func Chain(h http.Handler, log zerolog.Logger) http.Handler {
 		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
-			if rec := recover(); rec != nil {
-				if rec == http.ErrAbortHandler {
-					panic(rec)
-				}
+			rec := recover()
+			abort := rec == http.ErrAbortHandler
+			if rec != nil && !abort {
 				l.Error().Interface("panic", rec).Str("path", r.URL.Path).Msg("handler panic")
 				if sw.status == 0 {
 					WriteJSON(sw, http.StatusInternalServerError, map[string]any{"detail": "Internal server error."})
+				} else {
+					// Half an answer must not look whole: break the connection.
+					abort = true
 				}
 			}
-			l.Info().Str("method", r.Method).Str("path", r.URL.Path).Int("status", sw.status).
+			ev := l.Info()
+			if abort {
+				ev = l.Warn().Bool("aborted", true)
+			}
+			ev.Str("method", r.Method).Str("path", r.URL.Path).Int("status", sw.status).
 				Int("bytes", sw.bytes).Dur("duration", time.Since(start)).Msg("request")
+			if abort {
+				panic(http.ErrAbortHandler) // net/http closes the connection without a clean end
+			}
 		}()
 		h.ServeHTTP(sw, r)
 	})
 }
 
 // NewRouter returns an httprouter configured for a JSON API: JSON 404/405
-// bodies and no redirects that would turn a POST into a GET.
+// bodies and no redirects that would turn a POST into a GET. It sets no
+// PanicHandler: a panic goes on to Chain, the one place that recovers,
+// which lets http.ErrAbortHandler through (a proxied stream whose agent
+// broke off must break for the client too, not end as if complete) and
+// answers 500 only when nothing was written yet.
 func NewRouter() *httprouter.Router {
 	rt := httprouter.New()
 	rt.RedirectFixedPath = false

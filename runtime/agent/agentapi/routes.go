@@ -13,10 +13,6 @@ import (
 func (a *API) Handler() http.Handler {
 	rt := httpx.Record(httpx.NewRouter())
 	a.routes(rt)
-	rt.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
-		httpx.LogFrom(r).Error().Interface("panic", v).Msg("handler panic")
-		httpx.WriteJSON(w, 500, map[string]any{"detail": "Internal server error."})
-	}
 	return httpx.LimitBody(rt, a.MaxBody)
 }
 
