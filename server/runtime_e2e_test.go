@@ -219,7 +219,8 @@ func runtimeEndToEnd(t *testing.T, driver string) {
 			if err != nil || resp.StatusCode != 200 {
 				failures.Add(1)
 				if err == nil {
-					t.Logf("during the switch: %d", resp.StatusCode)
+					body, _ := io.ReadAll(resp.Body)
+					t.Logf("during the switch: %d %s", resp.StatusCode, body)
 				}
 			}
 			if resp != nil {

@@ -215,8 +215,23 @@ test("restart, after: state, history and the pending interrupt survive, and the 
 // ---- a deployment through the control plane ------------------------------------
 
 test("deployed: testdata/graphs/js-deploy answers through the deployment URL", only("deployed"), async () => {
-  const thread = await client.threads.create();
-  const chunks = await collect(client.runs.stream(thread.thread_id, "agent", { input: { text: "ship it" }, streamMode: ["updates"] }));
+  let thread, chunks;
+  for (let attempt = 1; ; attempt++) {
+    thread = await client.threads.create();
+    let broke = "";
+    try {
+      chunks = await collect(client.runs.stream(thread.thread_id, "agent", { input: { text: "ship it" }, streamMode: ["updates"] }));
+    } catch (err) {
+      chunks = [];
+      broke = String(err?.cause ?? err);
+    }
+    if (chunks.length > 0 || attempt === 2) break;
+    // A known flake under CI's load, right after a deploy: the proxied
+    // stream breaks before its first event. The Go test prints this line
+    // even when the retry passes; tried once more.
+    const runs = await client.runs.list(thread.thread_id);
+    console.log(`KNOWN FLAKE, retrying: the stream ended without an event (${broke || "cleanly"}); runs ${JSON.stringify(runs)}`);
+  }
   assert.equal(chunks[0].event, "metadata");
   const updates = chunks.filter((c) => c.event === "updates").map((c) => c.data);
   if (updates.length === 0) {
