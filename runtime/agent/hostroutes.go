@@ -36,6 +36,10 @@ type httpExchange struct {
 
 	mu      sync.Mutex // the host reads one chunk at a time, but a restart may overlap
 	readErr error      // why reading the client's body stopped, other than its end
+	// buf holds the chunk of the last http.read. One buffer serves every
+	// read: the host asks for the next chunk only once it has the last
+	// one's answer, which is encoded by then.
+	buf []byte
 }
 
 // HTTPResponse is the custom routes' answer. Streamed says it went to
@@ -145,17 +149,19 @@ func (ex *httpExchange) read() (bodyChunk, error) {
 	}
 	// What has arrived, not a full buffer: an app consuming an upload as
 	// it comes (NDJSON, say) sees each part when the client sends it.
-	buf := make([]byte, readChunk)
+	if ex.buf == nil {
+		ex.buf = make([]byte, readChunk)
+	}
 	for {
-		n, err := ex.body.Read(buf)
+		n, err := ex.body.Read(ex.buf)
 		switch {
 		case errors.Is(err, io.EOF):
-			return bodyChunk{Body: buf[:n], EOF: true}, nil
+			return bodyChunk{Body: ex.buf[:n], EOF: true}, nil
 		case err != nil:
 			ex.readErr = err
 			return bodyChunk{}, err
 		case n > 0:
-			return bodyChunk{Body: buf[:n]}, nil
+			return bodyChunk{Body: ex.buf[:n]}, nil
 		}
 	}
 }
