@@ -213,9 +213,11 @@ func cliEndToEnd(t *testing.T, rt string) {
 
 	// 5. logs -f prints lines while the build writes them: the first line
 	// arrives while the build is still running, before the second exists.
+	// The 10 s between them is the time the CLI has to start following:
+	// under CI's load 3 s was once not enough.
 	if shellBuilds {
 		r = u.ok("deploy", dir, "--name", "cli-agent", "--no-wait", "--json",
-			"--build-command", "S=step; echo $S-one; sleep 3; echo $S-two") // the command as logged names neither line
+			"--build-command", "S=step; echo $S-one; sleep 10; echo $S-two") // the command as logged names neither line
 		var queued struct {
 			DeploymentID string `json:"deployment_id"`
 			RevisionID   string `json:"revision_id"`
