@@ -77,14 +77,9 @@ func (p *Poller) Follow(ctx context.Context, depID, revID string, opt FollowOpti
 		default:
 			return status, err
 		}
-		// The status first: the entries read with it were written by the
-		// step it names (or an earlier one).
-		if err == nil && st != status && !finalStatus(st) {
-			status = st
-			if opt.Status != nil {
-				opt.Status(st)
-			}
-		}
+		// The entries before the status: they may have been written by
+		// earlier steps than the one the status names (a quick build ends
+		// between two reads), and each moves the display's step on.
 		for _, e := range entries {
 			seen := &last
 			if e.Phase == "agent" {
@@ -215,9 +210,14 @@ func (p *progress) Status(s string) {
 	p.setStatus(s)
 }
 
-// setStatus shows s; mu held.
+// setStatus shows s; mu held. A step already shown (inferred from a log
+// line, then read as a status) is not shown twice.
 func (p *progress) setStatus(s string) {
+	same := p.status != "" && step(s) == step(p.status)
 	p.status = s
+	if same {
+		return
+	}
 	if p.tty {
 		p.clear()
 		p.draw()

@@ -30,8 +30,13 @@ func (s *Streamer) Follow(ctx context.Context, depID, revID string, opt FollowOp
 		q.Set("phase", "build,deploy,agent")
 	}
 	path := "/v2/deployments/" + url.PathEscape(depID) + "/revisions/" + url.PathEscape(revID) + "/logs?" + q.Encode()
-	if rev, err := s.Client.Revision(ctx, depID, revID); err == nil && opt.Status != nil {
-		opt.Status(rev.Status) // the stream carries lines, not statuses
+	// The stream carries lines, not statuses, and replays the revision's
+	// lines from the start; each line moves the step on. The status read
+	// now is passed on only when it comes before every line (waiting to
+	// build): a quick build is already deploying by now, and showing that
+	// before the build's lines would put the steps out of order.
+	if rev, err := s.Client.Revision(ctx, depID, revID); err == nil && opt.Status != nil && rank(rev.Status) <= 1 {
+		opt.Status(rev.Status)
 	}
 	cursor, failures := "", 0
 	for {

@@ -97,3 +97,55 @@ func TestPollerKeepsAgentLines(t *testing.T) {
 		t.Fatalf("status %q err %v lines %q", st, err, got)
 	}
 }
+
+// TestProgressStepsInOrder: a build quick enough to end before the follow
+// starts still shows its steps in order, from either follower. The status
+// read first is already DEPLOYING; the build's lines come after it.
+func TestProgressStepsInOrder(t *testing.T) {
+	const lines = `[{"id": 1, "phase": "build", "message": "b1"}, {"id": 2, "phase": "deploy", "message": "d2"}]`
+	for _, follower := range []string{"stream", "poll"} {
+		t.Run(follower, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case !strings.Contains(r.URL.Path, "/logs"):
+					fmt.Fprint(w, `{"id": "r", "status": "DEPLOYING"}`)
+				case follower == "stream":
+					w.Header().Set("Content-Type", "text/event-stream")
+					fmt.Fprint(w, "id: c1\nevent: log\ndata: {\"id\": 1, \"phase\": \"build\", \"message\": \"b1\"}\n\n"+
+						"id: c2\nevent: log\ndata: {\"id\": 2, \"phase\": \"deploy\", \"message\": \"d2\"}\n\n"+
+						"event: end\ndata: {\"status\": \"DEPLOYED\"}\n\n")
+				default:
+					fmt.Fprint(w, `{"logs": `+lines+`, "status": "DEPLOYING"}`)
+				}
+			}))
+			defer srv.Close()
+			var out strings.Builder
+			p := newProgress(&out, false, "test")
+			var f LogFollower = &Streamer{Client: &Client{BaseURL: srv.URL}}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if follower == "poll" {
+				// One read: the poller stops once the status is final, so
+				// this one reads DEPLOYING, then the context ends it.
+				f = &Poller{Client: &Client{BaseURL: srv.URL}, Interval: time.Hour}
+				ctx, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
+				defer cancel()
+			}
+			f.Follow(ctx, "d", "r", FollowOptions{Status: p.Status, Entry: p.Entry})
+			p.Close()
+			var steps []string
+			for _, l := range strings.Split(out.String(), "\n") {
+				if i := strings.Index(l, "] "); i > 0 {
+					steps = append(steps, l[i+2:])
+				}
+			}
+			want := []string{"step 2/3: building (BUILDING)", "step 3/3: deploying (DEPLOYING)"}
+			if follower == "stream" {
+				want = append(want, "deployed (DEPLOYED)")
+			}
+			if fmt.Sprint(steps) != fmt.Sprint(want) {
+				t.Fatalf("steps %q, want %q\n%s", steps, want, out.String())
+			}
+		})
+	}
+}
