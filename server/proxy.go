@@ -187,9 +187,23 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	t := target{dep: dep, base: base, token: token, path: "/" + strings.TrimPrefix(ps.ByName("path"), "/"),
 		ownOrigin: r.Context().Value(customHostKey{}) == nil}
 	t.keepAuthorization = authorizationIsCallers(r) && p.cp.ForwardsAuthorization(dep)
+	return p.relay(w, r, t)
+}
+
+// relay sends the request on to the agent t names and its answer back.
+func (p *proxy) relay(w http.ResponseWriter, r *http.Request, t target) error {
 	r = r.WithContext(context.WithValue(r.Context(), targetKey{}, t))
-	rp := p.reverseProxy()
-	rp.ServeHTTP(w, r)
+	// Full duplex: by default the server drains and closes a request's
+	// body once the response starts, but the transport may still be
+	// reading it to send on. It reads once more after the last byte, to
+	// check for extra data; when the agent answered first (a quick run's
+	// stream), that read hit the closed body, and the transport's failed
+	// write closed the connection under the streaming response. The agent
+	// decides when it has read enough; Slipway only relays.
+	if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+		return fmt.Errorf("relay the request body: %w", err)
+	}
+	p.reverseProxy().ServeHTTP(w, r)
 	return nil
 }
 
