@@ -178,7 +178,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	err = cmd.Wait()
 	t.Logf("browser run:\n%s%s", out.String(), errOut.String())
 	if err != nil {
-		t.Fatalf("the browser steps failed: %v", err)
+		t.Fatalf("the browser steps failed: %v\nthe end of the server's log:\n%s", err, tail(s.Logs(), 200))
 	}
 	t.Logf("screenshots in %s", shots)
 
@@ -308,4 +308,10 @@ func killAgent(t *testing.T, dir string) int {
 		}
 	}
 	return n
+}
+
+// tail is the last n lines of a log.
+func tail(log string, n int) string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

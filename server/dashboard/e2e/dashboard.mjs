@@ -52,6 +52,23 @@ async function waitLogEnd(page) {
   return (await page.textContent("#log-state")).replace("ended: ", "");
 }
 
+// runDone waits until the explorer's run stream ended: "#run-done" once it
+// ended cleanly, an error box when it broke. Either way a failure says
+// what the page showed, not only that a selector never appeared.
+async function runDone(page, what) {
+  const shown = async () => page.textContent("#events").catch(() => "(no #events)");
+  let end;
+  try {
+    end = await page.waitForSelector("#run-done, #main [role=alert]", { timeout: 60000 });
+  } catch (e) {
+    throw new Error(`${what}: the run stream did not end within 60 s; events so far: ${await shown()}`);
+  }
+  if ((await end.getAttribute("id")) !== "run-done") {
+    throw new Error(`${what}: the run stream failed: ${await end.textContent()}; events: ${await shown()}`);
+  }
+  console.log(`${what}: streamed ${await shown()}`);
+}
+
 // ask writes a request for the Go test on stdout and waits for its answer.
 const rl = createInterface({ input: process.stdin });
 const answers = rl[Symbol.asyncIterator]();
@@ -135,21 +152,23 @@ try {
   const threadURL = page.url();
   await page.fill("#run-input", '{"messages": [{"role": "user", "content": "hello"}]}');
   await page.click("#run-form button[type=submit]");
-  await page.waitForSelector("#run-done", { timeout: 60000 });
+  await runDone(page, "the first run");
   check((await page.textContent("#events")).includes("values"), "a run's streamed events are shown");
   await page.locator("#events").scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(SHOTS, "readme-explorer.png"), fullPage: false });
   await page.fill("#run-input", '{"interrupt": "go on?"}');
   await page.click("#run-form button[type=submit]");
-  await page.waitForSelector("#run-done", { timeout: 60000 });
+  await runDone(page, "the interrupting run");
   await page.reload();
-  await page.waitForSelector("#interrupted");
+  await page.waitForSelector("#interrupted").catch(async (e) => {
+    throw new Error(`the thread does not read as interrupted; its state: ${await page.textContent("#state").catch(() => "(none)")}: ${e.message}`);
+  });
   check(true, "the thread reads as interrupted");
   await a11y(page, "agent explorer");
   await shot(page, "explorer");
   await page.fill("#resume-value", '"yes"');
   await page.click("#resume-form button[type=submit]");
-  await page.waitForSelector("#run-done", { timeout: 60000 });
+  await runDone(page, "the resuming run");
   await page.reload();
   await page.waitForSelector("#state");
   check(!(await page.$("#interrupted")), "the resumed thread is no longer interrupted");
