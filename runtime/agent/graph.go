@@ -298,12 +298,15 @@ type Config struct {
 // "path:attr" string: a JavaScript, TypeScript or Python file (or a Python
 // module) is a HostGraph, run by its language's host once StartHosts has
 // started it; other languages have no host and are reported as such.
-// Without a file, the built-in echo graph is served as "echo".
+// Without a file, the built-in echo graph is served as "echo"; with one,
+// only the graphs it names, as the reference servers do: an extra graph
+// would show up among the deployment's assistants, and a client taking
+// the first one listed could run it instead of the user's.
 func LoadGraphs(path string, env []string) (map[string]Graph, []string, error) {
-	graphs := map[string]Graph{"echo": Echo{}}
 	if path == "" {
-		return graphs, nil, nil
+		return map[string]Graph{"echo": Echo{}}, nil, nil
 	}
+	graphs := map[string]Graph{}
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read graph configuration: %w", err)
@@ -344,7 +347,7 @@ func LoadGraphs(path string, env []string) (map[string]Graph, []string, error) {
 				return nil, nil, err
 			}
 			if hg == nil {
-				warnings = append(warnings, fmt.Sprintf("graph %q (%s) needs a language host for Python, which slipway agent does not embed yet; it is not served", id, g.Path))
+				warnings = append(warnings, fmt.Sprintf("graph %q (%s) needs a language host slipway agent does not have; it is not served", id, g.Path))
 				delete(graphs, id)
 				continue
 			}

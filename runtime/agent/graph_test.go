@@ -87,6 +87,12 @@ func TestLoadGraphs(t *testing.T) {
 	if _, ok := graphs["agent"].(Echo); !ok {
 		t.Fatal("builtin not loaded")
 	}
+	if _, ok := graphs["echo"]; ok || len(graphs) != 2 {
+		t.Fatalf("graphs the file does not name are served: %v", graphs)
+	}
+	if graphs, _, _ := LoadGraphs("", nil); len(graphs) != 1 || graphs["echo"] == nil {
+		t.Fatalf("without a file: %v, want echo alone", graphs)
+	}
 	if c, ok := graphs["cmd"].(*Command); !ok || c.Argv[0] != filepath.Join(dir, "bin/counter") {
 		t.Fatalf("command graph: %#v", graphs["cmd"])
 	}

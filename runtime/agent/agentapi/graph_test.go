@@ -13,8 +13,9 @@ import (
 )
 
 // counterApp builds testdata/graphs/counter into a fresh app directory
-// whose langgraph.json serves it as the command graph "counter", plus the
-// extra graphs given (id → spec JSON); it returns the configuration's path.
+// whose langgraph.json serves it as the command graph "counter" and the
+// built-in "echo", plus the extra graphs given (id → spec JSON); it
+// returns the configuration's path.
 func counterApp(t *testing.T, extra map[string]string) string {
 	t.Helper()
 	app := t.TempDir()
@@ -23,7 +24,7 @@ func counterApp(t *testing.T, extra map[string]string) string {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build counter graph: %v\n%s", err, out)
 	}
-	graphs := `"counter": {"command": ["./counter"]}`
+	graphs := `"counter": {"command": ["./counter"]}, "echo": {"builtin": "echo"}`
 	for id, spec := range extra {
 		graphs += fmt.Sprintf(", %q: %s", id, spec)
 	}
