@@ -264,7 +264,7 @@ func TestDockerResourceMapping(t *testing.T) {
 	// custom_url: the deployment is also served by host name, with the
 	// same credentials as its path.
 	byHost := func(key string) int {
-		req, _ := http.NewRequest("GET", s.URL+"/assistants/echo", nil)
+		req, _ := http.NewRequest("GET", s.URL+"/assistants/agent", nil)
 		req.Host = "agent.example.test:8443"
 		if key != "" {
 			req.Header.Set("X-Api-Key", key)

@@ -108,11 +108,12 @@ func counterBinary(t testing.TB) string {
 	return string(counterBin)
 }
 
-// appFiles is a source tree with the echo built-in and the counter command
-// graph; files under bin/ are packed executable.
+// appFiles is a source tree with the echo built-in (as "agent", and as
+// "echo" for the SDK suite) and the counter command graph; files under
+// bin/ are packed executable.
 func appFiles(t testing.TB, extraGraphs string) map[string]string {
 	return map[string]string{
-		"langgraph.json": `{"graphs": {"agent": {"builtin": "echo"}, "counter": {"command": ["./bin/counter"]}` + extraGraphs + `}}`,
+		"langgraph.json": `{"graphs": {"agent": {"builtin": "echo"}, "echo": {"builtin": "echo"}, "counter": {"command": ["./bin/counter"]}` + extraGraphs + `}}`,
 		"bin/counter":    counterBinary(t),
 	}
 }
