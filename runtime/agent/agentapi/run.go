@@ -36,6 +36,16 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	// The token is Slipway's, not the deployment's: graphs run with this
 	// environment and must not learn it.
 	os.Unsetenv("SLIPWAY_AGENT_TOKEN")
+	// Listen first, serve once the graphs are loaded. The process runtime
+	// picks a free port and hands it over in SLIPWAY_AGENT_ADDR: until
+	// this bind, any other socket on the host may take that port, and
+	// loading a project's graphs takes seconds. Requests that come early
+	// wait in the listen backlog.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (SLIPWAY_AGENT_ADDR): %w", cfg.Addr, err)
+	}
+	defer ln.Close() // when a step below fails; Serve closes it otherwise
 	project, err := agent.LoadProject(cfg.GraphConfig)
 	if err != nil {
 		return err
@@ -79,10 +89,6 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 		return fmt.Errorf("start agent engine: %w", err)
 	}
 	api := &API{Engine: eng, Version: version, MaxBody: int64(cfg.MaxBodyMB) << 20}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s (SLIPWAY_AGENT_ADDR): %w", cfg.Addr, err)
-	}
 	srv := &http.Server{Handler: httpx.Chain(RequireToken(cfg.Token, api.Handler()), log), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
