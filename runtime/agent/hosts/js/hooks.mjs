@@ -16,13 +16,41 @@ export async function initialize(data) {
 }
 
 const pinned = /^@langchain\/(langgraph|langgraph-checkpoint|core)(\/|$)/;
+const checkpointPkg = /^@langchain\/langgraph-checkpoint(\/|$)/;
+
+// langgraphEntry is where the project's @langchain/langgraph resolves to:
+// the checkpoint package must be the copy it imports, which npm may have
+// nested under it (a newer one than the copy hoisted to the project's
+// node_modules for another dependency, such as @langchain/langgraph-cli).
+let langgraphEntry;
 
 export async function resolve(specifier, context, next) {
   const bare = !specifier.startsWith(".") && !specifier.startsWith("/") && !/^[a-z]+:/.test(specifier);
-  if (bare && projectURL && (pinned.test(specifier) || !isInside(context.parentURL))) {
+  // A package's own imports are npm's business: its node_modules layout
+  // already names the copy each package was installed with.
+  if (!bare || !projectURL || inPackage(context.parentURL)) {
+    return next(specifier, context);
+  }
+  if (checkpointPkg.test(specifier)) {
+    if (langgraphEntry === undefined) {
+      try {
+        langgraphEntry = (await next("@langchain/langgraph", { ...context, parentURL: projectURL })).url;
+      } catch {
+        langgraphEntry = projectURL; // no LangGraph in the project: the import fails as it would
+      }
+    }
+    return next(specifier, { ...context, parentURL: langgraphEntry });
+  }
+  if (pinned.test(specifier) || !isInside(context.parentURL)) {
     return next(specifier, { ...context, parentURL: projectURL });
   }
   return next(specifier, context);
+}
+
+// inPackage: is the importing file part of an installed package (inside the
+// project's node_modules)?
+function inPackage(parentURL) {
+  return isInside(parentURL) && parentURL.includes("/node_modules/");
 }
 
 // isInside: is the importing file within the project (then its own
