@@ -41,6 +41,31 @@ process.stdout.write = process.stderr.write.bind(process.stderr);
   };
 }
 
+// The platform's logger, which graphs reach with getLogger() of
+// @langchain/langgraph-sdk/logging (it throws where none is registered):
+// winston's leveled methods and child(), one line per entry on stderr,
+// which Slipway writes to the deployment's log.
+{
+  const levels = ["error", "warn", "info", "http", "verbose", "debug", "silly"];
+  const make = (defaults) => {
+    const write = (level, message, ...meta) => {
+      const fields = Object.assign({}, defaults, ...meta.filter((m) => m && typeof m === "object" && !(m instanceof Error)));
+      for (const m of meta) if (m instanceof Error) fields.error = m.stack || String(m);
+      if (message && typeof message === "object" && !(message instanceof Error)) {
+        Object.assign(fields, message);
+        message = fields.message ?? "";
+        delete fields.message;
+      }
+      const extra = Object.keys(fields).length ? " " + JSON.stringify(fields) : "";
+      process.stderr.write(`[${level}] ${message instanceof Error ? message.stack : String(message ?? "")}${extra}\n`);
+    };
+    const logger = { log: (level, message, ...meta) => write(level, message, ...meta), child: (meta) => make({ ...defaults, ...meta }) };
+    for (const level of levels) logger[level] = (message, ...meta) => write(level, message, ...meta);
+    return logger;
+  };
+  globalThis[Symbol.for("langgraph.api.sdk-logger")] = make({});
+}
+
 const PROTOCOL = 1;
 const MAX_FRAME = 32 << 20;
 const cfg = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
@@ -178,8 +203,10 @@ if (lg) {
   for (const [id, spec] of Object.entries(cfg.graphs)) {
     try {
       const mod = await import(pathToFileURL(spec.file).href);
-      const g = mod[spec.export];
+      let g = mod[spec.export];
       if (g === undefined) throw new Error(`${spec.source} has no export named "${spec.export}"`);
+      // A graph compiled by an async function and exported as its Promise.
+      if (typeof g?.then === "function") g = await g;
       if (typeof g === "function" && typeof g.compile !== "function" && typeof g.stream !== "function") {
         graphs[id] = { factory: g };
       } else {
