@@ -25,6 +25,7 @@ sys.stdout = sys.stderr
 
 import asyncio  # noqa: E402
 import collections  # noqa: E402
+import contextlib  # noqa: E402
 import contextvars  # noqa: E402
 import dataclasses  # noqa: E402
 import datetime  # noqa: E402
@@ -40,7 +41,10 @@ import threading  # noqa: E402
 import traceback  # noqa: E402
 import uuid  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from collections.abc import AsyncIterator  # noqa: E402
 from typing import Any  # noqa: E402
+
+import slipway_factory  # noqa: E402
 
 PROTOCOL = 1
 MAX_FRAME = 32 << 20
@@ -370,21 +374,19 @@ def prepare(g: Any) -> Any:
     return g
 
 
-async def graph_for(gid: str, config: dict) -> Any:
+@contextlib.asynccontextmanager
+async def graph_for(gid: str, config: dict, access: str, context: Any = None) -> AsyncIterator[Any]:
+    """The graph gid, made by its factory when it has one (see
+    slipway_factory) for access, the reference's access context."""
     entry = graphs.get(gid)
     if entry is None:
         raise LookupError(f'graph "{gid}" is not loaded by this host')
     if "graph" in entry:
-        return entry["graph"]
-    factory = entry["factory"]
-    try:
-        takes = len(inspect.signature(factory).parameters) > 0
-    except (TypeError, ValueError):
-        takes = True
-    out = factory(config) if takes else factory()
-    if inspect.isawaitable(out):
-        out = await out
-    return prepare(out)
+        yield entry["graph"]
+        return
+    runtime = slipway_factory.server_runtime(access, store, context)
+    async with slipway_factory.produce(entry["factory"], entry["kwargs"], config, runtime) as made:
+        yield prepare(made)
 
 
 async def load_graphs(loop: asyncio.AbstractEventLoop) -> None:
@@ -415,7 +417,7 @@ async def load_graphs(loop: asyncio.AbstractEventLoop) -> None:
             if isinstance(g, (lg.Pregel, lg.StateGraph)):
                 graphs[gid] = {"graph": prepare(g)}
             elif callable(g):
-                graphs[gid] = {"factory": g}
+                graphs[gid] = {"factory": g, "kwargs": slipway_factory.classify(g)}
             else:
                 raise TypeError(f"the export is not a LangGraph graph (a {type(g).__name__})")
             results[gid] = {"ok": True}
@@ -513,75 +515,75 @@ async def execute(p: dict) -> dict:
         config["run_id"] = uuid.UUID(p["run_id"])
     except (ValueError, TypeError):
         pass
-    graph = await graph_for(p["graph_id"], config)
-    modes = p.get("stream_mode") or ["values"]
-    lib = [m for m in modes if m in LIB_MODES]
-    if "messages" in modes or "messages-tuple" in modes:
-        lib.append("messages")
-    if not lib:
-        lib.append("values")
-    lib = list(dict.fromkeys(lib))
-    inp = command_of(p["command"]) if p.get("command") else p.get("input")
-    subgraphs = bool(p.get("subgraphs"))
-    kwargs: dict[str, Any] = {"stream_mode": lib, "subgraphs": subgraphs}
-    if p.get("context") is not None:
-        kwargs["context"] = p["context"]
-    if p.get("interrupt_before") is not None:
-        kwargs["interrupt_before"] = p["interrupt_before"]
-    if p.get("interrupt_after") is not None:
-        kwargs["interrupt_after"] = p["interrupt_after"]
-    rid = p["run_id"]
+    async with graph_for(p["graph_id"], config, "threads.create_run", p.get("context")) as graph:
+        modes = p.get("stream_mode") or ["values"]
+        lib = [m for m in modes if m in LIB_MODES]
+        if "messages" in modes or "messages-tuple" in modes:
+            lib.append("messages")
+        if not lib:
+            lib.append("values")
+        lib = list(dict.fromkeys(lib))
+        inp = command_of(p["command"]) if p.get("command") else p.get("input")
+        subgraphs = bool(p.get("subgraphs"))
+        kwargs: dict[str, Any] = {"stream_mode": lib, "subgraphs": subgraphs}
+        if p.get("context") is not None:
+            kwargs["context"] = p["context"]
+        if p.get("interrupt_before") is not None:
+            kwargs["interrupt_before"] = p["interrupt_before"]
+        if p.get("interrupt_after") is not None:
+            kwargs["interrupt_after"] = p["interrupt_after"]
+        rid = p["run_id"]
 
-    def emit(event: str, data: Any) -> None:
-        notify("event", {"run_id": rid, "event": event, "data": ser(data)})
+        def emit(event: str, data: Any) -> None:
+            notify("event", {"run_id": rid, "event": event, "data": ser(data)})
 
-    partial: dict[str, Any] = {}
+        partial: dict[str, Any] = {}
 
-    def handle(chunk: Any) -> None:
-        if subgraphs:
-            ns, mode, data = chunk
+        def handle(chunk: Any) -> None:
+            if subgraphs:
+                ns, mode, data = chunk
+            else:
+                (mode, data), ns = chunk, ()
+            suffix = "|" + "|".join(ns) if ns else ""
+            if mode == "messages":
+                msg, metadata = data
+                if "messages-tuple" in modes:
+                    emit("messages" + suffix, [msg, metadata])
+                if "messages" in modes:
+                    mid = getattr(msg, "id", None)
+                    if mid and mid not in partial:
+                        emit("messages/metadata" + suffix, {mid: {"metadata": metadata}})
+                    if not type(msg).__name__.endswith("Chunk"):
+                        emit("messages/complete" + suffix, [msg])
+                    else:
+                        acc = partial[mid] + msg if mid in partial else msg
+                        if mid:
+                            partial[mid] = acc
+                        emit("messages/partial" + suffix, [acc])
+                return
+            if mode in modes:
+                emit(mode + suffix, shape_chunk(mode, data))
+
+        if "events" in modes:
+            # The events mode is LangChain's astream_events (v2) on the graph,
+            # as the reference server streams it: the root run's own
+            # on_chain_stream events carry the other modes' chunks, every
+            # other event goes out as an `events` event. Only runs that ask
+            # for it pay for the callbacks.
+            root = str(config.get("run_id", ""))
+            async for ev in graph.astream_events(inp, config, version="v2", **kwargs):
+                if "langsmith:hidden" in (ev.get("tags") or []):
+                    continue
+                if ev.get("event") == "on_chain_stream" and ev.get("run_id") == root:
+                    handle(ev["data"]["chunk"])
+                    continue
+                emit("events", ev)
         else:
-            (mode, data), ns = chunk, ()
-        suffix = "|" + "|".join(ns) if ns else ""
-        if mode == "messages":
-            msg, metadata = data
-            if "messages-tuple" in modes:
-                emit("messages" + suffix, [msg, metadata])
-            if "messages" in modes:
-                mid = getattr(msg, "id", None)
-                if mid and mid not in partial:
-                    emit("messages/metadata" + suffix, {mid: {"metadata": metadata}})
-                if not type(msg).__name__.endswith("Chunk"):
-                    emit("messages/complete" + suffix, [msg])
-                else:
-                    acc = partial[mid] + msg if mid in partial else msg
-                    if mid:
-                        partial[mid] = acc
-                    emit("messages/partial" + suffix, [acc])
-            return
-        if mode in modes:
-            emit(mode + suffix, shape_chunk(mode, data))
-
-    if "events" in modes:
-        # The events mode is LangChain's astream_events (v2) on the graph,
-        # as the reference server streams it: the root run's own
-        # on_chain_stream events carry the other modes' chunks, every
-        # other event goes out as an `events` event. Only runs that ask
-        # for it pay for the callbacks.
-        root = str(config.get("run_id", ""))
-        async for ev in graph.astream_events(inp, config, version="v2", **kwargs):
-            if "langsmith:hidden" in (ev.get("tags") or []):
-                continue
-            if ev.get("event") == "on_chain_stream" and ev.get("run_id") == root:
-                handle(ev["data"]["chunk"])
-                continue
-            emit("events", ev)
-    else:
-        async for chunk in graph.astream(inp, config, **kwargs):
-            handle(chunk)
-    state = await graph.aget_state({"configurable": {"thread_id": p["thread_id"], "checkpoint_ns": ""}})
-    out = state_out(state)
-    return {"status": "success", "values": out["values"], "next": out["next"], "tasks": out["tasks"], "interrupts": out["interrupts"]}
+            async for chunk in graph.astream(inp, config, **kwargs):
+                handle(chunk)
+        state = await graph.aget_state({"configurable": {"thread_id": p["thread_id"], "checkpoint_ns": ""}})
+        out = state_out(state)
+        return {"status": "success", "values": out["values"], "next": out["next"], "tasks": out["tasks"], "interrupts": out["interrupts"]}
 
 
 # ---- state -------------------------------------------------------------------
@@ -596,36 +598,36 @@ def state_config(p: dict) -> dict:
 
 async def h_state(p: dict) -> dict:
     config = state_config(p)
-    graph = await graph_for(p["graph_id"], config)
-    return state_out(await graph.aget_state(config, subgraphs=bool(p.get("subgraphs"))))
+    async with graph_for(p["graph_id"], config, "threads.read") as graph:
+        return state_out(await graph.aget_state(config, subgraphs=bool(p.get("subgraphs"))))
 
 
 async def h_history(p: dict) -> list:
     config = state_config(p)
-    graph = await graph_for(p["graph_id"], config)
-    before = {"configurable": {"checkpoint_id": p["before"]}} if p.get("before") else None
-    return [
-        state_out(s)
-        async for s in graph.aget_state_history(config, filter=p.get("filter") or None, before=before, limit=p.get("limit") or None)
-    ]
+    async with graph_for(p["graph_id"], config, "threads.read") as graph:
+        before = {"configurable": {"checkpoint_id": p["before"]}} if p.get("before") else None
+        return [
+            state_out(s)
+            async for s in graph.aget_state_history(config, filter=p.get("filter") or None, before=before, limit=p.get("limit") or None)
+        ]
 
 
 async def h_update_state(p: dict) -> dict:
     config = state_config(p)
-    graph = await graph_for(p["graph_id"], config)
-    nxt = await graph.aupdate_state(config, p.get("values"), as_node=p.get("as_node") or None)
-    state = await graph.aget_state({"configurable": {"thread_id": p["thread_id"], "checkpoint_ns": ""}})
-    return {"checkpoint": ref(nxt), "state": state_out(state)}
+    async with graph_for(p["graph_id"], config, "threads.update") as graph:
+        nxt = await graph.aupdate_state(config, p.get("values"), as_node=p.get("as_node") or None)
+        state = await graph.aget_state({"configurable": {"thread_id": p["thread_id"], "checkpoint_ns": ""}})
+        return {"checkpoint": ref(nxt), "state": state_out(state)}
 
 
 # ---- graph descriptions ------------------------------------------------------
 
 
 async def h_graph(p: dict) -> Any:
-    graph = await graph_for(p["graph_id"], p.get("config") or {})
-    xray = p.get("xray")
-    drawable = await graph.aget_graph(p.get("config") or None, xray=xray if xray is not None else False)
-    return drawable.to_json()
+    async with graph_for(p["graph_id"], p.get("config") or {}, "assistants.read") as graph:
+        xray = p.get("xray")
+        drawable = await graph.aget_graph(p.get("config") or None, xray=xray if xray is not None else False)
+        return drawable.to_json()
 
 
 def state_schema(graph: Any) -> dict | None:
@@ -687,7 +689,8 @@ def omit_none(d: dict) -> dict:
 
 
 async def h_schemas(p: dict) -> dict:
-    s = schemas_of(await graph_for(p["graph_id"], p.get("config") or {}))
+    async with graph_for(p["graph_id"], p.get("config") or {}, "assistants.read") as graph:
+        s = schemas_of(graph)
     return omit_none(
         {
             "graph_id": p["graph_id"],
@@ -701,12 +704,12 @@ async def h_schemas(p: dict) -> dict:
 
 
 async def h_subgraphs(p: dict) -> dict:
-    graph = await graph_for(p["graph_id"], p.get("config") or {})
-    out = {}
-    async for ns, sub in graph.aget_subgraphs(namespace=p.get("namespace") or None, recurse=bool(p.get("recurse"))):
-        s = schemas_of(sub)
-        out[ns] = omit_none({"state": s["state"], "input": s["input"], "output": s["output"], "config": s["config"], "context": s["context"]})
-    return out
+    async with graph_for(p["graph_id"], p.get("config") or {}, "assistants.read") as graph:
+        out = {}
+        async for ns, sub in graph.aget_subgraphs(namespace=p.get("namespace") or None, recurse=bool(p.get("recurse"))):
+            s = schemas_of(sub)
+            out[ns] = omit_none({"state": s["state"], "input": s["input"], "output": s["output"], "config": s["config"], "context": s["context"]})
+        return out
 
 
 # ---- custom routes -----------------------------------------------------------

@@ -17,10 +17,10 @@ import (
 	"slipway/runtime/agent/hosts"
 )
 
-//go:embed host.py slipway_saver.py slipway_store.py
+//go:embed host.py slipway_saver.py slipway_store.py slipway_factory.py
 var source embed.FS
 
-var host = hosts.Source{FS: source, Files: []string{"host.py", "slipway_saver.py", "slipway_store.py"}, Name: "the Python host"}
+var host = hosts.Source{FS: source, Files: []string{"host.py", "slipway_saver.py", "slipway_store.py", "slipway_factory.py"}, Name: "the Python host"}
 
 // module matches an importable dotted module name ("my_pkg.module").
 var module = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
