@@ -176,19 +176,39 @@ func LocalPath(rel string) (string, error) {
 // jsExtensions are the files the JavaScript host runs.
 var jsExtensions = map[string]bool{".js": true, ".mjs": true, ".cjs": true, ".ts": true, ".mts": true, ".cts": true, ".tsx": true, ".jsx": true}
 
-// PythonGraphs reports whether a graph is given as a Python spec: a .py
+// graphFile is the file (or module) part of a graph's spec in
+// langgraph.json: "./agent.py:graph", "pkg.module:graph", or an object
+// {"path": "./agent.py:graph", "description": ...}.
+func graphFile(raw json.RawMessage) (string, bool) {
+	var spec string
+	if json.Unmarshal(raw, &spec) != nil {
+		var obj struct {
+			Path string `json:"path"`
+		}
+		if json.Unmarshal(raw, &obj) != nil {
+			return "", false
+		}
+		spec = obj.Path
+	}
+	file, _, ok := strings.Cut(spec, ":")
+	return file, ok
+}
+
+// PythonSpec reports whether a graph is given as a Python spec: a .py
 // file ("./agent.py:graph") or an importable module ("pkg.module:graph").
+func PythonSpec(raw json.RawMessage) bool {
+	file, ok := graphFile(raw)
+	if !ok {
+		return false
+	}
+	ext := path.Ext(file)
+	return ext == ".py" || (!jsExtensions[ext] && !strings.Contains(file, "/"))
+}
+
+// PythonGraphs reports whether any graph is a Python spec (PythonSpec).
 func (p *Project) PythonGraphs() bool {
 	for _, raw := range p.Graphs {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			continue
-		}
-		file, _, ok := strings.Cut(s, ":")
-		if !ok {
-			continue
-		}
-		if ext := path.Ext(file); ext == ".py" || (!jsExtensions[ext] && !strings.Contains(file, "/")) {
+		if PythonSpec(raw) {
 			return true
 		}
 	}
@@ -199,11 +219,7 @@ func (p *Project) PythonGraphs() bool {
 // TypeScript file ("./src/agent.ts:graph"), which the JavaScript host runs.
 func (p *Project) JSGraphs() bool {
 	for _, raw := range p.Graphs {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			continue
-		}
-		if file, _, ok := strings.Cut(s, ":"); ok && jsExtensions[path.Ext(file)] {
+		if file, ok := graphFile(raw); ok && jsExtensions[path.Ext(file)] {
 			return true
 		}
 	}

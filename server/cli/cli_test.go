@@ -114,7 +114,7 @@ func TestReadGraphConfig(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !slices.Equal(got, c.want) {
+			if err != nil || !slices.Equal(got.Names, c.want) {
 				t.Fatalf("got %v, %v", got, err)
 			}
 		})

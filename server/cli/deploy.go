@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/joho/godotenv"
+
+	"slipway/runtime/build"
 )
 
 // listFlag collects a repeated flag (--secret K=V --secret K2=V2).
@@ -23,36 +25,59 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+// graphConfig is what deploy needs of the graph configuration: the graph
+// names, and whether the first one is a Python graph (the closing SDK line
+// is then Python's).
+type graphConfig struct {
+	Names  []string
+	Python bool
+}
+
 // readGraphConfig checks that the graph configuration exists inside dir and
-// names at least one graph, and returns the graph names.
-func readGraphConfig(dir, rel string) ([]string, error) {
+// names at least one graph.
+func readGraphConfig(dir, rel string) (graphConfig, error) {
 	if !filepath.IsLocal(rel) {
-		return nil, fail(ExitUsage, "--config %q must be a path inside the directory being deployed", rel)
+		return graphConfig{}, fail(ExitUsage, "--config %q must be a path inside the directory being deployed", rel)
 	}
 	full := filepath.Join(dir, rel)
 	raw, err := os.ReadFile(full)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fail(ExitUsage, "there is no graph configuration at %s: a deployment needs a %s naming its graphs, "+
+		return graphConfig{}, fail(ExitUsage, "there is no graph configuration at %s: a deployment needs a %s naming its graphs, "+
 			`e.g. {"graphs": {"agent": "./agent.py:graph"}} (or point --config at it)`, full, filepath.Base(rel))
 	}
 	if err != nil {
-		return nil, fail(ExitUsage, "cannot read the graph configuration %s: %v", full, err)
+		return graphConfig{}, fail(ExitUsage, "cannot read the graph configuration %s: %v", full, err)
 	}
 	var cfg struct {
 		Graphs map[string]json.RawMessage `json:"graphs"`
 	}
 	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return nil, fail(ExitUsage, "the graph configuration %s is not valid JSON: %v", full, err)
+		return graphConfig{}, fail(ExitUsage, "the graph configuration %s is not valid JSON: %v", full, err)
 	}
 	if len(cfg.Graphs) == 0 {
-		return nil, fail(ExitUsage, `the graph configuration %s names no graphs: it needs a "graphs" object`, full)
+		return graphConfig{}, fail(ExitUsage, `the graph configuration %s names no graphs: it needs a "graphs" object`, full)
 	}
 	names := make([]string, 0, len(cfg.Graphs))
 	for n := range cfg.Graphs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return names, nil
+	return graphConfig{Names: names, Python: build.PythonSpec(cfg.Graphs[names[0]])}, nil
+}
+
+// sdkLine is the closing hint of a deploy: the official SDK of the
+// project's language, calling its first graph.
+func sdkLine(depURL string, g graphConfig) string {
+	graph := "agent"
+	if len(g.Names) > 0 {
+		graph = g.Names[0]
+	}
+	if g.Python {
+		return fmt.Sprintf("SDK: client = get_client(url=%q, api_key=os.environ[\"SLIPWAY_API_KEY\"]); "+
+			"await client.runs.wait(None, %q, input={\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]})\n", depURL, graph)
+	}
+	return fmt.Sprintf("SDK: const client = new Client({ apiUrl: %q, apiKey: process.env.SLIPWAY_API_KEY }); "+
+		"await client.runs.wait(null, %q, { input: { messages: [{ role: \"user\", content: \"hi\" }] } });\n", depURL, graph)
 }
 
 // readSecrets merges --env-file (dotenv syntax) and --secret K=V, the
@@ -346,7 +371,7 @@ func (a *app) uploadRevision(ctx context.Context, depID string, archive io.ReadS
 // watch follows a revision's build and deploy with a progress display and
 // ends with the deployment's URL and an SDK line, or with the failing step
 // and the end of its log.
-func (a *app) watch(ctx context.Context, depID, name, rev string, after int64, graphs []string) error {
+func (a *app) watch(ctx context.Context, depID, name, rev string, after int64, graphs graphConfig) error {
 	say := a.env.Stdout
 	if a.jsonOut {
 		say = a.env.Stderr
@@ -393,11 +418,6 @@ func (a *app) watch(ctx context.Context, depID, name, rev string, after int64, g
 		return nil
 	}
 	fmt.Fprintf(a.env.Stdout, "URL: %s\n", depURL)
-	graph := "agent"
-	if len(graphs) > 0 {
-		graph = graphs[0]
-	}
-	fmt.Fprintf(a.env.Stdout, "SDK: const client = new Client({ apiUrl: %q, apiKey: process.env.SLIPWAY_API_KEY }); "+
-		"await client.runs.wait(null, %q, { input: { messages: [{ role: \"user\", content: \"hi\" }] } });\n", depURL, graph)
+	fmt.Fprint(a.env.Stdout, sdkLine(depURL, graphs))
 	return nil
 }

@@ -248,7 +248,7 @@ func (a *app) rollback(ctx context.Context, args []string) error {
 		}
 		return nil
 	}
-	return a.watch(ctx, d.ID, d.Name, target.ID, after, nil)
+	return a.watch(ctx, d.ID, d.Name, target.ID, after, graphConfig{})
 }
 
 // remove: slipway rm NAME [--yes] — delete a deployment and wait until the
