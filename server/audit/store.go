@@ -485,7 +485,6 @@ func (l *Log) Prune(tx *bolt.Tx, org uuid.UUID, cutoff time.Time) (int, error) {
 	events := tx.Bucket([]byte(bucketEvents))
 	var a anchor
 	var doomed [][]byte
-	var ops []string
 	c := events.Cursor()
 	for k, v := c.Seek(org[:]); k != nil && bytes.HasPrefix(k, org[:]); k, v = c.Next() {
 		seq := binary.BigEndian.Uint64(k[16:])
@@ -496,23 +495,19 @@ func (l *Log) Prune(tx *bolt.Tx, org uuid.UUID, cutoff time.Time) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		b, err := rec.body()
-		if err != nil {
-			return 0, err
-		}
 		doomed = append(doomed, storage.Copy(k))
-		ops = append(ops, b.Op)
 		a.Seq, a.MAC = seq, rec.MAC
 	}
 	if len(doomed) == 0 {
 		return 0, nil
 	}
-	for i, k := range doomed {
-		if err := errors.Join(events.Delete(k),
-			tx.Bucket([]byte(idxOp)).Delete(indexKey(org, ops[i], binary.BigEndian.Uint64(k[16:]))),
-		); err != nil {
+	for _, k := range doomed {
+		if err := events.Delete(k); err != nil {
 			return 0, err
 		}
+	}
+	if err := pruneIndex(tx, org, a.Seq); err != nil {
+		return 0, err
 	}
 	a.Sig = l.anchorSig(org, a)
 	return len(doomed), storage.Put(tx, bucketAnchors, org[:], &a)

@@ -97,3 +97,26 @@ func parseIndexKey(k []byte) (op string, seq uint64, ok bool) {
 	op = string(k[16 : len(k)-9])
 	return op, binary.BigEndian.Uint64(k[len(k)-8:]), Known(op)
 }
+
+// pruneIndex deletes org's index entries of records up to seq, under every
+// operation: by sequence rather than by what each pruned record says, so
+// that entries an edit of the index or of a record left behind go with
+// the records they named.
+func pruneIndex(tx *bolt.Tx, org uuid.UUID, seq uint64) error {
+	idx := tx.Bucket([]byte(idxOp))
+	var doomed [][]byte
+	c := idx.Cursor()
+	for _, op := range Operations {
+		prefix := storage.Key(org, op, []byte{0})
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8 &&
+			binary.BigEndian.Uint64(k[len(prefix):]) <= seq; k, _ = c.Next() {
+			doomed = append(doomed, storage.Copy(k))
+		}
+	}
+	for _, k := range doomed {
+		if err := idx.Delete(k); err != nil {
+			return fmt.Errorf("audit index: %w", err)
+		}
+	}
+	return nil
+}
