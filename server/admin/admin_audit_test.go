@@ -155,7 +155,9 @@ func defaultOrg(t *testing.T, dataDir string) string {
 // (which hid those events from filtered queries and passed verify), an
 // entry added under another operation, one naming a record that does not
 // exist. `slipway admin audit verify` exits 1 naming each; filtered
-// queries never show an event under an operation it is not and never fail.
+// queries never show an event under an operation it is not and never fail;
+// `slipway admin audit reindex` repairs the index, which verify then
+// passes, and records that it did.
 func TestAdminAuditVerifyIndex(t *testing.T) {
 	s := servertest.Start(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
 	for i := 1; i <= 3; i++ {
@@ -224,6 +226,21 @@ func TestAdminAuditVerifyIndex(t *testing.T) {
 			// what verify is there to report.
 			if want := map[bool]int{true: 0, false: 3}[tc.name == "create_deployment entries deleted"]; created != want {
 				t.Fatalf("%d create_deployment events, want %d", created, want)
+			}
+			if tc.want == "" {
+				return
+			}
+			if out := mustAdmin(t, dir, "audit", "reindex"); !strings.Contains(out, "organization "+org+": reindexed 3 event(s)") {
+				t.Fatalf("reindex: %s", out)
+			}
+			if out := mustAdmin(t, dir, "audit", "verify"); !strings.Contains(out, "intact: 1 organization(s), 4 event(s)") {
+				t.Fatalf("verify after reindex: %s", out)
+			}
+			if created := filtered(c, "create_deployment"); created != 3 {
+				t.Fatalf("after reindex: %d create_deployment events, want 3", created)
+			}
+			if filtered(c, "update_audit_index") != 1 {
+				t.Fatal("the reindex left no update_audit_index event")
 			}
 		})
 	}

@@ -97,6 +97,7 @@ func (s *Server) Handler() http.Handler {
 	rt.POST("/v1/orgs/:org/admin-keys", h(s.createAdminKey))
 	rt.GET("/v1/audit/verify", h(s.verify))
 	rt.POST("/v1/audit/prune", h(s.prune))
+	rt.POST("/v1/audit/reindex", h(s.reindex))
 	rt.GET("/v1/audit/forward", h(s.forwardStatus))
 	rt.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusNotFound, map[string]any{"detail": "No such admin endpoint: " + r.Method + " " + r.URL.Path})

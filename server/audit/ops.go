@@ -73,9 +73,11 @@ var Operations = []string{
 	// login (a sign-in, successful or refused, in the account's
 	// organization) and create_organization (`slipway admin org create`).
 	// logout, update_organization_config (`slipway admin org set-flag` and
-	// `unset-flag`) and delete_audit_logs (`slipway admin audit prune`)
-	// have no counterpart there.
+	// `unset-flag`), delete_audit_logs (`slipway admin audit prune`) and
+	// update_audit_index (`slipway admin audit reindex`) have no
+	// counterpart there.
 	"login", "logout", "create_organization", "update_organization_config", "delete_audit_logs",
+	"update_audit_index",
 }
 
 var known = func() map[string]bool {

@@ -16,7 +16,7 @@ import (
 // queries), moved to another operation, added for a record that does not
 // exist, or malformed. Verify names each, while the chain itself verifies;
 // queries filtered by operation never show a record under an operation it
-// is not, nor twice.
+// is not, nor twice. Reindex repairs each.
 func TestVerifyDetectsIndexTampering(t *testing.T) {
 	org, other := uuid.New(), uuid.New()
 	idx := func(tx *bolt.Tx) *bolt.Bucket { return tx.Bucket([]byte(idxOp)) }
@@ -90,6 +90,13 @@ func TestVerifyDetectsIndexTampering(t *testing.T) {
 					}
 					seen[uid] = true
 				}
+			}
+			var n int
+			if err := w.Update(func(tx *bolt.Tx) error { var err error; n, err = l.Reindex(tx, org); return err }); err != nil || n != 6 {
+				t.Fatalf("reindex: %d, %v", n, err)
+			}
+			if rep := verifyNow(l, db); len(rep.Breaks) != 0 || rep.Events != 8 {
+				t.Fatalf("after reindex: %+v", rep)
 			}
 		})
 	}
