@@ -115,7 +115,7 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 // its writes go through the same committer as the HTTP API's.
 func (a *app) adminServer() *admin.Server {
 	return &admin.Server{DB: a.db, Orgs: a.orgs, Log: a.audit.Log, Retention: a.retention, Forwarder: a.forward,
-		Logger: a.log.With().Str("component", "admin").Logger()}
+		Update: a.audit.Update, Logger: a.log.With().Str("component", "admin").Logger()}
 }
 
 // chooseDriver picks the runtime: docker when SLIPWAY_RUNTIME says so or,

@@ -26,7 +26,7 @@ func (a *app) register(rt *httpx.Router) *proxy {
 		rt.GET(prefix+"/ok", a.ok)
 		rt.GET(prefix+"/info", a.info)
 	}
-	a.dash = &dashboard.Dashboard{Auth: a.orgs, Secure: strings.HasPrefix(strings.ToLower(a.cfg.PublicURL), "https://")}
+	a.dash = &dashboard.Dashboard{Auth: a.orgs, Audit: a.audit, Secure: strings.HasPrefix(strings.ToLower(a.cfg.PublicURL), "https://")}
 	a.dash.Routes(rt)
 	docRoutes(rt, a.version)
 	px := &proxy{cp: a.cp, driver: a.driver, gate: a.gate, handoverWait: 60 * time.Second}

@@ -36,6 +36,7 @@ audit log:
   audit prune --before TIME [--org ORG_ID]
                                      delete events older than TIME (RFC 3339), keeping the chains verifiable
   audit forward-status [--json]      show the forwarder's configuration and per-organization progress
+  audit reindex [--org ORG_ID]       rebuild the operation index from the chains (what verify reports of it)
 `
 
 // Main runs `slipway admin args...` against the server using dataDir and
@@ -74,6 +75,7 @@ var commands = map[string]func(*cli) int{
 	"audit verify":         (*cli).auditVerify,
 	"audit prune":          (*cli).auditPrune,
 	"audit forward-status": (*cli).auditForwardStatus,
+	"audit reindex":        (*cli).auditReindex,
 }
 
 // cli is one run of a subcommand: the client, where it writes, and its

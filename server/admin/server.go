@@ -54,6 +54,9 @@ type Server struct {
 	Forwarder *audit.Forwarder
 	Logger    zerolog.Logger
 	Now       func() time.Time
+	// Update runs a durable write transaction: the API's group-committing
+	// writer, for the audit events of refused changes (DB.Update if nil).
+	Update func(func(*bolt.Tx) error) error
 
 	token string // set by Listen; every request must present it
 }
@@ -94,6 +97,7 @@ func (s *Server) Handler() http.Handler {
 	rt.POST("/v1/orgs/:org/admin-keys", h(s.createAdminKey))
 	rt.GET("/v1/audit/verify", h(s.verify))
 	rt.POST("/v1/audit/prune", h(s.prune))
+	rt.POST("/v1/audit/reindex", h(s.reindex))
 	rt.GET("/v1/audit/forward", h(s.forwardStatus))
 	rt.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusNotFound, map[string]any{"detail": "No such admin endpoint: " + r.Method + " " + r.URL.Path})
@@ -204,6 +208,7 @@ func (s *Server) Listen(ctx context.Context, dataDir string) (stop func(), err e
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext:       peerContext, // who connected, for the audit events
 	}
 	done := make(chan struct{})
 	go func() {
@@ -269,8 +274,9 @@ func (s *Server) createOrg(w http.ResponseWriter, r *http.Request, _ httprouter.
 	if err := httpx.DecodeJSON(r, &req, true); err != nil {
 		return err
 	}
-	org, err := s.Orgs.CreateOrg(req.Name, req.Plan, req.Personal)
+	org, err := s.Orgs.CreateOrg(req.Name, req.Plan, req.Personal, s.recorder(r, "create_organization", http.StatusCreated))
 	if err != nil {
+		s.refused(r, "create_organization", uuid.Nil, err)
 		return err
 	}
 	s.Logger.Info().Str("organization_id", org.ID.String()).Str("plan", org.Plan).Bool("personal", org.IsPersonal).
@@ -284,14 +290,17 @@ func (s *Server) setPlan(w http.ResponseWriter, r *http.Request, ps httprouter.P
 	if err != nil {
 		return err
 	}
+	const op = "update_payment_plan"
 	var req struct {
 		Plan string `json:"plan"`
 	}
 	if err := httpx.DecodeJSON(r, &req, true); err != nil {
+		s.refused(r, op, id, err)
 		return err
 	}
-	org, err := s.Orgs.SetPlan(id, req.Plan)
+	org, err := s.Orgs.SetPlan(id, req.Plan, s.recorder(r, op, http.StatusOK))
 	if err != nil {
+		s.refused(r, op, id, err)
 		return err
 	}
 	s.Logger.Info().Str("organization_id", id.String()).Str("plan", org.Plan).Msg("admin: plan set")
@@ -307,26 +316,32 @@ func (s *Server) setFlag(w http.ResponseWriter, r *http.Request, ps httprouter.P
 	var req struct {
 		Value *bool `json:"value"`
 	}
-	if err := httpx.DecodeJSON(r, &req, true); err != nil {
+	err = httpx.DecodeJSON(r, &req, true)
+	if err == nil && req.Value == nil {
+		err = httpx.BadRequest("value must be true or false (to unset a flag, DELETE it).")
+	}
+	if err != nil {
+		s.refused(r, flagOp, id, err)
 		return err
 	}
-	if req.Value == nil {
-		return httpx.BadRequest("value must be true or false (to unset a flag, DELETE it).")
-	}
-	return s.changeFlag(w, id, ps.ByName("flag"), req.Value)
+	return s.changeFlag(w, r, id, ps.ByName("flag"), req.Value)
 }
+
+// flagOp is the operation of set-flag and unset-flag.
+const flagOp = "update_organization_config"
 
 func (s *Server) unsetFlag(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 	id, err := orgParam(ps)
 	if err != nil {
 		return err
 	}
-	return s.changeFlag(w, id, ps.ByName("flag"), nil)
+	return s.changeFlag(w, r, id, ps.ByName("flag"), nil)
 }
 
-func (s *Server) changeFlag(w http.ResponseWriter, id uuid.UUID, flag string, v *bool) error {
-	org, err := s.Orgs.SetFlag(id, flag, v)
+func (s *Server) changeFlag(w http.ResponseWriter, r *http.Request, id uuid.UUID, flag string, v *bool) error {
+	org, err := s.Orgs.SetFlag(id, flag, v, s.recorder(r, flagOp, http.StatusOK))
 	if err != nil {
+		s.refused(r, flagOp, id, err)
 		return err
 	}
 	ev := s.Logger.Info().Str("organization_id", id.String()).Str("flag", flag)
@@ -353,8 +368,9 @@ func (s *Server) createAdminKey(w http.ResponseWriter, r *http.Request, ps httpr
 	if err != nil {
 		return err
 	}
-	key, k, err := s.Orgs.CreateOrgAdminKey(id)
+	key, k, err := s.Orgs.CreateOrgAdminKey(id, s.recorder(r, "create_service_key", http.StatusCreated))
 	if err != nil {
+		s.refused(r, "create_service_key", id, err)
 		return err
 	}
 	s.Logger.Info().Str("organization_id", id.String()).Str("key_id", k.ID.String()).Str("short_key", k.ShortKey).
@@ -408,7 +424,7 @@ func (s *Server) prune(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 		}
 		orgs = []uuid.UUID{id}
 	}
-	pruned, err := s.Retention.PruneBefore(req.Before, orgs...)
+	pruned, err := s.Retention.PruneBefore(req.Before, s.recordPrune(r, req.Before), orgs...)
 	out := PruneResponse{Before: req.Before.UTC(), Pruned: map[string]int{}}
 	for org, n := range pruned {
 		out.Pruned[org.String()] = n

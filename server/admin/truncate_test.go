@@ -68,7 +68,8 @@ func TestAdminAuditVerifyTruncation(t *testing.T) {
 	}
 	createDeployment(t, s, acmeKey, "a2")
 	out := mustAdmin(t, s.DataDir, "audit", "verify")
-	if !strings.Contains(out, "intact: 2 organization(s), 8 event(s)") || !strings.Contains(out, "sealed since") {
+	// Acme's chain starts with create_organization and create_service_key.
+	if !strings.Contains(out, "intact: 2 organization(s), 10 event(s)") || !strings.Contains(out, "sealed since") {
 		t.Fatalf("before tampering: %s", out)
 	}
 	s.Stop()
@@ -103,13 +104,15 @@ func TestAdminAuditVerifyTruncation(t *testing.T) {
 			t3 := int64(storage.U64ToInt(raw))
 			return storage.Put(tx, "audit_events", headKey, map[string]any{"seq": 3, "mac": rec.MAC, "time": t3})
 		}, []string{"organization " + org + ": first broken record seq 3: the chain head at record 3 is not authentic",
-			"every organization: the manifest records 8 event(s) appended, the chain heads account for 5"}},
+			"every organization: the manifest records 10 event(s) appended, the chain heads account for 7"}},
 		{"last 3 removed, head rolled back", func(tx *bolt.Tx) error {
 			if err := truncate(tx); err != nil {
 				return err
 			}
 			return tx.Bucket([]byte("audit_events")).Put(headKey, oldHead)
-		}, []string{"every organization: the manifest records 8 event(s) appended, the chain heads account for 5: a chain was truncated or its head rolled back"}},
+			// The index still lists the records cut off: it names the chain.
+		}, []string{"organization " + org + ": first broken record seq 4: operation index: an entry under create_deployment names record 4, which the chain does not hold",
+			"every organization: the manifest records 10 event(s) appended, the chain heads account for 7: a chain was truncated or its head rolled back"}},
 		{"chain deleted whole", func(tx *bolt.Tx) error {
 			return deleteOrgKeys(tx, orgID, "audit_events", "idx_audit_op", "audit_forward")
 		}, []string{"every organization: the manifest records 2 organization chain(s), 1 have a head: a chain was deleted whole"}},
@@ -136,7 +139,8 @@ func TestAdminAuditVerifyTruncation(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 				mustAdmin(t, dir, "audit", "prune", "--before", time.Now().UTC().Format(time.RFC3339Nano))
 				createDeployment(t, c, c.Key, "d7")
-				if out := mustAdmin(t, dir, "audit", "verify"); !strings.Contains(out, "intact: 2 organization(s), 1 event(s)") {
+				// d7 and each organization's delete_audit_logs event.
+				if out := mustAdmin(t, dir, "audit", "verify"); !strings.Contains(out, "intact: 2 organization(s), 3 event(s)") {
 					t.Fatalf("after a restart and pruning: %s", out)
 				}
 				return

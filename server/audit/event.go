@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -48,7 +49,21 @@ type Actor struct {
 	UserID       string  `json:"user"`
 	CredentialID *string `json:"cred,omitempty"` // nil for session authentication
 	Service      bool    `json:"svc,omitempty"`  // a service identity rather than a person
+	// Host marks the host administrator (`slipway admin` over the admin
+	// socket), who is no account of the organization: UserID is HostAdmin.
+	Host bool `json:"host,omitempty"`
+	// HostUID is the unix uid of the process that connected to the admin
+	// socket (SO_PEERCRED), when the socket told.
+	HostUID *int `json:"huid,omitempty"`
 }
+
+// HostAdmin is the actor.user.uid of the host administrator's events: the
+// nil UUID, which no account ever has (ids are random version 7 UUIDs).
+const HostAdmin = "00000000-0000-0000-0000-000000000000"
+
+// HostAdminService is the api.service.name of the host administrator's
+// events, which arrive on the admin socket rather than the HTTP API.
+const HostAdminService = "slipway-admin"
 
 // Request is what the event records of the HTTP exchange.
 type Request struct {
@@ -60,6 +75,9 @@ type Request struct {
 	Port      int      `json:"port,omitempty"`
 	Forwarded []string `json:"fwd,omitempty"` // X-Forwarded-For hops, when honoured
 	Status    int      `json:"st"`            // HTTP status of the response
+	// Hostname names the source when it has no address: the host itself,
+	// for a request on the admin socket.
+	Hostname string `json:"hn,omitempty"`
 }
 
 // event is an OCSF 1.7.0 API Activity event (class 6003).
@@ -109,6 +127,8 @@ type actor struct {
 
 type user struct {
 	UID           string  `json:"uid"`
+	UIDAlt        string  `json:"uid_alt,omitempty"`
+	Name          string  `json:"name,omitempty"`
 	CredentialUID *string `json:"credential_uid"`
 	Type          string  `json:"type"`
 	TypeID        int     `json:"type_id"`
@@ -134,7 +154,8 @@ type apiService struct {
 }
 
 type endpoint struct {
-	IP              string   `json:"ip"`
+	IP              string   `json:"ip,omitempty"`
+	Hostname        string   `json:"hostname,omitempty"`
 	Port            int      `json:"port,omitempty"`
 	IntermediateIPs []string `json:"intermediate_ips,omitempty"`
 }
@@ -169,13 +190,23 @@ func build(id string, t time.Time, op string, ok bool, detail string, a Actor, r
 		Actor: actor{User: user{UID: a.UserID, CredentialUID: a.CredentialID, Type: "User", TypeID: 1}},
 		API: api{Operation: op, Request: apiRequest{UID: req.ID}, Response: apiResponse{Code: req.Status},
 			Service: apiService{Name: "slipway"}},
-		SrcEndpoint:  endpoint{IP: req.ClientIP, Port: req.Port, IntermediateIPs: req.Forwarded},
+		SrcEndpoint:  endpoint{IP: req.ClientIP, Hostname: req.Hostname, Port: req.Port, IntermediateIPs: req.Forwarded},
 		HTTPRequest:  httpRequest{HTTPMethod: req.Method, URL: url{Path: req.Path}, UserAgent: req.UserAgent},
 		HTTPResponse: httpResponse{Code: req.Status},
 		Resources:    res,
 	}
 	if a.Service {
 		e.Actor.User.Type, e.Actor.User.TypeID = "Other", 99
+	}
+	if a.Host {
+		// OCSF's Admin account type is "Admin/root user account": the
+		// host's owner, whose unix uid is the alternate id.
+		e.Actor.User.UID, e.Actor.User.Name = HostAdmin, "host administrator"
+		e.Actor.User.Type, e.Actor.User.TypeID = "Admin", 2
+		if a.HostUID != nil {
+			e.Actor.User.UIDAlt = "unix uid " + strconv.Itoa(*a.HostUID)
+		}
+		e.API.Service.Name = HostAdminService
 	}
 	if e.Resources == nil {
 		e.Resources = []Resource{}
@@ -191,8 +222,8 @@ func build(id string, t time.Time, op string, ok bool, detail string, a Actor, r
 		ids[i] = r.UID
 	}
 	native := Native{ID: id, OperationName: op, OperationSucceeded: ok, RequestTime: t.Format(time.RFC3339Nano),
-		APIKeyID: a.CredentialID, UserID: a.UserID, OrganizationID: a.OrgID,
-		Enrichments: Enrichments{RequestMethod: req.Method, RequestPath: req.Path, ClientHost: req.ClientIP,
+		APIKeyID: a.CredentialID, UserID: e.Actor.User.UID, OrganizationID: a.OrgID,
+		Enrichments: Enrichments{RequestMethod: req.Method, RequestPath: req.Path, ClientHost: cmp.Or(req.ClientIP, req.Hostname),
 			ClientPort: req.Port, ResponseStatusCode: req.Status, ResourceIDs: ids}}
 	if a.WorkspaceID != "" {
 		ws := a.WorkspaceID

@@ -327,7 +327,7 @@ func TestRetentionPerOrganization(t *testing.T) {
 		t.Fatalf("second run pruned %v, %v", pruned, err)
 	}
 	// PruneBefore for one organization only.
-	pruned, err = r.PruneBefore(clk.Now(), long)
+	pruned, err = r.PruneBefore(clk.Now(), nil, long)
 	if err != nil || pruned[long] != 1 || len(pruned) != 1 {
 		t.Fatalf("prune before: %v, %v", pruned, err)
 	}

@@ -68,9 +68,16 @@ var Operations = []string{
 	"create_org_chart_section", "update_org_chart_section", "delete_org_chart_section",
 	// Model pricing
 	"create_model_price_map", "update_model_price_map", "delete_model_price_map",
-	// Slipway's own (the spec says the set may grow): login attempts
-	// refused by throttling, recorded in the claimed account's organization.
-	"login",
+	// Slipway's own (the spec says the set may grow). Where the hosted
+	// service's operation enum has a name for the action, it is used:
+	// login (a sign-in, successful or refused, in the account's
+	// organization) and create_organization (`slipway admin org create`).
+	// logout, update_organization_config (`slipway admin org set-flag` and
+	// `unset-flag`), delete_audit_logs (`slipway admin audit prune`) and
+	// update_audit_index (`slipway admin audit reindex`) have no
+	// counterpart there.
+	"login", "logout", "create_organization", "update_organization_config", "delete_audit_logs",
+	"update_audit_index",
 }
 
 var known = func() map[string]bool {

@@ -100,17 +100,20 @@ func (r *Retention) runLogged() {
 func (r *Retention) RunOnce() (map[uuid.UUID]int, error) {
 	return r.prune(nil, func(tx *bolt.Tx, org uuid.UUID) time.Time {
 		return r.now().Add(-r.retention(tx, org))
-	})
+	}, nil)
 }
 
 // PruneBefore prunes the events older than cutoff, of the given
 // organizations or, when none are given, of every organization (the host
-// administrator's `slipway admin audit prune`).
-func (r *Retention) PruneBefore(cutoff time.Time, orgs ...uuid.UUID) (map[uuid.UUID]int, error) {
-	return r.prune(orgs, func(*bolt.Tx, uuid.UUID) time.Time { return cutoff })
+// administrator's `slipway admin audit prune`). record, unless nil, is
+// called in each transaction that pruned n > 0 events of org, so that the
+// event saying so commits with the pruning.
+func (r *Retention) PruneBefore(cutoff time.Time, record func(tx *bolt.Tx, org uuid.UUID, n int) error, orgs ...uuid.UUID) (map[uuid.UUID]int, error) {
+	return r.prune(orgs, func(*bolt.Tx, uuid.UUID) time.Time { return cutoff }, record)
 }
 
-func (r *Retention) prune(orgs []uuid.UUID, cutoff func(*bolt.Tx, uuid.UUID) time.Time) (map[uuid.UUID]int, error) {
+func (r *Retention) prune(orgs []uuid.UUID, cutoff func(*bolt.Tx, uuid.UUID) time.Time,
+	record func(tx *bolt.Tx, org uuid.UUID, n int) error) (map[uuid.UUID]int, error) {
 	if orgs == nil {
 		var err error
 		if orgs, err = chainOrgs(r.DB); err != nil {
@@ -124,7 +127,10 @@ func (r *Retention) prune(orgs []uuid.UUID, cutoff func(*bolt.Tx, uuid.UUID) tim
 		err := r.Update(func(tx *bolt.Tx) error {
 			var err error
 			n, err = r.Log.Prune(tx, org, cutoff(tx, org))
-			return err
+			if err != nil || n == 0 || record == nil {
+				return err
+			}
+			return record(tx, org, n)
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("organization %s: %w", org, err))

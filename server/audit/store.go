@@ -280,7 +280,7 @@ func (l *Log) Append(tx *bolt.Tx, e Entry) error {
 	return errors.Join(
 		events.Put(storage.Key(org, storage.U64(seq)), raw),
 		storage.Put(tx, bucketEvents, storage.Key(org, storage.U64(headSeq)), &nh),
-		tx.Bucket([]byte(idxOp)).Put(storage.Key(org, e.Op, []byte{0}, storage.U64(seq)), nil),
+		tx.Bucket([]byte(idxOp)).Put(indexKey(org, e.Op, seq), nil),
 		putManifest(tx, &m),
 	)
 }
@@ -332,6 +332,12 @@ func (l *Log) Verify(tx *bolt.Tx) VerifyReport {
 		rep.Organizations++
 		n, br := l.verifyOrg(tx, org)
 		rep.Events += n
+		if br == nil {
+			// The index is checked against a chain that verifies: a
+			// broken chain is reported as such, and its index would only
+			// repeat the break.
+			br = verifyIndex(tx, org)
+		}
 		if br != nil {
 			rep.Breaks = append(rep.Breaks, *br)
 		}
@@ -479,7 +485,6 @@ func (l *Log) Prune(tx *bolt.Tx, org uuid.UUID, cutoff time.Time) (int, error) {
 	events := tx.Bucket([]byte(bucketEvents))
 	var a anchor
 	var doomed [][]byte
-	var ops []string
 	c := events.Cursor()
 	for k, v := c.Seek(org[:]); k != nil && bytes.HasPrefix(k, org[:]); k, v = c.Next() {
 		seq := binary.BigEndian.Uint64(k[16:])
@@ -490,23 +495,19 @@ func (l *Log) Prune(tx *bolt.Tx, org uuid.UUID, cutoff time.Time) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		b, err := rec.body()
-		if err != nil {
-			return 0, err
-		}
 		doomed = append(doomed, storage.Copy(k))
-		ops = append(ops, b.Op)
 		a.Seq, a.MAC = seq, rec.MAC
 	}
 	if len(doomed) == 0 {
 		return 0, nil
 	}
-	for i, k := range doomed {
-		if err := errors.Join(events.Delete(k),
-			tx.Bucket([]byte(idxOp)).Delete(storage.Key(org, ops[i], []byte{0}, k[16:])),
-		); err != nil {
+	for _, k := range doomed {
+		if err := events.Delete(k); err != nil {
 			return 0, err
 		}
+	}
+	if err := pruneIndex(tx, org, a.Seq); err != nil {
+		return 0, err
 	}
 	a.Sig = l.anchorSig(org, a)
 	return len(doomed), storage.Put(tx, bucketAnchors, org[:], &a)

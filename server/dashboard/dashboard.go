@@ -25,6 +25,7 @@ import (
 
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/server/track"
 )
 
 //go:embed assets
@@ -43,6 +44,8 @@ type Dashboard struct {
 	API http.Handler
 	// Auth checks an API key pasted at sign-in.
 	Auth auth.Resolver
+	// Audit records sign-in and sign-out with an API key (audit.go).
+	Audit *track.Recorder
 	// Secure marks the cookies Secure even on plain HTTP requests: the
 	// public URL is https, so a TLS proxy sits in front.
 	Secure bool
@@ -132,9 +135,12 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request, _ httprouter.
 		if key == "" {
 			return httpx.Invalid("value_error", "An API key is required.", "body", "api_key")
 		}
-		check, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "/ui/session", nil)
-		check.Header.Set("X-Api-Key", key)
-		if _, err := d.Auth.Authenticate(check); err != nil {
+		p, err := d.credentialOf(r, key)
+		if err != nil {
+			d.keyRefused(r, err)
+			return err
+		}
+		if err := d.recordKey(r, p, "login"); err != nil {
 			return err
 		}
 		credential = key
@@ -180,10 +186,17 @@ func (d *Dashboard) signOut(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err != nil {
 		return err
 	}
-	if key != "" {
-		if res := d.call(r, "/api/v1/logout", nil, map[string]string{"Authorization": "Bearer " + key}); res.Code != http.StatusOK &&
-			res.Code != http.StatusBadRequest && res.Code != http.StatusUnauthorized {
-			// 400: an API key, which has no session to end; 401: already ended.
+	// A credential that no longer authenticates (a session ended, a key
+	// revoked) has nothing to end or record: the cookies just go.
+	if p, perr := d.credentialOf(r, key); perr == nil {
+		if p.Kind != auth.KindSession {
+			// An API key has no session to end; the browser forgets it.
+			if err := d.recordKey(r, p, "logout"); err != nil {
+				return err
+			}
+		} else if res := d.call(r, "/api/v1/logout", nil, map[string]string{"Authorization": "Bearer " + key}); res.Code != http.StatusOK &&
+			res.Code != http.StatusUnauthorized {
+			// 401: ended meanwhile.
 			copyResponse(w, res)
 			return nil
 		}
@@ -199,7 +212,8 @@ func (d *Dashboard) signOut(w http.ResponseWriter, r *http.Request, _ httprouter
 // call POSTs body to path on the server's own API for r's client (its
 // address, for the login throttle), with only the given headers.
 func (d *Dashboard) call(r *http.Request, path string, body []byte, hdr map[string]string) *httptest.ResponseRecorder {
-	in := r.Clone(r.Context())
+	// Its audit events name the route the browser called (track.Via).
+	in := r.Clone(track.Via(r.Context(), r))
 	in.Method, in.URL.Path, in.URL.RawPath, in.URL.RawQuery, in.RequestURI = http.MethodPost, path, "", "", ""
 	in.Body = io.NopCloser(bytes.NewReader(body))
 	in.ContentLength = int64(len(body))

@@ -7,15 +7,22 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/storage"
 )
 
 // Host administration (`slipway admin`, over the admin socket). These
 // writes go through the same committer as the API's, so they are durable
-// and serialized with them. Their errors pass through httpError, so the
-// admin server can answer with the right status and a detail the CLI
+// and serialized with them. Each takes a Record, which writes the change's
+// audit event in its transaction. Their errors pass through httpError, so
+// the admin server can answer with the right status and a detail the CLI
 // prints as is.
+
+// Record writes the audit event of a host administrator's change to org,
+// inside the transaction tx that makes it, naming the resources it
+// touched: the change and its event commit or fail together.
+type Record func(tx *bolt.Tx, org uuid.UUID, res ...audit.Resource) error
 
 // Plans an organization can be on.
 var Plans = []string{"free", "plus", "enterprise"}
@@ -36,7 +43,7 @@ func checkPlan(plan string) error {
 }
 
 // CreateOrg creates an organization with a Default workspace.
-func (s *Store) CreateOrg(name, plan string, personal bool) (Org, error) {
+func (s *Store) CreateOrg(name, plan string, personal bool, record Record) (Org, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 200 {
 		return Org{}, httpError(refused("The organization name must be 1 to 200 characters."))
@@ -55,7 +62,11 @@ func (s *Store) CreateOrg(name, plan string, personal bool) (Org, error) {
 		if err := putWorkspace(tx, &ws); err != nil {
 			return err
 		}
-		return putOrg(tx, &org)
+		if err := putOrg(tx, &org); err != nil {
+			return err
+		}
+		return record(tx, org.ID, audit.Resource{UID: org.ID.String(), Type: "organization", Name: org.DisplayName},
+			audit.Res(ws.ID, "workspace"))
 	})
 	return org, httpError(err)
 }
@@ -79,8 +90,9 @@ func (s *Store) GetOrg(id uuid.UUID) (Org, error) {
 	return org, httpError(err)
 }
 
-// changeOrg reads, changes and writes one organization in one transaction.
-func (s *Store) changeOrg(id uuid.UUID, change func(*Org) error) (Org, error) {
+// changeOrg reads, changes and writes one organization in one transaction,
+// with the change's audit event.
+func (s *Store) changeOrg(id uuid.UUID, change func(*Org) error, record Record) (Org, error) {
 	var org Org
 	err := s.update(func(tx *bolt.Tx) error {
 		org = Org{}
@@ -93,22 +105,25 @@ func (s *Store) changeOrg(id uuid.UUID, change func(*Org) error) (Org, error) {
 		if err := change(&org); err != nil {
 			return err
 		}
-		return putOrg(tx, &org)
+		if err := putOrg(tx, &org); err != nil {
+			return err
+		}
+		return record(tx, org.ID, audit.Res(org.ID, "organization"))
 	})
 	return org, httpError(err)
 }
 
 // SetPlan moves an organization to plan.
-func (s *Store) SetPlan(id uuid.UUID, plan string) (Org, error) {
+func (s *Store) SetPlan(id uuid.UUID, plan string, record Record) (Org, error) {
 	if err := checkPlan(plan); err != nil {
 		return Org{}, httpError(err)
 	}
-	return s.changeOrg(id, func(o *Org) error { o.Plan = plan; return nil })
+	return s.changeOrg(id, func(o *Org) error { o.Plan = plan; return nil }, record)
 }
 
 // SetFlag sets a config flag (value nil unsets it, so the install-wide
 // default applies again). Flags are refused for personal organizations.
-func (s *Store) SetFlag(id uuid.UUID, flag string, value *bool) (Org, error) {
+func (s *Store) SetFlag(id uuid.UUID, flag string, value *bool, record Record) (Org, error) {
 	if _, ok := AdminFlags[flag]; !ok {
 		names := make([]string, 0, len(AdminFlags))
 		for n := range AdminFlags {
@@ -127,14 +142,14 @@ func (s *Store) SetFlag(id uuid.UUID, flag string, value *bool) (Org, error) {
 			o.Config[flag] = *value
 		}
 		return nil
-	})
+	}, record)
 }
 
 // CreateOrgAdminKey creates an organization-scoped service key with the
 // Organization Admin role (as Bootstrap does for the first organization),
 // acting as its own service identity. The key is returned once; only its
 // hash is stored.
-func (s *Store) CreateOrgAdminKey(id uuid.UUID) (string, APIKey, error) {
+func (s *Store) CreateOrgAdminKey(id uuid.UUID, record Record) (string, APIKey, error) {
 	key := auth.NewKey("slw_sk")
 	var k APIKey
 	err := s.update(func(tx *bolt.Tx) error {
@@ -156,7 +171,10 @@ func (s *Store) CreateOrgAdminKey(id uuid.UUID) (string, APIKey, error) {
 		if err := putUser(tx, &svc); err != nil {
 			return err
 		}
-		return putKey(tx, &k)
+		if err := putKey(tx, &k); err != nil {
+			return err
+		}
+		return record(tx, org.ID, audit.Res(k.ID, "service_key"), audit.Res(svc.ID, "user"))
 	})
 	if err != nil {
 		return "", APIKey{}, httpError(err)

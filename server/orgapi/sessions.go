@@ -13,6 +13,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/httpx"
 )
@@ -50,13 +51,16 @@ func (s *Store) login(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		}
 	}
 	u, err := s.checkPassword(account, password)
+	if errors.Is(err, errBadLogin) {
+		s.loginRefused(r, account, http.StatusUnauthorized, "invalid email or password")
+	}
 	if err != nil {
 		return err
 	}
 	if pass != nil {
 		pass.Succeeded()
 	}
-	token, sess, err := s.startSession(u)
+	token, sess, err := s.startSession(r, u)
 	if err != nil {
 		return err
 	}
@@ -115,8 +119,9 @@ func (s *Store) checkPassword(account, password string) (*User, error) {
 }
 
 // startSession stores a new login session of u and returns its token,
-// which is kept only as a hash.
-func (s *Store) startSession(u *User) (string, Session, error) {
+// which is kept only as a hash, with the login's audit event in the same
+// transaction.
+func (s *Store) startSession(r *http.Request, u *User) (string, Session, error) {
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", Session{}, fmt.Errorf("session token: %w", err)
@@ -129,7 +134,11 @@ func (s *Store) startSession(u *User) (string, Session, error) {
 		if !userExists(tx, u.ID) {
 			return errBadLogin
 		}
-		return putSession(tx, auth.Hash(token), &sess)
+		if err := putSession(tx, auth.Hash(token), &sess); err != nil {
+			return err
+		}
+		return s.auditFor(tx, r, &auth.Principal{OrgID: u.OrgID, UserID: u.ID, Kind: auth.KindSession},
+			"login", true, http.StatusOK, audit.Res(u.ID, "user"))
 	})
 	return token, sess, err
 }
@@ -147,7 +156,12 @@ func (s *Store) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 			token = c.Value
 		}
 	}
-	if err := s.update(func(tx *bolt.Tx) error { return deleteSession(tx, auth.Hash(token)) }); err != nil {
+	if err := s.update(func(tx *bolt.Tx) error {
+		if err := deleteSession(tx, auth.Hash(token)); err != nil {
+			return err
+		}
+		return s.auditFor(tx, r, p, "logout", true, http.StatusOK, audit.Res(p.UserID, "user"))
+	}); err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{})

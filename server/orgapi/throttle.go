@@ -1,8 +1,6 @@
 package orgapi
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -11,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
 	"golang.org/x/time/rate"
 
 	"slipway/server/httpx"
@@ -37,6 +34,9 @@ type LoginThrottle struct {
 	mu      sync.Mutex
 	buckets map[string]*rate.Limiter
 	inserts int
+	// audited: account → when a throttled attempt on it was last
+	// written to the audit log (AuditThrottled).
+	audited map[string]time.Time
 }
 
 // Limit is a bucket's size and refill window.
@@ -112,10 +112,38 @@ func (t *LoginThrottle) bucket(key string, l Limit, now time.Time) *rate.Limiter
 				delete(t.buckets, k)
 			}
 		}
+		for k, at := range t.audited {
+			if now.Sub(at) >= t.PerAccount.Window {
+				delete(t.audited, k)
+			}
+		}
 	}
 	b := l.limiter()
 	t.buckets[key] = b
 	return b
+}
+
+// AuditThrottled reports whether a throttled attempt on account (one that
+// exists) is to be written to its organization's audit log: the first in
+// each PerAccount.Window. The others are in Slipway's log only, so that
+// knocking on a locked account as fast as the server answers cannot grow
+// the organization's chain faster than PerAccount.Burst refused logins
+// plus one throttled login per window.
+func (t *LoginThrottle) AuditThrottled(account string) bool {
+	now := time.Now()
+	if t.Now != nil {
+		now = t.Now()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if at, ok := t.audited[account]; ok && now.Sub(at) < t.PerAccount.Window {
+		return false
+	}
+	if t.audited == nil {
+		t.audited = map[string]time.Time{}
+	}
+	t.audited[account] = now
+	return true
 }
 
 // retryAfter is a Retry-After value in whole seconds, at least 1.
@@ -136,32 +164,14 @@ func (s *Store) clientAddress(r *http.Request) string {
 
 // throttled answers a throttled login with 429 and Retry-After, logs it,
 // and records it as a refused login in the claimed account's organization
-// when the email has one. The record is written after the answer, so a
-// throttled answer takes as long whether or not the email exists.
+// when the email has one, once per window (loginRefused).
 func (s *Store) throttled(w http.ResponseWriter, r *http.Request, account string, wait time.Duration) error {
 	secs := retryAfter(wait)
 	ip := s.clientAddress(r)
 	httpx.LogFrom(r).Warn().Str("client", ip).Str("email", truncate(account, 254)).Int("retry_after", secs).
 		Msg("login throttled")
 	err := httpx.Errorf(http.StatusTooManyRequests, "Too many failed logins; try again in %d seconds.", secs)
-	if s.Audit != nil {
-		// The request ends when the handler returns: keep what the event needs.
-		rec := r.Clone(context.WithoutCancel(r.Context()))
-		go func() {
-			var u *User
-			err := s.DB.View(func(tx *bolt.Tx) error {
-				var err error
-				u, err = userByLogin(tx, account)
-				return err
-			})
-			if err == nil {
-				err = s.Audit.Refused(rec, "login", u.OrgID, u.ID, http.StatusTooManyRequests, throttleDetail(secs))
-			}
-			if err != nil && !errors.Is(err, errNoAccount) {
-				httpx.LogFrom(rec).Error().Err(err).Msg("audit: could not record a throttled login")
-			}
-		}()
-	}
+	s.recordRefusedLogin(r, account, http.StatusTooManyRequests, throttleDetail(secs), true)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	return err
 }

@@ -15,9 +15,10 @@ import (
 // server answers) against small limits: per client address (taken from
 // X-Forwarded-For of a trusted proxy), per account, unknown emails like
 // known ones, a 429 with Retry-After, a short lockout after which the
-// correct password works, and each throttled attempt on a real account
-// audited as a refused login. The window is long enough that no bucket
-// refills during the test; TestLoginLockoutEnds uses a short one.
+// correct password works, and each wrong password on a real account
+// audited as a refused login, and its first throttled attempt of the
+// window too. The window is long enough that no bucket refills during the
+// test; TestLoginLockoutEnds uses a short one.
 func TestLoginThrottling(t *testing.T) {
 	s := servertest.Start(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true",
 		"SLIPWAY_TRUSTED_PROXIES": "127.0.0.1", "SLIPWAY_LOGIN_ATTEMPTS": "3",
@@ -56,8 +57,9 @@ func TestLoginThrottling(t *testing.T) {
 	// Other accounts and addresses are unaffected.
 	mustStatus(t, try("203.0.113.4", "bob@example.com", "wrong-password-1"), 401)
 
-	// Every throttled attempt on ada is a refused login in her
-	// organization's audit log (written after the answer: poll).
+	// Each wrong password on ada (4) and the first of her throttled
+	// attempts (3) is a refused login in her organization's audit log
+	// (written after the answer: poll).
 	start, end := window()
 	q := "/api/v1/audit-logs?limit=100&operations=login&start_time=" + url.QueryEscape(start) + "&end_time=" + url.QueryEscape(end)
 	deadline := time.Now().Add(5 * time.Second)
@@ -65,18 +67,23 @@ func TestLoginThrottling(t *testing.T) {
 		r := s.Do("GET", q, nil)
 		mustStatus(t, r, 200)
 		items := r.Map()["items"].([]any)
-		if len(items) == 3 {
+		if len(items) == 5 {
+			codes := map[float64]int{}
 			for _, it := range items {
 				ev := it.(map[string]any)
 				if ev["status"] != "Failure" || ev["actor"].(map[string]any)["user"].(map[string]any)["uid"] != adaID ||
 					ev["src_endpoint"].(map[string]any)["ip"] == "127.0.0.1" {
-					t.Fatalf("throttled login event %v", ev)
+					t.Fatalf("refused login event %v", ev)
 				}
+				codes[ev["http_response"].(map[string]any)["code"].(float64)]++
+			}
+			if codes[401] != 4 || codes[429] != 1 {
+				t.Fatalf("refused logins by status %v, want 4 of 401 and 1 of 429", codes)
 			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d throttled-login events, want 3: %s", len(items), r.Body)
+			t.Fatalf("%d refused-login events, want 5: %s", len(items), r.Body)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -105,23 +105,40 @@ func Success(tx *bolt.Tx, r *http.Request, status int, resources ...audit.Resour
 }
 
 // Refused records a refused attempt by a caller who has no principal in
-// org's log: a throttled login names the account it claimed as the actor
+// org's log: a refused login names the account it claimed as the actor
 // (with no credential) and as the resource.
 func (rc *Recorder) Refused(r *http.Request, op string, org, user uuid.UUID, status int, detail string) error {
+	p := &auth.Principal{OrgID: org, UserID: user}
+	return rc.Update(func(tx *bolt.Tx) error {
+		return rc.AppendFor(tx, r, p, op, false, status, detail, audit.Res(user, "user"))
+	})
+}
+
+// AppendFor records op for r inside tx with p as the actor rather than
+// r's principal: a login, whose request has no principal yet, names the
+// account that signed in; a sign-out the credential it ends.
+func (rc *Recorder) AppendFor(tx *bolt.Tx, r *http.Request, p *auth.Principal, op string, ok bool, status int,
+	detail string, res ...audit.Resource) error {
 	if !audit.Known(op) {
 		return fmt.Errorf("audit: %q is not an operation", op)
 	}
-	e := rc.entry(r, op, false, status, []audit.Resource{audit.Res(user, "user")})
-	e.Actor = audit.Actor{OrgID: org.String(), UserID: user.String()}
+	e := rc.entryFor(r, p, op, ok, status, res)
 	e.Detail = detail
-	return rc.Update(func(tx *bolt.Tx) error { return rc.Log.Append(tx, e) })
+	return rc.Log.Append(tx, e)
 }
 
 func (rc *Recorder) entry(r *http.Request, op string, ok bool, status int, res []audit.Resource) audit.Entry {
-	p := auth.From(r)
+	return rc.entryFor(r, auth.From(r), op, ok, status, res)
+}
+
+func (rc *Recorder) entryFor(r *http.Request, p *auth.Principal, op string, ok bool, status int, res []audit.Resource) audit.Entry {
 	ip, port, hops := ClientAddress(r, rc.Trusted)
+	method, path, ua := r.Method, r.URL.Path, r.UserAgent()
+	if v, found := r.Context().Value(viaKey{}).(via); found {
+		method, path, ua = v.method, v.path, v.ua
+	}
 	e := audit.Entry{Op: op, OK: ok, Resources: res,
-		Request: audit.Request{ID: httpx.RequestID(r), Method: r.Method, Path: r.URL.Path, UserAgent: r.UserAgent(),
+		Request: audit.Request{ID: httpx.RequestID(r), Method: method, Path: path, UserAgent: ua,
 			ClientIP: ip, Port: port, Forwarded: hops, Status: status}}
 	if p != nil {
 		e.Actor = audit.Actor{OrgID: p.OrgID.String(), UserID: p.UserID.String(), Service: p.Service}
@@ -135,6 +152,24 @@ func (rc *Recorder) entry(r *http.Request, op string, ok bool, status int, res [
 	}
 	return e
 }
+
+type viaKey struct{}
+
+// via is the request a client made, for an in-process request made on its
+// behalf.
+type via struct{ method, path, ua string }
+
+// Via returns ctx for an in-process request made on r's behalf (the
+// dashboard's sign-in calling the API's login): events recorded for that
+// request name r's method, path and user agent, the route the client
+// called, rather than the internal one.
+func Via(ctx context.Context, r *http.Request) context.Context {
+	return context.WithValue(ctx, viaKey{}, via{method: r.Method, path: r.URL.Path, ua: r.UserAgent()})
+}
+
+// Describe turns a handler error into the response status and a detail
+// safe to keep (error details never carry secret values).
+func Describe(err error) (int, string) { return describe(err) }
 
 // describe turns a handler error into the response status and a detail
 // safe to keep (error details never carry secret values).
