@@ -155,7 +155,7 @@ func setupV2(root, base, install string, avail []string) (*Cgroups, error) {
 		// The "no internal processes" rule: base must hold no process
 		// before its children get controllers. Only a cgroup delegated to
 		// Slipway is reorganised so.
-		if _, err := unix.Getxattr(base, "trusted.delegate", nil); err != nil {
+		if !delegated(base) {
 			return nil, fmt.Errorf("cgroup v2: Slipway's cgroup %s is not delegated to it (run it under the unit install.sh writes, which has Delegate=yes)", base)
 		}
 		if err := vacate(base, filepath.Join(base, "supervisor")); err != nil {
@@ -183,6 +183,18 @@ func setupV2(root, base, install string, avail []string) (*Cgroups, error) {
 		c.parents[ctrl] = parent
 	}
 	return c, nil
+}
+
+// delegated reports whether the cgroup v2 directory is Slipway's to
+// reorganise: systemd marks a unit's cgroup it delegated (Delegate=yes)
+// with the xattr trusted.delegate (since systemd 251); with an older one,
+// a cgroup that holds Slipway alone is its service's.
+func delegated(dir string) bool {
+	if _, err := unix.Getxattr(dir, "trusted.delegate", nil); err == nil {
+		return true
+	}
+	procs := readWords(filepath.Join(dir, "cgroup.procs"))
+	return len(procs) == 1 && procs[0] == strconv.Itoa(os.Getpid())
 }
 
 // vacate moves every process of cgroup dir into the leaf to (created).
