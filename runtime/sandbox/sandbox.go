@@ -196,7 +196,7 @@ func Isolation(m Mode, landlockABI int, notes []string) (mode string, guarantees
 		missing = append(missing, "the kernel has no Landlock")
 	}
 	guarantees = append(guarantees,
-		"deployment code gets a scrubbed environment (its own secrets only), a new session, no inherited file descriptors, no_new_privs, and HOME/TMPDIR inside its own directory",
+		"deployment code gets a scrubbed environment (its own secrets only), a new session, no inherited file descriptors but the pipes Slipway names (the agent's token, read and closed before any graph runs), no_new_privs, and HOME/TMPDIR inside its own directory",
 		"each agent answers only requests carrying a token that Slipway gave it, so another deployment that reaches its port on 127.0.0.1 is refused")
 	missing = append(missing,
 		"the network namespace is shared: a deployment can connect to other agents' ports on 127.0.0.1 (they refuse it without their token), to Slipway's API (which needs a key), and to anything Slipway's host can reach")
