@@ -130,6 +130,13 @@ if [ ! -e "$ENVFILE" ]; then
 # and leave out 65534 (nobody).
 #SLIPWAY_SANDBOX_UID_RANGE=200000-265535
 
+# Resource limits of a deployment whose resource_spec does not set them (0: none). Memory
+# (MiB, swap included) and CPU (cores) on both runtimes' agents; processes and threads per
+# deployment on the process runtime (docker containers have 1024 each).
+#SLIPWAY_DEFAULT_MEMORY_LIMIT_MB=2048
+#SLIPWAY_DEFAULT_CPU_LIMIT=0
+#SLIPWAY_PIDS_LIMIT=1024
+
 # Proxies whose X-Forwarded-For is believed for audit records (comma-separated CIDRs or IPs).
 #SLIPWAY_TRUSTED_PROXIES=
 
@@ -183,6 +190,14 @@ LimitNOFILE=65536
 # (nothing gains privileges through exec), and the launcher sets it for
 # deployment code again.
 NoNewPrivileges=yes
+# Resource limits: each deployment runs in a cgroup of its own below the
+# service's (memory, pids and cpu limits from its resource_spec or
+# SLIPWAY_DEFAULT_MEMORY_LIMIT_MB, SLIPWAY_PIDS_LIMIT, SLIPWAY_DEFAULT_CPU_LIMIT).
+# systemd hands the service's cgroup subtree to Slipway, which moves itself
+# into <its cgroup>/supervisor; /sys/fs/cgroup stays writable for that
+# (ProtectControlGroups would make it read-only), and deployments' uids
+# cannot write it (the files are root's).
+Delegate=yes
 ProtectSystem=strict
 ReadWritePaths=/var/lib/slipway
 ProtectHome=yes
@@ -191,7 +206,6 @@ PrivateDevices=yes
 ProtectKernelTunables=yes
 ProtectKernelModules=yes
 ProtectKernelLogs=yes
-ProtectControlGroups=yes
 ProtectClock=yes
 ProtectHostname=yes
 RestrictSUIDSGID=yes

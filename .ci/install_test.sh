@@ -24,13 +24,16 @@ file "$root/usr/local/bin/slipway" 2>/dev/null | grep -q 'statically linked' || 
 for v in SLIPWAY_ADDR SLIPWAY_DATA_DIR SLIPWAY_PUBLIC_URL SLIPWAY_LOG_LEVEL SLIPWAY_LOG_FORMAT SLIPWAY_MASTER_KEY \
          SLIPWAY_MASTER_KEY_FILE SLIPWAY_BOOTSTRAP_API_KEY SLIPWAY_MAX_UPLOAD_MB SLIPWAY_RUNTIME SLIPWAY_SANDBOX_UID_RANGE \
          SLIPWAY_LOGIN_ATTEMPTS SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS SLIPWAY_LOGIN_WINDOW SLIPWAY_HEALTH_INTERVAL \
-         SLIPWAY_AGENT_LOG_LIMIT_KB SLIPWAY_LOG_HEARTBEAT; do
+         SLIPWAY_AGENT_LOG_LIMIT_KB SLIPWAY_LOG_HEARTBEAT SLIPWAY_DEFAULT_MEMORY_LIMIT_MB SLIPWAY_DEFAULT_CPU_LIMIT \
+         SLIPWAY_PIDS_LIMIT; do
   grep -q "$v" "$root/etc/slipway/slipway.env" || fail "env file does not document $v"
 done
 unit="$root/etc/systemd/system/slipway.service"
-for d in Type=notify Restart=on-failure NoNewPrivileges=yes ProtectSystem=strict ReadWritePaths=/var/lib/slipway "CapabilityBoundingSet=CAP_CHOWN" "RestrictNamespaces=mnt pid ipc"; do
+for d in Type=notify Restart=on-failure NoNewPrivileges=yes ProtectSystem=strict ReadWritePaths=/var/lib/slipway "CapabilityBoundingSet=CAP_CHOWN" "RestrictNamespaces=mnt pid ipc" Delegate=yes; do
   grep -q "^$d" "$unit" || fail "unit lacks $d"
 done
+# Deployments' cgroups are made below the service's: /sys/fs/cgroup must stay writable.
+grep -q "^ProtectControlGroups=yes" "$unit" && fail "ProtectControlGroups=yes makes the deployments' cgroups impossible"
 # Documentation= names files that the install put there.
 for doc in $(sed -n 's#^Documentation=##p' "$unit"); do
   [ -f "$root${doc#file://}" ] || fail "Documentation= names $doc, which the install did not create"

@@ -45,6 +45,7 @@ type Serve struct {
 	Data
 	Logging
 	Images
+	Limits
 	Addr            string `env:"SLIPWAY_ADDR" envDefault:"127.0.0.1:8484"`
 	PublicURL       string `env:"SLIPWAY_PUBLIC_URL"`
 	MasterKey       string `env:"SLIPWAY_MASTER_KEY"`
@@ -103,10 +104,16 @@ type Agent struct {
 	// builds each revision's virtualenv points it there.
 	Python string `env:"SLIPWAY_AGENT_PYTHON"`
 	// Token, when set, is a secret every request must carry in
-	// X-Slipway-Agent-Token. The process runtime sets it: its agents share
-	// the host's loopback, where other deployments' code could otherwise
-	// reach them without going through Slipway's authentication.
+	// X-Slipway-Agent-Token: for an agent run by hand. Its value stays
+	// readable in the agent's /proc/<pid>/environ, so the process runtime
+	// passes its token on a pipe instead (TokenFD).
 	Token string `env:"SLIPWAY_AGENT_TOKEN"`
+	// TokenFD, when set, is an inherited pipe holding the token, which
+	// the agent reads to EOF and closes before it runs any graph. The
+	// process runtime sets it: its agents share the host's loopback, where
+	// other deployments' code could otherwise reach them without going
+	// through Slipway's authentication.
+	TokenFD int `env:"SLIPWAY_AGENT_TOKEN_FD"`
 }
 
 // Error names the variable that is wrong; main exits 2 on it.
@@ -187,6 +194,9 @@ func LoadServe(environ map[string]string) (c Serve, err error) {
 		return c, &Error{fmt.Sprintf("SLIPWAY_LOGIN_WINDOW: %s is outside 1s..24h", c.LoginWindow)}
 	}
 	if c.SandboxUIDLow, c.SandboxUIDHigh, err = parseUIDRange(c.SandboxUIDRange); err != nil {
+		return c, err
+	}
+	if err := c.Limits.check(); err != nil {
 		return c, err
 	}
 	if c.PublicURL == "" {
@@ -295,6 +305,9 @@ func LoadAgent(environ map[string]string) (Agent, error) {
 	}
 	if c.RunTimeout < 1 {
 		return c, &Error{"SLIPWAY_AGENT_RUN_TIMEOUT_SECONDS: must be at least 1"}
+	}
+	if c.TokenFD != 0 && c.TokenFD < 3 {
+		return c, &Error{fmt.Sprintf("SLIPWAY_AGENT_TOKEN_FD: %d is stdin, stdout or stderr; the token's pipe is 3 or above", c.TokenFD)}
 	}
 	return c, c.Logging.check()
 }

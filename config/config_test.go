@@ -52,6 +52,21 @@ func TestLoadServe(t *testing.T) {
 				t.Errorf("agent log %d KiB, heartbeat %s", c.AgentLogLimitKB, c.LogHeartbeat)
 			}
 		}},
+		{name: "resource limit defaults", env: map[string]string{}, check: func(t *testing.T, c Serve) {
+			if c.DefaultMemoryLimitMB != 2048 || c.DefaultCPULimit != 0 || c.PidsLimit != 1024 {
+				t.Errorf("limits %+v", c.Limits)
+			}
+		}},
+		{name: "no default limits", env: map[string]string{"SLIPWAY_DEFAULT_MEMORY_LIMIT_MB": "0", "SLIPWAY_PIDS_LIMIT": "0", "SLIPWAY_DEFAULT_CPU_LIMIT": "1.5"},
+			check: func(t *testing.T, c Serve) {
+				if c.DefaultMemoryLimitMB != 0 || c.PidsLimit != 0 || c.DefaultCPULimit != 1.5 {
+					t.Errorf("limits %+v", c.Limits)
+				}
+			}},
+		{name: "tiny memory limit", env: map[string]string{"SLIPWAY_DEFAULT_MEMORY_LIMIT_MB": "8"}, wantErr: "SLIPWAY_DEFAULT_MEMORY_LIMIT_MB"},
+		{name: "negative cpu limit", env: map[string]string{"SLIPWAY_DEFAULT_CPU_LIMIT": "-1"}, wantErr: "SLIPWAY_DEFAULT_CPU_LIMIT"},
+		{name: "NaN cpu limit", env: map[string]string{"SLIPWAY_DEFAULT_CPU_LIMIT": "NaN"}, wantErr: "SLIPWAY_DEFAULT_CPU_LIMIT"},
+		{name: "tiny pids limit", env: map[string]string{"SLIPWAY_PIDS_LIMIT": "3"}, wantErr: "SLIPWAY_PIDS_LIMIT"},
 		{name: "tiny agent log", env: map[string]string{"SLIPWAY_AGENT_LOG_LIMIT_KB": "1"}, wantErr: "SLIPWAY_AGENT_LOG_LIMIT_KB"},
 		{name: "fast heartbeat", env: map[string]string{"SLIPWAY_LOG_HEARTBEAT": "1ms"}, wantErr: "SLIPWAY_LOG_HEARTBEAT"},
 	}
@@ -79,6 +94,12 @@ func TestLoadAgent(t *testing.T) {
 	c, err := LoadAgent(map[string]string{})
 	if err != nil || c.Addr != "0.0.0.0:8000" {
 		t.Fatalf("%v %+v", err, c)
+	}
+	if _, err := LoadAgent(map[string]string{"SLIPWAY_AGENT_TOKEN_FD": "1"}); err == nil || !strings.Contains(err.Error(), "SLIPWAY_AGENT_TOKEN_FD") {
+		t.Fatalf("token on stdout: err = %v", err)
+	}
+	if c, err := LoadAgent(map[string]string{"SLIPWAY_AGENT_TOKEN_FD": "3"}); err != nil || c.TokenFD != 3 {
+		t.Fatalf("token on fd 3: %v %+v", err, c)
 	}
 }
 

@@ -139,7 +139,7 @@ func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger, inst
 		if err == nil {
 			d := &docker.Driver{Client: c, Bin: bin, Root: filepath.Join(cfg.DataDir, "builds"),
 				SecretsDir: filepath.Join(cfg.DataDir, "secrets"), Gate: gate, APIAddr: cfg.Addr, Instance: instance, ImageCache: cfg.ImageCache,
-				Log: log.With().Str("component", "docker-runtime").Logger()}
+				DefaultMemoryMB: cfg.DefaultMemoryLimitMB, Log: log.With().Str("component", "docker-runtime").Logger()}
 			return d, fmt.Sprintf("SLIPWAY_RUNTIME=%s: a Docker engine answers at %s (API %s)", cfg.Runtime, c.DaemonHost(), api)
 		}
 		engineErr = err
@@ -149,7 +149,8 @@ func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger, inst
 	}
 	d := &process.Driver{Bin: bin, Launcher: bin, Root: filepath.Join(cfg.DataDir, "deployments"), DataDir: cfg.DataDir,
 		UIDLow: cfg.SandboxUIDLow, UIDHigh: cfg.SandboxUIDHigh, Gate: gate,
-		Log: log.With().Str("component", "process-runtime").Logger()}
+		Limits: process.Limits{MemoryMB: cfg.DefaultMemoryLimitMB, CPUs: cfg.DefaultCPULimit, PIDs: cfg.PidsLimit},
+		Log:    log.With().Str("component", "process-runtime").Logger()}
 	if err := d.Init(); err != nil {
 		return unavailable{name: "process"}, err.Error()
 	}

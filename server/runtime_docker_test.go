@@ -116,6 +116,18 @@ func TestDockerResourceMapping(t *testing.T) {
 	if st := waitStatus(t, s, dep, rev1); st != "DEPLOYED" {
 		t.Fatalf("revision 1 ended %s", st)
 	}
+	// Revision 1 has no resource_spec: its agent still gets the default
+	// memory limit (SLIPWAY_DEFAULT_MEMORY_LIMIT_MB), and the pids limit.
+	for _, id := range agentContainers(t, dep, "agent") {
+		r, err := engine(t).ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := r.Container.HostConfig
+		if hc.Memory != 2048<<20 || hc.PidsLimit == nil || *hc.PidsLimit != 1024 {
+			t.Fatalf("an agent created without resource_spec: memory limit %d, pids limit %v; want 2048 MiB and 1024", hc.Memory, hc.PidsLimit)
+		}
+	}
 	img := "slipway/" + dep + ":" + rev1
 	spec := map[string]any{
 		"cpu": 0.5, "memory_mb": 128,
@@ -202,6 +214,7 @@ func TestDockerResourceMapping(t *testing.T) {
 		{"init container ran to completion", fmt.Sprint(init.State.Status, " ", init.State.ExitCode), "exited 0"},
 		{"init container env", slices.Contains(init.Config.Env, "STAGE=init"), true},
 		{"init container command", strings.Join(init.Config.Entrypoint, " "), "/app/bin/counter --wait 0"},
+		{"init container without resources: the default memory limit", init.HostConfig.Memory, int64(2048 << 20)},
 		{"sidecar shares the agent's network", string(side.HostConfig.NetworkMode), "container:" + agent.ID},
 		{"sidecar cpu limit", side.HostConfig.NanoCPUs, int64(250e6)},
 		{"sidecar memory limit", side.HostConfig.Memory, int64(64 << 20)},

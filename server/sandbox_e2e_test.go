@@ -76,7 +76,23 @@ func TestProcessSandboxAsRoot(t *testing.T) {
 	if os.Getenv("CI") == "true" && iso["mode"] != "per-deployment uid, mount/PID/IPC namespaces" {
 		t.Fatalf("CI runs as root with namespaces; isolation: %v", iso)
 	}
+	// CI's host gives root cgroups: the limits are enforced, and said so.
+	if enforced := limitsReported(t, iso); os.Getenv("CI") == "true" && !enforced {
+		t.Fatalf("CI runs as root with cgroups, but /info does not list resource limits among the guarantees: %v", iso)
+	}
 	attackFromDeployment(t, s)
+}
+
+// limitsReported checks that /info says whether resource limits hold,
+// in one list or the other, and returns whether they do.
+func limitsReported(t *testing.T, iso map[string]any) bool {
+	t.Helper()
+	g, m := fmt.Sprint(iso["guarantees"]), fmt.Sprint(iso["missing"])
+	enforced := strings.Contains(g, "resource limits per deployment")
+	if !enforced && !strings.Contains(m, "resource limits") {
+		t.Fatalf("/info does not say whether resource limits are enforced: %v", iso)
+	}
+	return enforced
 }
 
 // TestProcessSandboxUnderSystemdUmask runs Slipway as the installed unit
@@ -160,6 +176,7 @@ func TestProcessSandboxUnprivileged(t *testing.T) {
 	if !strings.Contains(string(missing), "share its uid") {
 		t.Fatalf("/info hides that deployments share Slipway's uid: %v", iso)
 	}
+	limitsReported(t, iso)
 	attackFromDeployment(t, s)
 }
 

@@ -71,6 +71,9 @@ type Driver struct {
 	// every object as LabelInstance. Other installs may share the engine:
 	// the driver only ever lists, adopts or removes objects with its own.
 	Instance string
+	// DefaultMemoryMB is the memory limit of a container whose spec names
+	// none (limits.go); 0: none.
+	DefaultMemoryMB int
 
 	isoOnce sync.Once
 	iso     runtime.Isolation
@@ -281,6 +284,7 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 	if err != nil {
 		return "", err
 	}
+	p.applyDefaultMemory(d.DefaultMemoryMB)
 	if err := d.ensureShared(ctx, s.DeploymentID, s.DeploymentName); err != nil {
 		return "", err
 	}

@@ -24,6 +24,12 @@ func (d *Driver) Isolation() runtime.Isolation {
 		defer cancel()
 		res, err := d.Client.Info(ctx, client.InfoOptions{})
 		d.iso = isolation(res.Info, err, d.APIAddr)
+		if d.DefaultMemoryMB > 0 {
+			d.iso.Guarantees = append(d.iso.Guarantees, fmt.Sprintf("every container whose resource_spec names no memory limit gets %d MiB "+
+				"(SLIPWAY_DEFAULT_MEMORY_LIMIT_MB), and at most %d processes: a memory hog or a fork bomb is stopped inside its container", d.DefaultMemoryMB, pidsLimit))
+		} else {
+			d.iso.Missing = append(d.iso.Missing, "SLIPWAY_DEFAULT_MEMORY_LIMIT_MB is 0: a container whose resource_spec names no memory limit can use all of the host's memory")
+		}
 	})
 	return d.iso
 }

@@ -60,6 +60,8 @@ type Driver struct {
 	HealthTimeout time.Duration
 	// StopGrace is how long an agent gets to finish after SIGTERM.
 	StopGrace time.Duration
+	// Limits are the deployments' default resource limits (limits.go).
+	Limits Limits
 
 	mu   sync.Mutex
 	deps map[string]*child // deployment → the running revision
@@ -69,7 +71,8 @@ type Driver struct {
 	pythons []build.Interpreter // see interpreters
 
 	sandbox   sandbox.Launcher
-	uids      *uidTable // nil unless deployments get uids of their own
+	uids      *uidTable        // nil unless deployments get uids of their own
+	cgroups   *sandbox.Cgroups // nil: no resource limits (limits.go)
 	isolation runtime.Isolation
 	output    runtime.Output // agents' stdout and stderr; see output.go
 }
@@ -109,7 +112,7 @@ func (d *Driver) Init() error {
 		if d.UIDLow <= 0 || d.UIDHigh < d.UIDLow {
 			return fmt.Errorf("process runtime: no uid range for deployments (SLIPWAY_SANDBOX_UID_RANGE)")
 		}
-		uids, err := loadUIDs(filepath.Join(d.Root, "uids.json"), d.UIDLow, d.UIDHigh)
+		uids, err := loadUIDs(filepath.Join(d.Root, "uids.json"), d.UIDLow, d.UIDHigh, d.uidInUse)
 		if err != nil {
 			return err
 		}
@@ -127,6 +130,7 @@ func (d *Driver) Init() error {
 	}
 	i := runtime.Isolation{}
 	i.Mode, i.Guarantees, i.Missing = sandbox.Isolation(mode, abi, notes)
+	d.initLimits(&i, mode, abi)
 	if i.Missing == nil {
 		i.Missing = []string{}
 	}
@@ -288,6 +292,9 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 	if err := d.prepare(s.DeploymentID, uid); err != nil {
 		return "", err
 	}
+	if err := d.applyLimits(s, false); err != nil {
+		return "", err
+	}
 	for _, dir := range []string{filepath.Dir(rev), rev} {
 		if err := mkdirMode(dir, 0o711); err != nil {
 			return "", err
@@ -382,7 +389,8 @@ func jsProject(cfg, installCommand string, log io.Writer) (string, string, error
 
 // job is a sandbox job of the deployment run as uid from dir.
 func (d *Driver) job(dep string, uid int, dir string, argv, env []string) sandbox.Job {
-	return sandbox.Job{DataDir: d.DataDir, DeployDir: d.depDir(dep), UID: uid, GID: uid, Dir: dir, Argv: argv, Env: env}
+	return sandbox.Job{DataDir: d.DataDir, DeployDir: d.depDir(dep), UID: uid, GID: uid, Dir: dir, Argv: argv, Env: env,
+		Cgroups: d.cgroups.Dirs(dep)}
 }
 
 // graphConfigPath resolves the graph configuration file inside app.
@@ -502,6 +510,9 @@ func (d *Driver) Remove(_ context.Context, dep string) error {
 	if c != nil {
 		c.stop(d.grace())
 	}
+	if err := d.release(dep); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(filepath.Join(d.Root, dep)); err != nil {
 		return fmt.Errorf("remove deployment files: %w", err)
 	}
@@ -580,6 +591,7 @@ func (d *Driver) StopAll() {
 		go func(c *child) { defer wg.Done(); c.stop(d.grace()) }(c)
 	}
 	wg.Wait()
+	d.cgroups.Close()
 }
 
 func freePort() (int, error) {
@@ -608,11 +620,14 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 	if err := d.prepare(s.DeploymentID, uid); err != nil {
 		return nil, err
 	}
+	if err := d.applyLimits(s, true); err != nil {
+		return nil, err
+	}
 	data := filepath.Join(d.depDir(s.DeploymentID), "agent-data")
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	// Every agent shares the host's loopback, so any deployment's code can
 	// reach any agent's port: the agent answers only requests that carry
-	// this token, which only Slipway and the agent's own environment know.
+	// this token, which only Slipway and the agent know (token.go).
 	token := rand.Text()
 	env, err := d.projectEnviron(s, environ(d.depDir(s.DeploymentID), s.Env))
 	if err != nil {
@@ -620,12 +635,19 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 	}
 	env = append(env,
 		"SLIPWAY_AGENT_ADDR="+addr, "SLIPWAY_AGENT_DATA_DIR="+data, "SLIPWAY_GRAPH_CONFIG="+cfg,
-		"SLIPWAY_LOG_FORMAT=json", "SLIPWAY_AGENT_TOKEN="+token)
+		"SLIPWAY_LOG_FORMAT=json", tokenEnv)
 	job := d.job(s.DeploymentID, uid, app, []string{d.Bin, "agent"}, env)
+	job.KeepFDs = []int{tokenFD}
 	c := &child{rev: s.RevisionID, spec: s, app: app, endpoint: "http://" + addr, token: token,
-		command: func() (*exec.Cmd, error) { return d.sandbox.Command(context.Background(), job) },
-		log:     d.Log.With().Str("deployment_id", s.DeploymentID).Str("revision_id", s.RevisionID).Logger(),
-		out:     log, output: d.capture(), done: make(chan struct{}), stopc: make(chan struct{}),
+		command: func() (*exec.Cmd, error) {
+			cmd, err := d.sandbox.Command(context.Background(), job)
+			if err == nil {
+				err = passToken(cmd, token)
+			}
+			return cmd, err
+		},
+		log: d.Log.With().Str("deployment_id", s.DeploymentID).Str("revision_id", s.RevisionID).Logger(),
+		out: log, output: d.capture(), done: make(chan struct{}), stopc: make(chan struct{}),
 		onExit: func() { d.exited(s.DeploymentID) }}
 	go c.supervise()
 	return c, nil
@@ -670,6 +692,7 @@ func (c *child) supervise() {
 		if err == nil {
 			cmd.Stdout, cmd.Stderr, closeStreams = c.streams()
 			err = cmd.Start()
+			closePassed(cmd)
 		}
 		if err == nil {
 			c.cmd = cmd

@@ -39,6 +39,14 @@ func Main() int {
 }
 
 func launch(job Job) error {
+	// Before anything is opened here, and while the launcher is still
+	// root: see cgroup.go and fds.go.
+	if err := checkKeptFDs(job.KeepFDs); err != nil {
+		return err
+	}
+	if err := joinCgroups(job.Cgroups); err != nil {
+		return err
+	}
 	if !filepath.IsAbs(job.DataDir) || !filepath.IsAbs(job.DeployDir) || !within(job.DeployDir, job.DataDir) {
 		return fmt.Errorf("deployment directory %q is not inside the data directory %q", job.DeployDir, job.DataDir)
 	}
@@ -96,9 +104,10 @@ func launch(job Job) error {
 	if err := os.Chdir(job.Dir); err != nil {
 		return fmt.Errorf("working directory: %w", err)
 	}
-	// Nothing but stdin, stdout and stderr crosses into the job.
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
-		return fmt.Errorf("close file descriptors: %w", err)
+	// Nothing but stdin, stdout, stderr and the pipes the job names
+	// crosses into the job.
+	if err := closeExtraFDs(job.KeepFDs); err != nil {
+		return err
 	}
 	exe := "/proc/self/fd/" + strconv.Itoa(int(target.Fd()))
 	err := syscall.Exec(exe, job.Argv, scrub(job.Env))
@@ -134,8 +143,8 @@ func within(path, dir string) bool {
 }
 
 // hideDataDir runs in the launcher's new mount namespace: mounts stop
-// propagating to the host, private tmpfs cover /tmp, /dev/shm and the data
-// directory, the deployment's directory is bound back at its own path, and
+// propagating to the host, private tmpfs cover the shared temporary
+// directories (SharedTempDirs) and the data directory, the deployment's directory is bound back at its own path, and
 // a /proc of the new PID namespace replaces the host's.
 func hideDataDir(job Job) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
@@ -154,12 +163,12 @@ func hideDataDir(job Job) error {
 	// point made here, including a data dir under the private /tmp.
 	old := unix.Umask(0)
 	defer unix.Umask(old)
-	hide := []string{"/tmp", "/dev/shm", job.DataDir}
+	hide := append(privateTempDirs(), job.DataDir)
 	sort.Slice(hide, func(i, j int) bool { return len(hide[i]) < len(hide[j]) })
 	for _, dir := range hide {
 		if _, err := os.Stat(dir); err != nil {
 			if dir != job.DataDir {
-				continue // no /dev/shm here: nothing to hide
+				continue // no /run/lock here: nothing to hide
 			}
 			if err := os.MkdirAll(dir, 0o711); err != nil {
 				return fmt.Errorf("mount point %s: %w", dir, err)
@@ -242,11 +251,7 @@ func restrictLandlock(job Job, exe string) error {
 	rules = append(rules,
 		landlock.RWDirs(job.DeployDir).WithRefer(),
 		landlock.RWDirs("/dev").WithIoctlDev().IgnoreIfMissing())
-	// /tmp is private in a mount namespace; writable unless the data
-	// directory is under it (then TMPDIR serves).
-	if job.Mode.namespaces() && !within(job.DataDir, "/tmp") {
-		rules = append(rules, landlock.RWDirs("/tmp").WithRefer())
-	}
+	rules = append(rules, privateTempRules(job)...)
 	if exe != "" {
 		rules = append(rules, landlock.ROFiles(exe))
 	}

@@ -42,7 +42,8 @@ const (
 	// ModeNamespaces (Slipway is root): a uid/gid per deployment, and new
 	// mount, PID and IPC namespaces in which the data directory is a
 	// tmpfs holding only the deployment's own directory, /proc shows only
-	// the deployment's processes, and /tmp and /dev/shm are private.
+	// the deployment's processes, and /tmp, /var/tmp, /run/lock and
+	// /dev/shm are private.
 	ModeNamespaces Mode = "namespaces"
 	// ModeUID (Slipway is root, namespaces failed, e.g. inside an
 	// unprivileged container): a uid/gid per deployment plus Landlock.
@@ -86,6 +87,14 @@ type Job struct {
 	Dir  string   `json:"dir"`
 	Argv []string `json:"argv"`
 	Env  []string `json:"env"`
+	// Cgroups are the deployment's cgroup directories (Cgroups.Dirs): the
+	// launcher joins them before anything else, so the job and all it
+	// forks are counted against the deployment's limits.
+	Cgroups []string `json:"cgroups,omitempty"`
+	// KeepFDs are descriptors beyond stdin, stdout and stderr that cross
+	// into the job: each must be a pipe the caller passed in
+	// exec.Cmd.ExtraFiles (3 for the first). Every other one is closed.
+	KeepFDs []int `json:"keep_fds,omitempty"`
 	// Probe makes the launcher apply everything and exit 0 instead of
 	// running Argv: how start-up finds out what works.
 	Probe bool `json:"probe,omitempty"`
@@ -138,7 +147,7 @@ func (l *Launcher) Command(ctx context.Context, job Job) (*exec.Cmd, error) {
 const (
 	ownUID      = "each deployment runs as its own uid/gid with no capabilities and no_new_privs: it cannot signal or ptrace Slipway or another agent, nor read their files"
 	privateData = "the data directory is a tmpfs holding only the deployment's own directory: master key, database, uploads, admin socket and other deployments are not there"
-	privateProc = "a private /proc shows only the deployment's own processes; /tmp and /dev/shm are private"
+	privateProc = "a private /proc shows only the deployment's own processes; /tmp, /var/tmp, /run/lock and /dev/shm are private tmpfs, emptied when the process tree that mounted them ends (nothing written there outlives it or reaches another deployment)"
 	sharedUID   = "Slipway is not root: deployments share its uid, so file permissions do not separate them"
 )
 
@@ -168,6 +177,9 @@ func Isolation(m Mode, landlockABI int, notes []string) (mode string, guarantees
 		missing = append(missing,
 			"Slipway is not root and the kernel offers neither Landlock nor user namespaces: deployment code runs as Slipway's user and can read its data directory")
 	}
+	if t := tempDirsMissing(m, ll); t != "" {
+		missing = append(missing, t)
+	}
 	if ll {
 		g := fmt.Sprintf("Landlock ABI v%d: read and execute outside the data directory, write only in the deployment's own directory and /dev; no ptrace of processes outside the deployment", landlockABI)
 		if landlockABI >= 6 {
@@ -184,7 +196,7 @@ func Isolation(m Mode, landlockABI int, notes []string) (mode string, guarantees
 		missing = append(missing, "the kernel has no Landlock")
 	}
 	guarantees = append(guarantees,
-		"deployment code gets a scrubbed environment (its own secrets only), a new session, no inherited file descriptors, no_new_privs, and HOME/TMPDIR inside its own directory",
+		"deployment code gets a scrubbed environment (its own secrets only), a new session, no inherited file descriptors but the pipes Slipway names (the agent's token, read and closed before any graph runs), no_new_privs, and HOME/TMPDIR inside its own directory",
 		"each agent answers only requests carrying a token that Slipway gave it, so another deployment that reaches its port on 127.0.0.1 is refused")
 	missing = append(missing,
 		"the network namespace is shared: a deployment can connect to other agents' ports on 127.0.0.1 (they refuse it without their token), to Slipway's API (which needs a key), and to anything Slipway's host can reach")

@@ -33,9 +33,11 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(40 << 20)
 	}
-	// The token is Slipway's, not the deployment's: graphs run with this
-	// environment and must not learn it.
-	os.Unsetenv("SLIPWAY_AGENT_TOKEN")
+	// The token is Slipway's, not the deployment's: graphs must not learn
+	// it (token.go).
+	if err := takeToken(&cfg); err != nil {
+		return err
+	}
 	// Listen first, serve once the graphs are loaded. The process runtime
 	// picks a free port and hands it over in SLIPWAY_AGENT_ADDR: until
 	// this bind, any other socket on the host may take that port, and
