@@ -41,11 +41,17 @@ type Dashboard struct {
 	// POST /api/v1/login and /api/v1/logout through it, in process, so
 	// their throttling and checks are the API's.
 	API http.Handler
-	// Auth checks an API key pasted at sign-in.
+	// Auth authenticates the dashboard's own routes.
 	Auth auth.Resolver
-	// Secure marks the cookies Secure even on plain HTTP requests: the
-	// public URL is https, so a TLS proxy sits in front.
-	Secure bool
+	// Keys checks an API key pasted at sign-in, throttled like a password
+	// login (the server's orgapi.Store); nil: Auth checks it, unthrottled.
+	Keys KeyChecker
+}
+
+// KeyChecker checks an API key pasted at sign-in. A refusal is an error
+// for httpx (401, or 429 with Retry-After set on w).
+type KeyChecker interface {
+	CheckSignInKey(w http.ResponseWriter, r *http.Request, key string) error
 }
 
 // Routes registers the dashboard on rt: the page at / and its files
@@ -132,9 +138,7 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request, _ httprouter.
 		if key == "" {
 			return httpx.Invalid("value_error", "An API key is required.", "body", "api_key")
 		}
-		check, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "/ui/session", nil)
-		check.Header.Set("X-Api-Key", key)
-		if _, err := d.Auth.Authenticate(check); err != nil {
+		if err := d.checkKey(w, r, key); err != nil {
 			return err
 		}
 		credential = key
@@ -162,14 +166,20 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request, _ httprouter.
 	if _, err := rand.Read(b[:]); err != nil {
 		return fmt.Errorf("csrf token: %w", err)
 	}
-	secure := d.Secure || r.TLS != nil
-	http.SetCookie(w, &http.Cookie{Name: auth.CredentialCookie, Value: credential, Path: "/", Expires: expires,
-		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
-	http.SetCookie(w, &http.Cookie{Name: auth.CSRFCookie, Value: hex.EncodeToString(b[:]), Path: "/", Expires: expires,
-		Secure: secure, SameSite: http.SameSiteStrictMode})
-	http.SetCookie(w, &http.Cookie{Name: auth.WorkspaceCookie, Path: "/", MaxAge: -1, SameSite: http.SameSiteStrictMode})
+	setCookies(w, r, credential, hex.EncodeToString(b[:]), expires)
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"signed_in": true})
 	return nil
+}
+
+// checkKey checks an API key pasted at sign-in.
+func (d *Dashboard) checkKey(w http.ResponseWriter, r *http.Request, key string) error {
+	if d.Keys != nil {
+		return d.Keys.CheckSignInKey(w, r, key)
+	}
+	check, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "/ui/session", nil)
+	check.Header.Set("X-Api-Key", key)
+	_, err := d.Auth.Authenticate(check)
+	return err
 }
 
 // signOut: POST /ui/signout ends a login session (through the API's
@@ -188,10 +198,7 @@ func (d *Dashboard) signOut(w http.ResponseWriter, r *http.Request, _ httprouter
 			return nil
 		}
 	}
-	for _, name := range []string{auth.CredentialCookie, auth.CSRFCookie, auth.WorkspaceCookie} {
-		http.SetCookie(w, &http.Cookie{Name: name, Path: "/", MaxAge: -1, HttpOnly: name == auth.CredentialCookie,
-			Secure: d.Secure || r.TLS != nil, SameSite: http.SameSiteStrictMode})
-	}
+	clearCookies(w, r)
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"signed_in": false})
 	return nil
 }
