@@ -29,7 +29,7 @@ import (
 //     dashboard's host (another port) and so its cookie jar;
 //   - on the dashboard's origin a browser navigation (or any request of a
 //     page element: Sec-Fetch-Dest other than empty) to /agents/... is
-//     redirected there with 308; requests of scripts (the dashboard's
+//     redirected there (307); requests of scripts (the dashboard's
 //     agent explorer, clients still using the old URL) are still served,
 //     and none of their Set-Cookie headers reaches the browser;
 //   - each deployment's url names the agents origin.
@@ -87,10 +87,12 @@ func pageRequest(r *http.Request) bool {
 }
 
 // agentsOnDashboard wraps the dashboard origin's /agents/... routes: with
-// an agents origin, a page request there is redirected (308, method and
+// an agents origin, a page request there is redirected (307, method and
 // body kept) to the same path on the agents origin, before any
 // authentication, so a deployment's page never renders on the dashboard's
-// origin.
+// origin. The redirect is temporary and never stored: the same URL
+// fetched by a script is served here, and a browser would otherwise
+// cache a permanent redirect and follow it for the fetch too.
 func (a *app) agentsOnDashboard(h httprouter.Handle) httprouter.Handle {
 	if a.agentsURL == nil {
 		return h
@@ -98,7 +100,9 @@ func (a *app) agentsOnDashboard(h httprouter.Handle) httprouter.Handle {
 	base := strings.TrimRight(a.agentsURL.String(), "/")
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		if pageRequest(r) {
-			http.Redirect(w, r, base+r.URL.RequestURI(), http.StatusPermanentRedirect)
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("Vary", "Sec-Fetch-Dest, Sec-Fetch-Mode")
+			http.Redirect(w, r, base+r.URL.RequestURI(), http.StatusTemporaryRedirect)
 			return
 		}
 		h(w, r, ps)

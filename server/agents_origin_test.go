@@ -138,13 +138,15 @@ func TestAgentsOriginByHost(t *testing.T) {
 	})
 	t.Run("dashboard origin, navigation", func(t *testing.T) {
 		resp, _ := send(t, "POST", s.URL+"/agents/planter/x/y?q=1", "", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document", "Cookie", cookies)
-		if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != "http://"+agentsHost+"/agents/planter/x/y?q=1" {
-			t.Fatalf("%d Location %q, want 308 to the agents origin", resp.StatusCode, resp.Header.Get("Location"))
+		if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != "http://"+agentsHost+"/agents/planter/x/y?q=1" ||
+			resp.Header.Get("Cache-Control") != "no-store" {
+			t.Fatalf("%d Location %q Cache-Control %q, want 307 to the agents origin, not stored (a script's fetch of the URL is served here)",
+				resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("Cache-Control"))
 		}
 		planted(t, resp)
 		resp, _ = send(t, "GET", s.URL+"/agents/planter/x.js", "", "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "script", "Cookie", cookies)
-		if resp.StatusCode != http.StatusPermanentRedirect {
-			t.Fatalf("a script element's request: %d, want 308 to the agents origin", resp.StatusCode)
+		if resp.StatusCode != http.StatusTemporaryRedirect {
+			t.Fatalf("a script element's request: %d, want 307 to the agents origin", resp.StatusCode)
 		}
 	})
 	t.Run("dashboard origin, script", func(t *testing.T) {
