@@ -128,7 +128,7 @@ func TestCookiePlantingInBrowser(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the browser steps failed: %v\nthe end of the server's log:\n%s", err, tail(s.Logs(), 60))
 			}
-			if !strings.Contains(string(out), "ok: the dashboard's cookies are unchanged") {
+			if !strings.Contains(string(out), "ok: the dashboard's cookies are unchanged after the dashboard's page fetched") {
 				t.Fatal(fmt.Sprintf("the script did not check the cookies:\n%s", out))
 			}
 		})

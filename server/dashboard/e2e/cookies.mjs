@@ -38,24 +38,30 @@ try {
   console.log("cookies after sign-in:", Object.keys(before).join(", "));
   check(Object.keys(before).length >= 2, "signed in: the browser holds the session and CSRF cookies");
 
+  // unchanged fails unless the dashboard's cookies are as they were at sign-in.
+  const unchanged = async (after) => {
+    const now = await slipwayCookies(ctx);
+    console.log(`cookies after ${after}:`, JSON.stringify(Object.keys(now)));
+    check(JSON.stringify(now) === JSON.stringify(before),
+      `the dashboard's cookies are unchanged after ${after} (before ${JSON.stringify(before)}, now ${JSON.stringify(now)})`);
+  };
+
   // The attack, as a navigation: the deployment's page, opened in a tab.
   const tab = await ctx.newPage();
   const nav = await tab.goto(BASE + route);
-  console.log(`navigation to ${BASE + route}: ${nav.status()} at ${tab.url()}`);
-  if (AGENTS) {
-    check(tab.url().startsWith(AGENTS + route), "with an agents origin, the navigation was redirected there");
-  } else {
-    check(nav.status() === 200 && (await tab.textContent("#planted")) === "planted", "the deployment's page was served");
-  }
+  const landed = tab.url(), status = nav.status(), text = await tab.textContent("body");
   await tab.close();
+  console.log(`navigation to ${BASE + route}: ${status} at ${landed}`);
+  await unchanged("the deployment's page was opened");
+  if (AGENTS) {
+    check(landed.startsWith(AGENTS + route), "with an agents origin, the navigation was redirected there");
+  } else {
+    check(status === 200 && text.includes("planted"), "the deployment's page was served");
+  }
   // ...and as a fetch made by the dashboard's page (what its agent explorer does).
   const fetched = await page.evaluate(async (path) => (await fetch(path, { credentials: "same-origin" })).status, route);
+  await unchanged("the dashboard's page fetched the route");
   check(fetched === 200, `the dashboard's page fetched the route (${fetched})`);
-
-  const after = await slipwayCookies(ctx);
-  console.log("cookies after the deployment's answers:", JSON.stringify(Object.keys(after)));
-  check(JSON.stringify(after) === JSON.stringify(before),
-    `the dashboard's cookies are unchanged (before ${JSON.stringify(Object.keys(before))}, after ${JSON.stringify(Object.keys(after))})`);
   const own = (await ctx.cookies()).filter((c) => c.name === "theme");
   check(AGENTS ? own.every((c) => !c.domain.includes(new URL(BASE).hostname)) : own.length === 1,
     AGENTS ? "the dashboard's origin kept none of the deployment's cookies" : "the deployment's own cookie was kept");
