@@ -88,6 +88,11 @@ type Serve struct {
 	// LogHeartbeat is how often a followed log stream that has nothing
 	// to say sends a comment, so proxies keep it open.
 	LogHeartbeat time.Duration `env:"SLIPWAY_LOG_HEARTBEAT" envDefault:"15s"`
+	// AgentsURL is the separate origin deployments' agents are served on
+	// (/agents/{name}/... there), AgentsAddr the extra listener for it;
+	// see checkAgentsOrigin. Empty: agents are served on PublicURL.
+	AgentsURL  string `env:"SLIPWAY_AGENTS_URL"`
+	AgentsAddr string `env:"SLIPWAY_AGENTS_ADDR"`
 }
 
 // Agent configures `slipway agent`: one deployment's agent server.
@@ -209,6 +214,9 @@ func LoadServe(environ map[string]string) (c Serve, err error) {
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if !strings.HasPrefix(c.PublicURL, "http://") && !strings.HasPrefix(c.PublicURL, "https://") {
 		return c, &Error{fmt.Sprintf("SLIPWAY_PUBLIC_URL: %q must start with http:// or https://", c.PublicURL)}
+	}
+	if err := c.checkAgentsOrigin(); err != nil {
+		return c, err
 	}
 	return c, nil
 }

@@ -57,10 +57,21 @@ type app struct {
 	// dash is the web dashboard at /; its sign-in calls the API through
 	// the handler Handler returns.
 	dash *dashboard.Dashboard
+	// agentsURL is SLIPWAY_AGENTS_URL parsed (nil when unset), agents the
+	// handler of that origin (Handler sets it; see agents_origin.go).
+	agentsURL *url.URL
+	agents    http.Handler
 }
 
 func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.Logger, version string) (*app, error) {
 	a := &app{cfg: cfg, log: log, version: version}
+	if cfg.AgentsURL != "" {
+		u, err := url.Parse(cfg.AgentsURL)
+		if err != nil {
+			return nil, fmt.Errorf("SLIPWAY_AGENTS_URL: %w", err)
+		}
+		a.agentsURL = u
+	}
 	instance, err := storage.InstanceID(db)
 	if err != nil {
 		return nil, err
@@ -93,6 +104,7 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 		PerAddress: orgapi.Limit{Burst: cfg.LoginAttempts, Window: cfg.LoginWindow},
 		PerAccount: orgapi.Limit{Burst: cfg.LoginAccountAttempts, Window: cfg.LoginWindow}}
 	a.cp = &controlplane.Service{DB: db, Sealer: sealer, Driver: a.driver, PublicURL: cfg.PublicURL,
+		AgentsURL: cfg.AgentsURL, OwnHosts: ownHosts(cfg),
 		DataDir: cfg.DataDir, MaxUpload: int64(cfg.MaxUploadMB) << 20, Log: log, Writer: writer, Audit: rec,
 		HealthInterval: cfg.HealthInterval,
 		AgentLogLimit:  cfg.AgentLogLimitKB << 10, Heartbeat: cfg.LogHeartbeat}
@@ -187,8 +199,23 @@ func (a *app) Handler() http.Handler {
 	rt := httpx.Record(httpx.NewRouter())
 	px := a.register(rt)
 	// API bodies are small; uploads stream through their own cap.
-	h := a.byHost(limitNonUpload(rt, 1<<20), auth.Require(a.orgs, true, px.serve))
-	a.dash.API = h
+	serve := auth.Require(a.orgs, true, px.serve)
+	own := a.byHost(limitNonUpload(rt, 1<<20), serve)
+	a.dash.API = own
+	a.agents = a.agentsOrigin(serve)
+	agents := a.agents
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.agentsHost(r) {
+			agents.ServeHTTP(w, r)
+			return
+		}
+		own.ServeHTTP(w, r)
+	})
+	if strings.HasPrefix(strings.ToLower(a.cfg.PublicURL), "https://") {
+		// The dashboard's cookies are Secure and __Host- prefixed.
+		h = auth.ServedOverHTTPS(h)
+		a.agents = auth.ServedOverHTTPS(a.agents)
+	}
 	return h
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+	"github.com/rs/zerolog"
 
 	"slipway/runtime"
 	"slipway/server/auth"
@@ -32,6 +33,15 @@ type proxy struct {
 	// handoverWait bounds how long a request waits for a handover.
 	handoverWait time.Duration
 
+	// agentsOrigin: SLIPWAY_AGENTS_URL is set, so the dashboard's origin
+	// serves agents only to scripts (see agentsOnDashboard) and keeps
+	// none of their cookies.
+	agentsOrigin bool
+	log          zerolog.Logger
+	// cookieLogged holds the deployments whose dropped Set-Cookie headers
+	// were logged (filterSetCookies).
+	cookieLogged sync.Map
+
 	once sync.Once
 	rp   *httputil.ReverseProxy
 }
@@ -46,13 +56,20 @@ type target struct {
 	// keepAuthorization: the Authorization header is not Slipway's and
 	// the deployment asked for it.
 	keepAuthorization bool
-	// ownOrigin: the request came to Slipway's own host (/agents/...),
-	// where the dashboard lives, not to the deployment's custom_url.
-	ownOrigin bool
+	// sandbox: the request came to an origin that is not the
+	// deployment's own (Slipway's host or the agents origin, which every
+	// deployment shares), not to its custom_url.
+	sandbox bool
+	// dashboardOrigin: the request came to Slipway's own host, where the
+	// dashboard lives.
+	dashboardOrigin bool
 }
 
 // customHostKey marks a request routed by its deployment's custom_url.
 type customHostKey struct{}
+
+// agentsOriginKey marks a request that came to SLIPWAY_AGENTS_URL.
+type agentsOriginKey struct{}
 
 // agentURL splits a driver's endpoint into the agent's base URL and the
 // token it requires (the URL's password, see runtime.Driver.Endpoint).
@@ -89,8 +106,9 @@ func stripCredentials(h http.Header, keepAuthorization bool) {
 }
 
 // stripDashboardCookies drops the dashboard's cookies (auth.CredentialCookie
-// and its siblings, all named slipway_*) from a request bound for an agent,
-// keeping any other cookie: the deployment may set and read its own.
+// and its siblings, all named slipway_*, with or without the __Host-
+// prefix: auth.IsSlipwayCookie) from a request bound for an agent, keeping
+// any other cookie: the deployment may set and read its own.
 func stripDashboardCookies(h http.Header) {
 	lines := h.Values("Cookie")
 	if len(lines) == 0 {
@@ -99,7 +117,7 @@ func stripDashboardCookies(h http.Header) {
 	var keep []string
 	for _, line := range lines {
 		for _, c := range strings.Split(line, ";") {
-			if name, _, _ := strings.Cut(strings.TrimSpace(c), "="); name != "" && !strings.HasPrefix(name, "slipway_") {
+			if name, _, _ := strings.Cut(strings.TrimSpace(c), "="); name != "" && !auth.IsSlipwayCookie(name) {
 				keep = append(keep, strings.TrimSpace(c))
 			}
 		}
@@ -110,13 +128,24 @@ func stripDashboardCookies(h http.Header) {
 	}
 }
 
+// modifyResponse drops the Set-Cookie headers an agent may not send
+// (filterSetCookies), then sandboxes its documents.
+func (p *proxy) modifyResponse(resp *http.Response) error {
+	if t, ok := resp.Request.Context().Value(targetKey{}).(target); ok {
+		p.filterSetCookies(resp.Header, t)
+	}
+	return sandboxAgentDocuments(resp)
+}
+
 // sandboxAgentDocuments makes whatever page a deployment serves through
 // Slipway's own origin run in an opaque origin: the dashboard lives on
 // that origin, and a deployment's script must not be able to read its CSRF
-// cookie or call the API as the signed-in user. On its custom_url a
-// deployment has an origin of its own, and its pages are left alone.
+// cookie or call the API as the signed-in user. The agents origin is
+// shared by every deployment, so there too one deployment's page must not
+// reach another's. On its custom_url a deployment has an origin of its
+// own, and its pages are left alone.
 func sandboxAgentDocuments(resp *http.Response) error {
-	if t, ok := resp.Request.Context().Value(targetKey{}).(target); ok && !t.ownOrigin {
+	if t, ok := resp.Request.Context().Value(targetKey{}).(target); ok && !t.sandbox {
 		return nil
 	}
 	// Added, not set: a policy of the deployment's own still applies.
@@ -151,7 +180,7 @@ func (p *proxy) reverseProxy() *httputil.ReverseProxy {
 				}
 				pr.SetXForwarded()
 			},
-			ModifyResponse: sandboxAgentDocuments,
+			ModifyResponse: p.modifyResponse,
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 				if r.Context().Err() != nil {
 					return // the client went away; its disconnect reached the agent
@@ -184,8 +213,9 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	if err != nil {
 		return err
 	}
+	custom, agents := r.Context().Value(customHostKey{}) != nil, r.Context().Value(agentsOriginKey{}) != nil
 	t := target{dep: dep, base: base, token: token, path: "/" + strings.TrimPrefix(ps.ByName("path"), "/"),
-		ownOrigin: r.Context().Value(customHostKey{}) == nil}
+		sandbox: !custom, dashboardOrigin: !custom && !agents}
 	t.keepAuthorization = authorizationIsCallers(r) && p.cp.ForwardsAuthorization(dep)
 	return p.relay(w, r, t)
 }
@@ -203,6 +233,7 @@ func (p *proxy) relay(w http.ResponseWriter, r *http.Request, t target) error {
 	if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
 		return fmt.Errorf("relay the request body: %w", err)
 	}
+	w = informationalFilter{ResponseWriter: w, filter: func(h http.Header) { p.filterSetCookies(h, t) }}
 	p.reverseProxy().ServeHTTP(w, r)
 	return nil
 }

@@ -2,8 +2,9 @@ package server
 
 import (
 	"net/http"
-	"strings"
 	"testing"
+
+	"slipway/server/auth"
 )
 
 func TestStripCredentials(t *testing.T) {
@@ -45,18 +46,19 @@ func TestStripCredentials(t *testing.T) {
 
 // FuzzStripDashboardCookies: whatever Cookie header a browser or a client
 // sends, no cookie the server would read as one of the dashboard's
-// (slipway_*) is left for the agent, and other cookies survive.
+// (slipway_*, with or without a __Host- prefix) is left for the agent, and other cookies survive.
 func FuzzStripDashboardCookies(f *testing.F) {
 	f.Add("slipway_session=slw_sk_1; theme=dark")
 	f.Add(" slipway_csrf=x ;;slipway_workspace=y; a=b")
 	f.Add("slipway_session")
+	f.Add("__Host-slipway_session=slw_ss_1; __host-SLIPWAY_CSRF=2; x=3")
 	f.Add("a=1; b=2")
 	f.Fuzz(func(t *testing.T, line string) {
 		h := http.Header{"Cookie": {line}}
 		stripDashboardCookies(h)
 		r := &http.Request{Header: h}
 		for _, c := range r.Cookies() {
-			if strings.HasPrefix(c.Name, "slipway_") {
+			if auth.IsSlipwayCookie(c.Name) {
 				t.Fatalf("Cookie %q kept %s after stripping: %q", line, c.Name, h.Get("Cookie"))
 			}
 		}
@@ -66,7 +68,7 @@ func FuzzStripDashboardCookies(f *testing.F) {
 			kept[c.Name+"="+c.Value] = true
 		}
 		for _, c := range before {
-			if !strings.HasPrefix(c.Name, "slipway_") && !kept[c.Name+"="+c.Value] {
+			if !auth.IsSlipwayCookie(c.Name) && !kept[c.Name+"="+c.Value] {
 				t.Fatalf("Cookie %q lost %s=%s: %q", line, c.Name, c.Value, h.Get("Cookie"))
 			}
 		}

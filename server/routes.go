@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -26,12 +25,13 @@ func (a *app) register(rt *httpx.Router) *proxy {
 		rt.GET(prefix+"/ok", a.ok)
 		rt.GET(prefix+"/info", a.info)
 	}
-	a.dash = &dashboard.Dashboard{Auth: a.orgs, Audit: a.audit, Secure: strings.HasPrefix(strings.ToLower(a.cfg.PublicURL), "https://")}
+	a.dash = &dashboard.Dashboard{Auth: a.orgs, Keys: a.orgs, Audit: a.audit}
 	a.dash.Routes(rt)
 	docRoutes(rt, a.version)
-	px := &proxy{cp: a.cp, driver: a.driver, gate: a.gate, handoverWait: 60 * time.Second}
+	px := &proxy{cp: a.cp, driver: a.driver, gate: a.gate, handoverWait: 60 * time.Second,
+		agentsOrigin: a.agentsURL != nil, log: a.log.With().Str("component", "proxy").Logger()}
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
-		rt.Handle(m, "/agents/:name/*path", auth.Require(a.orgs, true, px.serve))
+		rt.Handle(m, "/agents/:name/*path", a.agentsOnDashboard(auth.Require(a.orgs, true, px.serve)))
 	}
 	return px
 }

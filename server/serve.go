@@ -87,6 +87,11 @@ func Serve(ctx context.Context, cfg config.Serve, log zerolog.Logger, version st
 	// HTTP is served last: a server that answers on its port also has its
 	// admin socket and token in place (what `slipway admin`, the tests and
 	// systemd's READY=1 count on).
+	stopAgents, err := listenAgents(cfg, app.agents, log, srv.BaseContext)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info().Str("addr", ln.Addr().String()).Str("public_url", cfg.PublicURL).Str("version", version).Msg("slipway serving")
@@ -104,6 +109,7 @@ func Serve(ctx context.Context, cfg config.Serve, log zerolog.Logger, version st
 	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Warn().Err(err).Msg("shutdown did not finish cleanly")
 	}
+	stopAgents(shutCtx)
 	return nil
 }
 

@@ -436,8 +436,8 @@ var (
 			"description": "The workspace a request acts on; required with organization-scoped keys on workspace routes."},
 		"OrganizationId": {"type": "apiKey", "in": "header", "name": "X-Organization-Id",
 			"description": "The organization a request acts on; a credential that belongs to one organization may leave it out."},
-		"SessionCookie": {"type": "apiKey", "in": "cookie", "name": "slipway_session",
-			"description": "The dashboard's sign-in (POST /ui/session), used only when the request carries no key or token header. A change made with it must also send X-CSRF-Token equal to the slipway_csrf cookie, from the same origin; the workspace is the slipway_workspace cookie."},
+		"SessionCookie": {"type": "apiKey", "in": "cookie", "name": "__Host-slipway_session",
+			"description": "The dashboard's sign-in (POST /ui/session), used only when the request carries no key or token header, and never on the agents origin (SLIPWAY_AGENTS_URL). A change made with it must also send X-CSRF-Token equal to the __Host-slipway_csrf cookie, from the same origin; the workspace is the __Host-slipway_workspace cookie. The __Host- prefix is left out (slipway_session, slipway_csrf, slipway_workspace) only where browsers refuse Secure cookies: plain http to an address other than localhost."},
 	}
 	Requirements = map[string][]string{
 		"key": {"ApiKey"}, "bearer": {"Bearer"},

@@ -53,6 +53,9 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 	if err != nil {
 		return err
 	}
+	if err := s.refuseOwnHost(req.SourceConfig.CustomURL); err != nil {
+		return err
+	}
 	if req.SourceRevisionConfig.SourceTarballPath != nil {
 		// No upload can have been issued for a deployment that does not exist yet.
 		return httpx.Invalid("value_error",
@@ -95,7 +98,7 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 		return err
 	}
 	s.kick()
-	httpx.WriteJSON(w, http.StatusCreated, d.Redacted())
+	httpx.WriteJSON(w, http.StatusCreated, s.present(&d.Deployment))
 	return nil
 }
 
@@ -113,7 +116,7 @@ func (s *Service) getDeployment(w http.ResponseWriter, r *http.Request, ps httpr
 	}); err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, d.Redacted())
+	httpx.WriteJSON(w, http.StatusOK, s.present(&d.Deployment))
 	return nil
 }
 
@@ -138,6 +141,11 @@ func (s *Service) patchDeployment(w http.ResponseWriter, r *http.Request, ps htt
 		req, err := DecodePatch(body, &d.Deployment)
 		if err != nil {
 			return err
+		}
+		if req.SourceConfig != nil {
+			if err := s.refuseOwnHost(req.SourceConfig.CustomURL); err != nil {
+				return err
+			}
 		}
 		if d.Status == DeploymentAwaitingDelete {
 			return httpx.BadRequest("Deployment ID %s is being deleted and cannot be changed.", id)
@@ -168,7 +176,7 @@ func (s *Service) patchDeployment(w http.ResponseWriter, r *http.Request, ps htt
 				return err
 			}
 		}
-		out = d.Redacted()
+		out = s.present(&d.Deployment)
 		return errors.Join(putDeployment(tx, d), track.Success(tx, r, http.StatusOK, affected...))
 	})
 	if err != nil {
@@ -316,7 +324,7 @@ func (s *Service) listDeployments(w http.ResponseWriter, r *http.Request, _ http
 			if len(out.Resources) == limit {
 				return false
 			}
-			out.Resources = append(out.Resources, d.Redacted())
+			out.Resources = append(out.Resources, s.present(&d.Deployment))
 			return true
 		})
 	})

@@ -32,7 +32,7 @@ type Reconciler struct {
 	Driver    runtime.Driver
 	Sealer    *storage.Sealer // opens revisions' secrets for the driver
 	DataDir   string          // where uploaded archives live
-	PublicURL string
+	PublicURL string          // the base of deployments' url (Service.AgentsBase)
 	Log       zerolog.Logger
 	Now       func() time.Time
 	// HealthInterval is how often serving agents are checked (default 5 s).

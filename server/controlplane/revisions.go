@@ -211,7 +211,7 @@ func (s *Service) redeploy(w http.ResponseWriter, r *http.Request, ps httprouter
 			return err
 		}
 		d.LatestRevisionID, d.UpdatedAt = &rev.ID, now
-		out = d.Redacted()
+		out = s.present(&d.Deployment)
 		return errors.Join(putDeployment(tx, d), markPending(tx, d.ID),
 			track.Success(tx, r, http.StatusOK, audit.Res(dep, "deployment"), audit.Res(rid, "revision")))
 	})

@@ -21,6 +21,12 @@ type Service struct {
 	Sealer    *storage.Sealer
 	Driver    runtime.Driver
 	PublicURL string
+	// AgentsURL is SLIPWAY_AGENTS_URL, the origin agents are served on
+	// when it is not PublicURL's (see AgentsBase).
+	AgentsURL string
+	// OwnHosts are the host names (storage.HostKey form) that reach
+	// Slipway itself; no custom_url may claim one (see ownHost).
+	OwnHosts  []string
 	DataDir   string
 	MaxUpload int64 // bytes
 	Log       zerolog.Logger
@@ -66,7 +72,7 @@ func (s *Service) agentLog() *agentLogs { return s.book().agent }
 // (see Reconciler); Wait blocks until it has stopped.
 func (s *Service) Start(ctx context.Context) {
 	rc := &Reconciler{DB: s.DB, Update: s.update, Driver: s.Driver, Sealer: s.Sealer, DataDir: s.DataDir,
-		PublicURL: s.PublicURL, Log: s.Log, Now: s.now, HealthInterval: s.HealthInterval, logs: s.book()}
+		PublicURL: s.AgentsBase(), Log: s.Log, Now: s.now, HealthInterval: s.HealthInterval, logs: s.book()}
 	rc.Start(ctx)
 	s.rec, s.done = rc, rc.Wait
 }

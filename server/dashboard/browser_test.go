@@ -226,19 +226,19 @@ func TestCookieChangeNeedsCSRFToken(t *testing.T) {
 		name, rest, _ := strings.Cut(c, "=")
 		value, attrs, _ := strings.Cut(rest, ";")
 		switch name {
-		case "slipway_session":
+		case "__Host-slipway_session":
 			session = value
-			if !strings.Contains(attrs, "HttpOnly") || !strings.Contains(attrs, "SameSite=Strict") {
-				t.Errorf("session cookie attributes %q: want HttpOnly and SameSite=Strict", attrs)
+			if !strings.Contains(attrs, "HttpOnly") || !strings.Contains(attrs, "SameSite=Strict") || !strings.Contains(attrs, "Secure") {
+				t.Errorf("session cookie attributes %q: want HttpOnly, Secure and SameSite=Strict", attrs)
 			}
-		case "slipway_csrf":
+		case "__Host-slipway_csrf":
 			csrf = value
 		}
 	}
 	if session == "" || csrf == "" {
 		t.Fatalf("cookies: %q", r.Header.Values("Set-Cookie"))
 	}
-	cookies := "slipway_session=" + session + "; slipway_csrf=" + csrf
+	cookies := "__Host-slipway_session=" + session + "; __Host-slipway_csrf=" + csrf
 	body := map[string]any{"description": "k", "role_id": "Viewer"}
 	for _, tc := range []struct {
 		name    string
@@ -250,6 +250,9 @@ func TestCookieChangeNeedsCSRFToken(t *testing.T) {
 		{"other origin", []string{"Cookie", cookies, "X-CSRF-Token", csrf, "Origin", "http://elsewhere.example"}, 403},
 		{"cross-site fetch", []string{"Cookie", cookies, "X-CSRF-Token", csrf, "Sec-Fetch-Site", "cross-site"}, 403},
 		{"the dashboard's own", []string{"Cookie", cookies, "X-CSRF-Token", csrf, "Origin", s.URL, "Sec-Fetch-Site", "same-origin"}, 200},
+		// Planted under the unprefixed names (by another host, or over
+		// plain http), the cookies are not read on this secure origin.
+		{"unprefixed", []string{"Cookie", "slipway_session=" + session + "; slipway_csrf=" + csrf, "X-CSRF-Token", csrf}, 401},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := s.Do("POST", "/api/v1/api-key", body, append([]string{"X-Api-Key", ""}, tc.headers...)...)

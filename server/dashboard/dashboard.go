@@ -42,13 +42,19 @@ type Dashboard struct {
 	// POST /api/v1/login and /api/v1/logout through it, in process, so
 	// their throttling and checks are the API's.
 	API http.Handler
-	// Auth checks an API key pasted at sign-in.
+	// Auth authenticates the dashboard's own routes.
 	Auth auth.Resolver
 	// Audit records sign-in and sign-out with an API key (audit.go).
 	Audit *track.Recorder
-	// Secure marks the cookies Secure even on plain HTTP requests: the
-	// public URL is https, so a TLS proxy sits in front.
-	Secure bool
+	// Keys checks an API key pasted at sign-in, throttled like a password
+	// login (the server's orgapi.Store); nil: Auth checks it, unthrottled.
+	Keys KeyChecker
+}
+
+// KeyChecker checks an API key pasted at sign-in. A refusal is an error
+// for httpx (401, or 429 with Retry-After set on w).
+type KeyChecker interface {
+	CheckSignInKey(w http.ResponseWriter, r *http.Request, key string) (*auth.Principal, error)
 }
 
 // Routes registers the dashboard on rt: the page at / and its files
@@ -135,7 +141,7 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request, _ httprouter.
 		if key == "" {
 			return httpx.Invalid("value_error", "An API key is required.", "body", "api_key")
 		}
-		p, err := d.credentialOf(r, key)
+		p, err := d.checkKey(w, r, key)
 		if err != nil {
 			d.keyRefused(r, err)
 			return err
@@ -168,14 +174,17 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request, _ httprouter.
 	if _, err := rand.Read(b[:]); err != nil {
 		return fmt.Errorf("csrf token: %w", err)
 	}
-	secure := d.Secure || r.TLS != nil
-	http.SetCookie(w, &http.Cookie{Name: auth.CredentialCookie, Value: credential, Path: "/", Expires: expires,
-		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
-	http.SetCookie(w, &http.Cookie{Name: auth.CSRFCookie, Value: hex.EncodeToString(b[:]), Path: "/", Expires: expires,
-		Secure: secure, SameSite: http.SameSiteStrictMode})
-	http.SetCookie(w, &http.Cookie{Name: auth.WorkspaceCookie, Path: "/", MaxAge: -1, SameSite: http.SameSiteStrictMode})
+	setCookies(w, r, credential, hex.EncodeToString(b[:]), expires)
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"signed_in": true})
 	return nil
+}
+
+// checkKey checks an API key pasted at sign-in.
+func (d *Dashboard) checkKey(w http.ResponseWriter, r *http.Request, key string) (*auth.Principal, error) {
+	if d.Keys != nil {
+		return d.Keys.CheckSignInKey(w, r, key)
+	}
+	return d.credentialOf(r, key)
 }
 
 // signOut: POST /ui/signout ends a login session (through the API's
@@ -201,10 +210,7 @@ func (d *Dashboard) signOut(w http.ResponseWriter, r *http.Request, _ httprouter
 			return nil
 		}
 	}
-	for _, name := range []string{auth.CredentialCookie, auth.CSRFCookie, auth.WorkspaceCookie} {
-		http.SetCookie(w, &http.Cookie{Name: name, Path: "/", MaxAge: -1, HttpOnly: name == auth.CredentialCookie,
-			Secure: d.Secure || r.TLS != nil, SameSite: http.SameSiteStrictMode})
-	}
+	clearCookies(w, r)
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"signed_in": false})
 	return nil
 }

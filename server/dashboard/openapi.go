@@ -43,7 +43,7 @@ func OpenAPI() []apidoc.Op {
 		{Method: "GET", Path: "/ui/session", ID: "dashboard_whoami", Summary: "Who is signed in", Tag: tag, Security: apidoc.Organization,
 			Responses: []apidoc.Resp{{Status: 200, Body: Whoami{}}}},
 		{Method: "POST", Path: "/ui/session", ID: "dashboard_sign_in", Summary: "Sign the browser in", Tag: tag, Public: true,
-			Description: "With {email, password} (a basic-auth user; the API's login makes the session, its throttle applies) or {api_key}. Sets the HttpOnly session cookie (SameSite=Strict, Secure over TLS) and the CSRF cookie. Refused from another origin.",
+			Description: "With {email, password} (a basic-auth user; the API's login makes the session, its throttle applies) or {api_key}. Sets the HttpOnly session cookie and the CSRF cookie (SameSite=Strict; Secure and __Host- prefixed over https and on localhost). Refused from another origin. Failed API-key sign-ins are throttled with failed logins: 429 with Retry-After.",
 			Body:        SessionRequest{}, Responses: []apidoc.Resp{{Status: 200, Body: SessionState{}}}},
 		{Method: "POST", Path: "/ui/signout", ID: "dashboard_sign_out", Summary: "Sign the browser out", Tag: tag, Public: true,
 			Description: "Ends a login session (an API key stays valid until revoked) and clears the cookies.",

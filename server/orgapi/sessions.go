@@ -152,9 +152,7 @@ func (s *Store) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	token := httpx.BearerToken(r)
 	if token == "" {
 		// Authenticated by the dashboard's cookie (auth.CookieCredential).
-		if c, err := r.Cookie(auth.CredentialCookie); err == nil {
-			token = c.Value
-		}
+		token = auth.SessionCookie(r)
 	}
 	if err := s.update(func(tx *bolt.Tx) error {
 		if err := deleteSession(tx, auth.Hash(token)); err != nil {

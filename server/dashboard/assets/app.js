@@ -28,6 +28,11 @@ function cookie(name) {
   return m ? decodeURIComponent(m.slice(name.length + 1)) : "";
 }
 
+// cookiePrefix is how the server named the dashboard's cookies at sign-in:
+// "__Host-" where the browser keeps Secure cookies (https, localhost),
+// none on plain http elsewhere. The CSRF cookie, readable here, tells.
+function cookiePrefix() { return cookie("__Host-slipway_csrf") ? "__Host-" : ""; }
+
 class APIError extends Error {
   constructor(status, detail) {
     super(typeof detail === "string" ? detail : (detail || []).map((d) => `${(d.loc || []).join(".")}: ${d.msg}`).join("; ") || `HTTP ${status}`);
@@ -38,7 +43,7 @@ class APIError extends Error {
 // api calls the API; a change carries the CSRF token.
 async function api(method, path, body, extra) {
   const headers = {};
-  if (method !== "GET" && method !== "HEAD") headers["X-CSRF-Token"] = cookie("slipway_csrf");
+  if (method !== "GET" && method !== "HEAD") headers["X-CSRF-Token"] = cookie(cookiePrefix() + "slipway_csrf");
   let payload;
   if (body !== undefined) {
     headers["Content-Type"] = "application/json";
@@ -99,7 +104,8 @@ function renderNav() {
   $nav.replaceChildren();
   if (!me) return;
   const ws = el("select", { id: "workspace", "aria-label": "Workspace", onchange: (e) => {
-    document.cookie = `slipway_workspace=${encodeURIComponent(e.target.value)}; path=/; samesite=strict`;
+    const p = cookiePrefix();
+    document.cookie = `${p}slipway_workspace=${encodeURIComponent(e.target.value)}; path=/; samesite=strict${p ? "; secure" : ""}`;
     init().then(route);
   } }, workspaces.map((w) => el("option", { value: w.id, selected: w.id === me.workspace_id }, w.display_name)));
   $nav.append(...[
@@ -140,6 +146,9 @@ function signInPage() {
     try {
       await api("POST", "/ui/session", body());
       await init();
+      // The server accepted the credential but the browser sent no cookie
+      // back: it refused the Secure cookie of an http:// address.
+      if (!me) throw new Error("Signed in, but this browser did not keep the sign-in cookie. Open the dashboard over https, or at http://localhost, where browsers keep Secure cookies.");
       location.hash = "#/deployments";
     } catch (e) { msg.replaceChildren(errorBox(e)); }
   };

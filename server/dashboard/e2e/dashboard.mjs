@@ -338,7 +338,7 @@ try {
   check(!(await vpage.$(".rollback")) && !(await vpage.$("#secrets-form")) && !(await vpage.$("#delete-confirm")), "a Viewer sees no rollback, secrets or delete controls");
   await shot(vpage, "viewer-phone");
   const status = await vpage.evaluate(async () => {
-    const csrf = document.cookie.split("; ").find((c) => c.startsWith("slipway_csrf=")).split("=")[1];
+    const csrf = document.cookie.split("; ").find((c) => c.startsWith("__Host-slipway_csrf=")).split("=")[1];
     const res = await fetch("/v2/deployments", { method: "POST", headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
       body: JSON.stringify({ name: "viewer-made", source: "internal_source", source_config: {}, source_revision_config: {}, secrets: [] }) });
     return res.status;
