@@ -592,7 +592,7 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 	env = append(env,
 		"SLIPWAY_AGENT_ADDR="+addr, "SLIPWAY_AGENT_DATA_DIR="+data, "SLIPWAY_GRAPH_CONFIG="+cfg,
 		"SLIPWAY_LOG_FORMAT=json", "SLIPWAY_AGENT_TOKEN="+token)
-	job := d.job(s.DeploymentID, uid, app, []string{d.Bin, "agent"}, env)
+	job := d.revisionJob(s, uid, true, app, []string{d.Bin, "agent"}, env)
 	c := &child{rev: s.RevisionID, spec: s, app: app, endpoint: "http://" + addr, token: token,
 		command: func() (*exec.Cmd, error) { return d.sandbox.Command(context.Background(), job) },
 		log:     d.Log.With().Str("deployment_id", s.DeploymentID).Str("revision_id", s.RevisionID).Logger(),

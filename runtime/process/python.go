@@ -56,7 +56,7 @@ type projectState struct {
 func (d *Driver) step(ctx context.Context, log io.Writer, name string, s runtime.Spec, uid int, dir string, argv, env []string) error {
 	fmt.Fprintf(log, "==> %s: %s\n", name, d.scrubber(s).Replace(strings.Join(argv, " ")))
 	start := time.Now()
-	cmd, err := d.sandbox.Command(ctx, d.job(s.DeploymentID, uid, dir, argv, env))
+	cmd, err := d.sandbox.Command(ctx, d.revisionJob(s, uid, false, dir, argv, env))
 	if err != nil {
 		return err
 	}

@@ -76,9 +76,15 @@ type Job struct {
 	// DataDir is Slipway's data directory: hidden (namespaces) or denied
 	// (Landlock), all but DeployDir.
 	DataDir string `json:"data_dir"`
-	// DeployDir is the deployment's own directory inside DataDir, the
-	// only part of it the job can see; it may write there.
+	// DeployDir is the deployment's own directory inside DataDir; the
+	// job sees of it only what Binds name (all of it when Binds is empty,
+	// as for the start-up probe), and may write there unless read-only.
 	DeployDir string `json:"deploy_dir"`
+	// Binds are the directories of DeployDir the job sees: in a mount
+	// namespace the only ones bound back into the tmpfs that covers the
+	// data directory, under Landlock the only ones it may read or write
+	// there (see binds.go).
+	Binds []Bind `json:"binds,omitempty"`
 	// UID and GID are the deployment's ids (privileged modes only).
 	UID int `json:"uid"`
 	GID int `json:"gid"`
@@ -89,6 +95,9 @@ type Job struct {
 	// Probe makes the launcher apply everything and exit 0 instead of
 	// running Argv: how start-up finds out what works.
 	Probe bool `json:"probe,omitempty"`
+
+	// open are the Binds as the launcher opened them (openVisible).
+	open openBinds
 }
 
 // Launcher starts jobs through the launcher subcommand of Bin.
