@@ -41,8 +41,9 @@ type Mode string
 const (
 	// ModeNamespaces (Slipway is root): a uid/gid per deployment, and new
 	// mount, PID and IPC namespaces in which the data directory is a
-	// tmpfs holding only the deployment's own directory, /proc shows only
-	// the deployment's processes, and /tmp and /dev/shm are private.
+	// tmpfs holding only the directories of the deployment that the job's
+	// revision needs (Job.Binds), /proc shows only the deployment's
+	// processes, and /tmp and /dev/shm are private.
 	ModeNamespaces Mode = "namespaces"
 	// ModeUID (Slipway is root, namespaces failed, e.g. inside an
 	// unprivileged container): a uid/gid per deployment plus Landlock.
@@ -146,7 +147,7 @@ func (l *Launcher) Command(ctx context.Context, job Job) (*exec.Cmd, error) {
 // modes share them.
 const (
 	ownUID      = "each deployment runs as its own uid/gid with no capabilities and no_new_privs: it cannot signal or ptrace Slipway or another agent, nor read their files"
-	privateData = "the data directory is a tmpfs holding only the deployment's own directory: master key, database, uploads, admin socket and other deployments are not there"
+	privateData = "the data directory is a tmpfs holding only what the job's own revision needs of its deployment (HOME, TMPDIR, its source and virtualenv, the agent's database): master key, database, uploads, admin socket, other deployments and the deployment's other revisions are not there"
 	privateProc = "a private /proc shows only the deployment's own processes; /tmp and /dev/shm are private"
 	sharedUID   = "Slipway is not root: deployments share its uid, so file permissions do not separate them"
 )
@@ -178,7 +179,7 @@ func Isolation(m Mode, landlockABI int, notes []string) (mode string, guarantees
 			"Slipway is not root and the kernel offers neither Landlock nor user namespaces: deployment code runs as Slipway's user and can read its data directory")
 	}
 	if ll {
-		g := fmt.Sprintf("Landlock ABI v%d: read and execute outside the data directory, write only in the deployment's own directory and /dev; no ptrace of processes outside the deployment", landlockABI)
+		g := fmt.Sprintf("Landlock ABI v%d: read and execute outside the data directory; of the data directory only its own revision's directories, which it may write, and /dev; no ptrace of processes outside the deployment", landlockABI)
 		if landlockABI >= 6 {
 			g += "; no signals or abstract unix sockets to processes outside it"
 		}
