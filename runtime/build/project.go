@@ -235,6 +235,13 @@ func (p *Project) Env(t *Tree, dir string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("env file: %w", err)
 	}
+	return ParseEnv(name, raw)
+}
+
+// ParseEnv parses the .env file name (as the project names it, for
+// errors) of contents raw, as godotenv does. Errors say which line is
+// wrong, never what it holds.
+func ParseEnv(name string, raw []byte) (map[string]string, error) {
 	m, err := godotenv.UnmarshalBytes(raw)
 	if err != nil {
 		return nil, fmt.Errorf("env file %s: %s", name, envSyntax(raw, err))
