@@ -124,16 +124,20 @@ func TestBuildRacesSymlinkSwaps(t *testing.T) {
 	outside, touched := outsideTree(t, d.DataDir)
 	before := owners(t, outside)
 	touched() // the listing above
-	// Padding widens the window between the handover and the reads a
-	// build made after it (parsing 16 MiB of JSON): the race is won by
-	// the attacker every time where that window exists.
-	cfg := `{"graphs": {"agent": {"builtin": "echo"}}, "env": "./conf/app.env", "pip_config_file": "pip/pip.conf",
-		"dependencies": ["./dep"], "python_version": "3.99", "node_version": "1"` + strings.Repeat(" ", 16<<20) + `}`
-	files := map[string]string{
-		"cfg/langgraph.json": cfg, "cfg/conf/app.env": "FROM_THE_SOURCE=1\n", "cfg/pip/pip.conf": "[global]\n",
-		"cfg/dep/pyproject.toml": "[project]\nname = \"dep\"\ndependencies = []\n", "cfg/dep/requirements.txt": "\n",
-		"cfg/package.json": "{}",
+	project := func(padding int) map[string]string {
+		cfg := `{"graphs": {"agent": {"builtin": "echo"}}, "env": "./conf/app.env", "pip_config_file": "pip/pip.conf",
+		"dependencies": ["./dep"], "python_version": "3.99"` + strings.Repeat(" ", padding) + `}`
+		return map[string]string{
+			"cfg/langgraph.json": cfg, "cfg/conf/app.env": "FROM_THE_SOURCE=1\n", "cfg/pip/pip.conf": "[global]\n",
+			"cfg/dep/pyproject.toml": "[project]\nname = \"dep\"\ndependencies = []\n", "cfg/dep/requirements.txt": "\n",
+			"cfg/package.json": "{}",
+		}
 	}
+	// Padding widens the window between the handover and the reads a
+	// build made after it (parsing 4 MiB of JSON): the race is won by the
+	// attacker every time where that window exists. Swapping back and
+	// forth needs no window.
+	padded, plain := project(4<<20), project(0)
 	under := func(swap string) string { return filepath.Join(outside, filepath.FromSlash(swap)) }
 	inCfg := []swaprace.Target{
 		{File: "cfg/conf/app.env", Swap: "cfg/conf", To: under("conf")},
@@ -142,22 +146,24 @@ func TestBuildRacesSymlinkSwaps(t *testing.T) {
 		{File: "cfg/package.json", Swap: "cfg/package.json", To: under("package.json")},
 	}
 	cfgDir := []swaprace.Target{{File: "cfg/langgraph.json", Swap: "cfg", To: outside}}
+	toggle := swaprace.Options{Owner: -1, Files: true, Toggle: true, Interval: 50 * time.Microsecond}
 	for i, tc := range []struct {
 		name    string
+		files   map[string]string
 		targets []swaprace.Target
 		opt     swaprace.Options
 		builds  int
 	}{
-		{"after the handover, every file under the configuration's directory", inCfg, swaprace.Options{Owner: uid}, 1},
-		{"after the handover, the configuration's directory", cfgDir, swaprace.Options{Owner: uid}, 1},
-		{"before the handover, back and forth", inCfg, swaprace.Options{Owner: -1, Files: true, Toggle: true, Interval: 50 * time.Microsecond}, 5},
-		{"before the handover, the configuration's directory back and forth", cfgDir, swaprace.Options{Owner: -1, Files: true, Toggle: true, Interval: 50 * time.Microsecond}, 5},
+		{"after the handover, every file under the configuration's directory", padded, inCfg, swaprace.Options{Owner: uid}, 1},
+		{"after the handover, the configuration's directory", padded, cfgDir, swaprace.Options{Owner: uid}, 1},
+		{"before the handover, back and forth", plain, inCfg, toggle, 6},
+		{"before the handover, the configuration's directory back and forth", plain, cfgDir, toggle, 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for n := 0; n < tc.builds; n++ {
 				rev := fmt.Sprintf("race%d-%d", i, n)
 				s := runtime.Spec{DeploymentID: "dep1", RevisionID: rev, Source: "internal_source",
-					TarballPath: tarball(t, t.TempDir(), files), GraphConfig: "cfg/langgraph.json"}
+					TarballPath: tarball(t, t.TempDir(), tc.files), GraphConfig: "cfg/langgraph.json"}
 				app := filepath.Join(d.revDir("dep1", rev), "app")
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan []swaprace.Result, 1)
