@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/joho/godotenv"
+	"slipway/runtime/build"
 )
 
 // Project is what the graph configuration (langgraph.json) says besides
@@ -63,13 +63,13 @@ func LoadProject(path string) (Project, error) {
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(filepath.Dir(path), file)
 		}
-		f, err := os.Open(file)
+		raw, err := os.ReadFile(file)
 		if err != nil {
 			return p, fmt.Errorf("graph configuration %s: env file: %w", path, err)
 		}
-		defer f.Close()
-		if p.Env, err = godotenv.Parse(f); err != nil {
-			return p, fmt.Errorf("graph configuration %s: env file %s: %w", path, file, err)
+		// An env file holds secrets: its errors say the line, not the text.
+		if p.Env, err = build.ParseEnv(file, raw); err != nil {
+			return p, fmt.Errorf("graph configuration %s: %w", path, err)
 		}
 	}
 	return p, nil

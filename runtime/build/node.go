@@ -3,9 +3,7 @@ package build
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -26,27 +24,29 @@ var lockfiles = []struct{ file, tool, cmd string }{
 	{"npm-shrinkwrap.json", "npm", "npm ci"},
 }
 
-// JSLock is the lock file of the JavaScript project in dir and the
-// package manager it names (npm, yarn or pnpm); ok is false without a
-// package.json, file "" for a package.json without a lock file.
-func JSLock(dir string) (file, tool, install string, ok bool) {
-	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
+// JSLock is the lock file of the JavaScript project in the tree's
+// directory dir and the package manager it names (npm, yarn or pnpm); ok is
+// false without a package.json, file "" for a package.json without a lock
+// file. It only looks at the names (never following a link); whoever reads
+// the files reads them from the tree.
+func JSLock(t *Tree, dir string) (file, tool, install string, ok bool) {
+	if !t.Exists(pathJoin(dir, "package.json")) {
 		return "", "", "", false
 	}
 	for _, l := range lockfiles {
-		if _, err := os.Stat(filepath.Join(dir, l.file)); err == nil {
+		if t.Exists(pathJoin(dir, l.file)) {
 			return l.file, l.tool, l.cmd, true
 		}
 	}
 	return "", "npm", "npm install", true
 }
 
-// DetectJSInstall picks the install of the JavaScript project in dir (the
-// graph configuration's directory): none without a package.json; else the
-// package manager its lock file names, which must be on PATH (lookPath);
-// `npm install` for a project without a lock file.
-func DetectJSInstall(dir string, lookPath func(string) (string, error)) (JSInstall, bool, error) {
-	file, tool, cmd, ok := JSLock(dir)
+// DetectJSInstall picks the install of the JavaScript project in the
+// tree's directory dir (the graph configuration's): none without a
+// package.json; else the package manager its lock file names, which must
+// be on PATH (lookPath); `npm install` for a project without a lock file.
+func DetectJSInstall(t *Tree, dir string, lookPath func(string) (string, error)) (JSInstall, bool, error) {
+	file, tool, cmd, ok := JSLock(t, dir)
 	if !ok {
 		return JSInstall{}, false, nil
 	}
@@ -59,13 +59,9 @@ func DetectJSInstall(dir string, lookPath func(string) (string, error)) (JSInsta
 	return JSInstall{Command: cmd, Lock: file}, true, nil
 }
 
-// NodeVersion is the graph configuration's node_version ("" when absent,
-// or when the file is not JSON).
-func NodeVersion(graphConfig string) (string, error) {
-	raw, err := os.ReadFile(graphConfig)
-	if err != nil {
-		return "", fmt.Errorf("read graph configuration: %w", err)
-	}
+// NodeVersion is the node_version of the graph configuration raw ("" when
+// absent, or when the file is not JSON).
+func NodeVersion(raw []byte) (string, error) {
 	var cfg struct {
 		NodeVersion json.RawMessage `json:"node_version"`
 	}

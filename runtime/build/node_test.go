@@ -43,7 +43,7 @@ func TestDetectJSInstall(t *testing.T) {
 				}
 				return "", errors.New("not found")
 			}
-			got, js, err := DetectJSInstall(dir, look)
+			got, js, err := DetectJSInstall(openTree(t, dir), ".", look)
 			if js != tc.wantJS {
 				t.Fatalf("JavaScript project: %v, want %v", js, tc.wantJS)
 			}
@@ -90,13 +90,8 @@ func TestCheckNodeVersion(t *testing.T) {
 }
 
 func TestNodeVersion(t *testing.T) {
-	dir := t.TempDir()
 	for cfg, want := range map[string]string{`{"graphs":{}}`: "", `{"node_version":"20"}`: "20", `{"node_version":22}`: "22", `{"node_version":"v18.1"}`: "18.1"} {
-		p := filepath.Join(dir, "langgraph.json")
-		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := NodeVersion(p); err != nil || got != want {
+		if got, err := NodeVersion([]byte(cfg)); err != nil || got != want {
 			t.Errorf("%s: %q, %v; want %q", cfg, got, err, want)
 		}
 	}

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -59,7 +57,7 @@ var imageDistros = map[string]bool{"": true, "debian": true, "wolfi": true, "boo
 func ParseProject(raw []byte) (*Project, error) {
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &keys); err != nil {
-		return nil, fmt.Errorf("graph configuration is not a valid JSON object: %w", err)
+		return nil, fmt.Errorf("graph configuration is not a valid JSON object: %w", jsonError(raw, err))
 	}
 	p := &Project{}
 	for k := range keys {
@@ -145,13 +143,18 @@ func ParseProject(raw []byte) (*Project, error) {
 	return p, nil
 }
 
-// LoadProject reads the graph configuration file at cfg.
-func LoadProject(cfg string) (*Project, error) {
-	raw, err := os.ReadFile(cfg)
+// LoadProject reads the graph configuration file cfg (slash-separated,
+// relative to the tree) and returns it with its raw bytes.
+func LoadProject(t *Tree, cfg string) (*Project, []byte, error) {
+	raw, err := t.ReadFile(cfg, 0)
 	if err != nil {
-		return nil, fmt.Errorf("read graph configuration: %w", err)
+		return nil, nil, fmt.Errorf("graph configuration: %w", err)
 	}
-	return ParseProject(raw)
+	p, err := ParseProject(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, raw, nil
 }
 
 // isLocalDependency reports a dependency that names a directory of the
@@ -232,23 +235,37 @@ func (p *Project) NeedsPython() bool {
 	return p.PythonVersion != "" || p.PythonGraphs()
 }
 
-// Env is the project's environment (env), read from its .env file when
-// env names one; dir is the configuration's directory.
-func (p *Project) Env(dir string) (map[string]string, error) {
+// Env is the project's environment (env), read from its .env file of the
+// tree when env names one; dir is the configuration's directory in the
+// tree. An env file holds secrets: errors say which line is wrong, never
+// what it holds (see envSyntax).
+func (p *Project) Env(t *Tree, dir string) (map[string]string, error) {
 	if p.EnvFile == "" {
 		return p.EnvMap, nil
 	}
 	rel, err := LocalPath(p.EnvFile)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("env: %w", err)
 	}
-	raw, err := readRegular(filepath.Join(dir, filepath.FromSlash(rel)))
+	name := pathJoin(dir, rel)
+	raw, err := t.ReadFile(name, maxProjectFile)
 	if err != nil {
-		return nil, fmt.Errorf("env file %s: %w", p.EnvFile, err)
+		return nil, fmt.Errorf("env file: %w", err)
 	}
-	m, err := godotenv.Parse(bytes.NewReader(raw))
+	return ParseEnv(name, raw)
+}
+
+// ParseEnv parses the .env file name (as the project names it, for
+// errors) of contents raw, as godotenv does. Errors say which line is
+// wrong, never what it holds.
+func ParseEnv(name string, raw []byte) (map[string]string, error) {
+	m, err := godotenv.UnmarshalBytes(raw)
 	if err != nil {
-		return nil, fmt.Errorf("env file %s: %w", p.EnvFile, err)
+		return nil, fmt.Errorf("env file %s: %s", name, envSyntax(raw, err))
+	}
+	if _, ok := m[""]; ok {
+		// godotenv takes a line without '=' for a value without a name.
+		return nil, fmt.Errorf("env file %s: a line has no variable name (expected NAME=value)", name)
 	}
 	return m, nil
 }

@@ -48,14 +48,16 @@ type PythonPlan struct {
 	Hash string
 }
 
-// PythonPlan reads the project's local dependencies under dir (the
-// configuration's directory) and says what to install.
-func (p *Project) PythonPlan(dir string) (*PythonPlan, error) {
+// PythonPlan reads the project's local dependencies in the tree under dir
+// (the configuration's directory, relative to the tree) and says what to
+// install. Every file it reads is a regular file of the tree reached
+// through no link (see Tree); errors name them relative to the tree.
+func (p *Project) PythonPlan(t *Tree, dir string) (*PythonPlan, error) {
 	plan := &PythonPlan{Installer: p.PipInstaller, PipConfigFile: p.PipConfigFile}
 	h := sha256.New()
 	fmt.Fprintf(h, "installer=%s\n", p.PipInstaller)
 	hashFile := func(rel string) error {
-		raw, err := readRegular(filepath.Join(dir, filepath.FromSlash(rel)))
+		raw, err := t.ReadFile(pathJoin(dir, rel), maxProjectFile)
 		if err != nil {
 			return err
 		}
@@ -79,26 +81,26 @@ func (p *Project) PythonPlan(dir string) (*PythonPlan, error) {
 		if err != nil {
 			return nil, err
 		}
-		abs := filepath.Join(dir, filepath.FromSlash(rel))
-		if st, err := os.Lstat(abs); err != nil || !st.IsDir() {
+		at := pathJoin(dir, rel)
+		if !t.IsDir(at) {
 			return nil, fmt.Errorf("dependency %q is not a directory of the source", d)
 		}
 		plan.Paths = append(plan.Paths, rel)
-		if st, err := os.Lstat(filepath.Join(abs, "src")); err == nil && st.IsDir() {
+		if t.IsDir(pathJoin(at, "src")) {
 			plan.Paths = append(plan.Paths, pathJoin(rel, "src"))
 		}
 		switch pyproject, setup := pathJoin(rel, "pyproject.toml"), pathJoin(rel, "setup.py"); {
-		case exists(filepath.Join(abs, "pyproject.toml")):
-			raw, err := readRegular(filepath.Join(abs, "pyproject.toml"))
+		case t.Exists(pathJoin(dir, pyproject)):
+			raw, err := t.ReadFile(pathJoin(dir, pyproject), maxProjectFile)
 			if err != nil {
 				return nil, err
 			}
 			reqs, err := PyprojectDependencies(raw)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", pyproject, err)
+				return nil, fmt.Errorf("%s: %w", pathJoin(dir, pyproject), err)
 			}
 			plan.Requirements = append(plan.Requirements, reqs...)
-		case exists(filepath.Join(abs, "setup.py")):
+		case t.Exists(pathJoin(dir, setup)):
 			plan.Packages = append(plan.Packages, rel)
 			if err := hashFile(setup); err != nil {
 				return nil, err
@@ -106,7 +108,7 @@ func (p *Project) PythonPlan(dir string) (*PythonPlan, error) {
 			// Installed from its code: a code change is a new environment.
 			fmt.Fprintf(h, "package %s %d\n", rel, time.Now().UnixNano())
 		}
-		if req := pathJoin(rel, "requirements.txt"); exists(filepath.Join(abs, "requirements.txt")) {
+		if req := pathJoin(rel, "requirements.txt"); t.Exists(pathJoin(dir, req)) {
 			plan.RequirementFiles = append(plan.RequirementFiles, req)
 			if err := hashFile(req); err != nil {
 				return nil, err
@@ -121,35 +123,17 @@ func (p *Project) PythonPlan(dir string) (*PythonPlan, error) {
 }
 
 func pathJoin(dir, name string) string {
-	if dir == "." {
+	if dir == "." || dir == "" {
 		return name
+	}
+	if name == "." {
+		return dir
 	}
 	return dir + "/" + name
 }
 
-func exists(p string) bool {
-	st, err := os.Lstat(p)
-	return err == nil && st.Mode().IsRegular()
-}
-
 // maxProjectFile bounds the files a plan reads.
 const maxProjectFile = 1 << 20
-
-// readRegular reads a regular file (never through a symlink, which could
-// point outside the source), of bounded size.
-func readRegular(p string) ([]byte, error) {
-	st, err := os.Lstat(p)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Base(p), err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", filepath.Base(p))
-	}
-	if st.Size() > maxProjectFile {
-		return nil, fmt.Errorf("%s is larger than %d bytes", filepath.Base(p), maxProjectFile)
-	}
-	return os.ReadFile(p)
-}
 
 // PyprojectDependencies are the requirement strings of a pyproject.toml's
 // [project] dependencies (PEP 621) or, for a Poetry project without a
@@ -166,7 +150,7 @@ func PyprojectDependencies(raw []byte) ([]string, error) {
 		} `toml:"tool"`
 	}
 	if _, err := toml.Decode(string(raw), &doc); err != nil {
-		return nil, fmt.Errorf("not valid TOML: %w", err)
+		return nil, tomlError(err)
 	}
 	if doc.Project == nil {
 		return poetryRequirements(doc.Tool.Poetry.Dependencies)

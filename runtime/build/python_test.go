@@ -96,6 +96,17 @@ func writeTree(t *testing.T, files map[string]string) string {
 	return dir
 }
 
+// openTree opens dir as a Tree closed with the test.
+func openTree(t *testing.T, dir string) *Tree {
+	t.Helper()
+	tr, err := OpenTree(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
 func TestPythonPlan(t *testing.T) {
 	files := map[string]string{
 		"pyproject.toml":              "[project]\nname = \"x\"\ndependencies = [\"langgraph==1.2.22\", \"httpx>=0.27\"]\n",
@@ -109,7 +120,7 @@ func TestPythonPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := p.PythonPlan(dir)
+	plan, err := p.PythonPlan(openTree(t, dir), ".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +142,7 @@ func TestPythonPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		plan, err := p.PythonPlan(writeTree(t, files))
+		plan, err := p.PythonPlan(openTree(t, writeTree(t, files)), ".")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +188,7 @@ func TestPythonPlanRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.PythonPlan(dir); err == nil || !strings.Contains(err.Error(), bad) {
+		if _, err := p.PythonPlan(openTree(t, dir), "."); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("%s: err = %v, want %q", deps, err, bad)
 		}
 	}
@@ -285,14 +296,14 @@ func TestProjectEnv(t *testing.T) {
 		{`{"env": {"A": "1"}}`, map[string]string{"A": "1"}, ""},
 		{`{"env": ".env"}`, map[string]string{"A": "1", "B": "two words"}, ""},
 		{`{"env": "./missing.env"}`, nil, "missing.env"},
-		{`{"env": "link.env"}`, nil, "not a regular file"},
+		{`{"env": "link.env"}`, nil, "symbolic link"},
 		{`{}`, nil, ""},
 	} {
 		p, err := ParseProject([]byte(tc.cfg))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := p.Env(dir)
+		got, err := p.Env(openTree(t, dir), ".")
 		if tc.bad != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.bad) {
 				t.Errorf("%s: err = %v, want %q", tc.cfg, err, tc.bad)

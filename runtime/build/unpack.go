@@ -40,7 +40,8 @@ var ErrUnsafe = errors.New("unsafe archive")
 func Unpack(src, dst string, lim Limits) error {
 	f, err := os.Open(src)
 	if err != nil {
-		return fmt.Errorf("open archive: %w", err)
+		// src is Slipway's upload, under its data directory: not named.
+		return fmt.Errorf("open the source archive: %w", PlainError(err))
 	}
 	defer f.Close()
 	return UnpackReader(f, dst, lim)
@@ -52,15 +53,16 @@ func UnpackReader(r io.Reader, dst string, lim Limits) (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: not gzip-compressed: %v", ErrUnsafe, err)
 	}
+	// dst is Slipway's path: errors say what failed without it.
 	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dst, err)
+		return fmt.Errorf("create the source directory: %w", PlainError(err))
 	}
 	// os.Root confines every write to dst, whatever links are in the way;
 	// what it cannot do is keep a link it creates from pointing out, which
 	// is what the link bookkeeping below is for.
 	root, err := os.OpenRoot(dst)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", dst, err)
+		return fmt.Errorf("open the source directory: %w", PlainError(err))
 	}
 	defer root.Close()
 	u := &unpacker{root: root, links: map[string]string{}}
@@ -98,7 +100,7 @@ func UnpackReader(r io.Reader, dst string, lim Limits) (err error) {
 		switch hdr.Typeflag {
 		case tar.TypeDir:
 			if err := root.MkdirAll(name, mode|0o700); err != nil {
-				return fmt.Errorf("create %s: %w", name, err)
+				return fmt.Errorf("create %s: %w", name, PlainError(err))
 			}
 		case tar.TypeReg:
 			if total += hdr.Size; total > lim.MaxBytes {
@@ -109,10 +111,10 @@ func UnpackReader(r io.Reader, dst string, lim Limits) (err error) {
 			}
 			out, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode|0o600)
 			if err != nil {
-				return fmt.Errorf("%w: create %s: %v", ErrUnsafe, name, err)
+				return fmt.Errorf("%w: create %s: %v", ErrUnsafe, name, PlainError(err))
 			}
 			_, cerr := io.Copy(out, io.LimitReader(tr, hdr.Size))
-			if err := errors.Join(cerr, out.Close()); err != nil {
+			if err := errors.Join(PlainError(cerr), PlainError(out.Close())); err != nil {
 				return fmt.Errorf("write %s: %w", name, err)
 			}
 		case tar.TypeSymlink:
@@ -123,7 +125,7 @@ func UnpackReader(r io.Reader, dst string, lim Limits) (err error) {
 				return err
 			}
 			if err := root.Symlink(hdr.Linkname, name); err != nil {
-				return fmt.Errorf("%w: link %s: %v", ErrUnsafe, name, err)
+				return fmt.Errorf("%w: link %s: %v", ErrUnsafe, name, PlainError(err))
 			}
 			u.links[name] = hdr.Linkname
 		case tar.TypeLink:
@@ -144,7 +146,7 @@ func UnpackReader(r io.Reader, dst string, lim Limits) (err error) {
 				return err
 			}
 			if err := root.Link(target, name); err != nil {
-				return fmt.Errorf("%w: hard link %s: %v", ErrUnsafe, name, err)
+				return fmt.Errorf("%w: hard link %s: %v", ErrUnsafe, name, PlainError(err))
 			}
 		case tar.TypeXGlobalHeader, tar.TypeXHeader:
 		default:
@@ -207,7 +209,7 @@ func (u *unpacker) checkLinks() error {
 		if err := u.checkLink(name, u.links[name]); err != nil {
 			errs = append(errs, err)
 			if rerr := u.root.Remove(name); rerr != nil {
-				errs = append(errs, fmt.Errorf("remove %s: %w", name, rerr))
+				errs = append(errs, fmt.Errorf("remove %s: %w", name, PlainError(rerr)))
 			}
 		}
 	}
@@ -275,7 +277,7 @@ func clean(name string) (string, error) {
 func mkParent(root *os.Root, name string) error {
 	if dir := path.Dir(name); dir != "." {
 		if err := root.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
-			return fmt.Errorf("%w: create %s: %v", ErrUnsafe, dir, err)
+			return fmt.Errorf("%w: create %s: %v", ErrUnsafe, dir, PlainError(err))
 		}
 	}
 	return nil

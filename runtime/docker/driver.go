@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -178,13 +179,23 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 	if err := build.Unpack(s.TarballPath, app, build.DefaultLimits); err != nil {
 		return "", err
 	}
+	// Everything of the source (the configuration, the files that name
+	// dependencies, the build context) is read through this one Tree: no
+	// link in it is followed, and errors name files relative to it.
+	tree, err := build.OpenTree(app)
+	if err != nil {
+		return "", fmt.Errorf("the unpacked source: %w", err)
+	}
+	defer tree.Close()
 	cfgPath, err := graphConfig(s.GraphConfig)
 	if err != nil {
 		return "", err
 	}
-	raw, err := os.ReadFile(filepath.Join(app, filepath.FromSlash(cfgPath)))
-	if err != nil {
+	raw, err := tree.ReadFile(cfgPath, 0)
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("graph configuration file %q is not in the uploaded source", cfgPath)
+	} else if err != nil {
+		return "", fmt.Errorf("graph configuration file: %w", err)
 	}
 	g, err := ParseGraphFile(raw)
 	if err != nil {
@@ -223,12 +234,12 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 		}
 	}
 	if lang != nil {
-		if err := lang(d, ctx, s, app, cfgPath, proj, g, tag, imgLabels, log); err != nil {
+		if err := lang(d, ctx, s, tree, cfgPath, proj, g, tag, imgLabels, log); err != nil {
 			return "", err
 		}
 		return tag, nil
 	}
-	bc, err := contextTar(app, df)
+	bc, err := contextTar(tree, df)
 	if err != nil {
 		return "", err
 	}

@@ -14,7 +14,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"slipway/runtime"
+	"slipway/runtime/build"
 )
 
 // agentUser runs the agent in every image Slipway builds: an unprivileged
@@ -259,15 +259,16 @@ func (d *Driver) build(ctx context.Context, context io.Reader, tag string, label
 }
 
 // contextTar packs the build context: the generated Dockerfile and the
-// unpacked application under app/. The unpacker already refused links
-// that leave the tree, so links are copied as they are.
-func contextTar(app, df string) (io.Reader, error) {
-	return contextTarSkip(app, df, nil)
+// unpacked source tree under app/. The unpacker already refused links
+// that leave the tree, so links are copied as they are (never followed:
+// the tree is read through build.Tree).
+func contextTar(tree *build.Tree, df string) (io.Reader, error) {
+	return contextTarSkip(tree, df, nil)
 }
 
 // contextTarSkip is contextTar without the files and directories skip
-// names (slash-separated, relative to app).
-func contextTarSkip(app, df string, skip func(rel string) bool) (io.Reader, error) {
+// names (slash-separated, relative to the source).
+func contextTarSkip(tree *build.Tree, df string, skip func(rel string) bool) (io.Reader, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df)), Typeflag: tar.TypeReg}); err != nil {
@@ -276,25 +277,18 @@ func contextTarSkip(app, df string, skip func(rel string) bool) (io.Reader, erro
 	if _, err := io.WriteString(tw, df); err != nil {
 		return nil, err
 	}
-	err := filepath.WalkDir(app, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(app, p)
-		if err != nil {
-			return err
-		}
-		if skip != nil && rel != "." && skip(filepath.ToSlash(rel)) {
+	err := tree.WalkDir(".", func(rel string, e fs.DirEntry) error {
+		if skip != nil && rel != "." && skip(rel) {
 			if e.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
 		}
-		info, err := e.Info()
+		info, err := tree.Lstat(rel)
 		if err != nil {
 			return err
 		}
-		return tarEntry(tw, p, path.Join("app", filepath.ToSlash(rel)), info, false)
+		return treeEntry(tw, tree, rel, path.Join("app", rel), info)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pack build context: %w", err)
@@ -382,6 +376,40 @@ func lineImages(line string) []string {
 		return out
 	}
 	return nil
+}
+
+// treeEntry adds the file rel of tree, described by info, to tw as name,
+// as tarEntry does for a build context (owned by root).
+func treeEntry(tw *tar.Writer, tree *build.Tree, rel, name string, info fs.FileInfo) error {
+	link := ""
+	if info.Mode()&fs.ModeSymlink != 0 {
+		var err error
+		if link, err = tree.Readlink(rel); err != nil {
+			return err
+		}
+	}
+	h, err := tar.FileInfoHeader(info, link)
+	if err != nil {
+		return err
+	}
+	h.Name = name
+	if info.IsDir() {
+		h.Name += "/"
+	}
+	h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
+	if err := tw.WriteHeader(h); err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() {
+		return nil
+	}
+	f, err := tree.Open(rel)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(tw, io.LimitReader(f, info.Size()))
+	return err
 }
 
 // tarEntry adds the file at p, described by info, to tw as name: its mode,

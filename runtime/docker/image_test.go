@@ -15,6 +15,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"slipway/runtime"
+	"slipway/runtime/build"
 )
 
 // The build context is the generated Dockerfile and the unpacked source
@@ -44,7 +45,12 @@ func TestContextTarHoldsOnlyTheSource(t *testing.T) {
 	if err := os.Symlink("src/agent.py", filepath.Join(app, "main.py")); err != nil {
 		t.Fatal(err)
 	}
-	rd, err := contextTar(app, "FROM x\n")
+	tree, err := build.OpenTree(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	rd, err := contextTar(tree, "FROM x\n")
 	if err != nil {
 		t.Fatal(err)
 	}

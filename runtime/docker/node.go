@@ -7,11 +7,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path"
-	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -40,9 +40,8 @@ var packageManagers = map[string]string{"yarn": "yarn@1", "pnpm": "pnpm@9"}
 // named by the hash of package.json and the lock file (a code-only change
 // reuses it), then its code on top. An install_command replaces that
 // install and runs in the revision's image, with the code.
-func (d *Driver) nodeBuild(ctx context.Context, s runtime.Spec, app, cfgPath string, proj *build.Project, g graphFile, tag string, labels map[string]string, log io.Writer) error {
+func (d *Driver) nodeBuild(ctx context.Context, s runtime.Spec, tree *build.Tree, cfgPath string, proj *build.Project, g graphFile, tag string, labels map[string]string, log io.Writer) error {
 	cfgDir := path.Dir(cfgPath)
-	dir := filepath.Join(app, filepath.FromSlash(cfgDir))
 	noteUnsupported(proj, cfgPath, log)
 	major := proj.NodeVersion
 	if major == "" {
@@ -68,7 +67,7 @@ func (d *Driver) nodeBuild(ctx context.Context, s runtime.Spec, app, cfgPath str
 	if err := tarFile(tw, "deps/.keep", nil); err != nil {
 		return err
 	}
-	lock, tool, install, ok := build.JSLock(dir)
+	lock, tool, install, ok := build.JSLock(tree, cfgDir)
 	custom := strings.TrimSpace(s.InstallCommand) != ""
 	switch {
 	case custom:
@@ -84,8 +83,8 @@ func (d *Driver) nodeBuild(ctx context.Context, s runtime.Spec, app, cfgPath str
 			files = append(files, lock)
 		}
 		for _, f := range files {
-			raw, err := readProjectFile(dir, f)
-			if os.IsNotExist(err) && f != "package.json" {
+			raw, err := tree.ReadFile(path.Join(cfgDir, f), 0)
+			if errors.Is(err, fs.ErrNotExist) && f != "package.json" {
 				continue
 			} else if err != nil {
 				return err
@@ -114,13 +113,13 @@ func (d *Driver) nodeBuild(ctx context.Context, s runtime.Spec, app, cfgPath str
 	var rf strings.Builder
 	fmt.Fprintf(&rf, "FROM %s\nCOPY app /app\n", depsTag)
 	projectCommands(&rf, s, s.InstallCommand, cfgDir)
-	if err := revisionTail(&rf, proj, g, app, cfgPath, "", labels); err != nil {
+	if err := revisionTail(&rf, proj, g, tree, cfgPath, "", labels); err != nil {
 		return err
 	}
 	// The upload's own node_modules would land over the installed ones.
 	modules := path.Join(cfgDir, "node_modules")
 	skip := func(rel string) bool { return !custom && ok && rel == modules }
-	return d.buildRevision(ctx, app, rf.String(), tag, skip, log)
+	return d.buildRevision(ctx, tree, rf.String(), tag, skip, log)
 }
 
 // withPackageManager makes install, the command of tool (npm, yarn,
@@ -149,16 +148,3 @@ func withPackageManager(tool, install string, pkg []byte) (string, error) {
 
 // npmVersionRe is a package manager's version in packageManager.
 var npmVersionRe = regexp.MustCompile(`^[0-9]+(\.[0-9]+){0,2}(-[0-9A-Za-z.-]+)?$`)
-
-// readProjectFile reads a regular file of the project directory dir.
-func readProjectFile(dir, name string) ([]byte, error) {
-	p := filepath.Join(dir, name)
-	st, err := os.Lstat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	return os.ReadFile(p)
-}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,7 +21,7 @@ import (
 // revision's image on top of it with the project's code.
 
 // projectBuild builds a project revision's image on a language's agent image.
-type projectBuild func(d *Driver, ctx context.Context, s runtime.Spec, app, cfgPath string, proj *build.Project, g graphFile, tag string, labels map[string]string, log io.Writer) error
+type projectBuild func(d *Driver, ctx context.Context, s runtime.Spec, tree *build.Tree, cfgPath string, proj *build.Project, g graphFile, tag string, labels map[string]string, log io.Writer) error
 
 // projectLanguage is how a project is built: with Node.js for JavaScript
 // graphs (or a node_version), with Python for Python graphs (or a
@@ -164,11 +163,11 @@ func projectCommands(rf *strings.Builder, s runtime.Spec, install, cfgDir string
 // revisionTail ends a project revision's Dockerfile: the dockerfile_lines,
 // the project's env (Slipway's own variables and extra win), the agent's
 // settings, the labels, and the agent as its unprivileged user.
-func revisionTail(rf *strings.Builder, proj *build.Project, g graphFile, app, cfgPath, extra string, labels map[string]string) error {
+func revisionTail(rf *strings.Builder, proj *build.Project, g graphFile, tree *build.Tree, cfgPath, extra string, labels map[string]string) error {
 	for _, l := range g.DockerfileLines {
 		rf.WriteString(l + "\n")
 	}
-	env, err := proj.Env(filepath.Join(app, filepath.FromSlash(path.Dir(cfgPath))))
+	env, err := proj.Env(tree, path.Dir(cfgPath))
 	if err != nil {
 		return err
 	}
@@ -190,11 +189,11 @@ func revisionTail(rf *strings.Builder, proj *build.Project, g graphFile, app, cf
 	return nil
 }
 
-// buildRevision builds the revision image tag from the source app and
-// the Dockerfile df, leaving out what skip names (slash-separated, under
-// app).
-func (d *Driver) buildRevision(ctx context.Context, app, df, tag string, skip func(rel string) bool, log io.Writer) error {
-	bc, err := contextTarSkip(app, df, skip)
+// buildRevision builds the revision image tag from the source tree and
+// the Dockerfile df, leaving out what skip names (slash-separated, relative
+// to the source).
+func (d *Driver) buildRevision(ctx context.Context, tree *build.Tree, df, tag string, skip func(rel string) bool, log io.Writer) error {
+	bc, err := contextTarSkip(tree, df, skip)
 	if err != nil {
 		return err
 	}

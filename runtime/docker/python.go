@@ -285,9 +285,9 @@ func tarTree(dir string, w io.Writer) error {
 // its dependencies (slipway-deps:<hash>, built once per set of dependency
 // files and interpreter, so a code-only change reuses it) and, on top, the
 // project's code.
-func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath string, proj *build.Project, g graphFile, tag string, labels map[string]string, log io.Writer) error {
+func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, tree *build.Tree, cfgPath string, proj *build.Project, g graphFile, tag string, labels map[string]string, log io.Writer) error {
 	cfgDir := path.Dir(cfgPath)
-	plan, err := proj.PythonPlan(filepath.Join(app, filepath.FromSlash(cfgDir)))
+	plan, err := proj.PythonPlan(tree, cfgDir)
 	if err != nil {
 		return err
 	}
@@ -330,9 +330,9 @@ func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath s
 		return err
 	}
 	for f := range files {
-		raw, err := os.ReadFile(filepath.Join(app, filepath.FromSlash(f)))
+		raw, err := tree.ReadFile(f, 0)
 		if err != nil {
-			return fmt.Errorf("read %s: %w", f, err)
+			return err
 		}
 		fmt.Fprintf(h, "%s %x\n", f, sha256.Sum256(raw))
 		if err := tarFile(tw, "deps/"+f, raw); err != nil {
@@ -342,7 +342,7 @@ func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath s
 	for _, p := range plan.Packages {
 		// Installed from their code: the whole directory is a dependency.
 		fmt.Fprintf(h, "package %s %d\n", p, time.Now().UnixNano())
-		if err := addTree(tw, filepath.Join(app, filepath.FromSlash(inApp(p))), "deps/"+inApp(p)); err != nil {
+		if err := addTree(tw, tree, inApp(p), "deps/"+inApp(p)); err != nil {
 			return err
 		}
 	}
@@ -377,10 +377,10 @@ func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, app, cfgPath s
 	fmt.Fprintf(&rf, "FROM %s\nCOPY app /app\nRUN %s\n", depsTag, run)
 	projectCommands(&rf, s, s.InstallCommand, cfgDir)
 	extra := "VIRTUAL_ENV=/venv PATH=/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin SLIPWAY_AGENT_PYTHON=/venv/bin/python"
-	if err := revisionTail(&rf, proj, g, app, cfgPath, extra, labels); err != nil {
+	if err := revisionTail(&rf, proj, g, tree, cfgPath, extra, labels); err != nil {
 		return err
 	}
-	return d.buildRevision(ctx, app, rf.String(), tag, nil, log)
+	return d.buildRevision(ctx, tree, rf.String(), tag, nil, log)
 }
 
 // pipInstall is the command that installs args into /venv with installer
@@ -401,19 +401,20 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// addTree adds the regular files and directories under dir as name/.
-func addTree(tw *tar.Writer, dir, name string) error {
-	return filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+// addTree adds the regular files and directories under dir (relative to
+// the tree) as name/; links are left out, not followed.
+func addTree(tw *tar.Writer, tree *build.Tree, dir, name string) error {
+	return tree.WalkDir(dir, func(p string, e fs.DirEntry) error {
+		rel := p // below dir
+		if dir != "." {
+			rel = strings.TrimPrefix(strings.TrimPrefix(p, dir), "/")
 		}
-		rel, _ := filepath.Rel(dir, p)
-		n := path.Join(name, filepath.ToSlash(rel))
+		n := path.Join(name, rel)
 		switch {
 		case e.IsDir():
 			return tw.WriteHeader(&tar.Header{Name: n + "/", Mode: 0o755, Typeflag: tar.TypeDir})
 		case e.Type().IsRegular():
-			raw, err := os.ReadFile(p)
+			raw, err := tree.ReadFile(p, 0)
 			if err != nil {
 				return err
 			}

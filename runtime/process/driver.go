@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -223,42 +222,6 @@ func mkdirMode(dir string, mode os.FileMode) error {
 	return nil
 }
 
-// chownTree gives root's tree to uid (and the gid of that number). It
-// walks without following links and changes children before their
-// directory: while a path is being changed, every directory above it is
-// still root's, so code already running as uid cannot swap one of them
-// for a symlink and redirect the change. A tree whose top uid already
-// owns was handed over before (or made by uid) and is left alone.
-func chownTree(top string, uid int) error {
-	if uid < 0 {
-		return nil
-	}
-	st, err := os.Lstat(top)
-	if err != nil {
-		return fmt.Errorf("chown %s: %w", top, err)
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) == uid {
-		return nil
-	}
-	var paths []string
-	err = filepath.WalkDir(top, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		paths = append(paths, p)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("chown %s: %w", top, err)
-	}
-	for i := len(paths) - 1; i >= 0; i-- {
-		if err := os.Lchown(paths[i], uid, uid); err != nil {
-			return fmt.Errorf("chown %s: %w", paths[i], err)
-		}
-	}
-	return nil
-}
-
 func (d *Driver) revDir(dep, rev string) string {
 	return filepath.Join(d.Root, dep, "revisions", rev)
 }
@@ -269,10 +232,17 @@ func needsDocker(s runtime.Spec) error {
 		runtime.ErrUnsupported, s.Source)
 }
 
-// Build unpacks the revision's archive and runs its install and build
-// commands. A docker-image source has nothing to build; it is refused at
-// deploy, where an image would be started.
-func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (string, error) {
+// buildRevision unpacks the revision's archive, reads its project and
+// runs its install and build commands (Build, in errors.go, says its
+// errors in the project's terms). A docker-image source has nothing to
+// build; it is refused at deploy, where an image would be started.
+//
+// The order is what keeps deployment code from redirecting Slipway: the
+// source is unpacked into a directory only Slipway can write, everything
+// Slipway needs of it is read from there through one build.Tree
+// (readRevision), and only then is the tree handed to the deployment's
+// uid, from the same descriptors; after that Slipway reads nothing in it.
+func (d *Driver) buildRevision(ctx context.Context, s runtime.Spec, log io.Writer) (string, error) {
 	if s.Source != "internal_source" {
 		fmt.Fprintf(log, "nothing to build for source %s\n", s.Source)
 		return "", nil
@@ -301,7 +271,13 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 		}
 	}
 	if err := os.RemoveAll(app); err != nil {
-		return "", fmt.Errorf("clear %s: %w", app, err)
+		return "", fmt.Errorf("clear the source directory: %w", build.PlainError(err))
+	}
+	// 0700 and Slipway's before the first file lands: in uid mode (no
+	// mount namespace) no other deployment, and no code of this one, can
+	// read or change the source while Slipway unpacks and reads it.
+	if err := mkdirMode(app, 0o700); err != nil {
+		return "", err
 	}
 	fmt.Fprintf(log, "==> unpack the source archive\n")
 	unpacked := time.Now()
@@ -309,32 +285,45 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 		return "", err
 	}
 	fmt.Fprintf(log, "<== unpack the source archive done in %s\n", took(unpacked))
-	// 0700: in uid mode (no mount namespace) another deployment that
-	// guessed the path still cannot read the source.
-	if err := os.Chmod(app, 0o700); err != nil {
-		return "", fmt.Errorf("protect %s: %w", app, err)
+	tree, err := build.OpenTree(app)
+	if err != nil {
+		return "", fmt.Errorf("the unpacked source: %w", err)
 	}
-	if err := chownTree(app, uid); err != nil {
-		return "", err
-	}
-	cfg, err := graphConfigPath(app, s.GraphConfig)
+	defer tree.Close()
+	proj, err := readRevision(tree, s.GraphConfig, strings.TrimSpace(s.InstallCommand))
 	if err != nil {
 		return "", err
 	}
-	env, err := d.buildProject(ctx, s, uid, cfg, environ(d.depDir(s.DeploymentID), s.Env), log)
-	if err != nil {
+	proj.notes(log)
+	if err := proj.keep(rev); err != nil {
 		return "", err
 	}
-	install, installDir, err := jsProject(cfg, s.InstallCommand, log)
+	// Handed over from the descriptors the reads used; nothing below
+	// reads the tree again.
+	if err := handOver(tree, "the source", uid); err != nil {
+		return "", err
+	}
+	tree.Close()
+	dir := filepath.Join(app, filepath.FromSlash(proj.dir))
+	env := environ(d.depDir(s.DeploymentID), s.Env)
+	if proj.plan != nil {
+		if err := d.buildVenv(ctx, s, uid, dir, proj.plan, proj.proj.PythonVersion, env, log); err != nil {
+			return "", err
+		}
+		env = venvEnviron(env, filepath.Join(rev, venvDir))
+	}
+	install, installDir, err := jsProject(proj, s.InstallCommand, log)
 	if err != nil {
 		return "", err
 	}
 	if installDir == "" {
 		installDir = app
+	} else {
+		installDir = filepath.Join(app, filepath.FromSlash(installDir))
 	}
 	for _, step := range []struct{ name, cmd, dir string }{
 		{"install command", install, installDir},
-		{"build command", s.BuildCommand, filepath.Dir(cfg)},
+		{"build command", s.BuildCommand, dir},
 	} {
 		if strings.TrimSpace(step.cmd) == "" {
 			continue
@@ -346,7 +335,7 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 		}
 	}
 	if err := os.WriteFile(marker, nil, 0o600); err != nil {
-		return "", fmt.Errorf("mark build: %w", err)
+		return "", fmt.Errorf("mark build: %w", build.PlainError(err))
 	}
 	return app, nil
 }
@@ -356,13 +345,10 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 // package.json beside the configuration) when the revision names no
 // install_command: the package manager its lock file names, run in the
 // project's directory. It returns the install command and its directory
-// ("" for the source's root, where an install_command runs).
-func jsProject(cfg, installCommand string, log io.Writer) (string, string, error) {
-	want, err := build.NodeVersion(cfg)
-	if err != nil {
-		return "", "", err
-	}
-	if want != "" {
+// relative to the source ("" for the source's root, where an
+// install_command runs).
+func jsProject(proj *revisionProject, installCommand string, log io.Writer) (string, string, error) {
+	if want := proj.node; want != "" {
 		have, err := build.HostNodeVersion()
 		if err != nil {
 			return "", "", fmt.Errorf("node_version %s: %w", want, err)
@@ -375,36 +361,21 @@ func jsProject(cfg, installCommand string, log io.Writer) (string, string, error
 	if strings.TrimSpace(installCommand) != "" {
 		return installCommand, "", nil
 	}
-	js, ok, err := build.DetectJSInstall(filepath.Dir(cfg), exec.LookPath)
-	if err != nil || !ok {
-		return "", "", err
+	if proj.jsErr != nil || !proj.jsFound {
+		return "", "", proj.jsErr
 	}
 	why := "no lock file"
-	if js.Lock != "" {
-		why = js.Lock
+	if proj.js.Lock != "" {
+		why = proj.js.Lock
 	}
-	fmt.Fprintf(log, "JavaScript project: installing its dependencies with %s (%s)\n", js.Command, why)
-	return js.Command, filepath.Dir(cfg), nil
+	fmt.Fprintf(log, "JavaScript project: installing its dependencies with %s (%s)\n", proj.js.Command, why)
+	return proj.js.Command, proj.dir, nil
 }
 
 // job is a sandbox job of the deployment run as uid from dir.
 func (d *Driver) job(dep string, uid int, dir string, argv, env []string) sandbox.Job {
 	return sandbox.Job{DataDir: d.DataDir, DeployDir: d.depDir(dep), UID: uid, GID: uid, Dir: dir, Argv: argv, Env: env,
 		Cgroups: d.cgroups.Dirs(dep)}
-}
-
-// graphConfigPath resolves the graph configuration file inside app.
-func graphConfigPath(app, rel string) (string, error) {
-	clean, err := build.GraphConfigPath(rel)
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(app, filepath.FromSlash(clean))
-	st, err := os.Stat(p)
-	if err != nil || !st.Mode().IsRegular() {
-		return "", fmt.Errorf("graph configuration file %q is not in the uploaded source", rel)
-	}
-	return p, nil
 }
 
 // environ is the agent's environment: the deployment's secrets over a
@@ -419,11 +390,11 @@ func environ(depDir string, env map[string]string) []string {
 	return out
 }
 
-// Deploy hands the deployment over to this revision: new requests wait
+// deploy hands the deployment over to this revision: new requests wait
 // at the gate, the running revision stops, this one starts on the same
 // agent database and must answer GET /ok. On failure the previous
 // revision is started again.
-func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, app string, log io.Writer) (string, error) {
+func (d *Driver) deploy(ctx context.Context, s runtime.Spec, app string, log io.Writer) (string, error) {
 	if s.Source != "internal_source" {
 		return "", needsDocker(s)
 	}
@@ -636,7 +607,7 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 	env = append(env,
 		"SLIPWAY_AGENT_ADDR="+addr, "SLIPWAY_AGENT_DATA_DIR="+data, "SLIPWAY_GRAPH_CONFIG="+cfg,
 		"SLIPWAY_LOG_FORMAT=json", tokenEnv)
-	job := d.job(s.DeploymentID, uid, app, []string{d.Bin, "agent"}, env)
+	job := d.revisionJob(s, uid, true, app, []string{d.Bin, "agent"}, env)
 	job.KeepFDs = []int{tokenFD}
 	c := &child{rev: s.RevisionID, spec: s, app: app, endpoint: "http://" + addr, token: token,
 		command: func() (*exec.Cmd, error) {

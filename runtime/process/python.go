@@ -50,11 +50,13 @@ type projectState struct {
 	Python bool              `json:"python,omitempty"`
 }
 
-// step runs one build step, logging its command and how long it took.
+// step runs one build step, logging its command (with Slipway's paths
+// said relative, see scrubber) and how long it took. It sees only what a
+// build of its revision needs (see visible).
 func (d *Driver) step(ctx context.Context, log io.Writer, name string, s runtime.Spec, uid int, dir string, argv, env []string) error {
-	fmt.Fprintf(log, "==> %s: %s\n", name, strings.Join(argv, " "))
+	fmt.Fprintf(log, "==> %s: %s\n", name, d.scrubber(s).Replace(strings.Join(argv, " ")))
 	start := time.Now()
-	cmd, err := d.sandbox.Command(ctx, d.job(s.DeploymentID, uid, dir, argv, env))
+	cmd, err := d.sandbox.Command(ctx, d.revisionJob(s, uid, false, dir, argv, env))
 	if err != nil {
 		return err
 	}
@@ -89,56 +91,6 @@ func (d *Driver) interpreters(ctx context.Context) []build.Interpreter {
 		d.Log.Info().Strs("pythons", vs).Msg("Python interpreters for deployments")
 	})
 	return d.pythons
-}
-
-// buildProject reads the revision's project (before any of its code has
-// run, so that nothing it plants is read as root), names the keys it does
-// not act on, keeps its env, and builds its Python environment when it
-// needs one. env is the environment the build's commands run with; the
-// returned one adds the virtual environment.
-func (d *Driver) buildProject(ctx context.Context, s runtime.Spec, uid int, cfg string, env []string, log io.Writer) ([]string, error) {
-	rev := d.revDir(s.DeploymentID, s.RevisionID)
-	proj, err := build.LoadProject(cfg)
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range proj.Unsupported {
-		fmt.Fprintf(log, "note: %s in %s is not supported by Slipway and is ignored\n", k, filepath.Base(cfg))
-	}
-	for _, k := range []struct{ key, v string }{{"base_image", proj.BaseImage}, {"image_distro", proj.ImageDistro}} {
-		if k.v != "" {
-			fmt.Fprintf(log, "note: %s applies to the docker runtime; the process runtime runs on this host's own system\n", k.key)
-		}
-	}
-	if len(proj.DockerfileLines) > 0 {
-		fmt.Fprintf(log, "note: dockerfile_lines apply to the docker runtime; the process runtime ignores them\n")
-	}
-	dir := filepath.Dir(cfg)
-	penv, err := proj.Env(dir)
-	if err != nil {
-		return nil, err
-	}
-	state := projectState{Env: penv, Python: proj.NeedsPython()}
-	var plan *build.PythonPlan
-	if state.Python {
-		if plan, err = proj.PythonPlan(dir); err != nil {
-			return nil, err
-		}
-	}
-	raw, err := json.Marshal(state)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(rev, projectFile), raw, 0o600); err != nil {
-		return nil, fmt.Errorf("keep the project's settings: %w", err)
-	}
-	if plan == nil {
-		return env, nil
-	}
-	if err := d.buildVenv(ctx, s, uid, dir, plan, proj.PythonVersion, env, log); err != nil {
-		return nil, err
-	}
-	return venvEnviron(env, filepath.Join(rev, venvDir)), nil
 }
 
 // venvEnviron is env with the virtual environment activated.
@@ -177,7 +129,7 @@ func (d *Driver) buildVenv(ctx context.Context, s runtime.Spec, uid int, dir str
 	venv := filepath.Join(rev, venvDir)
 	fmt.Fprintf(log, "Python %s (%s), installer %s, environment %s\n", py.Version, py.Path, installer, hash)
 	if err := os.RemoveAll(venv); err != nil {
-		return fmt.Errorf("clear %s: %w", venv, err)
+		return fmt.Errorf("clear the virtual environment: %w", build.PlainError(err))
 	}
 	os.Remove(filepath.Join(rev, venvBase))
 	if plan.PipConfigFile != "" {
@@ -195,10 +147,10 @@ func (d *Driver) buildVenv(ctx context.Context, s runtime.Spec, uid int, dir str
 		name := "share the environment of revision " + filepath.Base(filepath.Dir(from)) + " (same dependencies)"
 		fmt.Fprintf(log, "==> %s\n", name)
 		if err := sharedVenv(venv, from, py, plan, dir, uid); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("%s: %w", name, build.PlainError(err))
 		}
 		if err := os.WriteFile(filepath.Join(rev, venvBase), []byte(from), 0o600); err != nil {
-			return fmt.Errorf("mark the environment: %w", err)
+			return fmt.Errorf("mark the environment: %w", build.PlainError(err))
 		}
 		fmt.Fprintf(log, "<== %s done in %s\n", name, took(start))
 		return d.markVenv(rev, hash)
@@ -248,7 +200,7 @@ func (d *Driver) buildVenv(ctx context.Context, s runtime.Spec, uid int, dir str
 // was built from.
 func (d *Driver) markVenv(rev, hash string) error {
 	if err := os.WriteFile(filepath.Join(rev, venvHash), []byte(hash), 0o600); err != nil {
-		return fmt.Errorf("mark the environment: %w", err)
+		return fmt.Errorf("mark the environment: %w", build.PlainError(err))
 	}
 	return nil
 }
@@ -293,10 +245,18 @@ func sharedVenv(venv, base string, py build.Interpreter, plan *build.PythonPlan,
 	links := map[string]string{"python": py.Path, "python3": "python", "python" + mm: "python"}
 	// base's commands (console scripts) run with base's interpreter; its
 	// pip would install into base, which other revisions use: pip here is
-	// `python -m pip`, which installs into this environment.
-	entries, err := os.ReadDir(filepath.Join(base, "bin"))
+	// `python -m pip`, which installs into this environment. base is the
+	// deployment's (its uid owns it, and the serving revision may run
+	// from it): its bin is listed through a Tree, so a bin that became a
+	// link lists nothing of where it leads.
+	bt, err := build.OpenTree(base)
 	if err != nil {
-		return err
+		return fmt.Errorf("the shared environment: %w", err)
+	}
+	entries, err := bt.ReadDir("bin")
+	bt.Close()
+	if err != nil {
+		return fmt.Errorf("the shared environment: %w", err)
 	}
 	for _, e := range entries {
 		n := e.Name()

@@ -62,6 +62,15 @@ func launch(job Job) error {
 			return fmt.Errorf("open %s: %w", path, err)
 		}
 	}
+	// What the job is to see of its deployment, opened before anything
+	// hides it and kept open: the mounts and the Landlock rules below are
+	// of these very directories.
+	binds, openErr := openVisible(job)
+	if openErr != nil {
+		return openErr
+	}
+	defer binds.close()
+	job.open = binds
 	if job.Mode.namespaces() {
 		if err := hideDataDir(job); err != nil {
 			return err
@@ -144,18 +153,13 @@ func within(path, dir string) bool {
 
 // hideDataDir runs in the launcher's new mount namespace: mounts stop
 // propagating to the host, private tmpfs cover the shared temporary
-// directories (SharedTempDirs) and the data directory, the deployment's directory is bound back at its own path, and
+// directories (SharedTempDirs) and the data directory, the directories of
+// the deployment the job is to see are bound back at their own paths, and
 // a /proc of the new PID namespace replaces the host's.
 func hideDataDir(job Job) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
-	// Held before the tmpfs hides it; bound from the fd below.
-	dep, err := unix.Open(job.DeployDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open deployment directory: %w", err)
-	}
-	defer unix.Close(dep)
 	// Parents first, so that a data directory under /tmp is hidden by its
 	// own tmpfs on top of the private /tmp.
 	// Slipway may run with umask 0077 (systemd's UMask); the deployment's
@@ -182,12 +186,10 @@ func hideDataDir(job Job) error {
 			return fmt.Errorf("tmpfs over %s: %w", dir, err)
 		}
 	}
-	if err := os.MkdirAll(job.DeployDir, 0o711); err != nil {
-		return fmt.Errorf("mount point %s: %w", job.DeployDir, err)
-	}
-	src := "/proc/self/fd/" + strconv.Itoa(dep)
-	if err := unix.Mount(src, job.DeployDir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind the deployment directory: %w", err)
+	// Only the directories the job is to see come back (job.open, held
+	// from before the tmpfs): not the deployment's other revisions.
+	if err := job.open.mount(); err != nil {
+		return err
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
@@ -218,7 +220,8 @@ func dropPrivileges(uid, gid int) error {
 }
 
 // restrictLandlock allows reading and executing everything but the data
-// directory, and writing only in the deployment's directory and /dev.
+// directory, and writing only in the directories of the deployment the
+// job is to see (job.open) and /dev.
 // Landlock is an allow-list, so "everything but" is each sibling along
 // the path down to the data directory. Best effort: an older kernel
 // enforces what it knows, one without Landlock nothing (Probe reports it).
@@ -248,9 +251,9 @@ func restrictLandlock(job Job, exe string) error {
 		}
 		dir = next
 	}
-	rules = append(rules,
-		landlock.RWDirs(job.DeployDir).WithRefer(),
-		landlock.RWDirs("/dev").WithIoctlDev().IgnoreIfMissing())
+	// Of the data directory, only what the job is to see (job.open).
+	rules = append(rules, job.open.rules()...)
+	rules = append(rules, landlock.RWDirs("/dev").WithIoctlDev().IgnoreIfMissing())
 	rules = append(rules, privateTempRules(job)...)
 	if exe != "" {
 		rules = append(rules, landlock.ROFiles(exe))

@@ -41,9 +41,9 @@ type Mode string
 const (
 	// ModeNamespaces (Slipway is root): a uid/gid per deployment, and new
 	// mount, PID and IPC namespaces in which the data directory is a
-	// tmpfs holding only the deployment's own directory, /proc shows only
-	// the deployment's processes, and /tmp, /var/tmp, /run/lock and
-	// /dev/shm are private.
+	// tmpfs holding only the directories of the deployment that the job's
+	// revision needs (Job.Binds), /proc shows only the deployment's
+	// processes, and /tmp, /var/tmp, /run/lock and /dev/shm are private.
 	ModeNamespaces Mode = "namespaces"
 	// ModeUID (Slipway is root, namespaces failed, e.g. inside an
 	// unprivileged container): a uid/gid per deployment plus Landlock.
@@ -77,9 +77,15 @@ type Job struct {
 	// DataDir is Slipway's data directory: hidden (namespaces) or denied
 	// (Landlock), all but DeployDir.
 	DataDir string `json:"data_dir"`
-	// DeployDir is the deployment's own directory inside DataDir, the
-	// only part of it the job can see; it may write there.
+	// DeployDir is the deployment's own directory inside DataDir; the
+	// job sees of it only what Binds name (all of it when Binds is empty,
+	// as for the start-up probe), and may write there unless read-only.
 	DeployDir string `json:"deploy_dir"`
+	// Binds are the directories of DeployDir the job sees: in a mount
+	// namespace the only ones bound back into the tmpfs that covers the
+	// data directory, under Landlock the only ones it may read or write
+	// there (see binds.go).
+	Binds []Bind `json:"binds,omitempty"`
 	// UID and GID are the deployment's ids (privileged modes only).
 	UID int `json:"uid"`
 	GID int `json:"gid"`
@@ -98,6 +104,9 @@ type Job struct {
 	// Probe makes the launcher apply everything and exit 0 instead of
 	// running Argv: how start-up finds out what works.
 	Probe bool `json:"probe,omitempty"`
+
+	// open are the Binds as the launcher opened them (openVisible).
+	open openBinds
 }
 
 // Launcher starts jobs through the launcher subcommand of Bin.
@@ -146,7 +155,7 @@ func (l *Launcher) Command(ctx context.Context, job Job) (*exec.Cmd, error) {
 // modes share them.
 const (
 	ownUID      = "each deployment runs as its own uid/gid with no capabilities and no_new_privs: it cannot signal or ptrace Slipway or another agent, nor read their files"
-	privateData = "the data directory is a tmpfs holding only the deployment's own directory: master key, database, uploads, admin socket and other deployments are not there"
+	privateData = "the data directory is a tmpfs holding only what the job's own revision needs of its deployment (HOME, TMPDIR, its source and virtualenv, the agent's database): master key, database, uploads, admin socket, other deployments and the deployment's other revisions are not there"
 	privateProc = "a private /proc shows only the deployment's own processes; /tmp, /var/tmp, /run/lock and /dev/shm are private tmpfs, emptied when the process tree that mounted them ends (nothing written there outlives it or reaches another deployment)"
 	sharedUID   = "Slipway is not root: deployments share its uid, so file permissions do not separate them"
 )
@@ -181,7 +190,7 @@ func Isolation(m Mode, landlockABI int, notes []string) (mode string, guarantees
 		missing = append(missing, t)
 	}
 	if ll {
-		g := fmt.Sprintf("Landlock ABI v%d: read and execute outside the data directory, write only in the deployment's own directory and /dev; no ptrace of processes outside the deployment", landlockABI)
+		g := fmt.Sprintf("Landlock ABI v%d: read and execute outside the data directory; of the data directory only its own revision's directories, which it may write, and /dev; no ptrace of processes outside the deployment", landlockABI)
 		if landlockABI >= 6 {
 			g += "; no signals or abstract unix sockets to processes outside it"
 		}
