@@ -251,11 +251,11 @@ func (s *Service) revisionLogs(w http.ResponseWriter, r *http.Request, ps httpro
 	if err != nil {
 		return err
 	}
-	st, err := s.readLogs(p.WorkspaceID, dep, rid, phases, logCursor{})
-	if err != nil {
-		return err
-	}
 	if !wantsStream(r) {
+		st, err := s.readLogs(p.WorkspaceID, dep, rid, phases, logCursor{})
+		if err != nil {
+			return err
+		}
 		if st.entries == nil {
 			st.entries = []LogEntry{}
 		}
@@ -268,6 +268,12 @@ func (s *Service) revisionLogs(w http.ResponseWriter, r *http.Request, ps httpro
 	// revision, as a deploy script waiting for it wants.
 	agent := phases == nil || phases["agent"]
 	serving := phases["agent"]
+	// The revision must exist (404 otherwise); its lines are read by the
+	// follower once it holds a slot, so a refused one costs no more than
+	// this.
+	if _, err := s.readLogs(p.WorkspaceID, dep, rid, map[string]bool{}, logCursor{}); err != nil {
+		return err
+	}
 	return s.follow(w, r, cur, []string{revisionTopic(rid.String()), deploymentTopic(dep.String())},
 		func(e LogEntry) bool {
 			if e.Phase == "agent" {
@@ -335,16 +341,23 @@ func (s *Service) deploymentLogs(w http.ResponseWriter, r *http.Request, ps http
 		})
 		return out, d, err
 	}
-	entries, d, err := read(logCursor{})
-	if err != nil {
-		return err
-	}
 	if !wantsStream(r) {
+		entries, d, err := read(logCursor{})
+		if err != nil {
+			return err
+		}
 		if entries == nil {
 			entries = []LogEntry{}
 		}
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"logs": entries, "active_revision_id": d.ActiveRevisionID})
 		return nil
+	}
+	// The deployment must exist (404 otherwise); see revisionLogs.
+	if err := s.DB.View(func(tx *bolt.Tx) error {
+		_, err := loadDeployment(tx, p.WorkspaceID, dep)
+		return err
+	}); err != nil {
+		return err
 	}
 	return s.follow(w, r, cur, []string{deploymentTopic(dep.String())},
 		func(e LogEntry) bool { return rev == nil || e.RevisionID == rev.String() },
@@ -370,9 +383,16 @@ func (s *Service) deploymentLogs(w http.ResponseWriter, r *http.Request, ps http
 // (a non-empty final status, sent in an "end" event) or the client goes.
 // Each event's id is the cursor after it. A quiet stream sends a comment
 // every Heartbeat. A follower that falls behind the hub's buffer is
-// dropped there and catches up here from the database.
+// dropped there and catches up here from the database. A follower holds
+// one of its credential's slots (followerSlots) until it ends: beyond the
+// caps it is refused with 429 before anything is read.
 func (s *Service) follow(w http.ResponseWriter, r *http.Request, cur logCursor, topics []string,
 	keep func(LogEntry) bool, read func(logCursor) ([]LogEntry, error), final func() (string, error)) error {
+	release, err := s.followSlot(w, r)
+	if err != nil {
+		return err
+	}
+	defer release()
 	f := &follower{s: s, st: startStream(w, cur), read: read, final: final, keep: keep}
 	heartbeat := time.NewTicker(s.heartbeat())
 	defer heartbeat.Stop()
@@ -481,11 +501,12 @@ func (f *follower) live(r *http.Request, sub *subscription, heartbeat, check <-c
 		select {
 		case <-r.Context().Done():
 			return true
-		case e, ok := <-sub.C:
+		case <-sub.Ready:
+			batch, ok := sub.Take()
 			if !ok {
 				return false
 			}
-			if f.st.send(f.kept(drain(sub, e))) != nil {
+			if f.st.send(f.kept(batch)) != nil {
 				return true
 			}
 		case <-heartbeat:
@@ -509,22 +530,4 @@ func (f *follower) kept(batch []LogEntry) []LogEntry {
 		}
 	}
 	return out
-}
-
-// drain returns first and the lines already waiting in sub after it, up to
-// a buffer's worth.
-func drain(sub *subscription, first LogEntry) []LogEntry {
-	batch := []LogEntry{first}
-	for len(batch) < subscriberBuffer {
-		select {
-		case e, ok := <-sub.C:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, e)
-		default:
-			return batch
-		}
-	}
-	return batch
 }
