@@ -1,9 +1,11 @@
 package controlplane
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -45,12 +47,30 @@ func (c credResolver) Authenticate(r *http.Request) (*auth.Principal, error) {
 // of its revision (still building, so that its follow does not end), in
 // process, behind the service's own routes.
 type followFixture struct {
-	s        *Service
-	srv      *httptest.Server
-	dep, rev string // follow URL paths
+	s          *Service
+	srv        *httptest.Server
+	dep, rev   string // follow URL paths
+	depID, rid uuid.UUID
+}
+
+// smallBuffers makes both ends' socket buffers small, so that a client
+// that does not read blocks the server's writes after a few KiB rather
+// than after the megabytes loopback sockets take.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(4 << 10)
+	}
+	return c, err
 }
 
 func newFollowFixture(t *testing.T, s *Service) *followFixture {
+	return newFollowFixtureOpt(t, s, false)
+}
+
+func newFollowFixtureOpt(t *testing.T, s *Service, small bool) *followFixture {
 	t.Helper()
 	ws, dep, rid := storage.NewID(), storage.NewID(), storage.NewID()
 	if err := s.DB.Update(func(tx *bolt.Tx) error {
@@ -66,11 +86,66 @@ func newFollowFixture(t *testing.T, s *Service) *followFixture {
 	s.Audit = &track.Recorder{}
 	rt := httpx.Record(httpx.NewRouter())
 	s.Routes(rt, credResolver{ws: ws}, "")
-	srv := httptest.NewServer(rt)
+	srv := httptest.NewUnstartedServer(rt)
+	if small {
+		srv.Listener = smallBuffers{srv.Listener}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
-	srv.Client().Transport.(*http.Transport).MaxIdleConnsPerHost = -1 // every follow on its own connection, closed with it
+	tr := srv.Client().Transport.(*http.Transport)
+	tr.MaxIdleConnsPerHost = -1 // every follow on its own connection, closed with it
+	if small {
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetReadBuffer(4 << 10)
+			}
+			return c, err
+		}
+	}
 	base := "/v2/deployments/" + dep.String()
-	return &followFixture{s: s, srv: srv, dep: base + "/logs?follow=true", rev: base + "/revisions/" + rid.String() + "/logs?follow=true"}
+	return &followFixture{s: s, srv: srv, dep: base + "/logs?follow=true", rev: base + "/revisions/" + rid.String() + "/logs?follow=true",
+		depID: dep, rid: rid}
+}
+
+// setStatus sets the revision's status.
+func (f *followFixture) setStatus(t *testing.T, status string) {
+	t.Helper()
+	if err := f.s.DB.Update(func(tx *bolt.Tx) error {
+		rev, err := getRevision(tx, f.rid)
+		if err != nil {
+			return err
+		}
+		rev.Status = status
+		return putRevision(tx, rev)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeLog stores n build lines of the revision and n agent lines of its
+// deployment, alternating in time, each message size bytes long.
+func (f *followFixture) writeLog(t *testing.T, n, size int) {
+	t.Helper()
+	t0 := time.Now().UTC()
+	for done := 0; done < n; done += 500 { // a transaction per 500 pairs
+		if err := f.s.DB.Update(func(tx *bolt.Tx) error {
+			for i := done; i < min(n, done+500); i++ {
+				msg := strconv.Itoa(i) + " " + strings.Repeat("x", max(0, size-8))
+				if _, err := appendLogID(tx, f.rid.String(), LogEntry{Timestamp: t0.Add(time.Duration(2*i) * time.Millisecond),
+					Level: "info", Message: "build " + msg, Phase: "build"}); err != nil {
+					return err
+				}
+				if _, err := appendAgentLog(tx, f.depID, LogEntry{Timestamp: t0.Add(time.Duration(2*i+1) * time.Millisecond),
+					Level: "info", Message: "agent " + msg, Phase: "agent", RevisionID: f.rid.String()}, 1<<30); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // open starts a follow of path with cred and returns the response once its
@@ -261,5 +336,104 @@ func TestLogFollowersReleased(t *testing.T) {
 	if after > base+(open-base)/8 {
 		t.Fatalf("heap and stacks %d KiB after the followers closed, baseline %d KiB, %d KiB while open",
 			after>>10, base>>10, open>>10)
+	}
+}
+
+// TestFollowPagesInOrder follows a finished revision whose log is many
+// catch-up pages long, build and agent lines interleaved in time: every
+// line arrives once, in time order, and the stream ends.
+func TestFollowPagesInOrder(t *testing.T) {
+	s := testService(t, 1<<30)
+	f := newFollowFixture(t, s)
+	const n = 3000
+	f.writeLog(t, n, 100) // 600 KB of lines: several pages of each source
+	f.setStatus(t, RevisionBuildFailed)
+	resp, end := f.open(t, f.rev, uuid.NewString())
+	defer end()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		var e LogEntry
+		if !ok || json.Unmarshal([]byte(data), &e) != nil || e.Phase == "" {
+			continue // not a log line's data (the end event's)
+		}
+		got = append(got, strings.Join(strings.Fields(e.Message)[:2], " "))
+	}
+	if !strings.Contains(string(raw), "event: end") {
+		t.Fatal("the stream did not end")
+	}
+	if len(got) != 2*n {
+		t.Fatalf("%d lines, want %d", len(got), 2*n)
+	}
+	for i := 0; i < n; i++ {
+		if got[2*i] != "build "+strconv.Itoa(i) || got[2*i+1] != "agent "+strconv.Itoa(i) {
+			t.Fatalf("line %d: %q %q, want build and agent %d in turn", 2*i, got[2*i], got[2*i+1], i)
+		}
+	}
+}
+
+// TestSlowFollowersHoldAPage opens followers of a long log whose clients
+// read nothing, so the server's writes block: each holds at most a page
+// of the log and its hub queue while it waits, not the whole log decoded
+// (which it used to read at once before writing any of it).
+func TestSlowFollowersHoldAPage(t *testing.T) {
+	s := testService(t, 1<<30)
+	f := newFollowFixtureOpt(t, s, true)
+	f.writeLog(t, 4000, 1000) // 8 MB of lines
+	const k = 8
+	base, _ := memInUse()
+	for i := 0; i < k; i++ {
+		resp, end := f.open(t, f.rev, uuid.NewString())
+		defer end()
+		// The first bytes came: the server has begun writing the log, and
+		// blocks once the small socket buffers are full.
+		if _, err := bufio.NewReaderSize(resp.Body, 16).Peek(1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heap, _ := memInUse()
+	per := (int64(heap) - int64(base)) / k
+	t.Logf("%d slow followers of an 8 MB log: %d KiB of heap each", k, per>>10)
+	if per > 1<<20 {
+		t.Fatalf("each slow follower holds %d KiB, more than 1 MiB", per>>10)
+	}
+}
+
+// TestMergePages checks where a merged page of two sources ends: after
+// the last line of a full page, since the source it came from may have
+// lines before the other's next ones.
+func TestMergePages(t *testing.T) {
+	at := func(phase string, ms int) LogEntry {
+		return LogEntry{Phase: phase, Message: phase + strconv.Itoa(ms), Timestamp: time.UnixMilli(int64(ms))}
+	}
+	b, a := func(ms int) LogEntry { return at("build", ms) }, func(ms int) LogEntry { return at("agent", ms) }
+	cases := []struct {
+		name               string
+		own, agent         []LogEntry
+		ownFull, agentFull bool
+		want               string
+		more               bool
+	}{
+		{"neither full", []LogEntry{b(1), b(3)}, []LogEntry{a(2), a(4)}, false, false, "build1 agent2 build3 agent4", false},
+		{"build page full", []LogEntry{b(1), b(3)}, []LogEntry{a(2), a(4), a(5)}, true, false, "build1 agent2 build3", true},
+		{"agent page full", []LogEntry{b(2)}, []LogEntry{a(1)}, false, true, "agent1", true},
+		{"both full, agent ends first", []LogEntry{b(1), b(4)}, []LogEntry{a(2), a(3)}, true, true, "build1 agent2 agent3", true},
+		{"full, nothing of the other", []LogEntry{b(1), b(2)}, nil, true, false, "build1 build2", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, more := mergePages(tc.own, tc.agent, tc.ownFull, tc.agentFull)
+			var got []string
+			for _, e := range out {
+				got = append(got, e.Message)
+			}
+			if strings.Join(got, " ") != tc.want || more != tc.more {
+				t.Fatalf("got %q more %v, want %q more %v", got, more, tc.want, tc.more)
+			}
+		})
 	}
 }

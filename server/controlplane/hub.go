@@ -27,12 +27,18 @@ type subscription struct {
 	topics []string
 	limit  int
 	queue  []LogEntry // under h.mu
+	bytes  int        // of the queued lines' messages, under h.mu
 	closed bool       // under h.mu
 }
 
 // subscriberBuffer is how many lines a follower may lag behind before it is
-// dropped and has to catch up from the database.
-const subscriberBuffer = 512
+// dropped and has to catch up from the database; subscriberBytes bounds
+// their messages (agent lines may be 16 KiB each), so that a follower
+// whose client does not read holds at most this much here.
+const (
+	subscriberBuffer = 512
+	subscriberBytes  = 256 << 10
+)
 
 // revisionTopic carries a revision's build and deploy lines;
 // deploymentTopic carries the agent output of every revision of a deployment.
@@ -62,14 +68,19 @@ func (h *hub) Publish(topic string, entries ...LogEntry) {
 	if len(entries) == 0 {
 		return
 	}
+	size := 0
+	for _, e := range entries {
+		size += len(e.Message)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.topics[topic] {
-		if len(s.queue)+len(entries) > s.limit {
+		if len(s.queue)+len(entries) > s.limit || s.bytes+size > subscriberBytes {
 			h.dropLocked(s)
 			continue
 		}
 		s.queue = append(s.queue, entries...)
+		s.bytes += size
 		s.signal()
 	}
 }
@@ -90,7 +101,7 @@ func (s *subscription) Take() (lines []LogEntry, ok bool) {
 	if s.closed {
 		return nil, false
 	}
-	lines, s.queue = s.queue, nil
+	lines, s.queue, s.bytes = s.queue, nil, 0
 	return lines, true
 }
 
@@ -113,7 +124,7 @@ func (h *hub) dropLocked(s *subscription) {
 		return
 	}
 	s.closed = true
-	s.queue = nil
+	s.queue, s.bytes = nil, 0
 	for _, t := range s.topics {
 		delete(h.topics[t], s)
 		if len(h.topics[t]) == 0 {

@@ -43,7 +43,7 @@ func addDeployment(t *testing.T, s *Service) uuid.UUID {
 func ringOf(t *testing.T, s *Service, dep uuid.UUID) (msgs []string, size uint64) {
 	t.Helper()
 	_ = s.DB.View(func(tx *bolt.Tx) error {
-		es, err := readAgentLogs(tx, dep, nil, 0)
+		es, _, err := readAgentLogs(tx, dep, nil, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
