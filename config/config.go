@@ -93,6 +93,12 @@ type Serve struct {
 	// see checkAgentsOrigin. Empty: agents are served on PublicURL.
 	AgentsURL  string `env:"SLIPWAY_AGENTS_URL"`
 	AgentsAddr string `env:"SLIPWAY_AGENTS_ADDR"`
+	// LogFollowersPerCredential and LogFollowersMax cap the log streams
+	// (server-sent events) followed at once by one credential and in all;
+	// one more is answered 429. Each open stream holds a connection and
+	// its buffers, so these bound the memory followers can take.
+	LogFollowersPerCredential int `env:"SLIPWAY_LOG_FOLLOWERS_PER_CREDENTIAL" envDefault:"16"`
+	LogFollowersMax           int `env:"SLIPWAY_LOG_FOLLOWERS_MAX" envDefault:"256"`
 }
 
 // Agent configures `slipway agent`: one deployment's agent server.
@@ -185,6 +191,12 @@ func LoadServe(environ map[string]string) (c Serve, err error) {
 	}
 	if c.LogHeartbeat < 100*time.Millisecond || c.LogHeartbeat > 10*time.Minute {
 		return c, &Error{fmt.Sprintf("SLIPWAY_LOG_HEARTBEAT: %s is outside 100ms..10m", c.LogHeartbeat)}
+	}
+	if c.LogFollowersPerCredential < 1 || c.LogFollowersPerCredential > 10000 {
+		return c, &Error{fmt.Sprintf("SLIPWAY_LOG_FOLLOWERS_PER_CREDENTIAL: %d is outside 1..10000", c.LogFollowersPerCredential)}
+	}
+	if c.LogFollowersMax < 1 || c.LogFollowersMax > 100000 {
+		return c, &Error{fmt.Sprintf("SLIPWAY_LOG_FOLLOWERS_MAX: %d is outside 1..100000", c.LogFollowersMax)}
 	}
 	if c.LoginAttempts < 1 || c.LoginAttempts > 10000 {
 		return c, &Error{fmt.Sprintf("SLIPWAY_LOGIN_ATTEMPTS: %d is outside 1..10000", c.LoginAttempts)}

@@ -69,6 +69,13 @@ func TestLoadServe(t *testing.T) {
 		{name: "tiny pids limit", env: map[string]string{"SLIPWAY_PIDS_LIMIT": "3"}, wantErr: "SLIPWAY_PIDS_LIMIT"},
 		{name: "tiny agent log", env: map[string]string{"SLIPWAY_AGENT_LOG_LIMIT_KB": "1"}, wantErr: "SLIPWAY_AGENT_LOG_LIMIT_KB"},
 		{name: "fast heartbeat", env: map[string]string{"SLIPWAY_LOG_HEARTBEAT": "1ms"}, wantErr: "SLIPWAY_LOG_HEARTBEAT"},
+		{name: "log follower caps", env: map[string]string{}, check: func(t *testing.T, c Serve) {
+			if c.LogFollowersPerCredential != 16 || c.LogFollowersMax != 256 {
+				t.Errorf("followers %d per credential, %d in all", c.LogFollowersPerCredential, c.LogFollowersMax)
+			}
+		}},
+		{name: "no followers per credential", env: map[string]string{"SLIPWAY_LOG_FOLLOWERS_PER_CREDENTIAL": "0"}, wantErr: "SLIPWAY_LOG_FOLLOWERS_PER_CREDENTIAL"},
+		{name: "too many followers", env: map[string]string{"SLIPWAY_LOG_FOLLOWERS_MAX": "1000000"}, wantErr: "SLIPWAY_LOG_FOLLOWERS_MAX"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

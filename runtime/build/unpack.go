@@ -76,10 +76,13 @@ func UnpackReader(r io.Reader, dst string, lim Limits) (err error) {
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return FinishArchive(zr)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: corrupt tar: %v", ErrUnsafe, err)
+			return tarError(err)
+		}
+		if err := CheckHeader(hdr); err != nil {
+			return err
 		}
 		name, err := clean(hdr.Name)
 		if err != nil {
@@ -115,6 +118,9 @@ func UnpackReader(r io.Reader, dst string, lim Limits) (err error) {
 			}
 			_, cerr := io.Copy(out, io.LimitReader(tr, hdr.Size))
 			if err := errors.Join(PlainError(cerr), PlainError(out.Close())); err != nil {
+				if isStreamError(cerr) {
+					return streamError(cerr)
+				}
 				return fmt.Errorf("write %s: %w", name, err)
 			}
 		case tar.TypeSymlink:
@@ -153,6 +159,21 @@ func UnpackReader(r io.Reader, dst string, lim Limits) (err error) {
 			return fmt.Errorf("%w: %s is a device, FIFO or other special file (type %q)", ErrUnsafe, name, hdr.Typeflag)
 		}
 	}
+}
+
+// tarError says what a read error of the archive means: the gzip stream's
+// own (truncated, corrupt), or the tar's.
+func tarError(err error) error {
+	if isStreamError(err) {
+		return streamError(err)
+	}
+	return fmt.Errorf("%w: corrupt tar: %v", ErrUnsafe, err)
+}
+
+// isStreamError reports the read errors of a gzip stream cut short or
+// corrupt (a file's write errors are never these).
+func isStreamError(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader)
 }
 
 // maxHops bounds the links followed to resolve one target, as the kernel

@@ -221,8 +221,18 @@ func leavesRoot(root, p string) bool {
 
 // FuzzUnpack feeds arbitrary archives (and arbitrary entry names and link
 // targets) to the unpacker: it must never panic, write outside dst, nor
-// leave a link there that leads out, whether it succeeds or not.
+// leave a link there that leads out, whether it succeeds or not; and when
+// it succeeds, the gzip stream was whole (its trailers read and matching)
+// and no name or link target unpacked holds what CheckName refuses.
 func FuzzUnpack(f *testing.F) {
+	// A gzip stream without its trailer, one with data after the tar's
+	// end, and names with control characters and invalid UTF-8.
+	whole := archive(f, entry{name: "langgraph.json", body: "{}"})
+	f.Add(whole[:len(whole)-8], "", "", byte(0))
+	f.Add(append(append([]byte(nil), whole...), archive(f, entry{name: "hidden", body: "x"})...), "", "", byte(0))
+	f.Add(archive(f, entry{name: "a\x1b[31m.py", body: "x"}), "", "", byte(0))
+	f.Add([]byte{}, "a\nb", "c\u202ed", byte(tar.TypeSymlink))
+	f.Add([]byte{}, "caf\xe9", "\x7f", byte(tar.TypeLink))
 	f.Add([]byte{}, "a", "b", byte(tar.TypeReg))
 	f.Add(archive(f, entry{name: "x", body: "y"}), "../z", "", byte(tar.TypeReg))
 	f.Add([]byte{}, "l", "../../etc", byte(tar.TypeSymlink))
@@ -237,9 +247,15 @@ func FuzzUnpack(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte, name, link string, typ byte) {
 		parent := t.TempDir()
 		dst := filepath.Join(parent, "app")
-		_ = UnpackReader(bytes.NewReader(raw), dst, Limits{MaxFiles: 50, MaxBytes: 1 << 16})
+		err := UnpackReader(bytes.NewReader(raw), dst, Limits{MaxFiles: 50, MaxBytes: 1 << 16})
 		assertOnlyApp(t, parent)
 		assertNoEscape(t, dst)
+		if err == nil {
+			if !gzipWhole(raw) {
+				t.Fatal("unpacked an archive whose gzip stream is not whole")
+			}
+			assertNamesClean(t, dst)
+		}
 		_ = os.RemoveAll(dst)
 
 		parent2 := t.TempDir()
@@ -259,8 +275,11 @@ func FuzzUnpack(f *testing.F) {
 		if err != nil {
 			return // not encodable as tar: nothing to unpack
 		}
-		_ = UnpackReader(bytes.NewReader(a), dst2, DefaultLimits)
+		err = UnpackReader(bytes.NewReader(a), dst2, DefaultLimits)
 		assertOnlyApp(t, parent2)
 		assertNoEscape(t, dst2)
+		if err == nil {
+			assertNamesClean(t, dst2)
+		}
 	})
 }

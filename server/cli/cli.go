@@ -17,8 +17,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -73,6 +76,10 @@ type Env struct {
 	Getenv         func(string) string
 	// ConfigDir overrides os.UserConfigDir (tests).
 	ConfigDir string
+	// HTTP, when set, is the HTTP client commands use (tests: one that
+	// takes every host name to a local server). The transport guard
+	// wraps it like the default one.
+	HTTP *http.Client
 }
 
 // OSEnv is the Env of the running process.
@@ -127,9 +134,12 @@ func describe(err error) (int, string) {
 	var ee *exitError
 	var ae *APIError
 	var ue *unreachableError
+	var ie *insecureError
 	switch {
 	case errors.As(err, &ee):
 		return ee.code, ee.msg
+	case errors.As(err, &ie):
+		return ExitUsage, ie.Error()
 	case errors.As(err, &ae):
 		return ae.ExitCode(), ae.Error()
 	case errors.As(err, &ue):
@@ -145,6 +155,7 @@ type app struct {
 
 	url, apiKey, workspace string
 	jsonOut                bool
+	insecure               bool
 	client                 *Client
 }
 
@@ -156,6 +167,8 @@ func (a *app) flags(cmd, usage string) *flag.FlagSet {
 	fs.StringVar(&a.apiKey, "api-key", "", "API key (SLIPWAY_API_KEY)")
 	fs.StringVar(&a.workspace, "workspace", "", "workspace id, sent as X-Tenant-Id (SLIPWAY_WORKSPACE)")
 	fs.BoolVar(&a.jsonOut, "json", false, "print JSON for scripts")
+	fs.BoolVar(&a.insecure, "insecure", false,
+		"send the API key over plain http:// to a host other than this machine, readable by the network (SLIPWAY_INSECURE=1)")
 	fs.Usage = func() {
 		fmt.Fprintf(a.env.Stderr, "usage: slipway %s %s\n\nflags:\n", cmd, usage)
 		fs.PrintDefaults()
@@ -211,7 +224,19 @@ func (a *app) connect() error {
 	if !strings.HasPrefix(a.url, "http://") && !strings.HasPrefix(a.url, "https://") {
 		return fail(ExitUsage, "the server URL %q must start with http:// or https://", a.url)
 	}
-	a.client = &Client{BaseURL: a.url, APIKey: a.apiKey, Workspace: a.workspace}
+	// --insecure is never stored by login: each command (or the
+	// environment of a CI job) has to say it again.
+	if v := a.env.Getenv("SLIPWAY_INSECURE"); v != "" && !a.insecure {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return fail(ExitUsage, "SLIPWAY_INSECURE=%q is not a boolean (1 or 0)", v)
+		}
+		a.insecure = on
+	}
+	a.client = &Client{BaseURL: a.url, APIKey: a.apiKey, Workspace: a.workspace, Insecure: a.insecure, HTTP: a.env.HTTP}
+	if u, err := url.Parse(a.url); err == nil && a.insecure && checkTransport(u, false) != nil {
+		fmt.Fprintf(a.env.Stderr, "slipway: warning: --insecure: the API key goes to %s in clear text\n", a.url)
+	}
 	return nil
 }
 

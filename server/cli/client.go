@@ -22,13 +22,57 @@ type Client struct {
 	APIKey    string
 	Workspace string
 	HTTP      *http.Client
+	// Insecure lets requests go over plain http:// to a host other than
+	// this machine (see guardTransport).
+	Insecure bool
 }
 
+// http is the client every request goes through: HTTP's (or one with a
+// two-minute timeout) whose transport refuses to send a credential over
+// plain http to another host unless Insecure.
 func (c *Client) http() *http.Client {
+	hc := http.Client{Timeout: 2 * time.Minute}
 	if c.HTTP != nil {
-		return c.HTTP
+		hc = *c.HTTP
 	}
-	return &http.Client{Timeout: 2 * time.Minute}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = &guardTransport{base: base, insecure: c.Insecure}
+	return &hc
+}
+
+// exchange sends req; a transport failure is an unreachableError (or the
+// context's error), a refusal to send it in clear text an insecureError.
+// timeout false lifts the client's timeout, for streams.
+func (c *Client) exchange(req *http.Request, timeout bool) (*http.Response, error) {
+	hc := c.http()
+	if !timeout {
+		hc.Timeout = 0
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ie, ok := asInsecure(err); ok {
+			return nil, ie
+		}
+		if ctxErr := req.Context().Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, &unreachableError{url: c.BaseURL, err: errors.Unwrap(err)}
+	}
+	return resp, nil
+}
+
+// authenticate adds the credential and workspace headers to a request of
+// the API.
+func (c *Client) authenticate(req *http.Request) {
+	if c.APIKey != "" {
+		req.Header.Set("X-Api-Key", c.APIKey)
+	}
+	if c.Workspace != "" {
+		req.Header.Set("X-Tenant-Id", c.Workspace)
+	}
 }
 
 // APIError is a non-2xx answer, with the server's `detail`.
@@ -144,22 +188,14 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	if c.APIKey != "" {
-		req.Header.Set("X-Api-Key", c.APIKey)
-	}
-	if c.Workspace != "" {
-		req.Header.Set("X-Tenant-Id", c.Workspace)
-	}
+	c.authenticate(req)
 	return c.send(req, out)
 }
 
 func (c *Client) send(req *http.Request, out any) error {
-	resp, err := c.http().Do(req)
+	resp, err := c.exchange(req, true)
 	if err != nil {
-		if ctxErr := req.Context().Err(); ctxErr != nil {
-			return ctxErr
-		}
-		return &unreachableError{url: c.BaseURL, err: errors.Unwrap(err)}
+		return err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))

@@ -295,9 +295,12 @@ func pack(say io.Writer, archive *os.File, dir, abs, config string) (int64, erro
 	}
 	fmt.Fprintf(say, "Packed %d %s (%s, %s compressed) from %s", stats.Files, files, humanBytes(stats.Bytes), humanBytes(size), dir)
 	if len(stats.Excluded) > 0 {
-		shown := stats.Excluded
-		if len(shown) > 6 {
-			shown = append(shown[:6:6], fmt.Sprintf("and %d more", len(stats.Excluded)-6))
+		shown := make([]string, 0, 7)
+		for _, ex := range stats.Excluded[:min(6, len(stats.Excluded))] {
+			shown = append(shown, displayName(ex))
+		}
+		if len(stats.Excluded) > 6 {
+			shown = append(shown, fmt.Sprintf("and %d more", len(stats.Excluded)-6))
 		}
 		fmt.Fprintf(say, "; left out %s", strings.Join(shown, ", "))
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
+
+	"slipway/runtime/build"
 )
 
 // PackStats says what went into an archive.
@@ -183,6 +185,9 @@ func (p *packer) walk(rel string, patterns []gitignore.Pattern) error {
 // those that point out of the source); sockets, devices and pipes are
 // left out.
 func (p *packer) add(name, full string) error {
+	if err := checkPackName(name, "its name", name); err != nil {
+		return err
+	}
 	fi, err := os.Lstat(full)
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", name, err)
@@ -193,6 +198,9 @@ func (p *packer) add(name, full string) error {
 	case m&fs.ModeSymlink != 0:
 		if link, err = os.Readlink(full); err != nil {
 			return fmt.Errorf("pack %s: %w", name, err)
+		}
+		if err := checkPackName(name, "the target of the link", link); err != nil {
+			return err
 		}
 	default:
 		p.stats.Excluded = append(p.stats.Excluded, name)
@@ -228,4 +236,27 @@ func (p *packer) add(name, full string) error {
 	p.stats.Files++
 	p.stats.Bytes += n
 	return nil
+}
+
+// checkPackName refuses to pack a file whose name (or link target) the
+// server refuses in an archive (build.CheckName: control characters,
+// invalid UTF-8, bidirectional overrides), naming the file escaped, so
+// that neither this message nor the server's log shows its raw bytes.
+func checkPackName(file, what, s string) error {
+	var ne *build.NameError
+	if err := build.CheckName(what, s); errors.As(err, &ne) {
+		return fmt.Errorf("%s: %s has %s, which the server refuses in an archive; rename it, or leave it out with .gitignore or .dockerignore",
+			build.QuoteName(file), what, ne.Why)
+	}
+	return nil
+}
+
+// displayName is a path as the output shows it: as it is, or quoted with
+// its control and invalid bytes escaped when it has any (a file left out
+// of the archive may still have such a name).
+func displayName(name string) string {
+	if build.CheckName("", name) != nil {
+		return build.QuoteName(name)
+	}
+	return name
 }

@@ -81,20 +81,12 @@ func (s *Streamer) stream(ctx context.Context, path, cursor string, opt FollowOp
 	if cursor != "" {
 		req.Header.Set("Last-Event-ID", cursor)
 	}
-	if s.Client.APIKey != "" {
-		req.Header.Set("X-Api-Key", s.Client.APIKey)
-	}
-	if s.Client.Workspace != "" {
-		req.Header.Set("X-Tenant-Id", s.Client.Workspace)
-	}
+	s.Client.authenticate(req)
 	// No client timeout: a followed stream lasts as long as the build, or
 	// as the agent serves; ctx ends it.
-	resp, err := (&http.Client{Transport: s.Client.http().Transport}).Do(req)
+	resp, err := s.Client.exchange(req, false)
 	if err != nil {
-		if ctx.Err() != nil {
-			return "", cursor, ctx.Err()
-		}
-		return "", cursor, &unreachableError{url: s.Client.BaseURL, err: errors.Unwrap(err)}
+		return "", cursor, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {

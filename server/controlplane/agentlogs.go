@@ -139,6 +139,30 @@ func (a *agentLogs) Flush() {
 	}
 }
 
+// mergePages merges a page of build/deploy lines and one of agent lines
+// (mergeLogs); when a page is full (more of its source follows it), the
+// result ends with that page's last line, since what comes after it in
+// time may be in the part of that source not read yet. more says whether
+// lines follow the result.
+func mergePages(own, agent []LogEntry, ownFull, agentFull bool) (_ []LogEntry, more bool) {
+	out := mergeLogs(own, agent)
+	if !ownFull && !agentFull {
+		return out, false
+	}
+	var nOwn, nAgent int
+	for i, e := range out {
+		if e.Phase == "agent" {
+			nAgent++
+		} else {
+			nOwn++
+		}
+		if ownFull && nOwn == len(own) || agentFull && nAgent == len(agent) {
+			return out[:i+1], true
+		}
+	}
+	return out, true
+}
+
 // mergeLogs merges build/deploy lines and agent lines, each oldest first,
 // by time; lines of one source keep their order.
 func mergeLogs(a, b []LogEntry) []LogEntry {

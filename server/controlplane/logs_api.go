@@ -80,6 +80,7 @@ func parseCursor(r *http.Request) (logCursor, error) {
 // whether following it is over.
 type revisionLogState struct {
 	entries []LogEntry
+	more    bool // a page: more lines follow the entries
 	status  string
 	active  bool // the deployment's active revision
 	// retried: an INTERRUPTED revision the reconciler will try again (it
@@ -97,8 +98,10 @@ func (st revisionLogState) over(s *Service, rid string, serving bool) bool {
 }
 
 // readLogs returns a revision's log lines of the given phases (all when
-// nil) after cur, oldest first, build/deploy and agent lines merged by time.
-func (s *Service) readLogs(ws, dep, rid uuid.UUID, phases map[string]bool, cur logCursor) (revisionLogState, error) {
+// nil) after cur, oldest first, build/deploy and agent lines merged by
+// time. With a budget (bytes of stored lines per source, 0 for none) it
+// returns a page, and more says whether lines follow it.
+func (s *Service) readLogs(ws, dep, rid uuid.UUID, phases map[string]bool, cur logCursor, budget int) (revisionLogState, error) {
 	var st revisionLogState
 	err := s.DB.View(func(tx *bolt.Tx) error {
 		d, rev, err := loadRevision(tx, ws, dep, rid)
@@ -108,19 +111,19 @@ func (s *Service) readLogs(ws, dep, rid uuid.UUID, phases map[string]bool, cur l
 		st.status = rev.Status
 		st.active = d.ActiveRevisionID != nil && *d.ActiveRevisionID == rev.ID
 		st.retried = d.LatestRevisionID != nil && *d.LatestRevisionID == rev.ID && rev.Attempt < maxAttempts
-		var own []LogEntry
+		var own, agent []LogEntry
+		var ownFull, agentFull bool
 		if phases == nil || phases["build"] || phases["deploy"] {
-			if own, err = readRevisionLogs(tx, rid, cur.rev, phases); err != nil {
+			if own, ownFull, err = readRevisionLogs(tx, rid, cur.rev, phases, budget); err != nil {
 				return err
 			}
 		}
-		var agent []LogEntry
 		if phases == nil || phases["agent"] {
-			if agent, err = readAgentLogs(tx, dep, &rid, cur.agent); err != nil {
+			if agent, agentFull, err = readAgentLogs(tx, dep, &rid, cur.agent, budget); err != nil {
 				return err
 			}
 		}
-		st.entries = mergeLogs(own, agent)
+		st.entries, st.more = mergePages(own, agent, ownFull, agentFull)
 		return nil
 	})
 	return st, err
@@ -145,7 +148,7 @@ func (s *Service) phaseLogs(phase string) httpx.Handle {
 		if phase == "deploy" {
 			phases["agent"] = true
 		}
-		st, err := s.readLogs(p.WorkspaceID, dep, rid, phases, logCursor{})
+		st, err := s.readLogs(p.WorkspaceID, dep, rid, phases, logCursor{}, 0)
 		if err != nil {
 			return err
 		}
@@ -251,11 +254,11 @@ func (s *Service) revisionLogs(w http.ResponseWriter, r *http.Request, ps httpro
 	if err != nil {
 		return err
 	}
-	st, err := s.readLogs(p.WorkspaceID, dep, rid, phases, logCursor{})
-	if err != nil {
-		return err
-	}
 	if !wantsStream(r) {
+		st, err := s.readLogs(p.WorkspaceID, dep, rid, phases, logCursor{}, 0)
+		if err != nil {
+			return err
+		}
 		if st.entries == nil {
 			st.entries = []LogEntry{}
 		}
@@ -268,6 +271,12 @@ func (s *Service) revisionLogs(w http.ResponseWriter, r *http.Request, ps httpro
 	// revision, as a deploy script waiting for it wants.
 	agent := phases == nil || phases["agent"]
 	serving := phases["agent"]
+	// The revision must exist (404 otherwise); its lines are read by the
+	// follower once it holds a slot, so a refused one costs no more than
+	// this.
+	if _, err := s.readLogs(p.WorkspaceID, dep, rid, map[string]bool{}, logCursor{}, 0); err != nil {
+		return err
+	}
 	return s.follow(w, r, cur, []string{revisionTopic(rid.String()), deploymentTopic(dep.String())},
 		func(e LogEntry) bool {
 			if e.Phase == "agent" {
@@ -275,13 +284,13 @@ func (s *Service) revisionLogs(w http.ResponseWriter, r *http.Request, ps httpro
 			}
 			return phases == nil || phases[e.Phase]
 		},
-		func(cur logCursor) ([]LogEntry, error) {
-			st, err := s.readLogs(p.WorkspaceID, dep, rid, phases, cur)
-			return st.entries, err
+		func(cur logCursor) ([]LogEntry, bool, error) {
+			st, err := s.readLogs(p.WorkspaceID, dep, rid, phases, cur, catchUpPage)
+			return st.entries, st.more, err
 		},
 		func() (string, error) {
 			// No phase: the status alone.
-			st, err := s.readLogs(p.WorkspaceID, dep, rid, map[string]bool{}, logCursor{})
+			st, err := s.readLogs(p.WorkspaceID, dep, rid, map[string]bool{}, logCursor{}, 0)
 			switch {
 			case isNotFound(err):
 				return "DELETED", nil
@@ -322,35 +331,43 @@ func (s *Service) deploymentLogs(w http.ResponseWriter, r *http.Request, ps http
 	if err != nil {
 		return err
 	}
-	read := func(cur logCursor) ([]LogEntry, *deploymentRecord, error) {
+	read := func(cur logCursor, budget int) ([]LogEntry, bool, *deploymentRecord, error) {
 		var out []LogEntry
+		var more bool
 		var d *deploymentRecord
 		err := s.DB.View(func(tx *bolt.Tx) error {
 			var err error
 			if d, err = loadDeployment(tx, p.WorkspaceID, dep); err != nil {
 				return err
 			}
-			out, err = readAgentLogs(tx, dep, rev, cur.agent)
+			out, more, err = readAgentLogs(tx, dep, rev, cur.agent, budget)
 			return err
 		})
-		return out, d, err
-	}
-	entries, d, err := read(logCursor{})
-	if err != nil {
-		return err
+		return out, more, d, err
 	}
 	if !wantsStream(r) {
+		entries, _, d, err := read(logCursor{}, 0)
+		if err != nil {
+			return err
+		}
 		if entries == nil {
 			entries = []LogEntry{}
 		}
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"logs": entries, "active_revision_id": d.ActiveRevisionID})
 		return nil
 	}
+	// The deployment must exist (404 otherwise); see revisionLogs.
+	if err := s.DB.View(func(tx *bolt.Tx) error {
+		_, err := loadDeployment(tx, p.WorkspaceID, dep)
+		return err
+	}); err != nil {
+		return err
+	}
 	return s.follow(w, r, cur, []string{deploymentTopic(dep.String())},
 		func(e LogEntry) bool { return rev == nil || e.RevisionID == rev.String() },
-		func(cur logCursor) ([]LogEntry, error) {
-			entries, _, err := read(cur)
-			return entries, err
+		func(cur logCursor) ([]LogEntry, bool, error) {
+			entries, more, _, err := read(cur, catchUpPage)
+			return entries, more, err
 		},
 		func() (string, error) {
 			err := s.DB.View(func(tx *bolt.Tx) error {
@@ -370,9 +387,16 @@ func (s *Service) deploymentLogs(w http.ResponseWriter, r *http.Request, ps http
 // (a non-empty final status, sent in an "end" event) or the client goes.
 // Each event's id is the cursor after it. A quiet stream sends a comment
 // every Heartbeat. A follower that falls behind the hub's buffer is
-// dropped there and catches up here from the database.
+// dropped there and catches up here from the database. A follower holds
+// one of its credential's slots (followerSlots) until it ends: beyond the
+// caps it is refused with 429 before anything is read.
 func (s *Service) follow(w http.ResponseWriter, r *http.Request, cur logCursor, topics []string,
-	keep func(LogEntry) bool, read func(logCursor) ([]LogEntry, error), final func() (string, error)) error {
+	keep func(LogEntry) bool, read func(logCursor) ([]LogEntry, bool, error), final func() (string, error)) error {
+	release, err := s.followSlot(w, r)
+	if err != nil {
+		return err
+	}
+	defer release()
 	f := &follower{s: s, st: startStream(w, cur), read: read, final: final, keep: keep}
 	heartbeat := time.NewTicker(s.heartbeat())
 	defer heartbeat.Stop()
@@ -428,7 +452,7 @@ func (st *sseStream) send(entries []LogEntry) error {
 type follower struct {
 	s     *Service
 	st    *sseStream
-	read  func(logCursor) ([]LogEntry, error)
+	read  func(logCursor) (entries []LogEntry, more bool, err error) // a page after the cursor
 	final func() (string, error)
 	keep  func(LogEntry) bool
 }
@@ -436,15 +460,33 @@ type follower struct {
 // catchUp sends what the database holds after the cursor and reports
 // whether the stream is over (ended, or failed).
 func (f *follower) catchUp() bool {
-	entries, err := f.read(f.st.cur)
-	if err == nil {
-		err = f.st.send(entries)
-	}
+	err := f.sendStored()
 	var status string
 	if err == nil {
 		status, err = f.final()
 	}
 	return f.over(status, err)
+}
+
+// catchUpPage bounds, in bytes of stored lines per source, what a
+// follower reads from the database at once: a follower whose client reads
+// slowly holds one page while its write waits, never the whole log.
+const catchUpPage = 64 << 10
+
+// sendStored sends the stored lines after the cursor, a page at a time.
+func (f *follower) sendStored() error {
+	for {
+		entries, more, err := f.read(f.st.cur)
+		if err != nil {
+			return err
+		}
+		if err := f.st.send(entries); err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+	}
 }
 
 // over ends the stream when final said so (status) and reports whether it
@@ -461,11 +503,7 @@ func (f *follower) over(status string, err error) bool {
 // an agent that failed its deploy are part of the stream.
 func (f *follower) end(status string) error {
 	f.s.agentLog().Flush()
-	entries, err := f.read(f.st.cur)
-	if err != nil && !isNotFound(err) {
-		return err
-	}
-	if err := f.st.send(entries); err != nil {
+	if err := f.sendStored(); err != nil && !isNotFound(err) {
 		return err
 	}
 	fmt.Fprintf(f.st.w, "event: end\ndata: {\"status\": %q}\n\n", status)
@@ -481,11 +519,12 @@ func (f *follower) live(r *http.Request, sub *subscription, heartbeat, check <-c
 		select {
 		case <-r.Context().Done():
 			return true
-		case e, ok := <-sub.C:
+		case <-sub.Ready:
+			batch, ok := sub.Take()
 			if !ok {
 				return false
 			}
-			if f.st.send(f.kept(drain(sub, e))) != nil {
+			if f.st.send(f.kept(batch)) != nil {
 				return true
 			}
 		case <-heartbeat:
@@ -509,22 +548,4 @@ func (f *follower) kept(batch []LogEntry) []LogEntry {
 		}
 	}
 	return out
-}
-
-// drain returns first and the lines already waiting in sub after it, up to
-// a buffer's worth.
-func drain(sub *subscription, first LogEntry) []LogEntry {
-	batch := []LogEntry{first}
-	for len(batch) < subscriberBuffer {
-		select {
-		case e, ok := <-sub.C:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, e)
-		default:
-			return batch
-		}
-	}
-	return batch
 }

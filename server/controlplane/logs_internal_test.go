@@ -43,7 +43,7 @@ func addDeployment(t *testing.T, s *Service) uuid.UUID {
 func ringOf(t *testing.T, s *Service, dep uuid.UUID) (msgs []string, size uint64) {
 	t.Helper()
 	_ = s.DB.View(func(tx *bolt.Tx) error {
-		es, err := readAgentLogs(tx, dep, nil, 0)
+		es, _, err := readAgentLogs(tx, dep, nil, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,8 +135,8 @@ func TestAgentLogRing(t *testing.T) {
 
 // TestHubFanOut checks the subscriber fan-out: every subscriber of a
 // topic gets its lines in order, other topics' lines never, and one that
-// does not read is dropped (its channel closed) without blocking the
-// publisher or the other subscribers.
+// does not take its lines is dropped once more than its bound wait,
+// without blocking the publisher or the other subscribers.
 func TestHubFanOut(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -158,8 +158,15 @@ func TestHubFanOut(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for e := range reader.C {
-					got = append(got, e.ID)
+				for range reader.Ready {
+					lines, ok := reader.Take()
+					if !ok {
+						t.Error("the reader was dropped")
+						return
+					}
+					for _, e := range lines {
+						got = append(got, e.ID)
+					}
 					if len(got) == tc.published {
 						return
 					}
@@ -169,11 +176,8 @@ func TestHubFanOut(t *testing.T) {
 			go func() {
 				defer close(done)
 				for i := 1; i <= tc.published; i++ {
-					for !func() bool { // wait until the reader has room: it must not be dropped
-						h.mu.Lock()
-						defer h.mu.Unlock()
-						return len(reader.C) == 0
-					}() {
+					// Wait until the reader has room: it must not be dropped.
+					for reader.pending() != 0 {
 						time.Sleep(time.Millisecond)
 					}
 					h.Publish("a", LogEntry{ID: int64(i)})
@@ -190,18 +194,27 @@ func TestHubFanOut(t *testing.T) {
 					t.Fatalf("reader got %v, want 1..%d in order", got, tc.published)
 				}
 			}
-			if len(other.C) != 0 {
+			if other.pending() != 0 {
 				t.Fatal("a subscriber of another topic got lines")
-			}
-			// The stalled subscriber got what fitted its buffer, in order.
-			for i := 1; i <= tc.buffer; i++ {
-				if e := <-stalled.C; e.ID != int64(i) {
-					t.Fatalf("stalled subscriber got %d, want %d", e.ID, i)
-				}
 			}
 			dropped := h.subscribers("a") == 1 // only the reader is left
 			if dropped != tc.wantDrop {
 				t.Fatalf("stalled subscriber dropped: %v, want %v", dropped, tc.wantDrop)
+			}
+			lines, ok := stalled.Take()
+			if ok == tc.wantDrop {
+				t.Fatalf("Take on the stalled subscriber: ok %v, want %v", ok, !tc.wantDrop)
+			}
+			if !tc.wantDrop {
+				// It got what fitted its bound, in order.
+				for i, e := range lines {
+					if e.ID != int64(i+1) {
+						t.Fatalf("stalled subscriber got %d, want %d", e.ID, i+1)
+					}
+				}
+				if len(lines) != tc.buffer {
+					t.Fatalf("stalled subscriber got %d lines, want %d", len(lines), tc.buffer)
+				}
 			}
 			stalled.Close()
 			reader.Close()

@@ -78,7 +78,8 @@ func OpenAPI() []apidoc.Op {
 	}
 	idErr := "Slipway answers 422 when a path id is not a UUID, as the hosted service does."
 	follow := []apidoc.Param{
-		{Name: "follow", Description: "true: answer as server-sent events and follow new lines (also chosen by Accept: text/event-stream)."},
+		{Name: "follow", Description: "true: answer as server-sent events and follow new lines (also chosen by Accept: text/event-stream). " +
+			"Followed streams are capped per credential and in all (SLIPWAY_LOG_FOLLOWERS_PER_CREDENTIAL, SLIPWAY_LOG_FOLLOWERS_MAX): one more is answered 429 with Retry-After."},
 		{Name: "last_event_id", Description: "Resume a followed log after this event id (or the Last-Event-ID header)."},
 	}
 	logsResp := func(body any) []apidoc.Resp {

@@ -46,6 +46,10 @@ type Service struct {
 	Heartbeat time.Duration
 	// HealthInterval is how often serving agents are checked (default 5 s).
 	HealthInterval time.Duration
+	// FollowersPerCredential and FollowersMax cap the log streams
+	// followed at once by one credential and in all
+	// (DefaultFollowersPerCredential, DefaultFollowersMax when 0).
+	FollowersPerCredential, FollowersMax int
 
 	// rec is told when a handler committed work for it (Start sets it).
 	rec interface{ Kick() }
@@ -54,6 +58,9 @@ type Service struct {
 
 	bookOnce sync.Once
 	logs     *logBook
+
+	slotsOnce sync.Once
+	slots     *followerSlots
 }
 
 // AgentOutput is where the runtime driver sends what agents write; lines

@@ -45,21 +45,27 @@ func appendLogID(tx *bolt.Tx, revID string, e LogEntry) (int64, error) {
 }
 
 // readRevisionLogs returns a revision's build and deploy lines after id
-// after, oldest first, those of the given phases only (all when nil).
-func readRevisionLogs(tx *bolt.Tx, rid uuid.UUID, after int64, phases map[string]bool) ([]LogEntry, error) {
-	var out []LogEntry
+// after, oldest first, those of the given phases only (all when nil). With
+// a budget (bytes of stored lines, 0 for none) it stops once the lines it
+// returns hold that much, and full says more may follow.
+func readRevisionLogs(tx *bolt.Tx, rid uuid.UUID, after int64, phases map[string]bool, budget int) (out []LogEntry, full bool, err error) {
 	c := tx.Bucket([]byte(bucketRevisionLogs)).Cursor()
 	prefix := storage.Key(rid)
+	used := 0
 	for k, v := c.Seek(storage.Key(rid, storage.U64(uint64(after+1)))); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if budget > 0 && used >= budget {
+			return out, true, nil
+		}
 		var e LogEntry
 		if err := json.Unmarshal(v, &e); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if phases == nil || phases[e.Phase] {
 			out = append(out, e)
+			used += len(v)
 		}
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // deleteRevisionLogs removes a revision's build and deploy lines.
@@ -134,27 +140,32 @@ func trimRing(b *bolt.Bucket, size, limit, keep uint64) (uint64, error) {
 }
 
 // readAgentLogs returns a deployment's agent output after sequence number
-// after, oldest first: one revision's (rev non-nil) or all.
-func readAgentLogs(tx *bolt.Tx, dep uuid.UUID, rev *uuid.UUID, after int64) ([]LogEntry, error) {
+// after, oldest first: one revision's (rev non-nil) or all; with a budget
+// as readRevisionLogs.
+func readAgentLogs(tx *bolt.Tx, dep uuid.UUID, rev *uuid.UUID, after int64, budget int) (out []LogEntry, full bool, err error) {
 	b := tx.Bucket([]byte(bucketAgentLogs)).Bucket(storage.Key(dep))
 	if b == nil {
-		return nil, nil
+		return nil, false, nil
 	}
-	var out []LogEntry
+	used := 0
 	c := b.Cursor()
 	for k, v := c.Seek(storage.U64(uint64(after + 1))); k != nil; k, v = c.Next() {
 		if len(k) != 8 {
 			continue
 		}
+		if budget > 0 && used >= budget {
+			return out, true, nil
+		}
 		var e LogEntry
 		if err := json.Unmarshal(v, &e); err != nil {
-			return nil, fmt.Errorf("agent log %x: %w", k, err)
+			return nil, false, fmt.Errorf("agent log %x: %w", k, err)
 		}
 		if rev == nil || e.RevisionID == rev.String() {
 			out = append(out, e)
+			used += len(v)
 		}
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // agentLogRing returns the byte count a deployment's ring records and the

@@ -19,6 +19,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/runtime/build"
 	"slipway/server/auth"
 	"slipway/server/httpx"
 	"slipway/storage"
@@ -165,6 +166,8 @@ func (s *Service) receiveArchive(body io.Reader, dst string) (int64, string, err
 		return 0, "", httpx.BadRequest("The upload was interrupted: %v", copyErr)
 	case n == 0:
 		return 0, "", httpx.BadRequest("The upload is empty; send a gzip-compressed tar archive.")
+	case errors.Is(checkErr, build.ErrUnsafe):
+		return 0, "", httpx.BadRequest("The archive was refused: %v", checkErr)
 	case checkErr != nil:
 		return 0, "", httpx.BadRequest("The upload is not a gzip-compressed tar archive: %v", checkErr)
 	}
@@ -177,8 +180,11 @@ func (s *Service) receiveArchive(body io.Reader, dst string) (int64, string, err
 	return n, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// checkTarGz reads a whole gzip'd tar stream and reports whether it parses.
-// Entry contents are checked later, when the runtime unpacks the archive.
+// checkTarGz reads a whole gzip'd tar stream and reports whether it parses:
+// to the end of the gzip stream, whose trailer must match, with nothing
+// after the tar, and with names the unpacker accepts (build.CheckHeader).
+// Entry contents and links are checked later, when the runtime unpacks the
+// archive.
 func checkTarGz(r io.Reader) error {
 	defer io.Copy(io.Discard, r) //nolint:errcheck // drain so the writer never blocks
 	zr, err := gzip.NewReader(r)
@@ -187,12 +193,15 @@ func checkTarGz(r io.Reader) error {
 	}
 	tr := tar.NewReader(zr)
 	for {
-		_, err := tr.Next()
+		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return build.FinishArchive(zr)
 		}
 		if err != nil {
 			return fmt.Errorf("tar: %w", err)
+		}
+		if err := build.CheckHeader(hdr); err != nil {
+			return err
 		}
 	}
 }
