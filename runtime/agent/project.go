@@ -2,7 +2,9 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +66,11 @@ func LoadProject(path string) (Project, error) {
 			file = filepath.Join(filepath.Dir(path), file)
 		}
 		raw, err := os.ReadFile(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			// As the reference servers: a missing env file loads nothing
+			// (deploy clients never upload .env; its values are secrets).
+			return p, nil
+		}
 		if err != nil {
 			return p, fmt.Errorf("graph configuration %s: env file: %w", path, err)
 		}

@@ -24,7 +24,8 @@ func TestLoadProject(t *testing.T) {
 		{"env file", `{"env": ".env"}`, Project{Env: map[string]string{"A": "1", "B": "two words"}}, ""},
 		{"http app", `{"http": {"app": "./src/app.ts:app"}}`, Project{HTTPApp: "./src/app.ts:app"}, ""},
 		{"http app without export", `{"http": {"app": "./src/app.ts"}}`, Project{}, `is not "path:export"`},
-		{"missing env file", `{"env": "nope.env"}`, Project{}, "env file"},
+		// As the reference servers: nothing to load (deploy clients never upload .env).
+		{"missing env file", `{"env": "nope.env"}`, Project{}, ""},
 		{"env of numbers", `{"env": {"A": 1}}`, Project{}, "env must be an object of strings"},
 		{"env a list", `{"env": ["A"]}`, Project{}, "env must be an object of strings"},
 	}

@@ -3,7 +3,9 @@ package build
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"regexp"
 	"sort"
@@ -249,11 +251,21 @@ func (p *Project) Env(t *Tree, dir string) (map[string]string, error) {
 	}
 	name := pathJoin(dir, rel)
 	raw, err := t.ReadFile(name, maxProjectFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, fmt.Errorf("env file %s: %w", name, ErrNoEnvFile)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("env file: %w", err)
 	}
 	return ParseEnv(name, raw)
 }
+
+// ErrNoEnvFile: the env file the configuration names is not in the
+// source. The reference servers load nothing then, and so does Slipway:
+// every official template names a ".env" that deploy clients never upload
+// (its values are secrets). Env returns it with an empty environment; the
+// build says so in its log and goes on.
+var ErrNoEnvFile = errors.New("not in the uploaded source (deploy clients never upload .env files: give its values as the deployment's secrets); nothing is loaded from it")
 
 // ParseEnv parses the .env file name (as the project names it, for
 // errors) of contents raw, as godotenv does. Errors say which line is

@@ -316,7 +316,7 @@ func TestEnvErrorsQuoteNothing(t *testing.T) {
 		{"noname.env", "env file conf/noname.env: a line has no variable name"},
 		{"key.env", "env file conf/key.env: line 1: expected a variable name"},
 		{"name-char.env", "env file conf/name-char.env: line 2: expected a variable name"},
-		{"missing.env", "env file: conf/missing.env is not in the source"},
+		{"missing.env", "env file conf/missing.env: not in the uploaded source"},
 		{"dir.env", "env file: conf/dir.env is not a regular file"},
 		{"sub/langgraph", ""},
 	} {

@@ -113,7 +113,7 @@ func (d *Driver) nodeBuild(ctx context.Context, s runtime.Spec, tree *build.Tree
 	var rf strings.Builder
 	fmt.Fprintf(&rf, "FROM %s\nCOPY app /app\n", depsTag)
 	projectCommands(&rf, s, s.InstallCommand, cfgDir)
-	if err := revisionTail(&rf, proj, g, tree, cfgPath, "", labels); err != nil {
+	if err := revisionTail(&rf, proj, g, tree, cfgPath, "", labels, log); err != nil {
 		return err
 	}
 	// The upload's own node_modules would land over the installed ones.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -163,11 +164,15 @@ func projectCommands(rf *strings.Builder, s runtime.Spec, install, cfgDir string
 // revisionTail ends a project revision's Dockerfile: the dockerfile_lines,
 // the project's env (Slipway's own variables and extra win), the agent's
 // settings, the labels, and the agent as its unprivileged user.
-func revisionTail(rf *strings.Builder, proj *build.Project, g graphFile, tree *build.Tree, cfgPath, extra string, labels map[string]string) error {
+func revisionTail(rf *strings.Builder, proj *build.Project, g graphFile, tree *build.Tree, cfgPath, extra string, labels map[string]string, log io.Writer) error {
 	for _, l := range g.DockerfileLines {
 		rf.WriteString(l + "\n")
 	}
 	env, err := proj.Env(tree, path.Dir(cfgPath))
+	if errors.Is(err, build.ErrNoEnvFile) {
+		fmt.Fprintf(log, "note: %v\n", err)
+		err = nil
+	}
 	if err != nil {
 		return err
 	}

@@ -377,7 +377,7 @@ func (d *Driver) pythonBuild(ctx context.Context, s runtime.Spec, tree *build.Tr
 	fmt.Fprintf(&rf, "FROM %s\nCOPY app /app\nRUN %s\n", depsTag, run)
 	projectCommands(&rf, s, s.InstallCommand, cfgDir)
 	extra := "VIRTUAL_ENV=/venv PATH=/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin SLIPWAY_AGENT_PYTHON=/venv/bin/python"
-	if err := revisionTail(&rf, proj, g, tree, cfgPath, extra, labels); err != nil {
+	if err := revisionTail(&rf, proj, g, tree, cfgPath, extra, labels, log); err != nil {
 		return err
 	}
 	return d.buildRevision(ctx, tree, rf.String(), tag, nil, log)

@@ -33,7 +33,6 @@ func TestBuildErrorsQuoteNothing(t *testing.T) {
 			"env file conf/app.env: line 2: expected a variable name"},
 		{"env file without a name", `{"env": "conf/app.env"}`, map[string]string{"conf/app.env": secret}, "env file conf/app.env: a line has no variable name"},
 		{"unclosed quote", `{"env": "conf/app.env"}`, map[string]string{"conf/app.env": "A=\"" + secret + "\n"}, "env file conf/app.env: line 1: a quoted value is not closed"},
-		{"missing env file", `{"env": "conf/missing.env"}`, nil, "conf/missing.env is not in the source"},
 		{"env file that is a directory", `{"env": "conf"}`, nil, "conf is not a regular file"},
 		{"missing dependency", `{"dependencies": ["./nope"], "python_version": "3.11"}`, nil, `dependency "./nope" is not a directory of the source`},
 		{"bad pyproject", `{"dependencies": ["./lib"], "python_version": "3.11"}`, map[string]string{"lib/pyproject.toml": "[project]\ndependencies = " + secret + "\n"},
@@ -109,4 +108,20 @@ func checkQuotesNothing(t *testing.T, d *Driver, text, secret string) {
 		}
 	}
 	t.Log(strings.TrimSpace(text))
+}
+
+// TestMissingEnvFileLoadsNothing: as the reference servers, an env file the
+// configuration names but the source lacks (every official template names
+// a .env, which deploy clients never upload) loads nothing; the build goes
+// on and its log says why nothing was loaded.
+func TestMissingEnvFileLoadsNothing(t *testing.T) {
+	d := newDriver(t)
+	s := spec(t, "noenv", `{"graphs": {"agent": "echo"}, "env": ".env"}`, map[string]string{"conf/.keep": ""})
+	var log bytes.Buffer
+	if _, err := d.Build(context.Background(), s, &log); err != nil {
+		t.Fatalf("build: %v\n%s", err, log.String())
+	}
+	if want := "note: env file .env: not in the uploaded source"; !strings.Contains(log.String(), want) {
+		t.Fatalf("the build log does not say %q:\n%s", want, log.String())
+	}
 }

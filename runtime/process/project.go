@@ -37,6 +37,7 @@ type revisionProject struct {
 	js      build.JSInstall
 	jsFound bool
 	jsErr   error
+	envNote string // why the env file loads nothing (build.ErrNoEnvFile)
 }
 
 // readRevision reads the revision's project from its source tree: the
@@ -55,7 +56,10 @@ func readRevision(t *build.Tree, graphConfig, installCommand string) (*revisionP
 	if r.proj, raw, err = build.LoadProject(t, cfg); err != nil {
 		return nil, err
 	}
-	if r.env, err = r.proj.Env(t, r.dir); err != nil {
+	if r.env, err = r.proj.Env(t, r.dir); errors.Is(err, build.ErrNoEnvFile) {
+		r.envNote, err = err.Error(), nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	if r.proj.NeedsPython() {
@@ -108,6 +112,9 @@ func graphConfigPath(app, rel string) (string, error) {
 // notes says in the build log which keys of the configuration the
 // process runtime does not act on.
 func (r *revisionProject) notes(log io.Writer) {
+	if r.envNote != "" {
+		fmt.Fprintf(log, "note: %s\n", r.envNote)
+	}
 	for _, k := range r.proj.Unsupported {
 		fmt.Fprintf(log, "note: %s in %s is not supported by Slipway and is ignored\n", k, path.Base(r.cfg))
 	}
