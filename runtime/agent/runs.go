@@ -52,7 +52,8 @@ func (e *Engine) ResolveAssistant(tx *bolt.Tx, id string) (*Assistant, error) {
 			return &a, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: assistant %q (neither an assistant id nor a graph id)", ErrNotFound, id)
+	// Neither an assistant's id nor a graph's: worded as the reference's.
+	return nil, fmt.Errorf("%w: assistant %s", ErrNotFound, id)
 }
 
 // CreateRun admits a run on thread threadID ("" for a stateless run on a

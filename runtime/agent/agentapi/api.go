@@ -40,7 +40,7 @@ func (a *API) errors(fn httpx.Handle) httpx.Handle {
 		case errors.Is(err, agent.ErrBusy):
 			return httpx.Conflict("%s", agent.ErrBusy.Error())
 		case errors.Is(err, agent.ErrNotFound):
-			return httpx.NotFound("%s", strings.TrimPrefix(err.Error(), "not found: "))
+			return httpx.NotFound("%s", notFoundDetail(strings.TrimPrefix(err.Error(), "not found: ")))
 		case errors.Is(err, agent.ErrConflict):
 			return httpx.Conflict("%s", strings.TrimPrefix(err.Error(), "conflict: "))
 		case errors.Is(err, agent.ErrInvalid):
@@ -48,6 +48,22 @@ func (a *API) errors(fn httpx.Handle) httpx.Handle {
 		}
 		return err
 	}
+}
+
+// notFoundKinds are what the engine's ErrNotFound names as "<kind> <id>".
+var notFoundKinds = map[string]string{"thread": "Thread", "run": "Run", "assistant": "Assistant", "checkpoint": "Checkpoint", "cron": "Cron"}
+
+// notFoundDetail words a 404 as the reference servers do ("Thread <id>
+// not found"), which clients and their users match on; other engine
+// sentences are passed on, capitalised.
+func notFoundDetail(what string) string {
+	if kind, id, ok := strings.Cut(what, " "); ok && notFoundKinds[kind] != "" && !strings.Contains(id, " ") {
+		return notFoundKinds[kind] + " " + id + " not found"
+	}
+	if what == "" {
+		return "Not found"
+	}
+	return strings.ToUpper(what[:1]) + what[1:]
 }
 
 // decode reads an optional JSON object body (empty means {}), checked

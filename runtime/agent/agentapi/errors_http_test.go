@@ -63,3 +63,30 @@ func TestAgentErrorShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestNotFoundDetails: a 404 says what was not found in the reference
+// servers' words ("Thread <id> not found"), which clients match on, in
+// Slipway's {"detail": ...} shape.
+func TestNotFoundDetails(t *testing.T) {
+	a := servertest.StartAgent(t, nil)
+	th := newThread(t, a)
+	const missing = "00000000-0000-4000-8000-000000000001"
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+		want               string
+	}{
+		{"thread", "GET", "/threads/" + missing, nil, "Thread " + missing + " not found"},
+		{"thread state", "GET", "/threads/" + missing + "/state", nil, "Thread " + missing + " not found"},
+		{"assistant", "GET", "/assistants/" + missing, nil, "Assistant " + missing + " not found"},
+		{"run's assistant", "POST", "/runs/wait", map[string]any{"assistant_id": missing}, "Assistant " + missing + " not found"},
+		{"run", "GET", "/threads/" + th + "/runs/" + missing, nil, "Run " + missing + " not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := a.Do(tc.method, tc.path, tc.body)
+			if r.Status != 404 || r.Map()["detail"] != tc.want {
+				t.Fatalf("%d %s, want 404 with detail %q", r.Status, r.Body, tc.want)
+			}
+		})
+	}
+}
