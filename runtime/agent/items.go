@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -357,7 +358,18 @@ func (e *Engine) DeleteAssistant(id string) error {
 
 // SearchAssistants lists assistants matching graph id, name (a
 // case-insensitive substring, as the reference servers match it) and metadata.
-func (e *Engine) SearchAssistants(graphID, name string, metadata map[string]any, limit, offset int) ([]Assistant, int, error) {
+// AssistantQuery is a search of assistants: the filters, the page, and
+// the order (SortBy one of assistant_id, graph_id, name, created_at,
+// updated_at; "" is created_at; Desc newest or last first).
+type AssistantQuery struct {
+	GraphID, Name string
+	Metadata      map[string]any
+	Limit, Offset int
+	SortBy        string
+	Desc          bool
+}
+
+func (e *Engine) SearchAssistants(q AssistantQuery) ([]Assistant, int, error) {
 	var all []Assistant
 	err := e.DB.View(func(tx *bolt.Tx) error {
 		return tx.Bucket([]byte(bAssistants)).ForEach(func(_, v []byte) error {
@@ -365,21 +377,34 @@ func (e *Engine) SearchAssistants(graphID, name string, metadata map[string]any,
 			if err := unmarshalStored(v, &a); err != nil {
 				return err
 			}
-			if graphID != "" && a.GraphID != graphID || name != "" && !strings.Contains(strings.ToLower(a.Name), strings.ToLower(name)) || !matches(a.Metadata, metadata) {
+			if q.GraphID != "" && a.GraphID != q.GraphID || q.Name != "" && !strings.Contains(strings.ToLower(a.Name), strings.ToLower(q.Name)) || !matches(a.Metadata, q.Metadata) {
 				return nil
 			}
 			all = append(all, a)
 			return nil
 		})
 	})
-	sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) })
-	n := len(all)
-	if offset > len(all) {
-		offset = len(all)
+	// As the reference: names and graph ids compare case-insensitively.
+	less := map[string]func(a, b Assistant) int{
+		"assistant_id": func(a, b Assistant) int { return strings.Compare(a.AssistantID, b.AssistantID) },
+		"graph_id":     func(a, b Assistant) int { return strings.Compare(strings.ToLower(a.GraphID), strings.ToLower(b.GraphID)) },
+		"name":         func(a, b Assistant) int { return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)) },
+		"updated_at":   func(a, b Assistant) int { return a.UpdatedAt.Compare(b.UpdatedAt) },
+	}[q.SortBy]
+	if less == nil {
+		less = func(a, b Assistant) int { return a.CreatedAt.Compare(b.CreatedAt) }
 	}
+	slices.SortStableFunc(all, func(a, b Assistant) int {
+		if q.Desc {
+			return less(b, a)
+		}
+		return less(a, b)
+	})
+	n := len(all)
+	offset := min(q.Offset, len(all))
 	all = all[offset:]
-	if limit > 0 && len(all) > limit {
-		all = all[:limit]
+	if q.Limit > 0 && len(all) > q.Limit {
+		all = all[:q.Limit]
 	}
 	if all == nil {
 		all = []Assistant{}

@@ -87,13 +87,22 @@ func (a *API) searchAssistants(w http.ResponseWriter, r *http.Request, count boo
 	var b struct {
 		GraphID  string         `json:"graph_id"`
 		Name     string         `json:"name"`
-		Metadata map[string]any `json:"metadata"`
+		Metadata  map[string]any `json:"metadata"`
+		SortBy    string         `json:"sort_by"`
+		SortOrder string         `json:"sort_order"`
 		page
 	}
 	if err := decodePage(r, &b, &b.page, 10); err != nil {
 		return err
 	}
-	list, n, err := a.Engine.SearchAssistants(b.GraphID, b.Name, b.Metadata, b.Limit, b.Offset)
+	if err := oneOf(b.SortBy, "sort_by", "assistant_id", "graph_id", "name", "created_at", "updated_at"); err != nil {
+		return err
+	}
+	if err := oneOf(b.SortOrder, "sort_order", "asc", "desc"); err != nil {
+		return err
+	}
+	list, n, err := a.Engine.SearchAssistants(agent.AssistantQuery{GraphID: b.GraphID, Name: b.Name, Metadata: b.Metadata,
+		Limit: b.Limit, Offset: b.Offset, SortBy: b.SortBy, Desc: b.SortOrder != "asc"})
 	return replyCount(w, count, list, n, err)
 }
 

@@ -129,6 +129,16 @@ test("assistants: the graph's default assistant, and a new one", async () => {
   assert.equal(values.messages.at(-1).content, "via assistant");
 });
 
+test("assistants: search sorted by name and by creation", async () => {
+  for (const name of ["sort-b", "Sort-A", "sort-c"]) {
+    await client.assistants.create({ graphId: "echo", name, metadata: { sorted: "yes" } });
+  }
+  const byName = await client.assistants.search({ metadata: { sorted: "yes" }, sortBy: "name", sortOrder: "asc" });
+  assert.deepEqual(byName.map((a) => a.name), ["Sort-A", "sort-b", "sort-c"]);
+  const oldest = await client.assistants.search({ metadata: { sorted: "yes" }, sortBy: "created_at", sortOrder: "asc" });
+  assert.deepEqual(oldest.map((a) => a.name), ["sort-b", "Sort-A", "sort-c"]);
+});
+
 test("assistants: versions, and going back to one", async () => {
   const a = await client.assistants.create({ graphId: "echo", name: "v1" });
   await client.assistants.update(a.assistant_id, { name: "v2" });

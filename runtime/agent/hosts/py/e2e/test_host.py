@@ -152,6 +152,15 @@ async def test_assistants_of_python_graphs(client):
     assert len(await client.assistants.get_versions(quiet["assistant_id"])) == 2
 
 
+async def test_assistant_search_sorted(client):
+    for name in ("sort-b", "Sort-A", "sort-c"):
+        await client.assistants.create("steps", name=name, metadata={"sorted": "yes"})
+    by_name = await client.assistants.search(metadata={"sorted": "yes"}, sort_by="name", sort_order="asc")
+    assert [a["name"] for a in by_name] == ["Sort-A", "sort-b", "sort-c"]
+    newest = await client.assistants.search(metadata={"sorted": "yes"}, sort_by="created_at", sort_order="desc")
+    assert [a["name"] for a in newest] == ["sort-c", "Sort-A", "sort-b"]
+
+
 async def test_graph_factory_takes_the_run_config_and_the_config_env(client):
     assert await client.runs.wait(None, "factory", input={"text": "hi"}, config={"configurable": {"style": "plain"}}) == {"text": "hi"}
     # Without a style in the config, PY_AGENT_STYLE from langgraph.json's "env" decides.
