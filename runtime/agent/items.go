@@ -387,9 +387,11 @@ func (e *Engine) SearchAssistants(q AssistantQuery) ([]Assistant, int, error) {
 	// As the reference: names and graph ids compare case-insensitively.
 	less := map[string]func(a, b Assistant) int{
 		"assistant_id": func(a, b Assistant) int { return strings.Compare(a.AssistantID, b.AssistantID) },
-		"graph_id":     func(a, b Assistant) int { return strings.Compare(strings.ToLower(a.GraphID), strings.ToLower(b.GraphID)) },
-		"name":         func(a, b Assistant) int { return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)) },
-		"updated_at":   func(a, b Assistant) int { return a.UpdatedAt.Compare(b.UpdatedAt) },
+		"graph_id": func(a, b Assistant) int {
+			return strings.Compare(strings.ToLower(a.GraphID), strings.ToLower(b.GraphID))
+		},
+		"name":       func(a, b Assistant) int { return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)) },
+		"updated_at": func(a, b Assistant) int { return a.UpdatedAt.Compare(b.UpdatedAt) },
 	}[q.SortBy]
 	if less == nil {
 		less = func(a, b Assistant) int { return a.CreatedAt.Compare(b.CreatedAt) }

@@ -85,8 +85,8 @@ func (a *API) deleteAssistant(w http.ResponseWriter, r *http.Request, ps httprou
 
 func (a *API) searchAssistants(w http.ResponseWriter, r *http.Request, count bool) error {
 	var b struct {
-		GraphID  string         `json:"graph_id"`
-		Name     string         `json:"name"`
+		GraphID   string         `json:"graph_id"`
+		Name      string         `json:"name"`
 		Metadata  map[string]any `json:"metadata"`
 		SortBy    string         `json:"sort_by"`
 		SortOrder string         `json:"sort_order"`
