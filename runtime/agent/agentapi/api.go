@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 	"sync"
 
 	"github.com/google/uuid"
@@ -23,6 +24,11 @@ type API struct {
 	Engine  *agent.Engine
 	Version string
 	MaxBody int64
+	// WaitHeartbeat is how often /runs/wait sends a newline while the run
+	// goes on (leading whitespace is nothing to a JSON parser), so that
+	// proxies and load balancers keep a long wait open; 0 is 5 s, the
+	// reference servers' interval.
+	WaitHeartbeat time.Duration
 }
 
 func (a *API) info(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -45,6 +46,8 @@ func (a *API) createRun(w http.ResponseWriter, r *http.Request, thread, action s
 		}
 		return a.stream(w, r, run, events, rc.StreamMode, 0, rc.OnDisconnect == "cancel")
 	case "wait":
+		// Where the result can be had again, as the reference says.
+		w.Header().Set("Location", "/threads/"+run.ThreadID+"/runs/"+run.RunID+"/join")
 		return a.wait(w, r, run, events, rc.OnDisconnect == "cancel")
 	}
 	return reply(w)(run, nil)
@@ -90,7 +93,9 @@ func (a *API) batchRuns(w http.ResponseWriter, r *http.Request) error {
 func (a *API) wait(w http.ResponseWriter, r *http.Request, run agent.Run, log *agent.EventLog, cancelOnDisconnect bool) error {
 	var last json.RawMessage
 	var failure map[string]any
-	if !a.follow(r, run, log, 0, cancelOnDisconnect, func(evs []agent.StreamEvent) bool {
+	w.Header().Set("Content-Type", "application/json")
+	stopBeats := a.heartbeat(w)
+	followed := a.follow(r, run, log, 0, cancelOnDisconnect, func(evs []agent.StreamEvent) bool {
 		for _, ev := range evs {
 			switch ev.Event {
 			case "values":
@@ -100,10 +105,11 @@ func (a *API) wait(w http.ResponseWriter, r *http.Request, run agent.Run, log *a
 			}
 		}
 		return true
-	}) {
+	})
+	stopBeats()
+	if !followed {
 		return nil
 	}
-	w.Header().Set("Content-Type", "application/json")
 	switch {
 	case failure != nil:
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"__error__": failure})
@@ -119,6 +125,36 @@ func (a *API) wait(w http.ResponseWriter, r *http.Request, run agent.Run, log *a
 		httpx.WriteJSON(w, http.StatusOK, st.Values)
 	}
 	return nil
+}
+
+// heartbeat writes a newline to w every WaitHeartbeat until the returned
+// stop is called, which returns once no write is under way. The first one
+// commits the status (200): what follows is the body, errors included, as
+// on the reference servers.
+func (a *API) heartbeat(w http.ResponseWriter) (stop func()) {
+	every := a.WaitHeartbeat
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		rc := http.NewResponseController(w)
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if _, err := w.Write([]byte("\n")); err != nil {
+					return
+				}
+				_ = rc.Flush()
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
 }
 
 func (a *API) getRun(w http.ResponseWriter, _ *http.Request, t, rid string) error {
