@@ -26,7 +26,9 @@ func signedIn(t *testing.T, r *servertest.Response) (cookies, csrf string) {
 			continue
 		}
 		pairs = append(pairs, c.Name+"="+c.Value)
-		if c.Name == auth.CSRFCookie {
+		// The test server is on loopback, where the cookies are
+		// __Host- prefixed (auth.CookieName).
+		if strings.TrimPrefix(c.Name, auth.HostPrefix) == auth.CSRFCookie {
 			csrf = c.Value
 		}
 	}
