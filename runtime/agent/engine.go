@@ -77,6 +77,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("conflict")
 	ErrInvalid  = errors.New("invalid")
+	// ErrBadRequest is a request the thread's state cannot serve (the
+	// reference answers these 400, not 422).
+	ErrBadRequest = errors.New("bad request")
 )
 
 // Engine owns the agent database and executes runs.
@@ -678,6 +681,13 @@ func (e *Engine) UpdateStateAt(id string, values map[string]any, asNode string, 
 		}
 		if t.busy() {
 			return fmt.Errorf("%w: thread %s has a pending or running run", ErrConflict, id)
+		}
+		if g, _ := t.Metadata["graph_id"].(string); g == "" {
+			// As the reference: a state update is applied as a graph's
+			// node would, so the thread must have a graph.
+			return fmt.Errorf("%w: Thread '%s' has no assigned graph ID. This usually occurs when no runs have been made on this particular thread. "+
+				"This operation requires a graph ID. Please ensure a run has been made for the thread or manually update the thread metadata "+
+				"(by setting the 'graph_id' field) before running this operation.", ErrBadRequest, id)
 		}
 		merged, err := ApplyUpdate(t.Values, values)
 		if err != nil {

@@ -136,6 +136,14 @@ func (e *Engine) admit(tx *bolt.Tx, threadID string, rc RunCreate, temporary, sl
 	t, err := getThread(tx, threadID)
 	switch {
 	case err == nil:
+		if !t.busy() {
+			// As the reference: an idle thread takes the graph and
+			// assistant of the run it is given, in its metadata.
+			if t.Metadata == nil {
+				t.Metadata = map[string]any{}
+			}
+			t.Metadata["graph_id"], t.Metadata["assistant_id"] = a.GraphID, a.AssistantID
+		}
 	case temporary || rc.IfNotExists == "create":
 		t = &threadRecord{Thread: Thread{ThreadID: threadID, CreatedAt: now, UpdatedAt: now,
 			Metadata: map[string]any{"graph_id": a.GraphID, "assistant_id": a.AssistantID}, Status: ThreadIdle, Values: map[string]any{}}}

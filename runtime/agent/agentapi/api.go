@@ -49,6 +49,8 @@ func (a *API) errors(fn httpx.Handle) httpx.Handle {
 			return httpx.NotFound("%s", notFoundDetail(strings.TrimPrefix(err.Error(), "not found: ")))
 		case errors.Is(err, agent.ErrConflict):
 			return httpx.Conflict("%s", strings.TrimPrefix(err.Error(), "conflict: "))
+		case errors.Is(err, agent.ErrBadRequest):
+			return httpx.Errorf(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "bad request: "))
 		case errors.Is(err, agent.ErrInvalid):
 			return httpx.Unprocessable("%s", strings.TrimPrefix(err.Error(), "invalid: "))
 		}

@@ -2,6 +2,7 @@ package agentapi_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"slipway/server/servertest"
@@ -88,5 +89,29 @@ func TestNotFoundDetails(t *testing.T) {
 				t.Fatalf("%d %s, want 404 with detail %q", r.Status, r.Body, tc.want)
 			}
 		})
+	}
+}
+
+// TestUpdateStateNeedsAGraph: as the reference, a thread that never ran has
+// no graph to apply a state update with (400, in the reference's words);
+// a run gives an existing thread its graph and assistant in its metadata,
+// and the update then applies.
+func TestUpdateStateNeedsAGraph(t *testing.T) {
+	a := servertest.StartAgent(t, nil)
+	th := newThread(t, a)
+	r := a.Do("POST", "/threads/"+th+"/state", map[string]any{"values": map[string]any{"x": 1}})
+	if d, _ := r.Map()["detail"].(string); r.Status != 400 || !strings.Contains(d, "has no assigned graph ID") {
+		t.Fatalf("update of a thread that never ran: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("POST", "/threads/"+th+"/runs/wait", map[string]any{"assistant_id": "echo",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}}); r.Status != 200 {
+		t.Fatalf("run: %d %s", r.Status, r.Body)
+	}
+	meta, _ := a.Do("GET", "/threads/"+th, nil).Map()["metadata"].(map[string]any)
+	if meta["graph_id"] != "echo" || meta["assistant_id"] == nil {
+		t.Fatalf("thread metadata after a run: %v", meta)
+	}
+	if r := a.Do("POST", "/threads/"+th+"/state", map[string]any{"values": map[string]any{"x": 1}}); r.Status != 200 {
+		t.Fatalf("update after a run: %d %s", r.Status, r.Body)
 	}
 }
