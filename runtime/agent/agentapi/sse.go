@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"slipway/runtime/agent"
-	"slipway/server/httpx"
 )
 
 // stream writes the run's events as server-sent events: metadata first,
@@ -82,14 +81,14 @@ func (a *API) joinStream(w http.ResponseWriter, r *http.Request, t, rid string) 
 	if err != nil {
 		return err
 	}
+	// After the event Last-Event-ID names; -1 is the SDK's "from the
+	// beginning", and so is an id this stream never sent (another
+	// server's, a proxy's): as the reference, a client that cannot be
+	// resumed where it was gets the whole stream again, not an error.
 	after := 0
-	if v := r.Header.Get("Last-Event-ID"); v != "" {
-		// -1 is the SDK's "from the beginning".
-		if after, err = strconv.Atoi(v); err != nil || after < -1 {
-			return httpx.Unprocessable("Last-Event-ID must be an event id from this stream")
-		}
+	if n, err := strconv.Atoi(r.Header.Get("Last-Event-ID")); err == nil && n > 0 {
+		after = n
 	}
-	after = max(after, 0)
 	modes := streamModes(r.URL.Query()["stream_mode"])
 	if len(modes) == 0 {
 		modes = []string{"values", "updates", "messages", "custom"}
