@@ -159,9 +159,33 @@ func AssistantID(graphID string) string {
 	return uuid.NewSHA1(uuid.NameSpaceOID, []byte("slipway:graph:"+graphID)).String()
 }
 
+// ensureAssistants gives every served graph its system assistant and, as
+// the reference does at start, removes the system assistants of graphs
+// this agent no longer serves (a revision rolled back to before the graph
+// existed): they would be listed, and answer 404 to a run. Assistants
+// users made for such a graph stay.
 func (e *Engine) ensureAssistants() error {
 	return e.w.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(bAssistants))
+		var stale []string
+		err := b.ForEach(func(k, v []byte) error {
+			var a Assistant
+			if err := unmarshalStored(v, &a); err != nil {
+				return err
+			}
+			if _, served := e.Graphs[a.GraphID]; !served && a.Metadata["created_by"] == "system" {
+				stale = append(stale, string(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, id := range stale {
+			if err := deleteAssistant(tx, id); err != nil {
+				return err
+			}
+		}
 		for id := range e.Graphs {
 			aid := AssistantID(id)
 			if b.Get([]byte(aid)) != nil {

@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,5 +47,66 @@ func TestMigrateAssistantVersions(t *testing.T) {
 	}
 	if vs, _ := e.AssistantVersions(AssistantID("echo"), nil, 10, 0); len(vs) != 1 || vs[0].Version != 1 {
 		t.Fatalf("default assistant's versions: %v", vs)
+	}
+}
+
+// TestSystemAssistantsFollowTheGraphs: an agent started without a graph it
+// served before (a rollback to a revision that predates the graph) drops
+// that graph's system assistant, as the reference does at start, and keeps
+// the assistants users made; the graph's return brings its system
+// assistant back.
+func TestSystemAssistantsFollowTheGraphs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent.db")
+	start := func(graphs ...string) (*Engine, func()) {
+		t.Helper()
+		db, err := storage.Open(path, time.Second, Migrations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs := map[string]Graph{}
+		for _, g := range graphs {
+			gs[g] = Echo{}
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		e := &Engine{DB: db, Graphs: gs, Workers: 1, Timeout: time.Minute, Log: zerolog.Nop()}
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return e, func() { cancel(); e.Wait(); db.Close() }
+	}
+	graphsOf := func(e *Engine) []string {
+		t.Helper()
+		list, _, err := e.SearchAssistants(AssistantQuery{SortBy: "graph_id", Metadata: map[string]any{"created_by": "system"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, a := range list {
+			out = append(out, a.GraphID)
+		}
+		return out
+	}
+	e, stop := start("agent", "extra")
+	if _, err := e.CreateAssistant(Assistant{GraphID: "extra", Name: "mine", Metadata: map[string]any{}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+
+	e, stop = start("agent")
+	if got := graphsOf(e); !slices.Equal(got, []string{"agent"}) {
+		t.Fatalf("system assistants without the graph: %v, want [agent]", got)
+	}
+	if _, err := e.GetAssistant(AssistantID("extra")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the missing graph's system assistant: %v, want not found", err)
+	}
+	if mine, _, _ := e.SearchAssistants(AssistantQuery{Name: "mine"}); len(mine) != 1 {
+		t.Fatalf("a user's assistant of the missing graph was dropped: %v", mine)
+	}
+	stop()
+
+	e, stop = start("agent", "extra")
+	defer stop()
+	if got := graphsOf(e); !slices.Equal(got, []string{"agent", "extra"}) {
+		t.Fatalf("system assistants after the graph came back: %v", got)
 	}
 }

@@ -339,25 +339,27 @@ func (e *Engine) PatchAssistant(id string, patch Assistant) (Assistant, error) {
 // DeleteAssistant deletes an assistant.
 func (e *Engine) DeleteAssistant(id string) error {
 	return e.w.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(bAssistants))
-		if b.Get([]byte(id)) == nil {
+		if tx.Bucket([]byte(bAssistants)).Get([]byte(id)) == nil {
 			return fmt.Errorf("%w: assistant %s", ErrNotFound, id)
 		}
-		all, err := versions(tx, id)
-		if err != nil {
-			return err
-		}
-		for _, v := range all {
-			if err := tx.Bucket([]byte(bAssistantVersions)).Delete(versionKey(id, v.Version)); err != nil {
-				return err
-			}
-		}
-		return b.Delete([]byte(id))
+		return deleteAssistant(tx, id)
 	})
 }
 
-// SearchAssistants lists assistants matching graph id, name (a
-// case-insensitive substring, as the reference servers match it) and metadata.
+// deleteAssistant removes assistant id and its versions in tx.
+func deleteAssistant(tx *bolt.Tx, id string) error {
+	all, err := versions(tx, id)
+	if err != nil {
+		return err
+	}
+	for _, v := range all {
+		if err := tx.Bucket([]byte(bAssistantVersions)).Delete(versionKey(id, v.Version)); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket([]byte(bAssistants)).Delete([]byte(id))
+}
+
 // AssistantQuery is a search of assistants: the filters, the page, and
 // the order (SortBy one of assistant_id, graph_id, name, created_at,
 // updated_at; "" is created_at; Desc newest or last first).
@@ -369,6 +371,9 @@ type AssistantQuery struct {
 	Desc          bool
 }
 
+// SearchAssistants lists assistants matching graph id, name (a
+// case-insensitive substring, as the reference servers match it) and
+// metadata, in q's order.
 func (e *Engine) SearchAssistants(q AssistantQuery) ([]Assistant, int, error) {
 	var all []Assistant
 	err := e.DB.View(func(tx *bolt.Tx) error {
