@@ -449,8 +449,11 @@ func (e *Engine) hostUpdateState(g *HostGraph, id string, values map[string]any,
 		}
 		t.Values, t.Interrupts, t.UpdatedAt = out.State.Values, out.State.interruptsByTask(), time.Now().UTC()
 		if !t.busy() {
+			// As the reference: a thread whose latest checkpoint still has
+			// nodes to run is interrupted, whether or not they carry an
+			// interrupt (an update next to an interrupt leaves it pending).
 			t.Status = ThreadIdle
-			if len(out.State.Interrupts) > 0 {
+			if len(out.State.Interrupts) > 0 || len(out.State.Next) > 0 {
 				t.Status = ThreadInterrupted
 			}
 		}

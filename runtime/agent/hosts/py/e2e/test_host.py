@@ -103,6 +103,16 @@ async def test_interrupt_and_command_resume(client):
     assert done["interrupts"] == {}
 
 
+async def test_state_update_keeps_an_interrupted_thread_interrupted(client):
+    thread = await client.threads.create()
+    await client.runs.wait(thread["thread_id"], "approval", input={"request": "ship"})
+    assert (await client.threads.get(thread["thread_id"]))["status"] == "interrupted"
+    # An update beside the interrupt leaves "review" to run: still interrupted, as on the reference.
+    await client.threads.update_state(thread["thread_id"], {"log": ["noted by hand"]})
+    assert (await client.threads.get_state(thread["thread_id"]))["next"] == ["review"]
+    assert (await client.threads.get(thread["thread_id"]))["status"] == "interrupted"
+
+
 async def test_subgraph_interrupt_from_a_module_spec(client):
     thread = await client.threads.create()
     chunks = await collect(
