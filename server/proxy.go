@@ -139,7 +139,7 @@ func (p *proxy) modifyResponse(resp *http.Response) error {
 	if t, ok := resp.Request.Context().Value(targetKey{}).(target); ok {
 		p.filterSetCookies(resp.Header, t)
 	}
-	p.stripAgentCORS(resp.Header)
+	p.stripAgentCORS(resp)
 	return sandboxAgentDocuments(resp)
 }
 

@@ -38,3 +38,14 @@ func parseCORS(keys map[string]json.RawMessage) (*cors.Config, error) {
 	}
 	return &c, nil
 }
+
+// ProjectCORS is http.cors of the graph configuration raw, checked as
+// ParseProject does, without the build's other checks (the agent needs
+// this key alone).
+func ProjectCORS(raw []byte) (*cors.Config, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return nil, fmt.Errorf("graph configuration is not a valid JSON object: %w", err)
+	}
+	return parseCORS(keys)
+}

@@ -238,3 +238,23 @@ func StripGrant(h http.Header) {
 		}
 	}
 }
+
+// Middleware applies p to h: preflights answered from p alone, actual
+// requests' answers decorated. A nil p leaves h alone. The agent wraps
+// its API with the deployment's http.cors this way, ahead of its custom
+// routes, as the reference's middleware does.
+func Middleware(p *Policy, h http.Handler) http.Handler {
+	if p == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if IsPreflight(r) {
+			p.Preflight(w, r)
+			return
+		}
+		if r.Header.Get("Origin") != "" {
+			p.Decorate(w.Header(), r)
+		}
+		h.ServeHTTP(w, r)
+	})
+}

@@ -183,3 +183,40 @@ func TestStripGrant(t *testing.T) {
 		t.Fatalf("after StripGrant: %v", h)
 	}
 }
+
+// TestMiddleware: a preflight never reaches the wrapped handler; an actual
+// request does, with the grant; a nil policy leaves the handler alone.
+func TestMiddleware(t *testing.T) {
+	p, err := New(Config{AllowOrigins: []string{"https://a.example"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		p         *Policy
+		method    string
+		preflight bool
+		reached   bool
+		allow     string
+	}{
+		{"preflight", p, "OPTIONS", true, false, "https://a.example"},
+		{"actual", p, "POST", false, true, "https://a.example"},
+		{"plain OPTIONS", p, "OPTIONS", false, true, "https://a.example"},
+		{"no policy", nil, "OPTIONS", true, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reached := false
+			h := Middleware(tc.p, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = true }))
+			r := httptest.NewRequest(tc.method, "/threads", nil)
+			r.Header.Set("Origin", "https://a.example")
+			if tc.preflight {
+				r.Header.Set("Access-Control-Request-Method", "POST")
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if reached != tc.reached || w.Header().Get("Access-Control-Allow-Origin") != tc.allow {
+				t.Fatalf("reached %v, Allow-Origin %q; want %v, %q", reached, w.Header().Get("Access-Control-Allow-Origin"), tc.reached, tc.allow)
+			}
+		})
+	}
+}
