@@ -175,7 +175,7 @@ func IsPreflight(r *http.Request) bool {
 // It never reaches the deployment.
 func (p *Policy) Preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Add("Vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
+	h.Add("Vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers, Access-Control-Request-Private-Network")
 	origin := r.Header.Get("Origin")
 	if !p.Allows(origin) || !p.methods[strings.ToUpper(r.Header.Get("Access-Control-Request-Method"))] || !p.headersAllowed(r.Header.Get("Access-Control-Request-Headers")) {
 		h.Set("Content-Type", "application/json")
@@ -191,6 +191,13 @@ func (p *Policy) Preflight(w http.ResponseWriter, r *http.Request) {
 		h.Set("Access-Control-Allow-Headers", p.headerList)
 	}
 	h.Set("Access-Control-Max-Age", p.maxAge)
+	// Private Network Access: Chromium asks before a public page (Studio
+	// on https://smith.langchain.com) calls a private or loopback address;
+	// an origin the operator listed may, as the reference dev server's
+	// private-network middleware allows.
+	if strings.EqualFold(r.Header.Get("Access-Control-Request-Private-Network"), "true") {
+		h.Set("Access-Control-Allow-Private-Network", "true")
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 

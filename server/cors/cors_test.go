@@ -113,6 +113,26 @@ func TestPreflight(t *testing.T) {
 	}
 }
 
+// TestPreflightPrivateNetwork: a public page's call to a private address
+// is granted for an allowed origin only.
+func TestPreflightPrivateNetwork(t *testing.T) {
+	p, err := New(Config{AllowOrigins: []string{"https://smith.langchain.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for origin, want := range map[string]string{"https://smith.langchain.com": "true", "https://evil.example": ""} {
+		r := httptest.NewRequest("OPTIONS", "/threads", nil)
+		r.Header.Set("Origin", origin)
+		r.Header.Set("Access-Control-Request-Method", "GET")
+		r.Header.Set("Access-Control-Request-Private-Network", "true")
+		w := httptest.NewRecorder()
+		p.Preflight(w, r)
+		if got := w.Header().Get("Access-Control-Allow-Private-Network"); got != want {
+			t.Errorf("%s: Allow-Private-Network %q, want %q", origin, got, want)
+		}
+	}
+}
+
 func TestIsPreflight(t *testing.T) {
 	for _, tc := range []struct {
 		method, origin, acrm string
