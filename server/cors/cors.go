@@ -79,6 +79,9 @@ func New(c Config) (*Policy, error) {
 		}
 	}
 	if c.AllowOriginRegex != "" {
+		// Anchored, as the Python reference's fullmatch: an unanchored
+		// "https://app\.example\.com" would also allow
+		// https://app.example.com.evil.net.
 		re, err := regexp.Compile(`^(?:` + c.AllowOriginRegex + `)$`)
 		if err != nil {
 			return nil, fmt.Errorf("allow_origin_regex: %w", err)
@@ -132,9 +135,18 @@ func New(c Config) (*Policy, error) {
 		add(h)
 	}
 	p.headerList = strings.Join(hl, ", ")
-	expose := c.ExposeHeaders
-	if len(expose) == 0 {
-		expose = DefaultExposeHeaders
+	// As the JS reference does, a list of the project's own keeps the
+	// headers the SDKs read (a run's Content-Location, the pagination
+	// total), so that exposing one more header breaks nothing.
+	expose := append([]string(nil), c.ExposeHeaders...)
+	for _, d := range DefaultExposeHeaders {
+		found := false
+		for _, e := range expose {
+			found = found || strings.EqualFold(strings.TrimSpace(e), d)
+		}
+		if !found {
+			expose = append(expose, d)
+		}
 	}
 	p.expose = strings.Join(expose, ", ")
 	age := 600

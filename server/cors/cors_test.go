@@ -172,7 +172,7 @@ func TestDecorate(t *testing.T) {
 		allow, expo string
 		creds       bool
 	}{
-		{"allowed", p, "https://a.example", "https://a.example", "X-Custom", false},
+		{"allowed", p, "https://a.example", "https://a.example", "X-Custom, Content-Location, Location, X-Pagination-Total, X-Pagination-Next", false},
 		{"denied", p, "https://b.example", "", "", false},
 		{"no origin", p, "", "", "", false},
 		{"default expose and credentials", creds, "https://a.example", "https://a.example", "Content-Location, Location, X-Pagination-Total, X-Pagination-Next", true},
