@@ -93,6 +93,10 @@ type Serve struct {
 	// see checkAgentsOrigin. Empty: agents are served on PublicURL.
 	AgentsURL  string `env:"SLIPWAY_AGENTS_URL"`
 	AgentsAddr string `env:"SLIPWAY_AGENTS_ADDR"`
+	// CORSAllowOrigins are the origins (or "*") whose pages may call every
+	// deployment's agent API with an API key: a browser frontend, LangSmith
+	// Studio (https://smith.langchain.com). Empty: no cross-origin access.
+	CORSAllowOrigins []string `env:"SLIPWAY_CORS_ALLOW_ORIGINS" envSeparator:","`
 	// LogFollowersPerCredential and LogFollowersMax cap the log streams
 	// (server-sent events) followed at once by one credential and in all;
 	// one more is answered 429. Each open stream holds a connection and

@@ -24,6 +24,7 @@ import (
 	"slipway/server/audit"
 	"slipway/server/auth"
 	"slipway/server/controlplane"
+	"slipway/server/cors"
 	"slipway/server/dashboard"
 	"slipway/server/httpx"
 	"slipway/server/orgapi"
@@ -61,6 +62,8 @@ type app struct {
 	// handler of that origin (Handler sets it; see agents_origin.go).
 	agentsURL *url.URL
 	agents    http.Handler
+	// cors is SLIPWAY_CORS_ALLOW_ORIGINS as a policy (nil when unset).
+	cors *cors.Policy
 }
 
 func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.Logger, version string) (*app, error) {
@@ -72,6 +75,11 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 		}
 		a.agentsURL = u
 	}
+	policy, err := cors.FromOrigins(cfg.CORSAllowOrigins)
+	if err != nil {
+		return nil, fmt.Errorf("SLIPWAY_CORS_ALLOW_ORIGINS: %w", err)
+	}
+	a.cors = policy
 	instance, err := storage.InstanceID(db)
 	if err != nil {
 		return nil, err
@@ -200,7 +208,7 @@ func (a *app) Handler() http.Handler {
 	rt := httpx.Record(httpx.NewRouter())
 	px := a.register(rt)
 	// API bodies are small; uploads stream through their own cap.
-	serve := auth.Require(a.orgs, true, px.serve)
+	serve := px.withCORS(auth.Require(a.orgs, true, px.serve))
 	own := a.byHost(limitNonUpload(rt, 1<<20), serve)
 	a.dash.API = own
 	a.agents = a.agentsOrigin(serve)

@@ -18,6 +18,7 @@ import (
 	"slipway/runtime"
 	"slipway/server/auth"
 	"slipway/server/controlplane"
+	"slipway/server/cors"
 	"slipway/server/httpx"
 )
 
@@ -41,6 +42,10 @@ type proxy struct {
 	// cookieLogged holds the deployments whose dropped Set-Cookie headers
 	// were logged (filterSetCookies).
 	cookieLogged sync.Map
+
+	// cors is the server-wide cross-origin policy (nil: none); see
+	// withCORS.
+	cors *cors.Policy
 
 	once sync.Once
 	rp   *httputil.ReverseProxy
@@ -134,6 +139,7 @@ func (p *proxy) modifyResponse(resp *http.Response) error {
 	if t, ok := resp.Request.Context().Value(targetKey{}).(target); ok {
 		p.filterSetCookies(resp.Header, t)
 	}
+	p.stripAgentCORS(resp)
 	return sandboxAgentDocuments(resp)
 }
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/joho/godotenv"
+
+	"slipway/server/cors"
 )
 
 // Project is the part of a graph configuration file (the langgraph.json
@@ -31,6 +33,8 @@ type Project struct {
 	// of a .env file (relative to the configuration's directory).
 	EnvMap  map[string]string
 	EnvFile string
+	// CORS is http.cors, checked (parseCORS); nil when absent.
+	CORS *cors.Config
 	// Unsupported names the keys present that Slipway does not act on, so
 	// that the build log says so instead of ignoring them silently.
 	Unsupported []string
@@ -94,6 +98,11 @@ func ParseProject(raw []byte) (*Project, error) {
 			}
 		}
 	}
+	corsCfg, err := parseCORS(keys)
+	if err != nil {
+		return nil, err
+	}
+	p.CORS = corsCfg
 	if p.PythonVersion != "" && !pythonVersionRe.MatchString(p.PythonVersion) {
 		return nil, fmt.Errorf("graph configuration: python_version %q must be a major.minor version such as \"3.11\"", p.PythonVersion)
 	}

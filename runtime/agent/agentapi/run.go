@@ -19,6 +19,7 @@ import (
 	"slipway/config"
 	"slipway/runtime"
 	"slipway/runtime/agent"
+	"slipway/server/cors"
 	"slipway/server/httpx"
 	"slipway/storage"
 )
@@ -91,7 +92,11 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 		return fmt.Errorf("start agent engine: %w", err)
 	}
 	api := &API{Engine: eng, Version: version, MaxBody: int64(cfg.MaxBodyMB) << 20}
-	srv := &http.Server{Handler: httpx.Chain(RequireToken(cfg.Token, api.Handler()), log), ReadHeaderTimeout: 10 * time.Second}
+	policy, err := projectCORS(cfg.GraphConfig)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: httpx.Chain(RequireToken(cfg.Token, cors.Middleware(policy, api.Handler())), log), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	ids := make([]string, 0, len(graphs))
