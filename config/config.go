@@ -17,6 +17,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"slipway/server/cors"
 	"slipway/storage"
 )
 
@@ -171,6 +172,11 @@ func LoadServe(environ map[string]string) (c Serve, err error) {
 		if _, err := storage.ParseKey(c.MasterKey); err != nil {
 			return c, &Error{"SLIPWAY_MASTER_KEY: " + err.Error()}
 		}
+	}
+	// Checked here, so that a bad list is a configuration error (exit 2)
+	// like every other setting's.
+	if _, err := cors.FromOrigins(c.CORSAllowOrigins); err != nil {
+		return c, &Error{"SLIPWAY_CORS_ALLOW_ORIGINS: " + err.Error()}
 	}
 	switch c.Runtime {
 	case "auto", "docker", "process", "fake":

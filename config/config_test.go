@@ -31,6 +31,7 @@ func TestLoadServe(t *testing.T) {
 			}
 		}},
 		{name: "bad int", env: map[string]string{"SLIPWAY_MAX_UPLOAD_MB": "lots"}, wantErr: "SLIPWAY_MAX_UPLOAD_MB"},
+		{name: "CORS origin with a path", env: map[string]string{"SLIPWAY_CORS_ALLOW_ORIGINS": "https://a.example/app"}, wantErr: "SLIPWAY_CORS_ALLOW_ORIGINS"},
 		{name: "bad addr", env: map[string]string{"SLIPWAY_ADDR": "nope"}, wantErr: "SLIPWAY_ADDR"},
 		{name: "bad level", env: map[string]string{"SLIPWAY_LOG_LEVEL": "loud"}, wantErr: "SLIPWAY_LOG_LEVEL"},
 		{name: "bad format", env: map[string]string{"SLIPWAY_LOG_FORMAT": "xml"}, wantErr: "SLIPWAY_LOG_FORMAT"},

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -72,7 +73,7 @@ func New(c Config) (*Policy, error) {
 			p.anyOrigin = true
 		case o == "":
 		default:
-			if strings.HasSuffix(o, "/") || !strings.Contains(o, "://") {
+			if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 				return nil, fmt.Errorf("allow_origins: %q is not an origin such as https://app.example.com (scheme and host, no path)", o)
 			}
 			p.origins[strings.ToLower(o)] = true

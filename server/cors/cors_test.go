@@ -240,3 +240,18 @@ func TestMiddleware(t *testing.T) {
 		})
 	}
 }
+
+// TestOriginsAreOrigins: an allowed origin is a scheme and a host (and
+// port), nothing more; anything else is refused at configuration.
+func TestOriginsAreOrigins(t *testing.T) {
+	for _, o := range []string{"https://a.example/app", "https://a.example/", "a.example", "https://user@a.example", "https://a.example?x=1", "https://"} {
+		if _, err := FromOrigins([]string{o}); err == nil {
+			t.Errorf("%q accepted as an origin", o)
+		}
+	}
+	for _, o := range []string{"https://a.example", "http://127.0.0.1:3000", "*"} {
+		if _, err := FromOrigins([]string{o}); err != nil {
+			t.Errorf("%q refused: %v", o, err)
+		}
+	}
+}
