@@ -379,47 +379,28 @@ func lineImages(line string) []string {
 }
 
 // treeEntry adds the file rel of tree, described by info, to tw as name,
-// as tarEntry does for a build context (owned by root).
+// as tarEntry does for a build context (owned by root), reading it
+// through the tree (no link followed).
 func treeEntry(tw *tar.Writer, tree *build.Tree, rel, name string, info fs.FileInfo) error {
-	link := ""
-	if info.Mode()&fs.ModeSymlink != 0 {
-		var err error
-		if link, err = tree.Readlink(rel); err != nil {
-			return err
-		}
-	}
-	h, err := tar.FileInfoHeader(info, link)
-	if err != nil {
-		return err
-	}
-	h.Name = name
-	if info.IsDir() {
-		h.Name += "/"
-	}
-	h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
-	if err := tw.WriteHeader(h); err != nil {
-		return err
-	}
-	if !info.Mode().IsRegular() {
-		return nil
-	}
-	f, err := tree.Open(rel)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(tw, io.LimitReader(f, info.Size()))
-	return err
+	return tarInfo(tw, name, info, false, func() (string, error) { return tree.Readlink(rel) },
+		func() (*os.File, error) { return tree.Open(rel) })
 }
 
 // tarEntry adds the file at p, described by info, to tw as name: its mode,
 // link target and contents as they are. keepOwner false makes it root's
 // (a build context); true keeps the owner (a root filesystem).
 func tarEntry(tw *tar.Writer, p, name string, info fs.FileInfo, keepOwner bool) error {
+	return tarInfo(tw, name, info, keepOwner, func() (string, error) { return os.Readlink(p) },
+		func() (*os.File, error) { return os.Open(p) })
+}
+
+// tarInfo writes one entry: info's header as name (a link's target from
+// readlink), then a regular file's contents from open, at most its size.
+func tarInfo(tw *tar.Writer, name string, info fs.FileInfo, keepOwner bool, readlink func() (string, error), open func() (*os.File, error)) error {
 	link := ""
 	if info.Mode()&fs.ModeSymlink != 0 {
 		var err error
-		if link, err = os.Readlink(p); err != nil {
+		if link, err = readlink(); err != nil {
 			return err
 		}
 	}
@@ -440,11 +421,11 @@ func tarEntry(tw *tar.Writer, p, name string, info fs.FileInfo, keepOwner bool) 
 	if !info.Mode().IsRegular() {
 		return nil
 	}
-	f, err := os.Open(p)
+	f, err := open()
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	_, err = io.Copy(tw, f)
+	_, err = io.Copy(tw, io.LimitReader(f, info.Size()))
 	return err
 }

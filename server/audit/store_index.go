@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -35,24 +36,21 @@ func verifyIndex(tx *bolt.Tx, org uuid.UUID) *Break {
 		return &Break{Org: org.String(), Seq: seq, Reason: "operation index: " + fmt.Sprintf(format, args...)}
 	}
 	records := 0
-	c := tx.Bucket([]byte(bucketEvents)).Cursor()
-	for k, v := c.Seek(org[:]); k != nil && bytes.HasPrefix(k, org[:]); k, v = c.Next() {
-		seq := binary.BigEndian.Uint64(k[16:])
-		if seq == headSeq {
-			break
+	var brk *Break
+	_ = eachOp(tx, org, func(seq uint64, op string, err error) error {
+		switch {
+		case err != nil:
+			brk = fail(seq, "record %d is unreadable: %v", seq, err)
+		case idx.Get(indexKey(org, op, seq)) == nil:
+			brk = fail(seq, "record %d (%s) is missing from the index: queries filtered by operation do not return it", seq, op)
+		default:
+			records++
+			return nil
 		}
-		rec, err := decodeRecord(v)
-		if err != nil {
-			return fail(seq, "record %d is unreadable: %v", seq, err)
-		}
-		b, err := rec.body()
-		if err != nil {
-			return fail(seq, "record %d is unreadable: %v", seq, err)
-		}
-		if idx.Get(indexKey(org, b.Op, seq)) == nil {
-			return fail(seq, "record %d (%s) is missing from the index: queries filtered by operation do not return it", seq, b.Op)
-		}
-		records++
+		return errStopWalk
+	})
+	if brk != nil {
+		return brk
 	}
 	// Every record has its own key; an index of the same size holds
 	// nothing else.
@@ -143,24 +141,43 @@ func (l *Log) Reindex(tx *bolt.Tx, org uuid.UUID) (int, error) {
 		}
 	}
 	n := 0
-	ec := tx.Bucket([]byte(bucketEvents)).Cursor()
-	for k, v := ec.Seek(org[:]); k != nil && bytes.HasPrefix(k, org[:]); k, v = ec.Next() {
-		seq := binary.BigEndian.Uint64(k[16:])
-		if seq == headSeq {
-			break
-		}
-		rec, err := decodeRecord(v)
+	err := eachOp(tx, org, func(seq uint64, op string, err error) error {
 		if err != nil {
-			return n, fmt.Errorf("audit record %d of %s: %w", seq, org, err)
+			return fmt.Errorf("audit record %d of %s: %w", seq, org, err)
 		}
-		b, err := rec.body()
-		if err != nil {
-			return n, fmt.Errorf("audit record %d of %s: %w", seq, org, err)
-		}
-		if err := idx.Put(indexKey(org, b.Op, seq), nil); err != nil {
-			return n, fmt.Errorf("audit index: %w", err)
+		if err := idx.Put(indexKey(org, op, seq), nil); err != nil {
+			return fmt.Errorf("audit index: %w", err)
 		}
 		n++
+		return nil
+	})
+	return n, err
+}
+
+// errStopWalk ends an eachOp walk early; eachOp returns it as is.
+var errStopWalk = errors.New("stop")
+
+// eachOp calls fn with every record of org's chain in seq order and its
+// operation, or the error that made the record unreadable; it stops at
+// fn's first error and returns it.
+func eachOp(tx *bolt.Tx, org uuid.UUID, fn func(seq uint64, op string, err error) error) error {
+	c := tx.Bucket([]byte(bucketEvents)).Cursor()
+	for k, v := c.Seek(org[:]); k != nil && bytes.HasPrefix(k, org[:]); k, v = c.Next() {
+		seq := binary.BigEndian.Uint64(k[16:])
+		if seq == headSeq {
+			return nil
+		}
+		op := ""
+		rec, err := decodeRecord(v)
+		if err == nil {
+			var b body
+			if b, err = rec.body(); err == nil {
+				op = b.Op
+			}
+		}
+		if err := fn(seq, op, err); err != nil {
+			return err
+		}
 	}
-	return n, nil
+	return nil
 }
