@@ -16,37 +16,12 @@ import (
 	"slipway/server/servertest"
 )
 
-// corsBrowserTools finds Chromium, node, playwright-core (the dashboard's
-// e2e packages) and the official JS SDK (the SDK test's packages). Missing,
-// they fail the test under CI=true and skip it elsewhere.
+// corsBrowserTools is servertest.Browser with the official JS SDK (the
+// SDK test's packages), which the page bundles.
 func corsBrowserTools(t *testing.T) (chromium, node, e2e, sdk string) {
 	t.Helper()
-	missing := func(what string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the CORS browser test needs %s (.ci/run installs it)", what)
-		}
-		t.Skipf("skipping: the CORS browser test needs %s; under CI=true this fails instead", what)
-	}
-	chromium = os.Getenv("SLIPWAY_TEST_CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		missing("Chromium at " + chromium)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node")
-	}
-	root := servertest.RepoRoot()
-	e2e = filepath.Join(root, "server", "dashboard", "e2e")
-	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "playwright-core")); err != nil {
-		missing("playwright-core in server/dashboard/e2e/node_modules")
-	}
-	sdk = filepath.Join(root, "runtime", "agent", "agentapi", "sdktest")
-	if _, err := os.Stat(filepath.Join(sdk, "node_modules", "@langchain", "langgraph-sdk")); err != nil {
-		missing("@langchain/langgraph-sdk in runtime/agent/agentapi/sdktest/node_modules")
-	}
+	sdk = filepath.Join(servertest.RepoRoot(), "runtime", "agent", "agentapi", "sdktest")
+	chromium, node, e2e = servertest.Browser(t, "the CORS browser test", [2]string{sdk, "@langchain/langgraph-sdk"})
 	return chromium, node, e2e, sdk
 }
 

@@ -21,33 +21,10 @@ import (
 	"slipway/server/servertest"
 )
 
-// browserTools finds what the browser tests drive: Debian's chromium, node,
-// and the e2e directory's npm packages (playwright-core, axe-core). Missing,
-// they fail the test under CI=true and skip it elsewhere.
+// browserTools is servertest.Browser for the dashboard's tests.
 func browserTools(t *testing.T) (chromium, node, dir string) {
 	t.Helper()
-	dir = filepath.Join(servertest.RepoRoot(), "server", "dashboard", "e2e")
-	missing := func(what string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the dashboard's browser tests need %s (.ci/run installs it)", what)
-		}
-		t.Skipf("skipping: the dashboard's browser tests need %s (apt-get install chromium nodejs npm; npm ci in server/dashboard/e2e); under CI=true this fails instead", what)
-	}
-	chromium = os.Getenv("SLIPWAY_TEST_CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		missing("Chromium at " + chromium)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
-		missing("playwright-core in server/dashboard/e2e/node_modules")
-	}
-	return chromium, node, dir
+	return servertest.Browser(t, "the dashboard's browser tests")
 }
 
 // agentArchive is a source archive serving the counter command graph (it
