@@ -10,10 +10,10 @@ import (
 // Browser returns what a headless-Chromium test needs: Chromium
 // (SLIPWAY_TEST_CHROMIUM, else /usr/bin/chromium), node, and
 // server/dashboard/e2e, whose node_modules has playwright-core; and each
-// of extra, a directory of the repository whose node_modules must hold
-// the package named after it (dir → package). Anything missing fails the
-// test under CI=true and skips it elsewhere, naming what (for, e.g. "the
-// dashboard's browser tests", says who needs them).
+// of extra, a {directory, package} pair whose node_modules must hold that
+// package. Anything missing fails the test under CI=true and skips it
+// elsewhere, saying what is missing and who needs it (forWhom, e.g. "the
+// dashboard's browser tests").
 func Browser(t *testing.T, forWhom string, extra ...[2]string) (chromium, node, e2e string) {
 	t.Helper()
 	missing := func(what string) {
