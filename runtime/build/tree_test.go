@@ -1,7 +1,6 @@
 package build
 
 import (
-	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -9,9 +8,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"slipway/runtime/build/swaprace"
 )
 
 // secretText is what the files outside a tree hold: no error or result
@@ -32,35 +32,7 @@ func outsideDir(t *testing.T) (dir string, opened func() []string) {
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	for _, d := range []string{dir, filepath.Join(dir, "bin")} {
-		if _, err := unix.InotifyAddWatch(fd, d, unix.IN_OPEN|unix.IN_ACCESS); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir, func() []string {
-		var got []string
-		buf := make([]byte, 64*1024)
-		for {
-			n, err := unix.Read(fd, buf)
-			if n <= 0 || err != nil {
-				return got
-			}
-			for off := 0; off+unix.SizeofInotifyEvent <= n; {
-				ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-				name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+int(ev.Len)], "\x00"))
-				if name == "" {
-					name = "(the directory itself)"
-				}
-				got = append(got, name)
-				off += unix.SizeofInotifyEvent + int(ev.Len)
-			}
-		}
-	}
+	return dir, swaprace.Watch(t, dir)
 }
 
 // bothResolvers runs f with openat2 and with the component walk used on

@@ -11,9 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"slipway/runtime"
 	"slipway/runtime/build/swaprace"
@@ -38,39 +35,7 @@ func outsideTree(t *testing.T, under string) (dir string, touched func() []strin
 			t.Fatal(err)
 		}
 	}
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	names := map[int32]string{}
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
-		}
-		wd, err := unix.InotifyAddWatch(fd, p, unix.IN_OPEN|unix.IN_ACCESS)
-		names[int32(wd)] = p
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir, func() []string {
-		var got []string
-		buf := make([]byte, 64*1024)
-		for {
-			n, err := unix.Read(fd, buf)
-			if n <= 0 || err != nil {
-				return got
-			}
-			for off := 0; off+unix.SizeofInotifyEvent <= n; {
-				ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-				name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+int(ev.Len)], "\x00"))
-				got = append(got, filepath.Join(names[ev.Wd], name))
-				off += unix.SizeofInotifyEvent + int(ev.Len)
-			}
-		}
-	}
+	return dir, swaprace.Watch(t, dir)
 }
 
 // owners are the uids owning everything under dir.

@@ -15,6 +15,7 @@
 package swaprace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -185,4 +187,51 @@ func exchange(tree, rel, link string) error {
 func isLink(p string) bool {
 	st, err := os.Lstat(p)
 	return err == nil && st.Mode()&os.ModeSymlink != 0
+}
+
+// Watch watches every directory under each of dirs with inotify and
+// returns touched, which lists every open, read or listing in them since
+// its last call (a directory's own listing as the directory's path). The
+// watch ends with t.
+func Watch(t interface {
+	Helper()
+	Fatal(...any)
+	Cleanup(func())
+}, dirs ...string) (touched func() []string) {
+	t.Helper()
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	names := map[int32]string{}
+	for _, top := range dirs {
+		err := filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return err
+			}
+			wd, err := unix.InotifyAddWatch(fd, p, unix.IN_OPEN|unix.IN_ACCESS)
+			names[int32(wd)] = p
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() []string {
+		var got []string
+		buf := make([]byte, 64*1024)
+		for {
+			n, err := unix.Read(fd, buf)
+			if n <= 0 || err != nil {
+				return got
+			}
+			for off := 0; off+unix.SizeofInotifyEvent <= n; {
+				ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+				name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+int(ev.Len)], "\x00"))
+				got = append(got, filepath.Join(names[ev.Wd], name))
+				off += unix.SizeofInotifyEvent + int(ev.Len)
+			}
+		}
+	}
 }
