@@ -337,11 +337,14 @@ func (e *Engine) SearchCrons(f CronFilter) ([]Cron, int, error) {
 		return ts(&c.CreatedAt)
 	}
 	desc := f.Desc || f.SortBy == ""
+	// Ties (crons created in the same instant) are ordered by id, which
+	// is time-ordered too.
 	sort.SliceStable(all, func(i, j int) bool {
+		ki, kj := key(all[i])+"\x00"+all[i].CronID, key(all[j])+"\x00"+all[j].CronID
 		if desc {
-			return key(all[i]) > key(all[j])
+			return ki > kj
 		}
-		return key(all[i]) < key(all[j])
+		return ki < kj
 	})
 	n := len(all)
 	all = all[min(f.Offset, len(all)):]
