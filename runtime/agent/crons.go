@@ -414,6 +414,7 @@ func (e *Engine) fireCron(id string, now time.Time) bool {
 		ad       admission
 		threadID string
 		c        *Cron
+		prepared []string
 	)
 	err := e.w.Update(func(tx *bolt.Tx) error {
 		var err error
@@ -429,9 +430,25 @@ func (e *Engine) fireCron(id string, now time.Time) bool {
 			return err
 		}
 		threadID = rc.threadID
-		ad, err = e.admit(tx, threadID, rc.RunCreate, temporary, false)
-		return err
+		if ad, err = e.admit(tx, threadID, rc.RunCreate, temporary, false); err != nil {
+			return err
+		}
+		// The run's event log exists before the commit: once committed,
+		// a dispatcher already working through the thread's queue may
+		// claim and finish it at once, and a log created after that
+		// would never be closed (a join would wait forever).
+		prepared = append(prepared, ad.run.RunID)
+		e.prepareEvents(ad.run.RunID)
+		return nil
 	})
+	// Logs of attempts that did not commit are dropped.
+	for _, rid := range prepared {
+		if err != nil || rid != ad.run.RunID {
+			e.mu.Lock()
+			delete(e.live, rid)
+			e.mu.Unlock()
+		}
+	}
 	if err != nil {
 		// The run could not be admitted (its thread or assistant is
 		// gone, a reject strategy on a busy thread): this date is
@@ -449,7 +466,6 @@ func (e *Engine) fireCron(id string, now time.Time) bool {
 	if c == nil {
 		return false
 	}
-	e.prepareEvents(ad.run.RunID)
 	switch {
 	case ad.victim == "":
 	case ad.run.MultitaskStrategy == StrategyRollback:
