@@ -25,10 +25,29 @@ var cronFields = []string{"cron_id", "assistant_id", "thread_id", "user_id", "en
 type cronBody struct {
 	Schedule       *string        `json:"schedule"`
 	Timezone       *string        `json:"timezone"`
-	EndTime        *time.Time     `json:"end_time"`
+	EndTimeRaw     any            `json:"end_time"`
+	EndTime        *time.Time     `json:"-"`
 	Enabled        *bool          `json:"enabled"`
 	OnRunCompleted *string        `json:"on_run_completed"`
 	Metadata       map[string]any `json:"metadata"`
+}
+
+// endTimeLayouts are the forms end_time may take: RFC 3339, or without
+// a zone (UTC), as Python's datetime.isoformat() writes a naive time.
+var endTimeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999"}
+
+func parseEndTime(v any) (*time.Time, error) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, httpx.Unprocessable("end_time must be a date-time string")
+	}
+	for _, l := range endTimeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			t = t.UTC()
+			return &t, nil
+		}
+	}
+	return nil, httpx.Unprocessable("end_time must be an ISO 8601 date-time, not %q", s)
 }
 
 // readObject reads a JSON object body, checked like every API body.
@@ -57,6 +76,13 @@ func decodeCronBody(body []byte) (cronBody, error) {
 	var cb cronBody
 	if err := json.Unmarshal(body, &cb); err != nil {
 		return cb, httpx.JSONError(err)
+	}
+	if cb.EndTimeRaw != nil {
+		t, err := parseEndTime(cb.EndTimeRaw)
+		if err != nil {
+			return cb, err
+		}
+		cb.EndTime = t
 	}
 	if cb.OnRunCompleted != nil {
 		if err := oneOf(*cb.OnRunCompleted, "on_run_completed", "delete", "keep"); err != nil {
