@@ -314,3 +314,30 @@ func TestCronSearch(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrateCrons opens a database written at schema 3 (before crons)
+// with every migration: the crons bucket is created and crons work.
+func TestMigrateCrons(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent.db")
+	db, err := storage.Open(path, time.Second, Migrations[:3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = storage.Open(path, time.Second, Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	e := &Engine{DB: db, Graphs: map[string]Graph{"echo": Echo{}}, Workers: 1, Timeout: time.Minute, Log: zerolog.Nop(), CronTick: time.Hour}
+	if err := e.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.CreateCron(CronCreate{Schedule: "@daily", Enabled: true, Payload: map[string]any{"assistant_id": "echo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list, n, err := e.SearchCrons(CronFilter{}); err != nil || n != 1 || list[0].CronID != c.CronID {
+		t.Fatalf("after migration: %v %d %v", list, n, err)
+	}
+}
