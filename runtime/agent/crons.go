@@ -273,6 +273,32 @@ func (e *Engine) DeleteCron(id string) error {
 	})
 }
 
+// deleteCronsWhere deletes, in tx, the crons del selects: as on the
+// reference, deleting a thread or an assistant deletes its crons.
+func deleteCronsWhere(tx *bolt.Tx, del func(c *Cron) bool) error {
+	b := tx.Bucket([]byte(bCrons))
+	var ids [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		var c Cron
+		if err := unmarshalStored(v, &c); err != nil {
+			return err
+		}
+		if del(&c) {
+			ids = append(ids, storage.Copy(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range ids {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // CronFilter selects crons.
 type CronFilter struct {
 	AssistantID string

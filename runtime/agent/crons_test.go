@@ -341,3 +341,41 @@ func TestMigrateCrons(t *testing.T) {
 		t.Fatalf("after migration: %v %d %v", list, n, err)
 	}
 }
+
+// TestCronsGoWithTheirThreadOrAssistant: deleting a thread deletes its
+// crons, deleting an assistant deletes the crons that run it, as on the
+// reference; other crons stay.
+func TestCronsGoWithTheirThreadOrAssistant(t *testing.T) {
+	e, _ := cronEngine(t)
+	a, err := e.CreateAssistant(Assistant{GraphID: "echo"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := e.CreateThread("", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(cc CronCreate, assistant string) string {
+		t.Helper()
+		cc.Schedule, cc.Enabled, cc.Payload = "@daily", true, map[string]any{"assistant_id": assistant}
+		c, err := e.CreateCron(cc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.CronID
+	}
+	onThread := mk(CronCreate{ThreadID: th.ThreadID}, "echo")
+	ofAssistant := mk(CronCreate{}, a.AssistantID)
+	other := mk(CronCreate{}, "echo")
+	if err := e.DeleteThread(th.ThreadID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.DeleteAssistant(a.AssistantID); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{onThread: false, ofAssistant: false, other: true} {
+		if _, err := e.GetCron(id); (err == nil) != want {
+			t.Fatalf("cron %s: %v, want kept=%v", id, err, want)
+		}
+	}
+}

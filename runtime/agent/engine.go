@@ -368,6 +368,9 @@ func (e *Engine) DeleteThread(id string) error {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
 		active = t.Active
+		if err := deleteCronsWhere(tx, func(c *Cron) bool { return c.ThreadID != nil && *c.ThreadID == id }); err != nil {
+			return err
+		}
 		return deleteThreadData(tx, id)
 	})
 	if err == nil && active != "" {

@@ -352,6 +352,9 @@ func (e *Engine) DeleteAssistant(id string) error {
 				return err
 			}
 		}
+		if err := deleteCronsWhere(tx, func(c *Cron) bool { return c.AssistantID == id }); err != nil {
+			return err
+		}
 		return b.Delete([]byte(id))
 	})
 }
