@@ -28,6 +28,7 @@ import (
 //	store             namespace (joined by 0x1f) ‖ 0x00 ‖ key → Item
 //	assistant_versions assistant id ‖ 0x00 ‖ uint32 version → Assistant (every version kept)
 //	lg_checkpoints, lg_blobs, lg_writes: language-host graphs' checkpoints (hostcheckpoints.go)
+//	crons             cron id → Cron (crons.go)
 var Migrations = []storage.Migration{
 	{Version: 1, Name: "initial buckets", Apply: func(tx *bolt.Tx) error {
 		return storage.CreateBuckets(tx, bAssistants, bThreads, bRuns, bThreadRuns, bCheckpoints, bStore)
@@ -58,6 +59,9 @@ var Migrations = []storage.Migration{
 	}},
 	{Version: 3, Name: "language-host checkpoints", Apply: func(tx *bolt.Tx) error {
 		return storage.CreateBuckets(tx, bLGCheckpoints, bLGBlobs, bLGWrites)
+	}},
+	{Version: 4, Name: "crons", Apply: func(tx *bolt.Tx) error {
+		return storage.CreateBuckets(tx, bCrons)
 	}},
 }
 
@@ -98,6 +102,11 @@ type Engine struct {
 	// App is the project's custom routes (HostAppFor), served by the host
 	// of its language; nil when there are none.
 	App *HostApp
+	// Clock is the time crons are scheduled by; nil is time.Now (tests
+	// set it to make a cron's date come without waiting for it).
+	Clock func() time.Time
+	// CronTick is how often the scheduler looks for due crons; 0 is 1 s.
+	CronTick time.Duration
 
 	httpStreams sync.Map // stream id → *httpExchange of a custom-route request in flight
 
@@ -148,6 +157,8 @@ func (e *Engine) Start(ctx context.Context) error {
 	for _, t := range threads {
 		e.dispatch(t)
 	}
+	e.wg.Add(1)
+	go e.runCrons()
 	return nil
 }
 
@@ -381,6 +392,9 @@ func (e *Engine) DeleteThread(id string) error {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
 		active = t.Active
+		if err := deleteCronsWhere(tx, func(c *Cron) bool { return c.ThreadID != nil && *c.ThreadID == id }); err != nil {
+			return err
+		}
 		return deleteThreadData(tx, id)
 	})
 	if err == nil && active != "" {

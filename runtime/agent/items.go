@@ -346,10 +346,14 @@ func (e *Engine) DeleteAssistant(id string) error {
 	})
 }
 
-// deleteAssistant removes assistant id and its versions in tx.
+// deleteAssistant removes assistant id, its versions and its crons (as
+// the reference does) in tx.
 func deleteAssistant(tx *bolt.Tx, id string) error {
 	all, err := versions(tx, id)
 	if err != nil {
+		return err
+	}
+	if err := deleteCronsWhere(tx, func(c *Cron) bool { return c.AssistantID == id }); err != nil {
 		return err
 	}
 	for _, v := range all {

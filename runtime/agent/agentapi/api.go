@@ -33,7 +33,7 @@ type API struct {
 
 func (a *API) info(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	return reply(w)(map[string]any{"version": a.Version, "server": "slipway-agent",
-		"flags": map[string]any{"assistants": true, "crons": false, "langsmith": false}}, nil)
+		"flags": map[string]any{"assistants": true, "crons": true, "langsmith": false}}, nil)
 }
 
 // errors maps engine errors to statuses with a {"detail": ...} body.

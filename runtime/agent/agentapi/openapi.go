@@ -27,7 +27,7 @@ func OpenAPIDoc(version string) *apidoc.Doc {
 	ok := func(body any) []apidoc.Resp { return []apidoc.Resp{{Status: 200, Body: body}} }
 	stream := []apidoc.Resp{{Status: 200, Body: anyV, Stream: true,
 		Description: "A run (create), its final values (wait), or with /stream a text/event-stream of the run's events (`metadata`, `values`, `updates`, `messages`..., `end`)."}}
-	as, th, runs, st, srv := "Assistants", "Threads", "Runs", "Store", "Server"
+	as, th, runs, st, srv, cr := "Assistants", "Threads", "Runs", "Store", "Server", "Crons"
 	pub := true
 	op := func(method, path, id, summary, tag string, body any, resps []apidoc.Resp) apidoc.Op {
 		return apidoc.Op{Method: method, Path: path, ID: id, Summary: summary, Tag: tag, Public: pub, Body: body, BodyOptional: true, Responses: resps}
@@ -73,16 +73,20 @@ func OpenAPIDoc(version string) *apidoc.Doc {
 		op("POST", "/threads/:thread_id/history", "search_thread_history", "A thread's checkpoints, filtered", th, apidoc.JSON, ok([]agent.Checkpoint{})),
 		op("POST", "/threads/:thread_id/copy", "copy_thread", "Copy a thread with its checkpoints", th, nil, ok(agent.Thread{})),
 		op("POST", "/runs", "create_stateless_run", "Start a run on a temporary thread", runs, agent.RunCreate{}, stream),
-		op("POST", "/runs/:action", "stateless_run_action", "Stateless runs: stream, wait, or batch", runs, anyV, stream),
+		op("POST", "/runs/:action", "stateless_run_action", "Stateless runs: stream, wait, or batch; crons: create a stateless cron", runs, anyV, stream),
 		op("POST", "/threads/:thread_id/runs", "create_run", "Start a run on a thread", runs, agent.RunCreate{}, stream),
 		query(op("GET", "/threads/:thread_id/runs", "list_runs", "List a thread's runs", runs, nil, ok([]agent.Run{})), limit, offset,
 			apidoc.Param{Name: "status", Schema: apidoc.Schema{"type": "string"}}),
-		op("POST", "/threads/:thread_id/runs/:run_id", "run_action", "Start a run and stream (run_id: stream) or wait for it (wait)", runs, agent.RunCreate{}, stream),
+		op("POST", "/threads/:thread_id/runs/:run_id", "run_action", "Start a run and stream (run_id: stream) or wait for it (wait); crons: create a cron on the thread", runs, agent.RunCreate{}, stream),
 		op("GET", "/threads/:thread_id/runs/:run_id", "get_run", "Get a run", runs, nil, ok(agent.Run{})),
 		op("DELETE", "/threads/:thread_id/runs/:run_id", "delete_run", "Delete a run", runs, nil, []apidoc.Resp{{Status: 204}, {Status: 200, Body: anyV}}),
 		op("GET", "/threads/:thread_id/runs/:run_id/join", "join_run", "Wait for a run and get the thread's values", runs, nil, ok(anyV)),
 		op("GET", "/threads/:thread_id/runs/:run_id/stream", "join_run_stream", "Follow a run's events", runs, nil, []apidoc.Resp{{Status: 200, Body: apidoc.SSE, ContentType: "text/event-stream"}}),
 		op("POST", "/threads/:thread_id/runs/:run_id/cancel", "cancel_run", "Cancel a run", runs, nil, []apidoc.Resp{{Status: 200, Body: anyV}, {Status: 202, Description: "Cancelling: the run stops at its next step."}, {Status: 204}}),
+		op("POST", "/runs/:action/:cron_id", "search_crons", "Search (action: crons, cron_id: search) or count (count) crons", cr, apidoc.JSON, ok(anyV)),
+		op("GET", "/runs/:action/:cron_id", "get_cron", "Get a cron (action: crons)", cr, nil, ok(agent.Cron{})),
+		op("PATCH", "/runs/:action/:cron_id", "update_cron", "Update a cron (action: crons): its schedule, timezone, end_time, enabled, on_run_completed, metadata, and its run request's fields", cr, apidoc.JSON, ok(agent.Cron{})),
+		op("DELETE", "/runs/:action/:cron_id", "delete_cron", "Delete a cron (action: crons)", cr, nil, []apidoc.Resp{{Status: 204}, {Status: 200, Body: anyV}}),
 		op("PUT", "/store/items", "put_store_item", "Store an item", st, apidoc.JSON, []apidoc.Resp{{Status: 204}, {Status: 200, Body: anyV}}),
 		{Method: "GET", Path: "/store/items", ID: "get_store_item", Summary: "Get an item", Tag: st, Public: true,
 			Query:     []apidoc.Param{{Name: "key", Required: true}, {Name: "namespace", Description: "Dot-separated namespace.", Schema: apidoc.Schema{"type": "string"}}},

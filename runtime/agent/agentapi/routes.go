@@ -64,17 +64,28 @@ func (a *API) routes(rt *httpx.Router) {
 		return a.createRun(w, r, "", "")
 	}))
 	rt.POST("/runs/:action", h(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		if ps.ByName("action") == "batch" {
+		switch ps.ByName("action") {
+		case "batch":
 			return a.batchRuns(w, r)
+		case "crons":
+			return a.createCron(w, r, "")
 		}
 		return a.createRun(w, r, "", ps.ByName("action"))
 	}))
+	// Crons: /runs/crons/{search,count} (POST) and /runs/crons/{cron_id}.
+	rt.POST("/runs/:action/:cron_id", h(a.onCron))
+	rt.GET("/runs/:action/:cron_id", h(a.onCron))
+	rt.PATCH("/runs/:action/:cron_id", h(a.onCron))
+	rt.DELETE("/runs/:action/:cron_id", h(a.onCron))
 	rt.POST("/threads/:thread_id/runs", h(onThread(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params, thread string) error {
 		return a.createRun(w, r, thread, "")
 	})))
 	rt.GET("/threads/:thread_id/runs", h(onThread(a.listRuns)))
 	// /runs/stream and /runs/wait share the position of :run_id.
 	rt.POST("/threads/:thread_id/runs/:run_id", h(onThread(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, thread string) error {
+		if ps.ByName("run_id") == "crons" {
+			return a.createCron(w, r, thread)
+		}
 		return a.createRun(w, r, thread, ps.ByName("run_id"))
 	})))
 	rt.GET("/threads/:thread_id/runs/:run_id", h(onRun(a.getRun)))

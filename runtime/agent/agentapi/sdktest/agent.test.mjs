@@ -186,3 +186,46 @@ test("human in the loop: a command graph interrupts, command.resume answers", as
   assert.equal(answered.status, "idle");
   assert.deepEqual(answered.interrupts, {});
 });
+
+test("crons: create on a thread and stateless, search, count, update, delete", async () => {
+  const thread = await client.threads.create();
+  const input = { messages: [{ role: "user", content: "tick" }] };
+  const onThread = await client.crons.createForThread(thread.thread_id, "echo", {
+    schedule: "*/5 * * * *", input, metadata: { owner: "js" },
+  });
+  assert.equal(onThread.thread_id, thread.thread_id);
+  assert.equal(onThread.schedule, "*/5 * * * *");
+  assert.equal(onThread.enabled, true);
+  assert.equal(onThread.on_run_completed, null);
+  assert.equal(onThread.payload.config.configurable.cron_id, onThread.cron_id);
+  const next = new Date(onThread.next_run_date);
+  assert.ok(next > new Date() && next.getUTCMinutes() % 5 === 0 && next.getUTCSeconds() === 0, onThread.next_run_date);
+
+  const stateless = await client.crons.create("echo", { schedule: "0 9 * * 1", input, onRunCompleted: "keep", enabled: false });
+  assert.equal(stateless.thread_id, null);
+  assert.equal(stateless.on_run_completed, "keep");
+  assert.equal(stateless.enabled, false);
+
+  const all = await client.crons.search({ assistantId: onThread.assistant_id, limit: 10 });
+  assert.ok(all.some((c) => c.cron_id === onThread.cron_id) && all.some((c) => c.cron_id === stateless.cron_id));
+  const mine = await client.crons.search({ threadId: thread.thread_id });
+  assert.deepEqual(mine.map((c) => c.cron_id), [onThread.cron_id]);
+  const disabled = await client.crons.search({ enabled: false, select: ["cron_id", "enabled"] });
+  assert.ok(disabled.every((c) => Object.keys(c).length === 2 && c.enabled === false));
+  assert.ok(disabled.some((c) => c.cron_id === stateless.cron_id));
+  const sorted = await client.crons.search({ sortBy: "next_run_date", sortOrder: "asc", limit: 100 });
+  for (let i = 1; i < sorted.length; i++) assert.ok(sorted[i - 1].next_run_date <= sorted[i].next_run_date);
+  assert.equal(await client.crons.count({ threadId: thread.thread_id }), 1);
+
+  const updated = await client.crons.update(stateless.cron_id, { schedule: "30 8 * * *", enabled: true, metadata: { v: 2 } });
+  assert.equal(updated.schedule, "30 8 * * *");
+  assert.equal(updated.enabled, true);
+  assert.equal(updated.metadata.v, 2);
+  assert.equal(new Date(updated.next_run_date).getUTCHours(), 8);
+
+  await assert.rejects(client.crons.create("echo", { schedule: "every minute" }), /422|Invalid cron schedule/);
+  await client.crons.delete(onThread.cron_id);
+  await client.crons.delete(stateless.cron_id);
+  assert.equal(await client.crons.count({ threadId: thread.thread_id }), 0);
+  await assert.rejects(client.crons.delete(onThread.cron_id), /404|not found/);
+});

@@ -1,0 +1,555 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	_ "time/tzdata" // IANA zones for a cron's timezone even where the host has none (static binary, scratch images)
+
+	"github.com/robfig/cron/v3"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/storage"
+)
+
+// bCrons holds cron id → Cron.
+const bCrons = "crons"
+
+// Cron is a schedule of runs, shaped as on the reference servers.
+type Cron struct {
+	CronID         string         `json:"cron_id"`
+	AssistantID    string         `json:"assistant_id"`
+	ThreadID       *string        `json:"thread_id"`
+	UserID         *string        `json:"user_id"`
+	EndTime        *time.Time     `json:"end_time"`
+	Schedule       string         `json:"schedule"`
+	Timezone       *string        `json:"timezone"`
+	Payload        map[string]any `json:"payload"`
+	NextRunDate    time.Time      `json:"next_run_date"`
+	Metadata       map[string]any `json:"metadata"`
+	OnRunCompleted *string        `json:"on_run_completed"`
+	Enabled        bool           `json:"enabled"`
+	CreatedAt      time.Time      `json:"created_at"`
+	UpdatedAt      time.Time      `json:"updated_at"`
+}
+
+// CronCreate is a cron request, validated by the API. Payload is the
+// request body (the run request the cron repeats, as the reference keeps
+// it).
+type CronCreate struct {
+	ThreadID       string
+	Schedule       string
+	Timezone       string
+	EndTime        *time.Time
+	Enabled        bool
+	OnRunCompleted string
+	Metadata       map[string]any
+	Payload        map[string]any
+}
+
+// CronPatch is a cron update; nil fields are left as they are.
+type CronPatch struct {
+	Schedule       *string
+	Timezone       *string
+	EndTime        *time.Time
+	ClearEndTime   bool
+	Enabled        *bool
+	OnRunCompleted *string
+	Metadata       map[string]any
+	// Payload is merged into the cron's run request (shallowly, as the
+	// reference does); its assistant stays.
+	Payload map[string]any
+}
+
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// NextCronDate is the first time after `after` that the 5-field schedule
+// names, read in the IANA zone tz ("" is UTC), returned in UTC.
+func NextCronDate(schedule, tz string, after time.Time) (time.Time, error) {
+	loc, err := cronLocation(tz)
+	if err != nil {
+		return time.Time{}, err
+	}
+	// robfig's parser would take a zone from a CRON_TZ= prefix; the
+	// timezone field is the one way to name a zone here.
+	if strings.Contains(schedule, "TZ=") {
+		return time.Time{}, invalidSchedule(schedule)
+	}
+	s, err := cronParser.Parse(schedule)
+	if err != nil {
+		return time.Time{}, invalidSchedule(schedule)
+	}
+	next := s.Next(after.In(loc))
+	if next.IsZero() {
+		return time.Time{}, fmt.Errorf("%w: cron schedule '%s' never fires", ErrInvalid, schedule)
+	}
+	return next.UTC(), nil
+}
+
+func invalidSchedule(schedule string) error {
+	return fmt.Errorf("%w: Invalid cron schedule: '%s'. Ensure the schedule uses the standard cron format "+
+		"(minute hour day_of_month month day_of_week). Example: '*/5 * * * *' for every 5 minutes.", ErrInvalid, schedule)
+}
+
+func cronLocation(tz string) (*time.Location, error) {
+	if tz == "" {
+		return time.UTC, nil
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil || tz == "Local" {
+		return nil, fmt.Errorf("%w: Invalid timezone: '%s'. Use IANA timezone format (e.g. 'America/New_York').", ErrInvalid, tz)
+	}
+	return loc, nil
+}
+
+// now is the engine's clock (Clock when a test sets it).
+func (e *Engine) now() time.Time {
+	if e.Clock != nil {
+		return e.Clock().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func getCron(tx *bolt.Tx, id string) (*Cron, error) {
+	var c Cron
+	if err := getJSON(tx.Bucket([]byte(bCrons)), id, &c); err != nil {
+		return nil, fmt.Errorf("%w: cron %s", ErrNotFound, id)
+	}
+	return &c, nil
+}
+
+// cronPayload sets config.configurable.cron_id in p, as the reference
+// does, so the graph can tell which cron started it.
+func cronPayload(p map[string]any, id string) map[string]any {
+	if p == nil {
+		p = map[string]any{}
+	}
+	cfg, _ := p["config"].(map[string]any)
+	if cfg == nil {
+		cfg = map[string]any{}
+	}
+	cf, _ := cfg["configurable"].(map[string]any)
+	if cf == nil {
+		cf = map[string]any{}
+	}
+	cf["cron_id"] = id
+	cfg["configurable"] = cf
+	p["config"] = cfg
+	return p
+}
+
+// CreateCron stores a cron; its first run is at the schedule's next time.
+func (e *Engine) CreateCron(cc CronCreate) (Cron, error) {
+	now := e.now()
+	next, err := NextCronDate(cc.Schedule, cc.Timezone, now)
+	if err != nil {
+		return Cron{}, err
+	}
+	var out Cron
+	err = e.w.Update(func(tx *bolt.Tx) error {
+		aid, _ := cc.Payload["assistant_id"].(string)
+		a, err := e.ResolveAssistant(tx, aid)
+		if err != nil {
+			return err
+		}
+		c := Cron{CronID: storage.NewID().String(), AssistantID: a.AssistantID, Schedule: cc.Schedule,
+			EndTime: cc.EndTime, NextRunDate: next, Metadata: cc.Metadata, Enabled: cc.Enabled,
+			CreatedAt: now, UpdatedAt: now}
+		if c.Metadata == nil {
+			c.Metadata = map[string]any{}
+		}
+		if cc.Timezone != "" {
+			c.Timezone = &cc.Timezone
+		}
+		if cc.ThreadID != "" {
+			if !threadExists(tx, cc.ThreadID) {
+				return fmt.Errorf("%w: thread %s", ErrNotFound, cc.ThreadID)
+			}
+			c.ThreadID = &cc.ThreadID
+		} else {
+			orc := cc.OnRunCompleted
+			if orc == "" {
+				orc = "delete"
+			}
+			c.OnRunCompleted = &orc
+		}
+		cc.Payload["assistant_id"] = a.AssistantID
+		c.Payload = cronPayload(cc.Payload, c.CronID)
+		out = c
+		return putJSON(tx.Bucket([]byte(bCrons)), c.CronID, &c)
+	})
+	return out, err
+}
+
+// GetCron returns a cron.
+func (e *Engine) GetCron(id string) (Cron, error) {
+	var out Cron
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		c, err := getCron(tx, id)
+		if err == nil {
+			out = *c
+		}
+		return err
+	})
+	return out, err
+}
+
+// UpdateCron applies p; a new schedule or timezone recomputes the next
+// run from now.
+func (e *Engine) UpdateCron(id string, p CronPatch) (Cron, error) {
+	var out Cron
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		c, err := getCron(tx, id)
+		if err != nil {
+			return err
+		}
+		now := e.now()
+		if p.Timezone != nil {
+			if *p.Timezone == "" {
+				c.Timezone = nil
+			} else {
+				c.Timezone = p.Timezone
+			}
+		}
+		if p.Schedule != nil {
+			c.Schedule = *p.Schedule
+		}
+		if p.Schedule != nil || p.Timezone != nil {
+			tz := ""
+			if c.Timezone != nil {
+				tz = *c.Timezone
+			}
+			if c.NextRunDate, err = NextCronDate(c.Schedule, tz, now); err != nil {
+				return err
+			}
+		}
+		switch {
+		case p.ClearEndTime:
+			c.EndTime = nil
+		case p.EndTime != nil:
+			c.EndTime = p.EndTime
+		}
+		if p.Enabled != nil {
+			c.Enabled = *p.Enabled
+		}
+		if p.OnRunCompleted != nil {
+			c.OnRunCompleted = p.OnRunCompleted
+		}
+		if p.Metadata != nil {
+			if c.Metadata == nil {
+				c.Metadata = map[string]any{}
+			}
+			for k, v := range p.Metadata {
+				c.Metadata[k] = v
+			}
+		}
+		if p.Payload != nil {
+			merged := map[string]any{}
+			for k, v := range c.Payload {
+				merged[k] = v
+			}
+			for k, v := range p.Payload {
+				merged[k] = v
+			}
+			merged["assistant_id"] = c.Payload["assistant_id"]
+			c.Payload = cronPayload(merged, c.CronID)
+		}
+		c.UpdatedAt = now
+		out = *c
+		return putJSON(tx.Bucket([]byte(bCrons)), id, c)
+	})
+	return out, err
+}
+
+// DeleteCron deletes a cron; it fires no more.
+func (e *Engine) DeleteCron(id string) error {
+	return e.w.Update(func(tx *bolt.Tx) error {
+		if _, err := getCron(tx, id); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte(bCrons)).Delete([]byte(id))
+	})
+}
+
+// deleteCronsWhere deletes, in tx, the crons del selects: as on the
+// reference, deleting a thread or an assistant deletes its crons.
+func deleteCronsWhere(tx *bolt.Tx, del func(c *Cron) bool) error {
+	b := tx.Bucket([]byte(bCrons))
+	var ids [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		var c Cron
+		if err := unmarshalStored(v, &c); err != nil {
+			return err
+		}
+		if del(&c) {
+			ids = append(ids, storage.Copy(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range ids {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CronFilter selects crons.
+type CronFilter struct {
+	AssistantID string
+	ThreadID    string
+	Enabled     *bool
+	Metadata    map[string]any
+	Limit       int
+	Offset      int
+	SortBy      string
+	Desc        bool
+}
+
+// CronSortFields are the sort_by values, as on the reference.
+var CronSortFields = []string{"cron_id", "assistant_id", "thread_id", "next_run_date", "end_time", "created_at", "updated_at"}
+
+// SearchCrons lists crons matching f (newest first unless f.SortBy); the
+// count is the number before paging.
+func (e *Engine) SearchCrons(f CronFilter) ([]Cron, int, error) {
+	var all []Cron
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bCrons)).ForEach(func(_, v []byte) error {
+			var c Cron
+			if err := unmarshalStored(v, &c); err != nil {
+				return err
+			}
+			if f.AssistantID != "" && c.AssistantID != f.AssistantID ||
+				f.ThreadID != "" && (c.ThreadID == nil || *c.ThreadID != f.ThreadID) ||
+				f.Enabled != nil && c.Enabled != *f.Enabled || !matches(c.Metadata, f.Metadata) {
+				return nil
+			}
+			all = append(all, c)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	ts := func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02T15:04:05.000000000Z")
+	}
+	key := func(c Cron) string {
+		switch f.SortBy {
+		case "cron_id":
+			return c.CronID
+		case "assistant_id":
+			return c.AssistantID
+		case "thread_id":
+			if c.ThreadID == nil {
+				return ""
+			}
+			return *c.ThreadID
+		case "next_run_date":
+			return ts(&c.NextRunDate)
+		case "end_time":
+			return ts(c.EndTime)
+		case "updated_at":
+			return ts(&c.UpdatedAt)
+		}
+		return ts(&c.CreatedAt)
+	}
+	desc := f.Desc || f.SortBy == ""
+	// Ties (crons created in the same instant) are ordered by id, which
+	// is time-ordered too.
+	sort.SliceStable(all, func(i, j int) bool {
+		ki, kj := key(all[i])+"\x00"+all[i].CronID, key(all[j])+"\x00"+all[j].CronID
+		if desc {
+			return ki > kj
+		}
+		return ki < kj
+	})
+	n := len(all)
+	all = all[min(f.Offset, len(all)):]
+	if f.Limit > 0 && len(all) > f.Limit {
+		all = all[:f.Limit]
+	}
+	return all, n, nil
+}
+
+// ---- the scheduler ---------------------------------------------------------
+
+// runCrons fires due crons every CronTick until the engine stops.
+func (e *Engine) runCrons() {
+	defer e.wg.Done()
+	tick := e.CronTick
+	if tick <= 0 {
+		tick = time.Second
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		e.FireDueCrons()
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// FireDueCrons starts a run for every enabled cron whose next run date
+// has come (and whose end time has not passed), and returns how many it
+// started. Each firing is one transaction: the run is admitted (queued
+// for the dispatcher) and the cron's next run date advanced together, so
+// a crash can neither lose the fire nor repeat it. The next date is the
+// schedule's first time after now: a cron whose dates passed while the
+// agent was down fires once, not once per missed date.
+func (e *Engine) FireDueCrons() int {
+	now := e.now()
+	var due []string
+	_ = e.DB.View(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bCrons)).ForEach(func(k, v []byte) error {
+			var c Cron
+			if unmarshalStored(v, &c) == nil && cronDue(&c, now) {
+				due = append(due, string(k))
+			}
+			return nil
+		})
+	})
+	fired := 0
+	for _, id := range due {
+		if e.fireCron(id, now) {
+			fired++
+		}
+	}
+	return fired
+}
+
+func cronDue(c *Cron, now time.Time) bool {
+	return c.Enabled && !c.NextRunDate.After(now) && (c.EndTime == nil || !c.EndTime.Before(now))
+}
+
+// fireCron fires one cron if it is still due (it may have been updated or
+// deleted since FireDueCrons looked).
+func (e *Engine) fireCron(id string, now time.Time) bool {
+	var (
+		ad       admission
+		threadID string
+		c        *Cron
+		prepared []string
+	)
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		var err error
+		if c, err = getCron(tx, id); err != nil || !cronDue(c, now) {
+			c = nil
+			return nil
+		}
+		if err := e.advanceCron(tx, c, now); err != nil {
+			return err
+		}
+		rc, temporary, err := cronRun(c)
+		if err != nil {
+			return err
+		}
+		threadID = rc.threadID
+		if ad, err = e.admit(tx, threadID, rc.RunCreate, temporary, false); err != nil {
+			return err
+		}
+		// The run's event log exists before the commit: once committed,
+		// a dispatcher already working through the thread's queue may
+		// claim and finish it at once, and a log created after that
+		// would never be closed (a join would wait forever).
+		prepared = append(prepared, ad.run.RunID)
+		e.prepareEvents(ad.run.RunID)
+		return nil
+	})
+	// Logs of attempts that did not commit are dropped.
+	for _, rid := range prepared {
+		if err != nil || rid != ad.run.RunID {
+			e.mu.Lock()
+			delete(e.live, rid)
+			e.mu.Unlock()
+		}
+	}
+	if err != nil {
+		// The run could not be admitted (its thread or assistant is
+		// gone, a reject strategy on a busy thread): this date is
+		// skipped, so a broken cron does not retry every tick.
+		e.Log.Warn().Err(err).Str("cron_id", id).Msg("cron run not started")
+		_ = e.w.Update(func(tx *bolt.Tx) error {
+			c, err := getCron(tx, id)
+			if err != nil || !cronDue(c, now) {
+				return nil
+			}
+			return e.advanceCron(tx, c, now)
+		})
+		return false
+	}
+	if c == nil {
+		return false
+	}
+	switch {
+	case ad.victim == "":
+	case ad.run.MultitaskStrategy == StrategyRollback:
+		e.cancelLive(ad.victim, StrategyRollback, causeRollback)
+	default:
+		e.cancelLive(ad.victim, StrategyInterrupt, causeInterrupt)
+	}
+	e.dispatch(threadID)
+	e.Log.Info().Str("cron_id", id).Str("run_id", ad.run.RunID).Str("thread_id", threadID).Msg("cron fired")
+	return true
+}
+
+// advanceCron sets the cron's next run date to the schedule's first time
+// after now, in tx.
+func (e *Engine) advanceCron(tx *bolt.Tx, c *Cron, now time.Time) error {
+	tz := ""
+	if c.Timezone != nil {
+		tz = *c.Timezone
+	}
+	next, err := NextCronDate(c.Schedule, tz, now)
+	if err != nil {
+		return err
+	}
+	c.NextRunDate = next
+	return putJSON(tx.Bucket([]byte(bCrons)), c.CronID, c)
+}
+
+type cronRunCreate struct {
+	RunCreate
+	threadID string
+}
+
+// cronRun is the run request a cron fires: its payload, on its thread or
+// (stateless) on a new thread, deleted after the run unless
+// on_run_completed is keep.
+func cronRun(c *Cron) (cronRunCreate, bool, error) {
+	p := map[string]any{}
+	for k, v := range c.Payload {
+		p[k] = v
+	}
+	// A cron's runs are not streamed to anyone.
+	delete(p, "stream_mode")
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return cronRunCreate{}, false, err
+	}
+	var rc RunCreate
+	if err := json.Unmarshal(raw, &rc); err != nil {
+		return cronRunCreate{}, false, fmt.Errorf("%w: cron %s payload: %v", ErrInvalid, c.CronID, err)
+	}
+	rc.StreamMode = []string{"values"}
+	rc.AssistantID = c.AssistantID
+	if c.ThreadID != nil {
+		return cronRunCreate{RunCreate: rc, threadID: *c.ThreadID}, false, nil
+	}
+	temporary := c.OnRunCompleted == nil || *c.OnRunCompleted != "keep"
+	if !temporary {
+		rc.IfNotExists = "create"
+	}
+	return cronRunCreate{RunCreate: rc, threadID: storage.NewID().String()}, temporary, nil
+}
