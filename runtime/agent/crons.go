@@ -467,14 +467,7 @@ func (e *Engine) fireCron(id string, now time.Time) bool {
 		e.prepareEvents(ad.run.RunID)
 		return nil
 	})
-	// Logs of attempts that did not commit are dropped.
-	for _, rid := range prepared {
-		if err != nil || rid != ad.run.RunID {
-			e.mu.Lock()
-			delete(e.live, rid)
-			e.mu.Unlock()
-		}
-	}
+	e.dropUncommitted(prepared, ad.run.RunID, err)
 	if err != nil {
 		// The run could not be admitted (its thread or assistant is
 		// gone, a reject strategy on a busy thread): this date is

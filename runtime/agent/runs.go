@@ -77,11 +77,21 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 	default:
 	}
 	var ad admission
+	var prepared []string
 	err := e.w.Update(func(tx *bolt.Tx) error {
 		var err error
-		ad, err = e.admit(tx, threadID, rc, temporary, slot)
-		return err
+		if ad, err = e.admit(tx, threadID, rc, temporary, slot); err != nil {
+			return err
+		}
+		// The event log exists before the commit: once committed, a
+		// dispatcher already working through the thread's queue may claim
+		// and finish the run at once, and a log made after that would
+		// never be closed (a join or stream would wait forever).
+		prepared = append(prepared, ad.run.RunID)
+		e.prepareEvents(ad.run.RunID)
+		return nil
 	})
+	e.dropUncommitted(prepared, ad.run.RunID, err)
 	if slot && (err != nil || ad.claimed == nil) {
 		<-e.sem
 	}
@@ -223,6 +233,19 @@ func kwargs(rc RunCreate) map[string]any {
 		k["after_seconds"] = rc.AfterSeconds
 	}
 	return k
+}
+
+// dropUncommitted drops the event logs prepared in attempts of an
+// admission transaction that did not commit: every one but committed's,
+// and that one too when the transaction failed (err).
+func (e *Engine) dropUncommitted(prepared []string, committed string, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, rid := range prepared {
+		if err != nil || rid != committed {
+			delete(e.live, rid)
+		}
+	}
 }
 
 // prepareEvents creates the run's event log before anyone can subscribe.
