@@ -485,14 +485,7 @@ func (e *Engine) fireCron(id string, now time.Time) bool {
 	if c == nil {
 		return false
 	}
-	switch {
-	case ad.victim == "":
-	case ad.run.MultitaskStrategy == StrategyRollback:
-		e.cancelLive(ad.victim, StrategyRollback, causeRollback)
-	default:
-		e.cancelLive(ad.victim, StrategyInterrupt, causeInterrupt)
-	}
-	e.dispatch(threadID)
+	e.settle(threadID, ad)
 	e.Log.Info().Str("cron_id", id).Str("run_id", ad.run.RunID).Str("thread_id", threadID).Msg("cron fired")
 	return true
 }

@@ -318,17 +318,7 @@ func TestCronSearch(t *testing.T) {
 // TestMigrateCrons opens a database written at schema 3 (before crons)
 // with every migration: the crons bucket is created and crons work.
 func TestMigrateCrons(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "agent.db")
-	db, err := storage.Open(path, time.Second, Migrations[:3])
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	db, err = storage.Open(path, time.Second, Migrations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := migratedFrom(t, 3)
 	e := &Engine{DB: db, Graphs: map[string]Graph{"echo": Echo{}}, Workers: 1, Timeout: time.Minute, Log: zerolog.Nop(), CronTick: time.Hour}
 	if err := e.Start(t.Context()); err != nil {
 		t.Fatal(err)

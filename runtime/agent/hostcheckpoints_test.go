@@ -165,17 +165,7 @@ func TestHostCheckpointFencing(t *testing.T) {
 
 // TestMigrateHostCheckpoints: a database at schema 2 gains the buckets.
 func TestMigrateHostCheckpoints(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "agent.db")
-	db, err := storage.Open(path, time.Second, Migrations[:2])
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	db, err = storage.Open(path, time.Second, Migrations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := migratedFrom(t, 2)
 	_ = db.View(func(tx *bolt.Tx) error {
 		for _, b := range []string{bLGCheckpoints, bLGBlobs, bLGWrites} {
 			if tx.Bucket([]byte(b)) == nil {
@@ -235,4 +225,21 @@ func TestHostStore(t *testing.T) {
 	if len(items) != 1 || items[0].Key != "profile" {
 		t.Fatalf("store.search: %s", out)
 	}
+}
+
+// migratedFrom opens a new database written at schema version from (its
+// first from migrations) with every migration, closed with t.
+func migratedFrom(t *testing.T, from int) *bolt.DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "agent.db")
+	db, err := storage.Open(path, time.Second, Migrations[:from])
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if db, err = storage.Open(path, time.Second, Migrations); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

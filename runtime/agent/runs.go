@@ -110,6 +110,14 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 		}()
 		return ad.run, lr.events, nil
 	}
+	e.settle(threadID, ad)
+	return ad.run, lr.events, nil
+}
+
+// settle acts on a committed admission that did not claim a worker: it
+// stops the running run an interrupt or rollback strategy displaced, and
+// hands the thread's queue to the dispatcher.
+func (e *Engine) settle(threadID string, ad admission) {
 	switch {
 	case ad.victim == "":
 	case ad.run.MultitaskStrategy == StrategyRollback:
@@ -118,7 +126,6 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 		e.cancelLive(ad.victim, StrategyInterrupt, causeInterrupt)
 	}
 	e.dispatch(threadID)
-	return ad.run, lr.events, nil
 }
 
 // admission is what admitting a run decided, for CreateRun to act on

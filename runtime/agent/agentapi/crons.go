@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -197,24 +198,15 @@ func (a *API) patchCron(w http.ResponseWriter, r *http.Request, id string) error
 	}
 	if len(run) > 0 {
 		// What the merge would give must still be a valid run request.
-		raw, _ := json.Marshal(mergeMaps(map[string]any{"assistant_id": "x"}, run))
+		probe := map[string]any{"assistant_id": "x"}
+		maps.Copy(probe, run)
+		raw, _ := json.Marshal(probe)
 		if _, err := decodeRunCreate(raw); err != nil {
 			return err
 		}
 		p.Payload = run
 	}
 	return reply(w)(a.Engine.UpdateCron(id, p))
-}
-
-func mergeMaps(a, b map[string]any) map[string]any {
-	out := map[string]any{}
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
 }
 
 // searchCrons serves POST /runs/crons/search and /runs/crons/count.
