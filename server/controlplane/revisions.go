@@ -77,10 +77,20 @@ func missingSource(source string, src SourceRevisionConfig) string {
 // skipSuperseded ends every revision of d that has not started building and
 // is not the new one: it will never be deployed. Revisions already building
 // are cancelled by the reconciler, which sees they are no longer latest.
+//
+// A revision that was only waiting for its source (the one POST makes for
+// an internal_source deployment before anything is uploaded, or for a
+// docker source before an image_uri) is removed instead: it never had
+// anything to build, so the revision list would otherwise show a SKIPPED
+// placeholder beside every new deployment's first real revision.
 func skipSuperseded(tx *bolt.Tx, d *deploymentRecord, keep string, now time.Time) error {
-	var skip []*revisionRecord
+	var skip, drop []*revisionRecord
 	err := eachRevisionOf(tx, uuid.MustParse(d.ID), false, func(rev *revisionRecord) bool {
-		if rev.ID != keep && (rev.Status == RevisionQueued || rev.Status == RevisionAwaitingBuild || rev.Status == RevisionCreating) {
+		switch {
+		case rev.ID == keep:
+		case rev.Status == RevisionAwaitingBuild && missingSource(rev.Source, rev.SourceRevisionConfig) != "":
+			drop = append(drop, rev)
+		case rev.Status == RevisionQueued || rev.Status == RevisionAwaitingBuild || rev.Status == RevisionCreating:
 			skip = append(skip, rev)
 		}
 		return true
@@ -88,6 +98,9 @@ func skipSuperseded(tx *bolt.Tx, d *deploymentRecord, keep string, now time.Time
 	for _, rev := range skip {
 		rev.Status, rev.UpdatedAt, rev.StatusMessage = RevisionSkipped, now, "superseded by a newer revision"
 		err = errors.Join(err, putRevision(tx, rev))
+	}
+	for _, rev := range drop {
+		err = errors.Join(err, deleteRevision(tx, uuid.MustParse(d.ID), uuid.MustParse(rev.ID)))
 	}
 	return err
 }

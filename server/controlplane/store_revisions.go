@@ -63,13 +63,19 @@ func eachRevision(tx *bolt.Tx, fn func(*revisionRecord) error) error {
 // deleteRevisions removes every revision of deployment dep, with its logs.
 func deleteRevisions(tx *bolt.Tx, dep uuid.UUID) error {
 	for _, rid := range storage.PrefixIDs(tx, idxDeploymentRevisions, storage.Key(dep), false) {
-		if err := deleteRevisionLogs(tx, rid); err != nil {
-			return err
-		}
-		if err := errors.Join(storage.Delete(tx, bucketRevisions, storage.Key(rid)),
-			tx.Bucket([]byte(idxDeploymentRevisions)).Delete(storage.Key(dep, rid))); err != nil {
+		if err := deleteRevision(tx, dep, rid); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deleteRevision removes revision rid of deployment dep, with its logs and
+// its index entry.
+func deleteRevision(tx *bolt.Tx, dep, rid uuid.UUID) error {
+	if err := deleteRevisionLogs(tx, rid); err != nil {
+		return err
+	}
+	return errors.Join(storage.Delete(tx, bucketRevisions, storage.Key(rid)),
+		tx.Bucket([]byte(idxDeploymentRevisions)).Delete(storage.Key(dep, rid)))
 }
