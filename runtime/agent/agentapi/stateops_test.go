@@ -142,8 +142,10 @@ func TestCancelMany(t *testing.T) {
 	if r := a.Do("GET", "/threads/"+th+"/runs/"+pending, nil); r.Status != 404 {
 		t.Fatalf("rolled-back pending run: %d %s", r.Status, r.Body)
 	}
-	if st := a.Do("GET", "/threads/"+th+"/runs/"+running, nil).Map()["status"]; st != "interrupted" {
-		t.Fatalf("rolled-back running run right after cancel: %v", st)
+	// A running run reads interrupted until it has unwound, then is gone
+	// (the echo graph unwinds at once).
+	if r := a.Do("GET", "/threads/"+th+"/runs/"+running, nil); r.Status != 404 && r.Map()["status"] != "interrupted" {
+		t.Fatalf("rolled-back running run right after cancel: %d %s", r.Status, r.Body)
 	}
 
 	for _, tc := range []struct {
