@@ -170,11 +170,7 @@ func (e *Engine) hostCreateWithSupersteps(g *HostGraph, id string, metadata map[
 				e.Log.Error().Err(err).Str("thread_id", id).Msg("drop the checkpoints of failed supersteps")
 			}
 		}
-		var he *hosts.Error
-		if errors.As(callErr, &he) && strings.Contains(he.Message, ErrFenced.Error()) {
-			return Thread{}, fmt.Errorf("%w: thread %s has a pending or running run", ErrConflict, id)
-		}
-		return Thread{}, fmt.Errorf("%w: the supersteps could not be applied: %v", ErrInvalid, callErr)
+		return Thread{}, stateUpdateError(id, callErr)
 	}
 	var thread Thread
 	err = e.w.Update(func(tx *bolt.Tx) error {
@@ -232,6 +228,26 @@ func (e *Engine) hostThreadConfig(id string) map[string]any {
 		return nil
 	}
 	return cfg
+}
+
+// badUpdates are the errors of a graph refusing a state update (a node
+// that does not exist, a value its channels refuse), which the reference
+// servers answer 400 with the error's message.
+var badUpdates = map[string]bool{"InvalidUpdateError": true, "ValueError": true, "EmptyInputError": true}
+
+// stateUpdateError maps a host's refusal of a state update (update_state,
+// supersteps): 409 for a thread that has a run, 400 with the message for
+// an update the graph refuses, as the reference servers answer; 422 for
+// any other failure of the graph.
+func stateUpdateError(thread string, err error) error {
+	var he *hosts.Error
+	switch {
+	case errors.As(err, &he) && strings.Contains(he.Message, ErrFenced.Error()):
+		return fmt.Errorf("%w: thread %s has a pending or running run", ErrConflict, thread)
+	case errors.As(err, &he) && badUpdates[he.Type]:
+		return fmt.Errorf("%w: %s", ErrBadRequest, he.Message)
+	}
+	return fmt.Errorf("%w: %v", ErrInvalid, err)
 }
 
 func asNodeOr(n string) string {

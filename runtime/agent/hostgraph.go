@@ -445,11 +445,7 @@ func (e *Engine) hostUpdateState(g *HostGraph, id string, values map[string]any,
 	}
 	if err := g.host.Call(ctx, "update_state", map[string]any{"graph_id": g.ID, "thread_id": id, "values": vals, "as_node": asNode,
 		"checkpoint_id": at.CheckpointID, "checkpoint_ns": at.CheckpointNS, "config": e.hostThreadConfig(id)}, &out); err != nil {
-		var fenced *hosts.Error
-		if errors.As(err, &fenced) && strings.Contains(fenced.Message, ErrFenced.Error()) {
-			return CheckpointRef{}, fmt.Errorf("%w: thread %s has a pending or running run", ErrConflict, id)
-		}
-		return CheckpointRef{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return CheckpointRef{}, stateUpdateError(id, err)
 	}
 	err = e.w.Update(func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)
