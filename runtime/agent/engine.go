@@ -249,7 +249,13 @@ func (e *Engine) recover() ([]string, []string, error) {
 			t := &recs[i]
 			if t.Active != "" {
 				r, err := getRun(tx, t.Active)
+				done := false
 				if err == nil {
+					if done, err = recoverCancelled(tx, r, time.Now().UTC()); err != nil {
+						return err
+					}
+				}
+				if err == nil && !done {
 					r.Status, r.Error, r.UpdatedAt = RunError, "the agent server restarted while the run was running", time.Now().UTC()
 					if err := putJSON(tx.Bucket([]byte(bRuns)), r.RunID, r); err != nil {
 						return err
@@ -257,6 +263,9 @@ func (e *Engine) recover() ([]string, []string, error) {
 				}
 				t.Active = ""
 				t.Status = ThreadError
+				if done {
+					t.Status = ThreadInterrupted
+				}
 			}
 			if len(t.Queue) > 0 {
 				t.Status = ThreadBusy

@@ -322,12 +322,21 @@ func (e *Engine) hostThread(id string) (*HostGraph, error) {
 	var graph string
 	err := e.DB.View(func(tx *bolt.Tx) error {
 		var t struct {
-			Graph string `json:"graph"`
+			Graph    string         `json:"graph"`
+			Metadata map[string]any `json:"metadata"`
 		}
 		if err := getJSON(tx.Bucket([]byte(bThreads)), id, &t); err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
 		graph = t.Graph
+		if gid, _ := t.Metadata["graph_id"].(string); graph == "" && gid != "" {
+			// A thread that never ran but names a host graph (created
+			// with graph_id): its state is that graph's, as on the
+			// reference servers.
+			if _, ok := e.Graphs[gid].(*HostGraph); ok {
+				graph = gid
+			}
+		}
 		return nil
 	})
 	if err != nil || graph == "" {
@@ -347,7 +356,7 @@ func (e *Engine) hostState(g *HostGraph, id string, q StateQuery) (Checkpoint, e
 	ctx, cancel := context.WithTimeout(e.ctx, hostCallTimeout)
 	defer cancel()
 	cp, err := g.state(ctx, map[string]any{"graph_id": g.ID, "thread_id": id, "checkpoint_id": q.CheckpointID,
-		"checkpoint_ns": q.NS, "subgraphs": q.Subgraphs})
+		"checkpoint_ns": q.NS, "subgraphs": q.Subgraphs, "config": e.hostThreadConfig(id)})
 	if err != nil {
 		var he *hosts.Error
 		if q.NS != "" && errors.As(err, &he) && strings.Contains(he.Message, "not found") {
@@ -392,7 +401,7 @@ func (e *Engine) hostHistory(g *HostGraph, id string, q HistoryQuery) ([]Checkpo
 		filter = q.Filter
 	}
 	err := g.host.Call(ctx, "history", map[string]any{"graph_id": g.ID, "thread_id": id, "limit": q.Limit, "before": q.Before,
-		"filter": filter, "checkpoint_ns": q.NS, "checkpoint_id": q.CheckpointID}, &out)
+		"filter": filter, "checkpoint_ns": q.NS, "checkpoint_id": q.CheckpointID, "config": e.hostThreadConfig(id)}, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -435,12 +444,8 @@ func (e *Engine) hostUpdateState(g *HostGraph, id string, values map[string]any,
 		vals = values
 	}
 	if err := g.host.Call(ctx, "update_state", map[string]any{"graph_id": g.ID, "thread_id": id, "values": vals, "as_node": asNode,
-		"checkpoint_id": at.CheckpointID, "checkpoint_ns": at.CheckpointNS}, &out); err != nil {
-		var fenced *hosts.Error
-		if errors.As(err, &fenced) && strings.Contains(fenced.Message, ErrFenced.Error()) {
-			return CheckpointRef{}, fmt.Errorf("%w: thread %s has a pending or running run", ErrConflict, id)
-		}
-		return CheckpointRef{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		"checkpoint_id": at.CheckpointID, "checkpoint_ns": at.CheckpointNS, "config": e.hostThreadConfig(id)}, &out); err != nil {
+		return CheckpointRef{}, stateUpdateError(id, err)
 	}
 	err = e.w.Update(func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)

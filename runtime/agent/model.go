@@ -125,6 +125,11 @@ type runRecord struct {
 	// NotBefore is when a run created with after_seconds may start; it
 	// waits in the thread's queue until then.
 	NotBefore *time.Time `json:"not_before,omitempty"`
+	// CancelAction is set by Cancel on a running run, which it records
+	// interrupted at once (what a client reads right after the cancel, as on
+	// the reference servers) while the run unwinds; its end keeps that
+	// outcome (interrupt, or rollback).
+	CancelAction string `json:"cancel_action,omitempty"`
 }
 
 // Checkpoint is one state of a thread.

@@ -666,7 +666,9 @@ func mergeConfig(layers ...map[string]any) map[string]any {
 // checkpoints as it went; the thread record takes the values and
 // interrupts the host computed from them.
 func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pendingCheckpoint, outcome *hostOutcome) {
+	reported := status
 	err := e.w.Update(func(tx *bolt.Tx) error {
+		status := cancelledStatus(tx, r.RunID, reported)
 		t, err := getThread(tx, r.ThreadID)
 		if err != nil {
 			return nil // the thread was deleted meanwhile
@@ -821,6 +823,10 @@ func (e *Engine) DeleteRun(threadID, runID string) error {
 		if r.Status == RunPending || r.Status == RunRunning {
 			return fmt.Errorf("%w: run %s is %s; cancel it first", ErrConflict, runID, r.Status)
 		}
+		if t, err := getThread(tx, threadID); err == nil && t.Active == runID {
+			// Cancelled (recorded interrupted) but still unwinding.
+			return fmt.Errorf("%w: run %s is still stopping", ErrConflict, runID)
+		}
 		if err := tx.Bucket([]byte(bThreadRuns)).Delete(idxKey(threadID, runID)); err != nil {
 			return err
 		}
@@ -845,11 +851,19 @@ func (e *Engine) Cancel(ctx context.Context, threadID, runID, action string, wai
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
 		}
-		switch r.Status {
-		case RunRunning:
+		switch {
+		case r.Status == RunRunning, r.CancelAction != "" && t.Active == runID:
+			// Recorded interrupted now, though it takes the run a moment to
+			// unwind: a client that reads it right after the cancel sees it
+			// ended, as on the reference servers. A second cancel may turn an
+			// interrupt into a rollback. finish keeps this outcome.
 			running = true
-			return nil
-		case RunPending:
+			if r.CancelAction != StrategyRollback {
+				r.CancelAction = action
+			}
+			r.Status, r.UpdatedAt = RunInterrupted, time.Now().UTC()
+			return putJSON(tx.Bucket([]byte(bRuns)), runID, r)
+		case r.Status == RunPending:
 			q := t.Queue[:0]
 			for _, id := range t.Queue {
 				if id != runID {
@@ -888,6 +902,8 @@ func (e *Engine) Cancel(ctx context.Context, threadID, runID, action string, wai
 	}
 	cause := causeCancel
 	if action == StrategyRollback {
+		// A rollback after an interrupt: the first cancel's context cause
+		// stays, finish reads the action from the record.
 		cause = causeRollback
 	}
 	e.cancelLive(runID, action, cause)

@@ -69,6 +69,8 @@ func (a *API) routes(rt *httpx.Router) {
 			return a.batchRuns(w, r)
 		case "crons":
 			return a.createCron(w, r, "")
+		case "cancel":
+			return a.cancelRuns(w, r)
 		}
 		return a.createRun(w, r, "", ps.ByName("action"))
 	}))

@@ -9,12 +9,19 @@ import (
 	"slipway/server/httpx"
 )
 
+// ThreadCreate is the body of POST /threads.
+type ThreadCreate struct {
+	ThreadID string         `json:"thread_id"`
+	Metadata map[string]any `json:"metadata"`
+	IfExists string         `json:"if_exists"`
+	// Supersteps are state updates applied on creation, each one
+	// checkpoint, by the graph metadata.graph_id names (see
+	// agent.Engine.CreateThreadWithSupersteps).
+	Supersteps []agent.Superstep `json:"supersteps"`
+}
+
 func (a *API) createThread(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	var body struct {
-		ThreadID string         `json:"thread_id"`
-		Metadata map[string]any `json:"metadata"`
-		IfExists string         `json:"if_exists"`
-	}
+	var body ThreadCreate
 	if err := decode(r, &body); err != nil {
 		return err
 	}
@@ -28,7 +35,7 @@ func (a *API) createThread(w http.ResponseWriter, r *http.Request, _ httprouter.
 		}
 		body.ThreadID = id
 	}
-	return reply(w)(a.Engine.CreateThread(body.ThreadID, body.Metadata, body.IfExists))
+	return reply(w)(a.Engine.CreateThreadWithSupersteps(body.ThreadID, body.Metadata, body.IfExists, body.Supersteps))
 }
 
 func (a *API) getThread(w http.ResponseWriter, _ *http.Request, _ httprouter.Params, id string) error {

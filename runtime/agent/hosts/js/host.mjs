@@ -550,15 +550,23 @@ function stateConfig(p) {
   return { configurable: c };
 }
 
+// The config a factory builds the thread's graph with for a read or an
+// update of its state: the thread's config (its assistant's and its runs',
+// sent by the engine), as the reference calls getGraph with it.
+function factoryConfig(p, config) {
+  const tc = p.config ?? {};
+  return { ...tc, configurable: { ...(tc.configurable ?? {}), ...config.configurable } };
+}
+
 handlers.state = async (p) => {
   const config = stateConfig(p);
-  const graph = await graphFor(p.graph_id, config);
+  const graph = await graphFor(p.graph_id, factoryConfig(p, config));
   return stateOut(await graph.getState(config, { subgraphs: !!p.subgraphs }));
 };
 
 handlers.history = async (p) => {
   const config = stateConfig(p);
-  const graph = await graphFor(p.graph_id, config);
+  const graph = await graphFor(p.graph_id, factoryConfig(p, config));
   const out = [];
   const opts = { limit: p.limit || undefined, filter: p.filter ?? undefined };
   if (p.before) opts.before = { configurable: { checkpoint_id: p.before } };
@@ -570,8 +578,22 @@ handlers.update_state = async (p) => {
   const config = stateConfig(p);
   // The new checkpoint's metadata names its graph, as a run's do.
   config.metadata = { graph_id: p.graph_id };
-  const graph = await graphFor(p.graph_id, config);
+  const graph = await graphFor(p.graph_id, factoryConfig(p, config));
   const next = await graph.updateState(config, p.values ?? null, p.as_node || undefined);
+  return { checkpoint: ref(next), state: stateOut(await graph.getState({ configurable: { thread_id: p.thread_id, checkpoint_ns: "" } })) };
+};
+
+// Supersteps of a thread's create request: each a checkpoint with its
+// updates, each applied as its node (values, or a command).
+handlers.bulk_update_state = async (p) => {
+  const config = stateConfig(p);
+  config.metadata = { graph_id: p.graph_id };
+  const graph = await graphFor(p.graph_id, factoryConfig(p, config));
+  if (typeof graph.bulkUpdateState !== "function") throw new Error("this project's @langchain/langgraph has no bulkUpdateState: supersteps need a newer version");
+  const steps = (p.supersteps ?? []).map((s) => ({
+    updates: (s.updates ?? []).map((u) => ({ values: u.command ? commandOf(u.command) : (u.values ?? null), asNode: u.as_node || undefined })),
+  }));
+  const next = await graph.bulkUpdateState(config, steps);
   return { checkpoint: ref(next), state: stateOut(await graph.getState({ configurable: { thread_id: p.thread_id, checkpoint_ns: "" } })) };
 };
 

@@ -596,15 +596,23 @@ def state_config(p: dict) -> dict:
     return {"configurable": c}
 
 
+def factory_config(p: dict, config: dict) -> dict:
+    """The config a factory builds the thread's graph with for a read or an
+    update of its state: the thread's config (its assistant's and its runs',
+    sent by the engine), as the reference calls get_graph with it."""
+    tc = dict(p.get("config") or {})
+    return {**tc, "configurable": {**(tc.get("configurable") or {}), **config["configurable"]}}
+
+
 async def h_state(p: dict) -> dict:
     config = state_config(p)
-    async with graph_for(p["graph_id"], config, "threads.read") as graph:
+    async with graph_for(p["graph_id"], factory_config(p, config), "threads.read") as graph:
         return state_out(await graph.aget_state(config, subgraphs=bool(p.get("subgraphs"))))
 
 
 async def h_history(p: dict) -> list:
     config = state_config(p)
-    async with graph_for(p["graph_id"], config, "threads.read") as graph:
+    async with graph_for(p["graph_id"], factory_config(p, config), "threads.read") as graph:
         before = {"configurable": {"checkpoint_id": p["before"]}} if p.get("before") else None
         return [
             state_out(s)
@@ -614,8 +622,27 @@ async def h_history(p: dict) -> list:
 
 async def h_update_state(p: dict) -> dict:
     config = state_config(p)
-    async with graph_for(p["graph_id"], config, "threads.update") as graph:
+    async with graph_for(p["graph_id"], factory_config(p, config), "threads.update") as graph:
         nxt = await graph.aupdate_state(config, p.get("values"), as_node=p.get("as_node") or None)
+        state = await graph.aget_state({"configurable": {"thread_id": p["thread_id"], "checkpoint_ns": ""}})
+        return {"checkpoint": ref(nxt), "state": state_out(state)}
+
+
+async def h_bulk_update_state(p: dict) -> dict:
+    """Supersteps of a thread's create request: each a checkpoint with its
+    updates, each applied as its node (values, or a command)."""
+    from langgraph.types import StateUpdate  # the project's LangGraph: bulk updates are newer than the host
+
+    config = state_config(p)
+    steps = [
+        [
+            StateUpdate(command_of(u["command"]) if u.get("command") else u.get("values"), u.get("as_node") or None)
+            for u in (s.get("updates") or [])
+        ]
+        for s in p.get("supersteps") or []
+    ]
+    async with graph_for(p["graph_id"], factory_config(p, config), "threads.update") as graph:
+        nxt = await graph.abulk_update_state(config, steps)
         state = await graph.aget_state({"configurable": {"thread_id": p["thread_id"], "checkpoint_ns": ""}})
         return {"checkpoint": ref(nxt), "state": state_out(state)}
 
@@ -779,6 +806,7 @@ handlers.update(
     state=h_state,
     history=h_history,
     update_state=h_update_state,
+    bulk_update_state=h_bulk_update_state,
     graph=h_graph,
     schemas=h_schemas,
     subgraphs=h_subgraphs,

@@ -1,0 +1,152 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/storage"
+)
+
+// lateGraph is a graph slow to stop: it ignores its context until the
+// test releases it, then completes as if it had not been cancelled.
+type lateGraph struct {
+	once    sync.Once
+	started chan struct{}
+	release chan struct{}
+}
+
+func (g *lateGraph) Run(_ context.Context, _ Request, emit func(string, map[string]any, []Event) error) error {
+	g.once.Do(func() { close(g.started) })
+	<-g.release
+	return emit("work", map[string]any{"done": true}, nil)
+}
+
+func startCancelEngine(t *testing.T, path string, graphs map[string]Graph) *Engine {
+	t.Helper()
+	db, err := storage.Open(path, time.Second, Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	e := &Engine{DB: db, Graphs: graphs, Workers: 2, Timeout: time.Minute, Log: zerolog.Nop()}
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(); e.Wait(); db.Close() })
+	return e
+}
+
+// TestCancelIsRecordedBeforeItReturns: a cancelled running run reads
+// interrupted as soon as Cancel returns, though its graph is still
+// running; it cannot be deleted until it has unwound; and its end keeps
+// what the cancel said even when the graph then completes: interrupted,
+// or (rollback, also as a second cancel) deleted.
+func TestCancelIsRecordedBeforeItReturns(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		actions []string
+		gone    bool
+	}{
+		{"interrupt", []string{StrategyInterrupt}, false},
+		{"rollback", []string{StrategyRollback}, true},
+		{"interrupt then rollback", []string{StrategyInterrupt, StrategyRollback}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &lateGraph{started: make(chan struct{}), release: make(chan struct{})}
+			e := startCancelEngine(t, filepath.Join(t.TempDir(), "agent.db"), map[string]Graph{"late": g})
+			var releaseOnce sync.Once
+			release := func() { releaseOnce.Do(func() { close(g.release) }) }
+			t.Cleanup(release) // before the engine's: a failed test must not leave the run blocked
+			th, err := e.CreateThread("", nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, _, err := e.CreateRun(th.ThreadID, RunCreate{AssistantID: "late", Input: map[string]any{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-g.started
+			lr := e.liveRun(run.RunID)
+			for _, action := range tc.actions {
+				if err := e.Cancel(t.Context(), th.ThreadID, run.RunID, action, false); err != nil {
+					t.Fatalf("cancel %s: %v", action, err)
+				}
+				if r, err := e.GetRun(th.ThreadID, run.RunID); err != nil || r.Status != RunInterrupted {
+					t.Fatalf("right after cancel %s: %+v %v", action, r, err)
+				}
+			}
+			if err := e.DeleteRun(th.ThreadID, run.RunID); !errors.Is(err, ErrConflict) {
+				t.Fatalf("delete of a run still unwinding: %v", err)
+			}
+			if tr, _ := e.GetThread(th.ThreadID); tr.Status != ThreadBusy {
+				t.Fatalf("thread while the run unwinds: %s", tr.Status)
+			}
+			release()
+			<-lr.done
+			r, err := e.GetRun(th.ThreadID, run.RunID)
+			switch {
+			case tc.gone && !errors.Is(err, ErrNotFound):
+				t.Fatalf("rolled-back run after its end: %+v %v", r, err)
+			case !tc.gone && (err != nil || r.Status != RunInterrupted):
+				t.Fatalf("interrupted run after its graph completed: %+v %v", r, err)
+			}
+			if tr, _ := e.GetThread(th.ThreadID); tr.Status == ThreadBusy {
+				t.Fatalf("thread after the run ended: %s", tr.Status)
+			}
+		})
+	}
+}
+
+// TestRestartEndsACancelledRunAsItsCancelSaid: a crash while a cancelled
+// run unwinds leaves it active in the records; the restart ends it as the
+// cancel said (not as a run the restart cut short).
+func TestRestartEndsACancelledRunAsItsCancelSaid(t *testing.T) {
+	for _, tc := range []struct {
+		action string
+		gone   bool
+	}{{StrategyInterrupt, false}, {StrategyRollback, true}} {
+		t.Run(tc.action, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "agent.db")
+			db, err := storage.Open(path, time.Second, Migrations)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tid, rid := storage.NewID().String(), storage.NewID().String()
+			now := time.Now().UTC()
+			err = db.Update(func(tx *bolt.Tx) error {
+				tr := threadRecord{Thread: Thread{ThreadID: tid, CreatedAt: now, UpdatedAt: now, Status: ThreadBusy}, Active: rid}
+				rr := runRecord{Run: Run{RunID: rid, ThreadID: tid, AssistantID: AssistantID("echo"), CreatedAt: now, UpdatedAt: now,
+					Status: RunInterrupted}, CancelAction: tc.action}
+				if err := putJSON(tx.Bucket([]byte(bThreads)), tid, &tr); err != nil {
+					return err
+				}
+				if err := tx.Bucket([]byte(bThreadRuns)).Put(idxKey(tid, rid), nil); err != nil {
+					return err
+				}
+				return putJSON(tx.Bucket([]byte(bRuns)), rid, &rr)
+			})
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := startCancelEngine(t, path, map[string]Graph{"echo": Echo{}})
+			r, err := e.GetRun(tid, rid)
+			switch {
+			case tc.gone && !errors.Is(err, ErrNotFound):
+				t.Fatalf("rolled-back run after restart: %+v %v", r, err)
+			case !tc.gone && (err != nil || r.Status != RunInterrupted || r.Error != ""):
+				t.Fatalf("interrupted run after restart: %+v %v", r, err)
+			}
+			if tr, _ := e.GetThread(tid); tr.Status != ThreadInterrupted {
+				t.Fatalf("thread after restart: %s", tr.Status)
+			}
+		})
+	}
+}
