@@ -61,8 +61,8 @@ export const allowlist = [
   },
   {
     scenario: /^runs: create/,
-    path: /\.kwargs\.(config|context|resumable|subgraphs|temporary)$|\.metadata\.(assistant_id|created_by|graph_id)$|\.multitask_strategy$|^(run|second)\.status$|^listed(\.|$)/,
-    reason: "run records: the JS development server stores the run's whole resolved config and its assistant's metadata in the run, defaults multitask_strategy to reject (Slipway and the Python reference server: enqueue), and lists a thread's runs oldest first, skipping offset (Slipway and the Python reference server: newest first; the scenario compares the list in creation order); a new run's status is pending or running depending on when the worker picks it up",
+    path: /\.kwargs\.(config|context|resumable|subgraphs|temporary)$|\.multitask_strategy$|^(run|second)\.status$|^listed(\.|$)/,
+    reason: "run records: both reference servers store the run's resolved config (its ids, the merged metadata) and the flags they run with in its kwargs; Slipway keeps the config the client gave (null when none) and resolves it when the run starts. The JS development server also defaults multitask_strategy to reject (Slipway and the Python reference server: enqueue) and ignores offset in runs.list; whether a new run is still pending depends on when the worker picks it up",
   },
   {
     scenario: /^runs: cancel/,
