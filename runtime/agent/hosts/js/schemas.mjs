@@ -8,7 +8,8 @@
 //     LangGraph without zod/schema (0.2.x, which the official templates
 //     pin) or one that cannot convert a schema still has a typed state;
 //  3. the graph's channels: an Annotation state has no runtime types, so
-//     each key is listed with any value. A context given as an Annotation
+//     each key (of the state, the input and the output) is listed with any
+//     value. A context given as an Annotation
 //     (LangGraph 0.2.x keeps its channels on the builder) is listed so too:
 //     clients see which keys a run's context (config_schema and
 //     context_schema) takes.
@@ -23,10 +24,12 @@ export function schemasOf(graph, libs) {
     if (typed.config == null) typed.config = annotationContext(b);
     return typed;
   }
+  // A StateGraph's input and output are its builder's definitions (a
+  // compiled graph's input channel is only __start__).
   return {
     state: channelSchema(Object.keys(b?.channels ?? graph?.channels ?? {}), "State"),
-    input: channelSchema(channelKeys(graph?.inputChannels), "Input"),
-    output: channelSchema(channelKeys(graph?.outputChannels), "Output"),
+    input: channelSchema(specKeys(b?._inputDefinition) ?? channelKeys(graph?.inputChannels), "Input"),
+    output: channelSchema(specKeys(b?._outputDefinition) ?? channelKeys(graph?.outputChannels), "Output"),
     config: annotationContext(b),
   };
 }
@@ -86,6 +89,12 @@ export function channelSchema(keys, title) {
   const properties = {};
   for (const k of keys) if (!k.startsWith("__")) properties[k] = {};
   return { type: "object", title, properties };
+}
+
+function specKeys(spec) {
+  if (!spec || typeof spec !== "object" || Array.isArray(spec)) return null;
+  const keys = Object.keys(spec);
+  return keys.length ? keys : null;
 }
 
 function channelKeys(channels) {

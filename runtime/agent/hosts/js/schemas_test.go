@@ -136,6 +136,15 @@ export const graph = builder.compile();
 	if err := json.Unmarshal(raw, &ctx); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /assistants/context/schemas: %d %s %v", resp.StatusCode, raw, err)
 	}
+	// Its input and output: the state's keys (a compiled graph's input
+	// channel is only __start__).
+	for _, name := range []string{"input_schema", "output_schema", "state_schema"} {
+		s, _ := ctx[name].(map[string]any)
+		props, _ := s["properties"].(map[string]any)
+		if _, ok := props["question"]; !ok || len(props) != 1 {
+			t.Errorf("%s = %v, want the state's key question\n%s", name, ctx[name], raw)
+		}
+	}
 	for _, name := range []string{"config_schema", "context_schema"} {
 		s, _ := ctx[name].(map[string]any)
 		props, _ := s["properties"].(map[string]any)

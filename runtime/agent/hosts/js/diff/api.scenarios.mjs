@@ -103,6 +103,14 @@ export const apiScenarios = {
     };
   },
 
+  // The reference reads an Annotation graph's value types from its
+  // TypeScript source; Slipway has the channels only: the keys compare.
+  async "assistants: the keys of an Annotation graph's schemas"(c) {
+    const keys = (s) => (s && s.properties ? Object.keys(s.properties).sort() : s ?? null);
+    const typed = await c.assistants.getSchemas("typed");
+    return Object.fromEntries(["input_schema", "output_schema", "state_schema"].map((k) => [k, keys(typed[k])]));
+  },
+
   async "assistants: a run with context on a context-schema graph"(c) {
     const { thread_id } = await c.threads.create();
     const loud = await c.runs.wait(thread_id, "zod_registry", { input: { question: "ready" }, context: { tone: "loud" } });
