@@ -168,6 +168,7 @@ for (const [name, run] of Object.entries({ ...scenarios, ...apiScenarios })) {
     // Allowed differences were left out by normalise: whatever differs now
     // is unexpected.
     const differences = diff(seen.reference, seen.slipway);
+    // DIFF_DUMP=<dir>: both normalised records of each scenario, to read a difference whole.
     if (process.env.DIFF_DUMP) writeFileSync(`${process.env.DIFF_DUMP}/${name.replace(/[^a-z0-9]+/gi, "_")}.json`, JSON.stringify(seen, null, 1));
     if (process.env.DIFF_VERBOSE) for (const d of differences) console.log(`DIFF ${name.split(":")[0]} ${d.path}\n  ref: ${d.reference}\n  got: ${d.slipway}`);
     assert.deepEqual(differences, [], `unexpected differences from the reference in "${name}"`);
