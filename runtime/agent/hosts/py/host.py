@@ -515,20 +515,18 @@ async def execute(p: dict) -> dict:
         configurable["assistant_id"] = p["assistant_id"]
     if p.get("checkpoint_id"):
         configurable["checkpoint_id"] = p["checkpoint_id"]
-    # The run's metadata, as the reference server gives it to the graph:
-    # the assistant's and the run's metadata, its ids, the attempt and the
-    # LangGraph version. LangGraph shows it in debug task events and keeps
-    # it in each checkpoint's metadata.
-    metadata = {
+    config = {**api_config, "configurable": configurable}
+    # As the reference: a run's checkpoints record the run's metadata (the
+    # saver merges config metadata into theirs), so history can be
+    # filtered by it, with the graph and assistant that made them.
+    config["metadata"] = {
         **(api_config.get("metadata") or {}),
         **(p.get("metadata") or {}),
         "graph_id": p["graph_id"],
+        **({"assistant_id": p["assistant_id"]} if p.get("assistant_id") else {}),
         "run_attempt": 1,
         "langgraph_version": lg_version,
     }
-    if p.get("assistant_id"):
-        metadata["assistant_id"] = p["assistant_id"]
-    config = {**api_config, "configurable": configurable, "metadata": metadata}
     try:
         config["run_id"] = uuid.UUID(p["run_id"])
     except (ValueError, TypeError):
