@@ -610,6 +610,9 @@ function omitNull(o) {
   return ser(o);
 }
 
+// As the reference server: the context schema is also the config schema
+// (JavaScript graphs cannot tell them apart), and a schema the graph does
+// not define is left out.
 handlers.schemas = async (p) => {
   const s = await schemasOf(await graphFor(p.graph_id, p.config ?? {}));
   return omitNull({ graph_id: p.graph_id, input_schema: s.input, output_schema: s.output, state_schema: s.state, config_schema: s.config, context_schema: s.config });
