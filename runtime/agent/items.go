@@ -159,8 +159,10 @@ func (e *Engine) CreateAssistant(a Assistant, ifExists string) (Assistant, error
 	}
 	now := time.Now().UTC()
 	a.CreatedAt, a.UpdatedAt, a.Version = now, now, 1
+	// An assistant created without a name is "Untitled", as on both
+	// reference servers (a graph's system assistant is named after it).
 	if a.Name == "" {
-		a.Name = a.GraphID
+		a.Name = "Untitled"
 	}
 	for _, m := range []*map[string]any{&a.Config, &a.Context, &a.Metadata} {
 		if *m == nil {

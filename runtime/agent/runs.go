@@ -172,7 +172,7 @@ func (e *Engine) admit(tx *bolt.Tx, threadID string, rc RunCreate, temporary, sl
 	}
 	strategy := cmp.Or(rc.MultitaskStrategy, StrategyEnqueue)
 	r := runRecord{Run: Run{RunID: storage.NewID().String(), ThreadID: threadID, AssistantID: a.AssistantID,
-		CreatedAt: now, UpdatedAt: now, Status: RunPending, Metadata: rc.Metadata, MultitaskStrategy: strategy,
+		CreatedAt: now, UpdatedAt: now, Status: RunPending, Metadata: runMetadata(*a, t.Metadata, rc), MultitaskStrategy: strategy,
 		Kwargs: kwargs(rc)}, Temporary: temporary}
 	if r.Metadata == nil {
 		r.Metadata = map[string]any{}

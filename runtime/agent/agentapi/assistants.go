@@ -20,7 +20,7 @@ func (a *API) assistantVersions(w http.ResponseWriter, r *http.Request, ps httpr
 	if err := decodePage(r, &b, &b.page, 10); err != nil {
 		return err
 	}
-	return reply(w)(a.Engine.AssistantVersions(ps.ByName("assistant_id"), b.Metadata, b.Limit, b.Offset))
+	return reply(w)(versionsOut(a.Engine.AssistantVersions(ps.ByName("assistant_id"), b.Metadata, b.Limit, b.Offset)))
 }
 
 // setLatestVersion: POST /assistants/{id}/latest {version}.

@@ -14,6 +14,7 @@ import { register, createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { createSaver } from "./saver.mjs";
 import { createStore } from "./store.mjs";
+import { schemasOf as schemasFor } from "./schemas.mjs";
 
 // A user's console.log must never reach the channel or be mistaken for
 // protocol: everything written to stdout goes to stderr, which Slipway logs.
@@ -608,51 +609,22 @@ handlers.graph = async (p) => {
   return ser(drawable.toJSON());
 };
 
-// zod/schema of the project's @langchain/langgraph computes JSON schemas of
-// graphs whose state (and context) are zod objects or StateSchemas; it is
-// imported on first use, so start-up does not pay for it.
-let zodSchemas;
+// The libraries schemas.mjs converts with, from the project: imported on
+// first use, so start-up does not pay for them; a project whose LangGraph
+// has no zod/schema (0.2.x) gets null for it.
+let schemaLibs;
 async function schemaLib() {
-  zodSchemas ??= import("@langchain/langgraph/zod/schema").catch(() => null);
-  return zodSchemas;
-}
-
-// channelSchema describes a graph whose state is an Annotation (no runtime
-// types): an object with one property per channel, as loose as the types
-// the runtime knows.
-function channelSchema(keys, title) {
-  const properties = {};
-  for (const k of keys) if (!k.startsWith("__")) properties[k] = {};
-  return { type: "object", title, properties };
-}
-
-function channelKeys(channels) {
-  if (Array.isArray(channels)) return channels;
-  if (typeof channels === "string") return [channels];
-  return Object.keys(channels ?? {});
+  schemaLibs ??= Promise.all([
+    import("@langchain/langgraph/zod/schema").catch(() => null),
+    Promise.all([import("@langchain/core/utils/json_schema"), import("@langchain/core/utils/types")])
+      .then(([j, t]) => ({ toJsonSchema: j.toJsonSchema, isZodSchemaV3: t.isZodSchemaV3, isZodSchemaV4: t.isZodSchemaV4 }))
+      .catch(() => null),
+  ]).then(([schema, core]) => ({ schema, core }));
+  return schemaLibs;
 }
 
 async function schemasOf(graph) {
-  const lib = await schemaLib();
-  const get = (fn) => {
-    try {
-      return lib?.[fn]?.(graph) ?? null;
-    } catch {
-      return null;
-    }
-  };
-  // As the reference server: the state schema is the update schema (every
-  // key optional, reducers' input types), the context schema is also the
-  // config schema (JavaScript graphs cannot tell them apart), and a schema
-  // the graph does not define is left out.
-  const typed = { state: get("getUpdateTypeSchema"), input: get("getInputTypeSchema"), output: get("getOutputTypeSchema"), config: get("getConfigTypeSchema") };
-  if (Object.values(typed).every((v) => v == null)) {
-    const b = graph.builder;
-    typed.state = channelSchema(Object.keys(b?.channels ?? graph.channels ?? {}), "State");
-    typed.input = channelSchema(channelKeys(graph.inputChannels), "Input");
-    typed.output = channelSchema(channelKeys(graph.outputChannels), "Output");
-  }
-  return typed;
+  return schemasFor(graph, await schemaLib());
 }
 
 function omitNull(o) {
@@ -660,6 +632,9 @@ function omitNull(o) {
   return ser(o);
 }
 
+// As the reference server: the context schema is also the config schema
+// (JavaScript graphs cannot tell them apart), and a schema the graph does
+// not define is left out.
 handlers.schemas = async (p) => {
   const s = await schemasOf(await graphFor(p.graph_id, p.config ?? {}));
   return omitNull({ graph_id: p.graph_id, input_schema: s.input, output_schema: s.output, state_schema: s.state, config_schema: s.config, context_schema: s.config });

@@ -19,10 +19,10 @@ import (
 	"slipway/runtime/agent/hosts"
 )
 
-//go:embed host.mjs hooks.mjs saver.mjs store.mjs
+//go:embed host.mjs hooks.mjs saver.mjs store.mjs schemas.mjs
 var source embed.FS
 
-var host = hosts.Source{FS: source, Files: []string{"host.mjs", "hooks.mjs", "saver.mjs", "store.mjs"}, Name: "the JavaScript host"}
+var host = hosts.Source{FS: source, Files: []string{"host.mjs", "hooks.mjs", "saver.mjs", "store.mjs", "schemas.mjs"}, Name: "the JavaScript host"}
 
 // Extensions are the file extensions of graphs this host serves.
 var Extensions = []string{".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx"}

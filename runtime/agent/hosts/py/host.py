@@ -226,19 +226,22 @@ def state_out(s: Any) -> dict:
 
 
 # The API's shape of the checkpoints LangGraph streams (checkpoints mode,
-# and debug's checkpoint and task_result chunks), as the JavaScript host
-# shows them: configs also as checkpoint references, no internal
-# configurable keys.
-def checkpoint_ref(config: Any, need_id: bool = True) -> dict | None:
+# and debug's checkpoint chunks), as the Python reference server shows
+# them: configs also as checkpoint references (checkpoint,
+# parent_checkpoint) naming what the config names — checkpoint_ns and
+# checkpoint_map only when the config has them (the JavaScript reference
+# always shows checkpoint_map, and the JavaScript host does) — no internal
+# configurable keys, and a task's subgraph config as its checkpoint.
+def checkpoint_ref(config: Any) -> dict | None:
     c = (config or {}).get("configurable") if isinstance(config, dict) else None
-    if not c or not isinstance(c.get("thread_id"), str) or (need_id and not isinstance(c.get("checkpoint_id"), str)):
+    if not c or not isinstance(c.get("thread_id"), str) or not c["thread_id"] or not c.get("checkpoint_id"):
         return None
-    return {
-        "thread_id": c["thread_id"],
-        "checkpoint_id": c.get("checkpoint_id") or None,
-        "checkpoint_ns": c.get("checkpoint_ns") or "",
-        "checkpoint_map": c.get("checkpoint_map") or None,
-    }
+    out = {"checkpoint_id": c["checkpoint_id"], "thread_id": c["thread_id"]}
+    if "checkpoint_ns" in c:
+        out["checkpoint_ns"] = c["checkpoint_ns"] or ""
+    if "checkpoint_map" in c:
+        out["checkpoint_map"] = c["checkpoint_map"]
+    return out
 
 
 def public_config(config: Any) -> Any:
@@ -250,13 +253,15 @@ def public_config(config: Any) -> Any:
 
 
 def shape_task(task: Any) -> Any:
+    # A subgraph's task names its checkpoint by its state's configurable
+    # (thread and namespace), as the reference shows it.
     if not isinstance(task, dict) or not isinstance(task.get("state"), dict):
         return task
-    r = checkpoint_ref(task["state"], False)
-    if r is None:
+    c = task["state"].get("configurable")
+    if not c:
         return task
     out = {k: v for k, v in task.items() if k != "state"}
-    out["checkpoint"] = r
+    out["checkpoint"] = c
     return out
 
 
@@ -511,6 +516,17 @@ async def execute(p: dict) -> dict:
     if p.get("checkpoint_id"):
         configurable["checkpoint_id"] = p["checkpoint_id"]
     config = {**api_config, "configurable": configurable}
+    # As the reference: a run's checkpoints record the run's metadata (the
+    # saver merges config metadata into theirs), so history can be
+    # filtered by it, with the graph and assistant that made them.
+    config["metadata"] = {
+        **(api_config.get("metadata") or {}),
+        **(p.get("metadata") or {}),
+        "graph_id": p["graph_id"],
+        **({"assistant_id": p["assistant_id"]} if p.get("assistant_id") else {}),
+        "run_attempt": 1,
+        "langgraph_version": lg_version,
+    }
     try:
         config["run_id"] = uuid.UUID(p["run_id"])
     except (ValueError, TypeError):

@@ -8,10 +8,12 @@
 // but for the differences allowed in allowlist.mjs, each of which the
 // README lists with its reason.
 import { test } from "node:test";
+import { writeFileSync } from "node:fs";
 import assert from "node:assert/strict";
 import { Client } from "@langchain/langgraph-sdk";
 import { allowed } from "./allowlist.mjs";
 import { normalise, diff } from "./normalise.mjs";
+import { apiScenarios } from "./api.scenarios.mjs";
 
 const servers = {
   reference: new Client({ apiUrl: process.env.REFERENCE_URL, callerOptions: { maxRetries: 0 } }),
@@ -136,6 +138,11 @@ const scenarios = {
     return { result, state: await c.threads.getState(thread_id) };
   },
 
+  async "steps: the events stream mode"(c) {
+    const { thread_id } = await c.threads.create();
+    return { events: await collect(c.runs.stream(thread_id, "steps", { input: {}, streamMode: ["events"] })) };
+  },
+
   // Streamed without stream_subgraphs: the reference server 2.0.0 fails
   // any run streaming subgraphs of this LangGraph version (a TypeError in
   // its preprocessDebugCheckpoint), so subgraph events are compared by the
@@ -154,13 +161,15 @@ const scenarios = {
   },
 };
 
-for (const [name, run] of Object.entries(scenarios)) {
+for (const [name, run] of Object.entries({ ...scenarios, ...apiScenarios })) {
   test(name, async () => {
     const seen = {};
     for (const [server, client] of Object.entries(servers)) seen[server] = normalise(await run(client), (path) => allowed(name, path));
     // Allowed differences were left out by normalise: whatever differs now
     // is unexpected.
     const differences = diff(seen.reference, seen.slipway);
+    // DIFF_DUMP=<dir>: both normalised records of each scenario, to read a difference whole.
+    if (process.env.DIFF_DUMP) writeFileSync(`${process.env.DIFF_DUMP}/${name.replace(/[^a-z0-9]+/gi, "_")}.json`, JSON.stringify(seen, null, 1));
     if (process.env.DIFF_VERBOSE) for (const d of differences) console.log(`DIFF ${name.split(":")[0]} ${d.path}\n  ref: ${d.reference}\n  got: ${d.slipway}`);
     assert.deepEqual(differences, [], `unexpected differences from the reference in "${name}"`);
   });

@@ -197,6 +197,46 @@ async def test_events_debug_tasks_and_checkpoints_modes(client):
     assert not any(k.startswith("__") for c in cps for k in c["config"]["configurable"])
 
 
+async def test_debug_events_have_the_python_reference_shape(client):
+    # As `langgraph dev` streams them: a checkpoint reference names
+    # checkpoint_map only where the config has one (in a subgraph), a
+    # pending subgraph task names its checkpoint by its state's
+    # configurable (thread and namespace), and a task event's metadata is
+    # the run's (assistant's and run's metadata, attempt, LangGraph version).
+    thread = await client.threads.create()
+    chunks = await collect(
+        client.runs.stream(
+            thread["thread_id"], "parent", input={"topic": "shape"}, stream_mode=["debug"],
+            stream_subgraphs=True, metadata={"origin": "debug-shape"},
+        )
+    )
+    root = [c.data for c in chunks if c.event == "debug"]
+    inner = [c.data for c in chunks if c.event.startswith("debug|editor:")]
+    assert root and inner, [c.event for c in chunks]
+    for d in root:
+        if d["type"] == "checkpoint":
+            assert set(d["payload"]["checkpoint"]) == {"checkpoint_id", "thread_id", "checkpoint_ns"}, d["payload"]["checkpoint"]
+            parent = d["payload"]["parent_checkpoint"]
+            assert parent is None or set(parent) == {"checkpoint_id", "thread_id", "checkpoint_ns"}, parent
+    for d in inner:
+        if d["type"] == "checkpoint":
+            cp = d["payload"]["checkpoint"]
+            assert cp["checkpoint_ns"].startswith("editor:") and cp["checkpoint_map"][cp["checkpoint_ns"]] == cp["checkpoint_id"], cp
+    pending = [t for d in root if d["type"] == "checkpoint" for t in d["payload"]["tasks"] if t["name"] == "editor"]
+    assert pending and "state" not in pending[0], pending
+    assert pending[0]["checkpoint"]["thread_id"] == thread["thread_id"]
+    assert pending[0]["checkpoint"]["checkpoint_ns"].startswith("editor:"), pending[0]
+    tasks = [d["payload"] for d in root + inner if d["type"] == "task"]
+    assert {t["name"] for t in tasks} == {"editor", "draft", "check"}, tasks
+    for t in tasks:
+        m = t["metadata"]
+        assert m["run_attempt"] == 1 and m["langgraph_version"] and m["created_by"] == "system", m
+        assert m["origin"] == "debug-shape" and m["graph_id"] == "parent", m
+    # The same metadata is kept in the checkpoints (history filters on it).
+    history = await client.threads.get_history(thread["thread_id"], metadata={"origin": "debug-shape", "run_attempt": 1})
+    assert history and all(h["metadata"]["created_by"] == "system" for h in history), history
+
+
 async def test_error_event_carries_the_error_class_and_message(client):
     thread = await client.threads.create()
     run = {"input": {}, "config": {"configurable": {"fail": "two"}}}
