@@ -515,6 +515,17 @@ async def execute(p: dict) -> dict:
     if p.get("checkpoint_id"):
         configurable["checkpoint_id"] = p["checkpoint_id"]
     config = {**api_config, "configurable": configurable}
+    # As the reference: a run's checkpoints record the run's metadata (the
+    # saver merges config metadata into theirs), so history can be
+    # filtered by it, with the graph and assistant that made them.
+    config["metadata"] = {
+        **(api_config.get("metadata") or {}),
+        **(p.get("metadata") or {}),
+        "graph_id": p["graph_id"],
+        **({"assistant_id": p["assistant_id"]} if p.get("assistant_id") else {}),
+        "run_attempt": 1,
+        "langgraph_version": lg_version,
+    }
     try:
         config["run_id"] = uuid.UUID(p["run_id"])
     except (ValueError, TypeError):
@@ -618,6 +629,8 @@ async def h_history(p: dict) -> list:
 
 async def h_update_state(p: dict) -> dict:
     config = state_config(p)
+    # The new checkpoint's metadata names its graph, as a run's do.
+    config["metadata"] = {**(config.get("metadata") or {}), "graph_id": p["graph_id"]}
     async with graph_for(p["graph_id"], config, "threads.update") as graph:
         nxt = await graph.aupdate_state(config, p.get("values"), as_node=p.get("as_node") or None)
         state = await graph.aget_state({"configurable": {"thread_id": p["thread_id"], "checkpoint_ns": ""}})

@@ -221,7 +221,10 @@ def _(c, server):
 def _(c, server):
     tid = c.threads.create()["thread_id"]
     run = c.runs.create(tid, "steps", input={}, metadata={"origin": "diff"}, config={"configurable": {"delay_ms": 200}}, stream_resumable=True)
-    streamed = collect(c.runs.join_stream(tid, run["run_id"], stream_mode=["values"]))
+    joined_events = collect(c.runs.join_stream(tid, run["run_id"], stream_mode=["values"]))
+    # The replay's metadata event is recorded apart (see the allowlist).
+    streamed = [e for e in joined_events if e["event"] != "metadata"]
+    streamed_metadata_events = len(joined_events) - len(streamed)
     joined = c.runs.join(tid, run["run_id"])
     got = c.runs.get(tid, run["run_id"])
     second = c.runs.create(tid, "steps", input={})
@@ -232,6 +235,7 @@ def _(c, server):
     return {
         "run": run,
         "streamed": streamed,
+        "streamed_metadata_events": streamed_metadata_events,
         "joined": joined,
         "got": got,
         "joined2": joined2,
@@ -420,6 +424,9 @@ def test_matches_reference(name):
         record = json.loads(json.dumps(SCENARIOS[name](client, server), default=str))
         seen[server] = normalise(record, lambda path: allowed(name, path))
     differences = diff(seen["reference"], seen["slipway"])
+    if os.environ.get("DIFF_DUMP"):
+        for server, record in seen.items():
+            print(f"RECORD {server} {name}\n{json.dumps(record, indent=1, sort_keys=True)}")
     if os.environ.get("DIFF_VERBOSE"):
         for d in differences:
             print(f"DIFF {name.split(':')[0]} {d['path']}\n  ref: {d['reference']}\n  got: {d['slipway']}")
