@@ -154,13 +154,6 @@ ALLOWLIST: list[dict] = [
         "reason": "the state of a past checkpoint names its (root) namespace in Slipway",
     },
     {
-        "scenario": r"^approval: wait at the interrupt",
-        "path": r"^jumped\.",
-        "reason": "OPEN: Command(update, goto) sent while the thread is interrupted: the reference re-runs the "
-        "interrupted node and answers the interrupt again; Slipway's /wait answers the values with the goto "
-        "node's write and no interrupt (the thread's history is the same on both)",
-    },
-    {
         "scenario": r"^assistants: create",
         "path": r"^(created|updated|latest|versions\.\d+|by_meta\.\d+|by_name\.\d+|paged\.\d+)\.(context\..*|config\.configurable\..*)$",
         "reason": "the Python reference mirrors an assistant's config.configurable and context into each other on "
