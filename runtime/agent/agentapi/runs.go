@@ -116,7 +116,7 @@ func (a *API) wait(w http.ResponseWriter, r *http.Request, run agent.Run, log *a
 	switch {
 	case failure != nil:
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"__error__": failure})
-	case interrupted != nil:
+	case interrupted != nil && a.answersInterrupt(run):
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(interrupted)
 	case last != nil:
