@@ -185,6 +185,16 @@ def _(c, server):
     return {"events": collect(c.runs.stream(tid, "react", input=human("weather in Bern"), stream_mode="debug"))}
 
 
+@scenario("steps and approval: stream debug, through an interrupt and its resume")
+def _(c, server):
+    tid = c.threads.create()["thread_id"]
+    steps = collect(c.runs.stream(tid, "steps", input={}, stream_mode="debug"))
+    tid = c.threads.create()["thread_id"]
+    interrupted = collect(c.runs.stream(tid, "approval", input={"request": "ship"}, stream_mode="debug"))
+    resumed = collect(c.runs.stream(tid, "approval", command={"resume": "ok"}, stream_mode="debug"))
+    return {"steps": steps, "interrupted": interrupted, "resumed": resumed}
+
+
 @scenario("react: stream events")
 def _(c, server):
     tid = c.threads.create()["thread_id"]
