@@ -372,10 +372,12 @@ def prepare(g: Any, gid: str) -> Any:
         g = g.compile()
     if not isinstance(g, lg.Pregel):
         raise TypeError(f"the export is not a LangGraph graph (a {type(g).__name__})")
-    update = {"checkpointer": saver, "store": store}
+    g.checkpointer = saver
+    g.store = store
     if g.name == "LangGraph":
-        update["name"] = gid
-    return g.copy(update=update)
+        # A copy: the same graph object may be exported under two ids.
+        g = g.copy(update={"name": gid})
+    return g
 
 
 @contextlib.asynccontextmanager
