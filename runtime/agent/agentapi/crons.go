@@ -188,11 +188,13 @@ func (a *API) patchCron(w http.ResponseWriter, r *http.Request, id string) error
 	if cb.Schedule != nil && *cb.Schedule == "" {
 		return httpx.Unprocessable("schedule must not be empty")
 	}
+	// As the reference, the whole patch is merged into the payload (the
+	// create request the cron was made from, schedule and all), so a
+	// client reading payload sees the schedule and enabled it set; the
+	// assistant stays the cron's own.
 	run := map[string]any{}
 	for k, v := range m {
-		switch k {
-		case "schedule", "timezone", "end_time", "enabled", "on_run_completed", "assistant_id":
-		default:
+		if k != "assistant_id" {
 			run[k] = v
 		}
 	}

@@ -142,6 +142,10 @@ func TestCronsHTTP(t *testing.T) {
 		up["payload"].(map[string]any)["input"] == nil || up["metadata"].(map[string]any)["v"] != 2.0 || up["schedule"] != "0 9 * * *" {
 		t.Fatalf("update: %d %s", r.Status, r.Body)
 	}
+	// As the reference: the whole patch is merged into the payload.
+	if pl := up["payload"].(map[string]any); pl["enabled"] != true || pl["timezone"] != "Asia/Tokyo" {
+		t.Fatalf("update's payload: %v", pl)
+	}
 
 	// The thread cron's date comes: one run on its thread.
 	mu.Lock()

@@ -91,7 +91,7 @@ func (a *API) batchRuns(w http.ResponseWriter, r *http.Request) error {
 // wait answers with the run's final values; a failed run still answers 200
 // with {"__error__": {error, message}}, as the reference server does.
 func (a *API) wait(w http.ResponseWriter, r *http.Request, run agent.Run, log *agent.EventLog, cancelOnDisconnect bool) error {
-	var last json.RawMessage
+	var last, interrupted json.RawMessage
 	var failure map[string]any
 	w.Header().Set("Content-Type", "application/json")
 	stopBeats := a.heartbeat(w)
@@ -100,6 +100,9 @@ func (a *API) wait(w http.ResponseWriter, r *http.Request, run agent.Run, log *a
 			switch ev.Event {
 			case "values":
 				last = ev.Data
+				if interruptedValues(ev.Data) {
+					interrupted = ev.Data
+				}
 			case "error":
 				_ = json.Unmarshal(ev.Data, &failure)
 			}
@@ -113,6 +116,9 @@ func (a *API) wait(w http.ResponseWriter, r *http.Request, run agent.Run, log *a
 	switch {
 	case failure != nil:
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"__error__": failure})
+	case interrupted != nil && a.answersInterrupt(run):
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(interrupted)
 	case last != nil:
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(last)

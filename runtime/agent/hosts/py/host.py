@@ -367,15 +367,21 @@ def load_error(err: BaseException) -> str:
     return "".join(te.format()).strip()
 
 
-def prepare(g: Any) -> Any:
+def prepare(g: Any, gid: str) -> Any:
     """Compiles a StateGraph and gives a compiled graph Slipway's
-    checkpointer and store, whatever the user compiled it with."""
+    checkpointer and store, whatever the user compiled it with. A graph
+    left with LangGraph's default name takes its graph id, as on the
+    reference server: clients see it as the root run's name (messages and
+    events metadata) and in the state schema's title."""
     if isinstance(g, lg.StateGraph):
         g = g.compile()
     if not isinstance(g, lg.Pregel):
         raise TypeError(f"the export is not a LangGraph graph (a {type(g).__name__})")
     g.checkpointer = saver
     g.store = store
+    if g.name == "LangGraph":
+        # A copy: the same graph object may be exported under two ids.
+        g = g.copy(update={"name": gid})
     return g
 
 
@@ -391,7 +397,7 @@ async def graph_for(gid: str, config: dict, access: str, context: Any = None) ->
         return
     runtime = slipway_factory.server_runtime(access, store, context)
     async with slipway_factory.produce(entry["factory"], entry["kwargs"], config, runtime) as made:
-        yield prepare(made)
+        yield prepare(made, gid)
 
 
 async def load_graphs(loop: asyncio.AbstractEventLoop) -> None:
@@ -420,7 +426,7 @@ async def load_graphs(loop: asyncio.AbstractEventLoop) -> None:
                 raise AttributeError(f'{spec["source"]} has no attribute named "{spec["export"]}"')
             g = getattr(mod, spec["export"])
             if isinstance(g, (lg.Pregel, lg.StateGraph)):
-                graphs[gid] = {"graph": prepare(g)}
+                graphs[gid] = {"graph": prepare(g, gid)}
             elif callable(g):
                 graphs[gid] = {"factory": g, "kwargs": slipway_factory.classify(g)}
             else:
@@ -638,6 +644,8 @@ async def h_history(p: dict) -> list:
 
 async def h_update_state(p: dict) -> dict:
     config = state_config(p)
+    # The new checkpoint's metadata names its graph, as a run's do.
+    config["metadata"] = {**(config.get("metadata") or {}), "graph_id": p["graph_id"]}
     async with graph_for(p["graph_id"], factory_config(p, config), "threads.update") as graph:
         nxt = await graph.aupdate_state(config, p.get("values"), as_node=p.get("as_node") or None)
         state = await graph.aget_state({"configurable": {"thread_id": p["thread_id"], "checkpoint_ns": ""}})
@@ -670,7 +678,13 @@ async def h_graph(p: dict) -> Any:
     async with graph_for(p["graph_id"], p.get("config") or {}, "assistants.read") as graph:
         xray = p.get("xray")
         drawable = await graph.aget_graph(p.get("config") or None, xray=xray if xray is not None else False)
-        return drawable.to_json()
+        out = drawable.to_json()
+        # As the reference: a node's data without the runnable's class path
+        # (an implementation detail of LangGraph, not of the user's graph).
+        for node in out.get("nodes", []):
+            if isinstance(node.get("data"), dict):
+                node["data"].pop("id", None)
+        return out
 
 
 def state_schema(graph: Any) -> dict | None:
@@ -727,23 +741,23 @@ def schemas_of(graph: Any) -> dict:
     }
 
 
-def omit_none(d: dict) -> dict:
-    return {k: v for k, v in d.items() if v is not None}
-
-
 async def h_schemas(p: dict) -> dict:
     async with graph_for(p["graph_id"], p.get("config") or {}, "assistants.read") as graph:
         s = schemas_of(graph)
-    return omit_none(
-        {
-            "graph_id": p["graph_id"],
-            "input_schema": s["input"],
-            "output_schema": s["output"],
-            "state_schema": s["state"],
-            "config_schema": s["config"],
-            "context_schema": s["context"],
-        }
-    )
+    return {"graph_id": p["graph_id"], **reference_schemas(s)}
+
+
+def reference_schemas(s: dict) -> dict:
+    """The Python reference server's schema record: every key present (a
+    graph without a context schema has null, one without configurable
+    fields an empty config schema)."""
+    return {
+        "input_schema": s["input"],
+        "output_schema": s["output"],
+        "state_schema": s["state"],
+        "config_schema": s["config"] if s["config"] is not None else {},
+        "context_schema": s["context"],
+    }
 
 
 async def h_subgraphs(p: dict) -> dict:
@@ -751,7 +765,7 @@ async def h_subgraphs(p: dict) -> dict:
         out = {}
         async for ns, sub in graph.aget_subgraphs(namespace=p.get("namespace") or None, recurse=bool(p.get("recurse"))):
             s = schemas_of(sub)
-            out[ns] = omit_none({"state": s["state"], "input": s["input"], "output": s["output"], "config": s["config"], "context": s["context"]})
+            out[ns] = reference_schemas(s)
         return out
 
 
