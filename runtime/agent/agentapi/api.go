@@ -251,8 +251,9 @@ var hopHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Transf
 // request's message; a larger one, or one sent chunked, streams to the
 // app as it reads it. Answers of type text/event-stream or
 // application/x-ndjson stream chunk by chunk, any other comes back whole.
-func (a *API) customRoute(w http.ResponseWriter, r *http.Request) {
-	req := agent.HTTPRequest{Method: r.Method, URL: r.URL.RequestURI()}
+// What no route of the app serves goes on to api (see passOn).
+func (a *API) customRoute(w http.ResponseWriter, r *http.Request, api http.Handler) {
+	req := agent.HTTPRequest{Method: r.Method, URL: r.URL.RequestURI(), Fallthrough: true}
 	var body io.Reader
 	if r.ContentLength >= 0 && r.ContentLength <= agent.InlineBodyMax {
 		b, err := io.ReadAll(r.Body)
@@ -294,6 +295,10 @@ func (a *API) customRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if resp.Streamed {
+		return
+	}
+	if resp.Fallthrough {
+		a.passOn(w, r, req, resp, api)
 		return
 	}
 	copyHeaders(w, resp.Headers)

@@ -13,7 +13,11 @@ import (
 func (a *API) Handler() http.Handler {
 	rt := httpx.Record(httpx.NewRouter())
 	a.routes(rt)
-	return httpx.LimitBody(rt, a.MaxBody)
+	var h http.Handler = rt
+	if a.Engine.HasHTTPApp() {
+		h = a.appFirst(rt)
+	}
+	return httpx.LimitBody(h, a.MaxBody)
 }
 
 // routes registers every endpoint on rt (the tests read them back to
@@ -99,13 +103,6 @@ func (a *API) routes(rt *httpx.Router) {
 	rt.DELETE("/store/items", h(a.deleteItem))
 	rt.POST("/store/items/search", h(a.searchItems))
 	rt.POST("/store/namespaces", h(a.listNamespaces))
-
-	if a.Engine.HasHTTPApp() {
-		// Paths (and methods) the API does not own go to the project's
-		// custom routes.
-		rt.NotFound = http.HandlerFunc(a.customRoute)
-		rt.MethodNotAllowed = http.HandlerFunc(a.customRoute)
-	}
 }
 
 // searchOrCount serves POST /{resource}/search and /{resource}/count on the

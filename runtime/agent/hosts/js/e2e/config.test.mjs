@@ -80,12 +80,32 @@ test("custom routes: GET and POST reach the project's Hono app; the agent API ke
   assert.equal(post.headers.get("x-custom-route"), "yes");
   assert.deepEqual(await post.json(), { method: "POST", got: { n: 1 } });
 
-  // The app's own 404 for what neither serves; Slipway's API is untouched.
-  const missing = await fetch(`${url}/custom/nothing`);
-  assert.equal(missing.status, 404);
-  assert.equal(await missing.text(), "404 Not Found");
   assert.deepEqual(await (await fetch(`${url}/ok`)).json(), { ok: true });
   assert.ok((await client.assistants.search({ graphId: "contextual" })).length > 0);
+});
+
+test("custom routes: the app is mounted before the API, its middleware sees the API's requests", only("config"), async () => {
+  // What no route of the app serves is the API's, down to its own 404
+  // (not Hono's plain-text one).
+  const missing = await fetch(`${url}/custom/nothing`);
+  assert.equal(missing.status, 404);
+  assert.deepEqual(await missing.json(), { detail: "Not Found" });
+  // The app's route shadows the API's path.
+  assert.deepEqual(await (await fetch(`${url}/assistants/app-owned`)).json(), { owner: "app" });
+  // Its middleware may answer an API request, and adds its headers to the API's answers.
+  assert.deepEqual(await (await fetch(`${url}/info?intercept`)).json(), { intercepted: "/info" });
+  const info = await fetch(`${url}/info`);
+  assert.equal(info.status, 200);
+  assert.equal(info.headers.get("x-app-middleware"), "true");
+  // A body the middleware changes is the body the API reads: through the
+  // SDK, the x-stamp header becomes the new thread's metadata.
+  const stamped = new Client({ apiUrl: url, defaultHeaders: { "x-stamp": "by-middleware" }, callerOptions: { maxRetries: 0 } });
+  const thread = await stamped.threads.create({ metadata: { mine: 1 } });
+  assert.deepEqual(thread.metadata, { mine: 1, stamped: "by-middleware" });
+  assert.equal((await client.threads.get(thread.thread_id)).metadata.stamped, "by-middleware");
+  // Runs and their streams pass through the app too.
+  const out = await stamped.runs.wait(thread.thread_id, "contextual", { input: { question: "tea" } });
+  assert.equal(out.answer, "tea for system default!");
 });
 
 test("custom routes: a server-sent event answer streams to the client as the app writes it", only("config"), async () => {

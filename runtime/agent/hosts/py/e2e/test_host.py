@@ -366,10 +366,31 @@ async def test_custom_routes_are_served_by_the_app(agent, client):
         # A method Slipway does not serve on its own path goes to the app...
         r = await h.delete("/threads")
         assert (r.status_code, r.text) == (200, "custom DELETE /threads")
-        # ...what Slipway serves stays Slipway's, and the app answers its own 404s.
+        # ...what Slipway serves stays Slipway's.
         assert (await h.get("/ok")).json() == {"ok": True}
         assert (await h.post("/threads", json={})).json()["thread_id"]
-        assert (await h.get("/custom/nothing")).status_code == 404
+
+
+async def test_custom_routes_are_mounted_before_the_api(agent):
+    # As the reference mounts the app: what no route of the app serves is
+    # the API's, down to its own 404 (not the app's plain-text one).
+    async with httpx.AsyncClient(base_url=agent.url) as h:
+        missing = await h.get("/custom/nothing")
+        assert (missing.status_code, missing.json()) == (404, {"detail": "Not Found"})
+        # The app's route shadows the API's path...
+        assert (await h.get("/assistants/app-owned")).json() == {"owner": "app"}
+        # ...and its middleware sees the API's requests: it may answer them,
+        # it adds its headers to the API's answers.
+        assert (await h.get("/info", params={"intercept": "1"})).json() == {"intercepted": "/info"}
+        info = await h.get("/info")
+        assert info.status_code == 200
+        assert info.headers["x-app-middleware"] == "true"
+    # A body the middleware changes is the body the API reads: through the
+    # SDK, the x-stamp header becomes the new thread's metadata.
+    stamped = get_client(url=agent.url, headers={"x-stamp": "by-middleware"})
+    thread = await stamped.threads.create(metadata={"mine": 1})
+    assert thread["metadata"] == {"mine": 1, "stamped": "by-middleware"}
+    assert (await stamped.threads.get(thread["thread_id"]))["metadata"]["stamped"] == "by-middleware"
 
 
 async def test_custom_route_uploads_stream_to_the_app(agent):
