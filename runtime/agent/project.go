@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"slipway/runtime/build"
@@ -22,6 +23,10 @@ type Project struct {
 	// fetch interface) the language host serves for every path the agent
 	// API does not own; "" when none.
 	HTTPApp string
+	// Disabled are the agent API's route groups "http" turns off with the
+	// reference's disable_* keys: "assistants", "threads", "runs",
+	// "store", "meta" (see agentapi.API.Disabled).
+	Disabled []string
 }
 
 // LoadProject reads the project settings of the graph configuration at
@@ -38,7 +43,12 @@ func LoadProject(path string) (Project, error) {
 	var cfg struct {
 		Env  json.RawMessage `json:"env"`
 		HTTP *struct {
-			App string `json:"app"`
+			App               string `json:"app"`
+			DisableAssistants bool   `json:"disable_assistants"`
+			DisableThreads    bool   `json:"disable_threads"`
+			DisableRuns       bool   `json:"disable_runs"`
+			DisableStore      bool   `json:"disable_store"`
+			DisableMeta       bool   `json:"disable_meta"`
 		} `json:"http"`
 	}
 	if err := json.Unmarshal(raw, &cfg); err != nil {
@@ -49,6 +59,15 @@ func LoadProject(path string) (Project, error) {
 			return p, fmt.Errorf("graph configuration %s: http.app %q is not \"path:export\"", path, cfg.HTTP.App)
 		}
 		p.HTTPApp = cfg.HTTP.App
+	}
+	if h := cfg.HTTP; h != nil {
+		for name, off := range map[string]bool{"assistants": h.DisableAssistants, "threads": h.DisableThreads,
+			"runs": h.DisableRuns, "store": h.DisableStore, "meta": h.DisableMeta} {
+			if off {
+				p.Disabled = append(p.Disabled, name)
+			}
+		}
+		slices.Sort(p.Disabled)
 	}
 	env := strings.TrimSpace(string(cfg.Env))
 	switch {

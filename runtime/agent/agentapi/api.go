@@ -29,6 +29,11 @@ type API struct {
 	// proxies and load balancers keep a long wait open; 0 is 5 s, the
 	// reference servers' interval.
 	WaitHeartbeat time.Duration
+	// Disabled are the route groups ("assistants", "threads", "runs",
+	// "store", "meta") the project's http.disable_* keys turn off: their
+	// paths answer 404 (or reach the project's custom routes), as on the
+	// reference servers. /ok stays.
+	Disabled []string
 }
 
 func (a *API) info(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

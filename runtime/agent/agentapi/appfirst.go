@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"slipway/runtime/agent"
@@ -19,14 +20,15 @@ import (
 
 // ownPaths are served by Slipway before the app, whatever it routes: the
 // health check the runtimes probe and the API's documents (the
-// reference's unshadowable routes).
+// reference's unshadowable routes; with http.disable_meta the documents
+// are off, and the app may serve those paths).
 var ownPaths = map[string]bool{"/ok": true, "/docs": true, "/openapi.json": true}
 
 // appFirst serves every request but ownPaths through the project's app,
 // passing on to api what the app does not route.
 func (a *API) appFirst(api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ownPaths[r.URL.Path] {
+		if ownPaths[r.URL.Path] && (r.URL.Path == "/ok" || !slices.Contains(a.Disabled, "meta")) {
 			api.ServeHTTP(w, r)
 			return
 		}

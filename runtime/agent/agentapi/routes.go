@@ -14,6 +14,9 @@ func (a *API) Handler() http.Handler {
 	rt := httpx.Record(httpx.NewRouter())
 	a.routes(rt)
 	var h http.Handler = rt
+	if len(a.Disabled) > 0 {
+		h = a.withoutDisabled(h)
+	}
 	if a.Engine.HasHTTPApp() {
 		h = a.appFirst(rt)
 	}

@@ -91,7 +91,7 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	if err := eng.Start(runCtx); err != nil {
 		return fmt.Errorf("start agent engine: %w", err)
 	}
-	api := &API{Engine: eng, Version: version, MaxBody: int64(cfg.MaxBodyMB) << 20}
+	api := &API{Engine: eng, Version: version, MaxBody: int64(cfg.MaxBodyMB) << 20, Disabled: project.Disabled}
 	policy, err := projectCORS(cfg.GraphConfig)
 	if err != nil {
 		return err
