@@ -80,6 +80,16 @@ type HTTPStream interface {
 // HasHTTPApp reports whether the project's custom routes are served.
 func (e *Engine) HasHTTPApp() bool { return e != nil && e.App != nil && e.App.host != nil }
 
+// AppOpenAPI is the OpenAPI document of the project's custom routes, as
+// its language host derived it from the app (FastAPI's own, Starlette's
+// and Hono's routes); nil when there is none.
+func (e *Engine) AppOpenAPI() []byte {
+	if !e.HasHTTPApp() {
+		return nil
+	}
+	return e.App.openAPI
+}
+
 // ServeHTTPApp hands a request the agent API does not own to the
 // project's app in the language host. With req.BodyStreamed the app reads
 // body as it goes; otherwise req.Body is the whole body. A streamed answer

@@ -32,7 +32,12 @@ func (a *API) routes(rt *httpx.Router) {
 		return reply(w)(map[string]any{"ok": true}, nil)
 	}))
 	rt.GET("/info", h(a.info))
-	doc := apidoc.NewHandlers(OpenAPIDoc(a.Version), "openapi.json")
+	// The document lists the project's custom routes too, as the
+	// reference's does.
+	doc, err := apidoc.NewMergedHandlers(OpenAPIDoc(a.Version), "openapi.json", a.Engine.AppOpenAPI())
+	if err != nil {
+		a.Engine.Log.Warn().Err(err).Msg("the custom routes' OpenAPI document is left out of /openapi.json")
+	}
 	rt.GET("/openapi.json", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { doc.JSON(w, r) })
 	rt.GET("/docs", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { doc.HTML(w, r) })
 

@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 
 async def hello(request: Request) -> JSONResponse:
+    """Greets the caller."""
     return JSONResponse({"hello": request.query_params.get("name", "world")})
 
 

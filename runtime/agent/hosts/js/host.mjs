@@ -257,6 +257,36 @@ function mountBeforeAPI(app) {
   return outer;
 }
 
+// appOpenAPI is the app's routes as an OpenAPI document, for Slipway to
+// merge into the deployment's /openapi.json: the app's own document when
+// it makes one (@hono/zod-openapi), else one operation per route Hono
+// lists (middleware, registered for every method, is not a route).
+async function appOpenAPI(app) {
+  const info = { title: "Custom routes", version: "0.0.0" };
+  try {
+    if (typeof app.getOpenAPI31Document === "function") return await app.getOpenAPI31Document({ openapi: "3.1.0", info });
+    if (typeof app.getOpenAPIDocument === "function") return await app.getOpenAPIDocument({ openapi: "3.0.0", info });
+    if (!Array.isArray(app.routes)) return undefined;
+    const paths = {};
+    for (const r of app.routes) {
+      const method = String(r.method).toLowerCase();
+      if (!["get", "post", "put", "patch", "delete", "head", "options"].includes(method) || typeof r.path !== "string" || r.path.includes("*")) continue;
+      const params = [];
+      const path = r.path.replace(/:([A-Za-z0-9_]+)(\{[^}]*\})?\??/g, (_, name) => (params.push(name), `{${name}}`));
+      (paths[path] ??= {})[method] = {
+        summary: `${method.toUpperCase()} ${path}`,
+        tags: ["Custom routes"],
+        ...(params.length ? { parameters: params.map((name) => ({ name, in: "path", required: true, schema: { type: "string" } })) } : {}),
+        responses: { default: { description: "The project's app answers." } },
+      };
+    }
+    return { openapi: "3.1.0", info, paths };
+  } catch (err) {
+    console.error(`slipway host: the custom routes' OpenAPI document could not be made: ${err?.message ?? err}`);
+    return undefined;
+  }
+}
+
 // passOn keys the record mountBeforeAPI's notFound fills in the env of
 // a request.
 const passOn = Symbol("slipway.passOn");
@@ -268,7 +298,7 @@ if (cfg.http) {
     if (typeof app?.fetch !== "function") throw new Error(`${cfg.http.source}:${cfg.http.export} is not an app with a fetch method (such as new Hono())`);
     httpApp = app;
     httpMounted = mountBeforeAPI(app);
-    httpResult = { ok: true };
+    httpResult = { ok: true, openapi: await appOpenAPI(app) };
   } catch (err) {
     httpResult = { ok: false, error: `${cfg.http.source}: ${err?.stack || err}` };
   }

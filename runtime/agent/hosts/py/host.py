@@ -36,6 +36,7 @@ import importlib.util  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
+import re  # noqa: E402
 import socket  # noqa: E402
 import threading  # noqa: E402
 import traceback  # noqa: E402
@@ -441,9 +442,51 @@ async def load_http_app() -> None:
             raise TypeError(f"the export is not an ASGI application (a {type(app).__name__})")
         http_mounted = mount_before_api(app)
         http_app = app
-        http_app_result = {"ok": True}
+        http_app_result = {"ok": True, **({"openapi": doc} if (doc := app_openapi(app)) else {})}
     except BaseException as err:  # noqa: BLE001
         http_app_result = {"ok": False, "error": f"{spec['source']}: {load_error(err)}"}
+
+
+def app_openapi(app: Any) -> dict | None:
+    """The app's routes as an OpenAPI document, for Slipway to merge into
+    the deployment's /openapi.json, as the reference server does: FastAPI's
+    own document, or one operation per Starlette route (a docstring's first
+    line is its summary; YAML after "---" in it, with PyYAML installed, its
+    OpenAPI fields, Starlette's convention)."""
+    info = {"title": "Custom routes", "version": "0.0.0"}
+    try:
+        if callable(getattr(app, "openapi", None)) and hasattr(app, "openapi_schema"):
+            return app.openapi()
+        if getattr(app, "routes", None) is None:
+            return None
+        from starlette.schemas import BaseSchemaGenerator
+
+        class Endpoints(BaseSchemaGenerator):
+            def get_schema(self, routes):  # pragma: no cover - unused
+                return {}
+
+        paths: dict = {}
+        for ep in Endpoints().get_endpoints(app.routes):
+            head, sep, rest = (inspect.getdoc(ep.func) or "").partition("---")
+            op: dict = {"summary": head.strip().splitlines()[0] if head.strip() else f"{ep.http_method.upper()} {ep.path}", "tags": ["Custom routes"]}
+            params = re.findall(r"{([^}:]+)}", ep.path)
+            if params:
+                op["parameters"] = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}} for n in params]
+            if sep:
+                try:
+                    import yaml
+
+                    extra = yaml.safe_load(rest)
+                    if isinstance(extra, dict):
+                        op.update(extra)
+                except Exception:  # noqa: BLE001 - no PyYAML, or not YAML: the summary stays
+                    pass
+            op.setdefault("responses", {"default": {"description": "The project's app answers."}})
+            paths.setdefault(ep.path, {})[ep.http_method] = op
+        return {"openapi": "3.1.0", "info": info, "paths": paths}
+    except Exception as err:  # noqa: BLE001 - the document is an extra; the routes still serve
+        print(f"slipway host: the custom routes' OpenAPI document could not be made: {err}", file=sys.stderr)
+        return None
 
 
 # pass_on is the record of the request in flight that no route of the app

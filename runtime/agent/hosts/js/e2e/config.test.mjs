@@ -103,6 +103,14 @@ test("custom routes: the app is mounted before the API, its middleware sees the 
   const thread = await stamped.threads.create({ metadata: { mine: 1 } });
   assert.deepEqual(thread.metadata, { mine: 1, stamped: "by-middleware" });
   assert.equal((await client.threads.get(thread.thread_id)).metadata.stamped, "by-middleware");
+  // The app's routes are in the deployment's document, as the reference merges them.
+  const doc = await (await fetch(`${url}/openapi.json`)).json();
+  assert.ok(doc.paths["/custom/hello"].get);
+  assert.deepEqual(Object.keys(doc.paths["/custom/upload/{id}"]).sort(), ["get", "post"]);
+  assert.equal(doc.paths["/custom/release/{id}"].post.parameters[0].name, "id");
+  assert.ok(doc.paths["/assistants/app-owned"].get);
+  assert.ok(doc.paths["/threads"].post, "the API's own operations stay");
+  assert.ok((await (await fetch(`${url}/docs`)).text()).includes("/custom/echo"));
   // Runs and their streams pass through the app too.
   const out = await stamped.runs.wait(thread.thread_id, "contextual", { input: { question: "tea" } });
   assert.equal(out.answer, "tea for system default!");

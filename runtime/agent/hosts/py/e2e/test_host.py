@@ -393,6 +393,19 @@ async def test_custom_routes_are_mounted_before_the_api(agent):
     assert (await stamped.threads.get(thread["thread_id"]))["metadata"]["stamped"] == "by-middleware"
 
 
+async def test_custom_routes_are_in_the_openapi_document(agent):
+    # As the reference merges the app's document into its own.
+    async with httpx.AsyncClient(base_url=agent.url) as h:
+        doc = (await h.get("/openapi.json")).json()
+        page = (await h.get("/docs")).text
+    assert doc["paths"]["/custom/hello"]["get"]["summary"] == "Greets the caller."
+    assert set(doc["paths"]["/custom/upload/{id}"]) == {"get", "post"}
+    assert doc["paths"]["/custom/upload/{id}"]["post"]["parameters"][0]["name"] == "id"
+    # A route on an API path joins the API's operations on it.
+    assert "delete" in doc["paths"]["/threads"] and "post" in doc["paths"]["/threads"]
+    assert "/custom/hello" in page and "Greets the caller." in page
+
+
 async def test_custom_route_uploads_stream_to_the_app(agent):
     part = bytes([7]) * (100 * 1024)
 
