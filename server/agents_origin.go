@@ -59,7 +59,7 @@ func (a *app) agentsHost(r *http.Request) bool {
 func (a *app) agentsOrigin(serve httprouter.Handle) http.Handler {
 	rt := httpx.NewRouter()
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
-		rt.Handle(m, "/agents/:name/*path", serve)
+		rt.Handle(m, "/agents/:name/*path", a.docsToPublic(serve))
 	}
 	rt.GET("/ok", a.ok)
 	rt.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -99,7 +99,8 @@ func (a *app) agentsOnDashboard(h httprouter.Handle) httprouter.Handle {
 	}
 	base := strings.TrimRight(a.agentsURL.String(), "/")
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		if pageRequest(r) {
+		// A deployment's /docs is Slipway's own page (proxy_docs.go).
+		if pageRequest(r) && !slipwayServed(ps.ByName("path")) {
 			w.Header().Set("Cache-Control", "no-store")
 			w.Header().Set("Vary", "Sec-Fetch-Dest, Sec-Fetch-Mode")
 			http.Redirect(w, r, base+r.URL.RequestURI(), http.StatusTemporaryRedirect)

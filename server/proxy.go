@@ -223,6 +223,13 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	t := target{dep: dep, base: base, token: token, path: "/" + strings.TrimPrefix(ps.ByName("path"), "/"),
 		sandbox: !custom, dashboardOrigin: !custom && !agents}
 	t.keepAuthorization = authorizationIsCallers(r) && p.cp.ForwardsAuthorization(dep)
+	if !custom && (r.Method == http.MethodGet || r.Method == http.MethodHead) && slipwayServed(t.path) {
+		// Slipway's page and its document, see proxy_docs.go.
+		if docsPath(t.path) {
+			return p.docs(w, r, t)
+		}
+		return p.docJSON(w, r, t)
+	}
 	return p.relay(w, r, t)
 }
 
