@@ -184,6 +184,12 @@ func (p *proxy) reverseProxy() *httputil.ReverseProxy {
 				if t.token != "" {
 					pr.Out.Header.Set(runtime.AgentTokenHeader, t.token)
 				}
+				// Where a browser fetches the deployment's UI files
+				// (proxy_ui.go); never the caller's value.
+				pr.Out.Header.Del(uiBaseHeader)
+				if t.dep != "" {
+					pr.Out.Header.Set(uiBaseHeader, p.uiAssetBase(t.dep))
+				}
 				pr.SetXForwarded()
 			},
 			ModifyResponse: p.modifyResponse,

@@ -34,6 +34,9 @@ type API struct {
 	// paths answer 404 (or reach the project's custom routes), as on the
 	// reference servers. /ok stays.
 	Disabled []string
+	// UI are the bundled files of each graph's generative UI
+	// (agent.BundleUI), served at /ui/{graph_id}.
+	UI map[string][]agent.UIFile
 }
 
 func (a *API) info(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

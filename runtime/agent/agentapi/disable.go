@@ -14,7 +14,7 @@ import (
 func routeGroup(path string) string {
 	seg := strings.Split(strings.Trim(path, "/"), "/")
 	switch seg[0] {
-	case "assistants", "store":
+	case "assistants", "store", "ui":
 		return seg[0]
 	case "runs":
 		return "runs"

@@ -106,6 +106,9 @@ func (a *API) routes(rt *httpx.Router) {
 	rt.GET("/threads/:thread_id/runs/:run_id/stream", h(onRun(a.joinStream)))
 	rt.POST("/threads/:thread_id/runs/:run_id/cancel", h(onRun(a.cancelRun)))
 
+	rt.POST("/ui/:graph_id", h(a.uiHTML))
+	rt.GET("/ui/:graph_id/:file", h(a.uiFile))
+
 	rt.PUT("/store/items", h(a.putItem))
 	rt.GET("/store/items", h(a.getItem))
 	rt.DELETE("/store/items", h(a.deleteItem))

@@ -10,6 +10,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import vm from "node:vm";
 import { Client } from "@langchain/langgraph-sdk";
 
 const url = process.env.AGENT_URL;
@@ -114,6 +115,47 @@ test("custom routes: the app is mounted before the API, its middleware sees the 
   // Runs and their streams pass through the app too.
   const out = await stamped.runs.wait(thread.thread_id, "contextual", { input: { question: "tea" } });
   assert.equal(out.answer, "tea for system default!");
+});
+
+test("generative UI: ui stream events, /ui/{graph} and its bundle, as LoadExternalComponent loads it", only("config"), async () => {
+  // typedUi's messages pass through the stream as custom events, and reach the state.
+  const thread = await client.threads.create();
+  const chunks = await collect(client.runs.stream(thread.thread_id, "weather", { input: { city: "Paris" }, streamMode: ["custom", "values"] }));
+  const ui = chunks.filter((c) => c.event === "custom").map((c) => c.data);
+  assert.equal(ui.length, 1);
+  assert.deepEqual({ type: ui[0].type, name: ui[0].name, props: ui[0].props }, { type: "ui", name: "weather", props: { city: "Paris" } });
+  assert.ok(ui[0].id && ui[0].metadata.run_id);
+  const state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(state.values.ui.map((m) => m.name), ["weather"]);
+
+  // The SDK's own call (LoadExternalComponent's): the HTML for the shadow root.
+  const html = await client["~ui"].getComponent("weather", "weather");
+  const css = /<link rel="stylesheet" href="([^"]+)"/.exec(html)?.[1];
+  const js = /<script src="([^"]+)" onload='__LGUI_weather\.render\(&#34;weather&#34;, "\{\{shadowRootId\}\}"\)'><\/script>/.exec(html)?.[1];
+  assert.ok(css && js, html);
+  const style = await fetch(css);
+  assert.match(style.headers.get("content-type"), /^text\/css/);
+  assert.match(await style.text(), /rgb\(10, 20, 30\)/);
+  const script = await fetch(js);
+  assert.match(script.headers.get("content-type"), /^text\/javascript/);
+  // Run the bundle as the page would: the SDK's globals provide React's
+  // JSX runtime and the component store; render hands it the component.
+  const rendered = [];
+  const page = {
+    document: { getElementById: (id) => ({ id, shadowRoot: { appendChild() {} } }), createElement: (tag) => ({ tag }) },
+    [Symbol.for("LGUI_REQUIRE")]: (name) => {
+      if (name === "react/jsx-runtime") return { jsx: (type, props) => ({ type, props }), jsxs: (type, props) => ({ type, props }), Fragment: "Fragment" };
+      throw new Error(`unexpected module ${name}`);
+    },
+    [Symbol.for("LGUI_EXT_STORE")]: { respond: (id, comp, el) => rendered.push({ id, el, out: comp({ city: "Paris" }) }) },
+  };
+  page.window = page;
+  vm.runInNewContext(`${await script.text()}\n__LGUI_weather.render("weather", "shadow-1");`, page);
+  // (through JSON: the objects were made in the page's context, with its prototypes)
+  assert.deepEqual(JSON.parse(JSON.stringify(rendered)), [{ id: "shadow-1", el: { tag: "div" }, out: { type: "div", props: { className: "weather", children: ["Weather in ", "Paris"] } } }]);
+
+  await assert.rejects(client["~ui"].getComponent("nowhere", "weather"), /404/);
+  assert.equal((await fetch(`${url}/ui/weather/nothing.js`)).status, 404);
 });
 
 test("custom routes: a server-sent event answer streams to the client as the app writes it", only("config"), async () => {
