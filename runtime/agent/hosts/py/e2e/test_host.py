@@ -393,6 +393,27 @@ async def test_custom_routes_are_mounted_before_the_api(agent):
     assert (await stamped.threads.get(thread["thread_id"]))["metadata"]["stamped"] == "by-middleware"
 
 
+async def test_generative_ui(agent, client):
+    # push_ui_message's messages pass through the stream as custom events
+    # and reach the state, as on the reference.
+    thread = await client.threads.create()
+    chunks = await collect(client.runs.stream(thread["thread_id"], "ui_card", input={"text": "hi"}, stream_mode=["custom", "values"]))
+    ui = [c.data for c in chunks if c.event == "custom"]
+    assert [(m["type"], m["name"], m["props"]) for m in ui] == [("ui", "card", {"text": "hi"})]
+    state = await client.threads.get_state(thread["thread_id"])
+    assert [m["name"] for m in state["values"]["ui"]] == ["card"]
+    # The HTML LoadExternalComponent puts in its shadow root, and the bundle.
+    async with httpx.AsyncClient(base_url=agent.url) as h:
+        r = await h.post("/ui/ui_card", json={"name": "card"})
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+        src = r.text.split('<script src="', 1)[1].split('"', 1)[0]
+        assert "__LGUI_ui_card.render(&#34;card&#34;" in r.text
+        js = await h.get(src)
+        assert js.status_code == 200 and "var __LGUI_ui_card" in js.text
+        missing = await h.post("/ui/steps", json={"name": "card"})
+        assert (missing.status_code, missing.json()) == (404, {"detail": "UI not found for graph 'steps'"})
+
+
 async def test_custom_routes_are_in_the_openapi_document(agent):
     # As the reference merges the app's document into its own.
     async with httpx.AsyncClient(base_url=agent.url) as h:
