@@ -16,6 +16,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"slipway/runtime/agent"
+	"slipway/runtime/agent/hosts"
 	"slipway/server/httpx"
 )
 
@@ -289,6 +290,14 @@ func (a *API) customRoute(w http.ResponseWriter, r *http.Request, api http.Handl
 	// once this handler has returned.
 	defer out.close()
 	resp, err := a.Engine.ServeHTTPApp(r.Context(), req, body, out)
+	if errors.Is(err, hosts.ErrHostDied) && !out.started() && !resp.BodyRead && safeMethod(r.Method) {
+		// The host was restarted under the request (a cancelled run's
+		// node that would not stop, a crash): the call waits for the new
+		// one. Only a safe method is sent again; the app may have acted
+		// on another.
+		httpx.LogFrom(r).Warn().Err(err).Msg("custom route: the language host restarted; sending the request again")
+		resp, err = a.Engine.ServeHTTPApp(r.Context(), req, body, out)
+	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		switch {
@@ -296,9 +305,15 @@ func (a *API) customRoute(w http.ResponseWriter, r *http.Request, api http.Handl
 			httpx.LogFrom(r).Error().Err(err).Msg("custom route")
 		case errors.As(err, &tooLarge):
 			httpx.WriteError(w, r, tooLarge)
+		case errors.Is(err, hosts.ErrHostDied):
+			// The host's last output stays in the log: it is the
+			// deployment's, not the client's.
+			httpx.LogFrom(r).Error().Err(err).Msg("custom route")
+			w.Header().Set("Retry-After", "1")
+			httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"detail": "The deployment's language host restarted while it served this request; send it again."})
 		default:
 			httpx.LogFrom(r).Error().Err(err).Msg("custom route")
-			httpx.WriteJSON(w, http.StatusBadGateway, map[string]any{"detail": "The project's custom routes failed: " + err.Error()})
+			httpx.WriteJSON(w, http.StatusBadGateway, map[string]any{"detail": "The project's custom routes failed on this request; the deployment's log has the error."})
 		}
 		return
 	}

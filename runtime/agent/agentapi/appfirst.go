@@ -69,3 +69,9 @@ func (a *API) passOn(w http.ResponseWriter, r *http.Request, req agent.HTTPReque
 	}
 	api.ServeHTTP(w, r)
 }
+
+// safeMethod reports whether a request of method may be sent to the app
+// twice (RFC 9110's safe methods).
+func safeMethod(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}
