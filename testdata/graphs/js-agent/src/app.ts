@@ -27,6 +27,18 @@ app.use(async (c, next) => {
   await next();
 });
 
+// The same through the reference's hook: the body set as the context
+// variable "langgraph:body" is the body the API reads.
+app.use(async (c, next) => {
+  const stamp = c.req.header("x-stamp-var");
+  if (stamp && c.req.method === "POST" && c.req.path === "/threads") {
+    const body = await c.req.json();
+    body.metadata = { ...body.metadata, stamped_var: stamp };
+    c.set("langgraph:body", JSON.stringify(body));
+  }
+  await next();
+});
+
 // A route on a path of the API's: the app's route wins.
 app.get("/assistants/app-owned", (c) => c.json({ owner: "app" }));
 

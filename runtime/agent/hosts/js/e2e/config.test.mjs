@@ -104,6 +104,8 @@ test("custom routes: the app is mounted before the API, its middleware sees the 
   const thread = await stamped.threads.create({ metadata: { mine: 1 } });
   assert.deepEqual(thread.metadata, { mine: 1, stamped: "by-middleware" });
   assert.equal((await client.threads.get(thread.thread_id)).metadata.stamped, "by-middleware");
+  const viaVar = new Client({ apiUrl: url, defaultHeaders: { "x-stamp-var": "by-variable" }, callerOptions: { maxRetries: 0 } });
+  assert.deepEqual((await viaVar.threads.create({ metadata: { mine: 2 } })).metadata, { mine: 2, stamped_var: "by-variable" });
   // The app's routes are in the deployment's document, as the reference merges them.
   const doc = await (await fetch(`${url}/openapi.json`)).json();
   assert.ok(doc.paths["/custom/hello"].get);
