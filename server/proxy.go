@@ -68,6 +68,9 @@ type target struct {
 	// dashboardOrigin: the request came to Slipway's own host, where the
 	// dashboard lives.
 	dashboardOrigin bool
+	// uiBase is where a browser fetches the deployment's generative UI
+	// files (proxy_ui.go), told to the agent in uiBaseHeader.
+	uiBase string
 }
 
 // customHostKey marks a request routed by its deployment's custom_url.
@@ -187,8 +190,8 @@ func (p *proxy) reverseProxy() *httputil.ReverseProxy {
 				// Where a browser fetches the deployment's UI files
 				// (proxy_ui.go); never the caller's value.
 				pr.Out.Header.Del(uiBaseHeader)
-				if t.dep != "" {
-					pr.Out.Header.Set(uiBaseHeader, p.uiAssetBase(t.dep))
+				if t.uiBase != "" {
+					pr.Out.Header.Set(uiBaseHeader, t.uiBase)
 				}
 				pr.SetXForwarded()
 			},
@@ -227,7 +230,7 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	}
 	custom, agents := r.Context().Value(customHostKey{}) != nil, r.Context().Value(agentsOriginKey{}) != nil
 	t := target{dep: dep, base: base, token: token, path: "/" + strings.TrimPrefix(ps.ByName("path"), "/"),
-		sandbox: !custom, dashboardOrigin: !custom && !agents}
+		sandbox: !custom, dashboardOrigin: !custom && !agents, uiBase: p.uiAssetBase(dep)}
 	t.keepAuthorization = authorizationIsCallers(r) && p.cp.ForwardsAuthorization(dep)
 	if !custom && (r.Method == http.MethodGet || r.Method == http.MethodHead) && slipwayServed(t.path) {
 		// Slipway's page and its document, see proxy_docs.go.
