@@ -16,7 +16,8 @@ import (
 // and <link> elements, which send no credential: the reference serves
 // GET /ui/... without authentication. Slipway serves them, and nothing
 // else, without a credential at /ui-assets/{deployment_id}/ui/{graph}/{file}
-// on the agents base (SLIPWAY_AGENTS_URL, else the public URL), the URL
+// on the agents base (SLIPWAY_AGENTS_URL, and then only there; else the
+// public URL), the URL
 // the agent names in its answer to POST /ui/{graph} (which needs a
 // credential as every deployment path does; the proxy tells the agent
 // that base in agentapi.UIBaseHeader). The deployment's id, not its
@@ -31,6 +32,11 @@ func (p *proxy) uiAssetBase(dep string) string {
 
 // uiAsset serves GET /ui-assets/:dep/ui/:graph/:file.
 func (p *proxy) uiAsset(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	if p.agentsOrigin && r.Context().Value(agentsOriginKey{}) == nil {
+		// With an agents origin, nothing of a deployment's is served on
+		// the dashboard's origin; the agents base names that origin.
+		return httpx.NotFound("Not Found")
+	}
 	id, err := uuid.Parse(ps.ByName("dep"))
 	if err != nil {
 		return httpx.NotFound("Not Found")

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 // /ui-assets/{deployment_id}/... on the agents base; those answer without
 // one (a page's <script> sends none), only for a deployment that exists
 // and only the UI files; nothing of the caller's headers reaches the
-// agent.
+// agent. With an agents origin they are there, and only there.
 func TestDeploymentUIThroughProxy(t *testing.T) {
 	dir := t.TempDir()
 	for name, body := range map[string]string{
@@ -31,8 +32,28 @@ func TestDeploymentUIThroughProxy(t *testing.T) {
 		}
 	}
 	agent := servertest.StartAgent(t, map[string]string{"SLIPWAY_GRAPH_CONFIG": filepath.Join(dir, "langgraph.json")})
-	s := servertest.Start(t, nil)
-	dep := echoDeployment(t, s, "ui", agent.URL, nil)
+	for _, agents := range []bool{false, true} {
+		name := "dashboard origin"
+		if agents {
+			name = "agents origin"
+		}
+		t.Run(name, func(t *testing.T) { uiThroughProxy(t, agent.URL, agents) })
+	}
+}
+
+func uiThroughProxy(t *testing.T, agentURL string, agents bool) {
+	addr := servertest.FreeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	env := map[string]string{"SLIPWAY_ADDR": addr}
+	if agents {
+		env["SLIPWAY_AGENTS_URL"] = "http://localhost:" + port
+	}
+	s := servertest.Start(t, env)
+	dep := echoDeployment(t, s, "ui", agentURL, nil)
+	origin := s.URL // where the deployment's URL and its UI files are
+	if agents {
+		origin = env["SLIPWAY_AGENTS_URL"]
+	}
 
 	get := func(url string, header http.Header) (int, http.Header, string) {
 		t.Helper()
@@ -50,7 +71,7 @@ func TestDeploymentUIThroughProxy(t *testing.T) {
 		return resp.StatusCode, resp.Header, string(b)
 	}
 	post := func(key string) (int, string) {
-		req, _ := http.NewRequest("POST", s.URL+"/agents/ui/ui/echo", strings.NewReader(`{"name": "card"}`))
+		req, _ := http.NewRequest("POST", origin+"/agents/ui/ui/echo", strings.NewReader(`{"name": "card"}`))
 		req.Header.Set("Content-Type", "application/json")
 		if key != "" {
 			req.Header.Set("X-Api-Key", key)
@@ -72,7 +93,7 @@ func TestDeploymentUIThroughProxy(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("POST /ui: %d %s", status, html)
 	}
-	base := s.URL + "/ui-assets/" + dep + "/ui/echo/"
+	base := origin + "/ui-assets/" + dep + "/ui/echo/"
 	js := regexp.MustCompile(`<script src="([^"]+)"`).FindStringSubmatch(html)
 	css := regexp.MustCompile(`<link rel="stylesheet" href="([^"]+)"`).FindStringSubmatch(html)
 	if js == nil || css == nil || js[1] != base+"entrypoint.js" || css[1] != base+"entrypoint.css" {
@@ -88,13 +109,18 @@ func TestDeploymentUIThroughProxy(t *testing.T) {
 	if code, _, body := get(css[1], nil); code != 200 || !strings.Contains(body, "rgb(4, 5, 6)") {
 		t.Fatalf("the stylesheet: %d %s", code, body)
 	}
-	for _, u := range []string{
-		s.URL + "/ui-assets/" + dep + "/ui/echo/other.js",
-		s.URL + "/ui-assets/" + dep + "/ui/nograph/entrypoint.js",
-		s.URL + "/ui-assets/0199a1c2-0000-7000-8000-000000000001/ui/echo/entrypoint.js",
-		s.URL + "/ui-assets/not-a-uuid/ui/echo/entrypoint.js",
-		s.URL + "/ui-assets/" + dep + "/threads",
-	} {
+	missing := []string{
+		origin + "/ui-assets/" + dep + "/ui/echo/other.js",
+		origin + "/ui-assets/" + dep + "/ui/nograph/entrypoint.js",
+		origin + "/ui-assets/0199a1c2-0000-7000-8000-000000000001/ui/echo/entrypoint.js",
+		origin + "/ui-assets/not-a-uuid/ui/echo/entrypoint.js",
+		origin + "/ui-assets/" + dep + "/threads",
+	}
+	if agents {
+		// Nothing of a deployment's on the dashboard's origin.
+		missing = append(missing, s.URL+"/ui-assets/"+dep+"/ui/echo/entrypoint.js")
+	}
+	for _, u := range missing {
 		if code, _, body := get(u, nil); code != 404 {
 			t.Errorf("GET %s: %d %s; want 404", u, code, body)
 		}
