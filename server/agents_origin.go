@@ -55,12 +55,15 @@ func (a *app) agentsHost(r *http.Request) bool {
 }
 
 // agentsOrigin serves the agents origin: serve (the proxy) at
-// /agents/{name}/..., /ok, and 404 elsewhere.
-func (a *app) agentsOrigin(serve httprouter.Handle) http.Handler {
+// /agents/{name}/..., the deployments' UI files, /ok, and 404 elsewhere.
+func (a *app) agentsOrigin(serve httprouter.Handle, uiAssets func(interface {
+	Handle(string, string, httprouter.Handle)
+})) http.Handler {
 	rt := httpx.NewRouter()
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
-		rt.Handle(m, "/agents/:name/*path", serve)
+		rt.Handle(m, "/agents/:name/*path", a.docsToPublic(serve))
 	}
+	uiAssets(rt) // a deployment's generative UI files, public (proxy_ui.go)
 	rt.GET("/ok", a.ok)
 	rt.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusNotFound, map[string]any{"detail": "Not Found: this origin serves deployments' agents only, at /agents/{name}/."})
@@ -99,7 +102,8 @@ func (a *app) agentsOnDashboard(h httprouter.Handle) httprouter.Handle {
 	}
 	base := strings.TrimRight(a.agentsURL.String(), "/")
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		if pageRequest(r) {
+		// A deployment's /docs is Slipway's own page (proxy_docs.go).
+		if pageRequest(r) && !slipwayServed(ps.ByName("path")) {
 			w.Header().Set("Cache-Control", "no-store")
 			w.Header().Set("Vary", "Sec-Fetch-Dest, Sec-Fetch-Mode")
 			http.Redirect(w, r, base+r.URL.RequestURI(), http.StatusTemporaryRedirect)

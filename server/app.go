@@ -211,7 +211,7 @@ func (a *app) Handler() http.Handler {
 	serve := px.withCORS(auth.Require(a.orgs, true, px.serve))
 	own := a.byHost(limitNonUpload(rt, 1<<20), serve)
 	a.dash.API = own
-	a.agents = a.agentsOrigin(serve)
+	a.agents = a.agentsOrigin(serve, px.uiAssetRoutes)
 	agents := a.agents
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.agentsHost(r) {

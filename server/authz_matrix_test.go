@@ -111,6 +111,9 @@ var authzMatrix = map[string]string{
 	"GET /info":         "aaaaaaaaa",
 	"GET /openapi.json": "aaaaaaaaa",
 	"GET /docs":         "aaaaaaaaa",
+	// a deployment's generative UI files: public, as on the reference
+	"GET /ui-assets/:dep/ui/:graph/:file":  "aaaaaaaaa",
+	"HEAD /ui-assets/:dep/ui/:graph/:file": "aaaaaaaaa",
 	// the dashboard: its page and files are public, signing in and out
 	// needs no credential, and who is signed in is read with one
 	"GET /":                "aaaaaaaaa",

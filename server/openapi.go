@@ -38,6 +38,14 @@ func apiDoc(version string) *apidoc.Doc {
 	ops = append(ops, orgapi.OpenAPI()...)
 	ops = append(ops, dashboard.OpenAPI()...)
 	ops = append(ops, proxy...)
+	for _, m := range []string{"GET", "HEAD"} {
+		ops = append(ops, apidoc.Op{Method: m, Path: "/ui-assets/:dep/ui/:graph/:file", ID: "ui_asset_" + m, Tag: "Agents", Public: true,
+			PathNames:   map[string]string{"dep": "deployment_id"},
+			Summary:     "A file of a deployment's generative UI",
+			Description: "A script or stylesheet of a graph's generative UI (\"ui\" in langgraph.json), at the URL the agent's POST /ui/{graph} names: public, as the reference serves them, since a page's <script> and <link> elements send no credential. Only these files are served here.",
+			Responses: []apidoc.Resp{{Status: 200, Description: "The file.", Body: apidoc.Schema{"type": "string"}, ContentType: "text/javascript"},
+				{Status: 404, Description: "No such deployment, graph or file.", Body: apidoc.Schema{"$ref": "#/components/schemas/ErrorDetail"}}}})
+	}
 	return &apidoc.Doc{
 		Title:   "Slipway",
 		Version: version,

@@ -68,6 +68,9 @@ type target struct {
 	// dashboardOrigin: the request came to Slipway's own host, where the
 	// dashboard lives.
 	dashboardOrigin bool
+	// uiBase is where a browser fetches the deployment's generative UI
+	// files (proxy_ui.go), told to the agent in uiBaseHeader.
+	uiBase string
 }
 
 // customHostKey marks a request routed by its deployment's custom_url.
@@ -184,6 +187,12 @@ func (p *proxy) reverseProxy() *httputil.ReverseProxy {
 				if t.token != "" {
 					pr.Out.Header.Set(runtime.AgentTokenHeader, t.token)
 				}
+				// Where a browser fetches the deployment's UI files
+				// (proxy_ui.go); never the caller's value.
+				pr.Out.Header.Del(uiBaseHeader)
+				if t.uiBase != "" {
+					pr.Out.Header.Set(uiBaseHeader, t.uiBase)
+				}
 				pr.SetXForwarded()
 			},
 			ModifyResponse: p.modifyResponse,
@@ -221,8 +230,15 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	}
 	custom, agents := r.Context().Value(customHostKey{}) != nil, r.Context().Value(agentsOriginKey{}) != nil
 	t := target{dep: dep, base: base, token: token, path: "/" + strings.TrimPrefix(ps.ByName("path"), "/"),
-		sandbox: !custom, dashboardOrigin: !custom && !agents}
+		sandbox: !custom, dashboardOrigin: !custom && !agents, uiBase: p.uiAssetBase(dep)}
 	t.keepAuthorization = authorizationIsCallers(r) && p.cp.ForwardsAuthorization(dep)
+	if !custom && (r.Method == http.MethodGet || r.Method == http.MethodHead) && slipwayServed(t.path) {
+		// Slipway's page and its document, see proxy_docs.go.
+		if docsPath(t.path) {
+			return p.docs(w, r, t)
+		}
+		return p.docJSON(w, r, t)
+	}
 	return p.relay(w, r, t)
 }
 

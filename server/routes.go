@@ -33,6 +33,7 @@ func (a *app) register(rt *httpx.Router) *proxy {
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
 		rt.Handle(m, "/agents/:name/*path", a.agentsOnDashboard(px.withCORS(auth.Require(a.orgs, true, px.serve))))
 	}
+	px.uiAssetRoutes(rt)
 	return px
 }
 

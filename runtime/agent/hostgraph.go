@@ -47,7 +47,8 @@ type HostApp struct {
 	Export   string
 	Dir      string
 
-	host *hosts.Host
+	host    *hosts.Host
+	openAPI json.RawMessage // the app's routes as an OpenAPI document, from the host
 }
 
 // HostAppFor is the project's custom routes named by spec ("path:export",
@@ -172,6 +173,8 @@ func (e *Engine) startHost(ctx context.Context, lang, dataDir string, env []stri
 			failed = append(failed, fmt.Sprintf("http app %s:%s: the host did not report it", app.Path, app.Export))
 		case !r.OK:
 			failed = append(failed, fmt.Sprintf("http app %s:%s failed to load: %s", app.Path, app.Export, r.Error))
+		default:
+			app.openAPI = r.OpenAPI
 		}
 		app.host = h
 	}

@@ -22,6 +22,12 @@ type HTTPRequest struct {
 	Headers      [][2]string `json:"headers"`
 	Body         []byte      `json:"body"`
 	BodyStreamed bool        `json:"body_streamed,omitempty"`
+	// Fallthrough asks the host to answer Fallthrough, instead of the
+	// app's 404, when none of the app's routes serves the request: the
+	// app is mounted before the agent API (its routes shadow the API's,
+	// its middleware sees every request) and what it does not route is
+	// the API's.
+	Fallthrough bool `json:"fallthrough,omitempty"`
 }
 
 // InlineBodyMax is the largest request body sent inside the "http" call;
@@ -36,6 +42,7 @@ type httpExchange struct {
 
 	mu      sync.Mutex // the host reads one chunk at a time, but a restart may overlap
 	readErr error      // why reading the client's body stopped, other than its end
+	read1   bool       // the host asked for some of the streamed body
 	// buf holds the chunk of the last http.read. One buffer serves every
 	// read: the host asks for the next chunk only once it has the last
 	// one's answer, which is encoded by then.
@@ -44,11 +51,22 @@ type httpExchange struct {
 
 // HTTPResponse is the custom routes' answer. Streamed says it went to
 // the HTTPStream instead, chunk by chunk.
+//
+// Fallthrough says no route of the app served the request (asked for by
+// HTTPRequest.Fallthrough): Headers are then those the app's middleware
+// added, and BodyReplaced says Body is the request body as the
+// middleware left it (changed, or parsed and serialised again), for the
+// agent API to serve instead of the client's.
 type HTTPResponse struct {
-	Status   int         `json:"status"`
-	Headers  [][2]string `json:"headers"`
-	Body     []byte      `json:"body"`
-	Streamed bool        `json:"streamed"`
+	Status       int         `json:"status"`
+	Headers      [][2]string `json:"headers"`
+	Body         []byte      `json:"body"`
+	Streamed     bool        `json:"streamed"`
+	Fallthrough  bool        `json:"fallthrough,omitempty"`
+	BodyReplaced bool        `json:"body_replaced,omitempty"`
+	// BodyRead says the host read some of a streamed request body: on a
+	// fall-through without BodyReplaced those bytes are gone.
+	BodyRead bool `json:"-"`
 }
 
 // HTTPStream receives a streamed custom-route answer (server-sent events,
@@ -61,6 +79,16 @@ type HTTPStream interface {
 
 // HasHTTPApp reports whether the project's custom routes are served.
 func (e *Engine) HasHTTPApp() bool { return e != nil && e.App != nil && e.App.host != nil }
+
+// AppOpenAPI is the OpenAPI document of the project's custom routes, as
+// its language host derived it from the app (FastAPI's own, Starlette's
+// and Hono's routes); nil when there is none.
+func (e *Engine) AppOpenAPI() []byte {
+	if !e.HasHTTPApp() {
+		return nil
+	}
+	return e.App.openAPI
+}
 
 // ServeHTTPApp hands a request the agent API does not own to the
 // project's app in the language host. With req.BodyStreamed the app reads
@@ -81,6 +109,7 @@ func (e *Engine) ServeHTTPApp(ctx context.Context, req HTTPRequest, body io.Read
 	err := e.App.host.Call(ctx, "http", req, &res)
 	ex.mu.Lock()
 	readErr := ex.readErr
+	res.BodyRead = ex.read1
 	ex.mu.Unlock()
 	if readErr != nil {
 		return res, fmt.Errorf("custom route %s %s: reading the request body: %w", req.Method, req.URL, readErr)
@@ -88,7 +117,7 @@ func (e *Engine) ServeHTTPApp(ctx context.Context, req HTTPRequest, body io.Read
 	if err != nil {
 		return res, fmt.Errorf("custom route %s %s: %w", req.Method, req.URL, err)
 	}
-	if !res.Streamed && (res.Status < 100 || res.Status > 999) {
+	if !res.Streamed && !res.Fallthrough && (res.Status < 100 || res.Status > 999) {
 		return res, fmt.Errorf("custom route %s %s answered status %d", req.Method, req.URL, res.Status)
 	}
 	return res, nil
@@ -141,6 +170,7 @@ const readChunk = 256 << 10
 func (ex *httpExchange) read() (bodyChunk, error) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
+	ex.read1 = true
 	if ex.body == nil {
 		return bodyChunk{EOF: true}, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"slipway/runtime/build"
@@ -22,6 +23,15 @@ type Project struct {
 	// fetch interface) the language host serves for every path the agent
 	// API does not own; "" when none.
 	HTTPApp string
+	// Disabled are the agent API's route groups "http" turns off with the
+	// reference's disable_* keys: "assistants", "threads", "runs",
+	// "store", "meta" (see agentapi.API.Disabled).
+	Disabled []string
+	// UI is "ui": graph id → the TSX/JSX file of its generative UI
+	// components, relative to the configuration; UIShared is
+	// "ui_config": {"shared": [...]}, more modules the page provides.
+	UI       map[string]string
+	UIShared []string
 }
 
 // LoadProject reads the project settings of the graph configuration at
@@ -36,9 +46,19 @@ func LoadProject(path string) (Project, error) {
 		return p, fmt.Errorf("read graph configuration: %w", err)
 	}
 	var cfg struct {
+		UI       map[string]string `json:"ui"`
+		UIConfig *struct {
+			Shared []string `json:"shared"`
+		} `json:"ui_config"`
 		Env  json.RawMessage `json:"env"`
 		HTTP *struct {
-			App string `json:"app"`
+			App               string `json:"app"`
+			DisableAssistants bool   `json:"disable_assistants"`
+			DisableThreads    bool   `json:"disable_threads"`
+			DisableRuns       bool   `json:"disable_runs"`
+			DisableStore      bool   `json:"disable_store"`
+			DisableMeta       bool   `json:"disable_meta"`
+			DisableUI         bool   `json:"disable_ui"`
 		} `json:"http"`
 	}
 	if err := json.Unmarshal(raw, &cfg); err != nil {
@@ -49,6 +69,19 @@ func LoadProject(path string) (Project, error) {
 			return p, fmt.Errorf("graph configuration %s: http.app %q is not \"path:export\"", path, cfg.HTTP.App)
 		}
 		p.HTTPApp = cfg.HTTP.App
+	}
+	if h := cfg.HTTP; h != nil {
+		for name, off := range map[string]bool{"assistants": h.DisableAssistants, "threads": h.DisableThreads,
+			"runs": h.DisableRuns, "store": h.DisableStore, "meta": h.DisableMeta, "ui": h.DisableUI} {
+			if off {
+				p.Disabled = append(p.Disabled, name)
+			}
+		}
+		slices.Sort(p.Disabled)
+	}
+	p.UI = cfg.UI
+	if cfg.UIConfig != nil {
+		p.UIShared = cfg.UIConfig.Shared
 	}
 	env := strings.TrimSpace(string(cfg.Env))
 	switch {

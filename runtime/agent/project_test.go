@@ -23,6 +23,8 @@ func TestLoadProject(t *testing.T) {
 		{"env object", `{"env": {"A": "1"}}`, Project{Env: map[string]string{"A": "1"}}, ""},
 		{"env file", `{"env": ".env"}`, Project{Env: map[string]string{"A": "1", "B": "two words"}}, ""},
 		{"http app", `{"http": {"app": "./src/app.ts:app"}}`, Project{HTTPApp: "./src/app.ts:app"}, ""},
+		{"disabled route groups", `{"http": {"disable_runs": true, "disable_meta": true, "disable_store": false}}`, Project{Disabled: []string{"meta", "runs"}}, ""},
+		{"generative UI", `{"ui": {"agent": "./src/ui.tsx"}, "ui_config": {"shared": ["lucide-react"]}}`, Project{UI: map[string]string{"agent": "./src/ui.tsx"}, UIShared: []string{"lucide-react"}}, ""},
 		{"http app without export", `{"http": {"app": "./src/app.ts"}}`, Project{}, `is not "path:export"`},
 		// As the reference servers: nothing to load (deploy clients never upload .env).
 		{"missing env file", `{"env": "nope.env"}`, Project{}, ""},

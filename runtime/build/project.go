@@ -41,12 +41,13 @@ type Project struct {
 }
 
 // knownKeys are the keys a build or the agent acts on. "http" is the
-// custom routes the language hosts serve; "$schema" (which every official
+// custom routes the language hosts serve, "ui" and "ui_config" the
+// generative UI the agent bundles; "$schema" (which every official
 // template has) only tells editors where the format's JSON Schema is.
 var knownKeys = map[string]bool{
 	"$schema": true, "graphs": true, "dependencies": true, "python_version": true, "node_version": true,
 	"pip_config_file": true, "pip_installer": true, "env": true, "dockerfile_lines": true,
-	"base_image": true, "image_distro": true, "http": true,
+	"base_image": true, "image_distro": true, "http": true, "ui": true, "ui_config": true,
 }
 
 var (

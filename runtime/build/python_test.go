@@ -19,7 +19,8 @@ func TestParseProject(t *testing.T) {
 		{name: "all keys", in: `{"graphs": {"a": "./a.py:graph"}, "dependencies": [".", "./libs/x", "langgraph>=1"],
 			"python_version": "3.12", "node_version": "20", "pip_config_file": "pip.conf", "pip_installer": "uv",
 			"env": {"A": "1"}, "dockerfile_lines": ["RUN true"], "base_image": "python:3.12", "image_distro": "wolfi",
-			"store": {}, "auth": {"path": "./auth.py:auth"}, "$schema": "https://langgra.ph/schema.json"}`,
+			"store": {}, "auth": {"path": "./auth.py:auth"}, "$schema": "https://langgra.ph/schema.json",
+			"ui": {"a": "./ui.tsx"}, "ui_config": {"shared": ["x"]}}`,
 			check: func(t *testing.T, p *Project) {
 				if p.PythonVersion != "3.12" || p.PipInstaller != "uv" || p.EnvMap["A"] != "1" || p.ImageDistro != "wolfi" {
 					t.Fatalf("%+v", p)

@@ -16,6 +16,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"slipway/runtime/agent"
+	"slipway/runtime/agent/hosts"
 	"slipway/server/httpx"
 )
 
@@ -29,6 +30,14 @@ type API struct {
 	// proxies and load balancers keep a long wait open; 0 is 5 s, the
 	// reference servers' interval.
 	WaitHeartbeat time.Duration
+	// Disabled are the route groups ("assistants", "threads", "runs",
+	// "store", "meta") the project's http.disable_* keys turn off: their
+	// paths answer 404 (or reach the project's custom routes), as on the
+	// reference servers. /ok stays.
+	Disabled []string
+	// UI are the bundled files of each graph's generative UI
+	// (agent.BundleUI), served at /ui/{graph_id}.
+	UI map[string][]agent.UIFile
 }
 
 func (a *API) info(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
@@ -251,8 +260,9 @@ var hopHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Transf
 // request's message; a larger one, or one sent chunked, streams to the
 // app as it reads it. Answers of type text/event-stream or
 // application/x-ndjson stream chunk by chunk, any other comes back whole.
-func (a *API) customRoute(w http.ResponseWriter, r *http.Request) {
-	req := agent.HTTPRequest{Method: r.Method, URL: r.URL.RequestURI()}
+// What no route of the app serves goes on to api (see passOn).
+func (a *API) customRoute(w http.ResponseWriter, r *http.Request, api http.Handler) {
+	req := agent.HTTPRequest{Method: r.Method, URL: r.URL.RequestURI(), Fallthrough: true}
 	var body io.Reader
 	if r.ContentLength >= 0 && r.ContentLength <= agent.InlineBodyMax {
 		b, err := io.ReadAll(r.Body)
@@ -280,6 +290,14 @@ func (a *API) customRoute(w http.ResponseWriter, r *http.Request) {
 	// once this handler has returned.
 	defer out.close()
 	resp, err := a.Engine.ServeHTTPApp(r.Context(), req, body, out)
+	if errors.Is(err, hosts.ErrHostDied) && !out.started() && !resp.BodyRead && safeMethod(r.Method) {
+		// The host was restarted under the request (a cancelled run's
+		// node that would not stop, a crash): the call waits for the new
+		// one. Only a safe method is sent again; the app may have acted
+		// on another.
+		httpx.LogFrom(r).Warn().Err(err).Msg("custom route: the language host restarted; sending the request again")
+		resp, err = a.Engine.ServeHTTPApp(r.Context(), req, body, out)
+	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		switch {
@@ -287,13 +305,23 @@ func (a *API) customRoute(w http.ResponseWriter, r *http.Request) {
 			httpx.LogFrom(r).Error().Err(err).Msg("custom route")
 		case errors.As(err, &tooLarge):
 			httpx.WriteError(w, r, tooLarge)
+		case errors.Is(err, hosts.ErrHostDied):
+			// The host's last output stays in the log: it is the
+			// deployment's, not the client's.
+			httpx.LogFrom(r).Error().Err(err).Msg("custom route")
+			w.Header().Set("Retry-After", "1")
+			httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"detail": "The deployment's language host restarted while it served this request; send it again."})
 		default:
 			httpx.LogFrom(r).Error().Err(err).Msg("custom route")
-			httpx.WriteJSON(w, http.StatusBadGateway, map[string]any{"detail": "The project's custom routes failed: " + err.Error()})
+			httpx.WriteJSON(w, http.StatusBadGateway, map[string]any{"detail": "The project's custom routes failed on this request; the deployment's log has the error."})
 		}
 		return
 	}
 	if resp.Streamed {
+		return
+	}
+	if resp.Fallthrough {
+		a.passOn(w, r, req, resp, api)
 		return
 	}
 	copyHeaders(w, resp.Headers)

@@ -27,7 +27,7 @@ func OpenAPIDoc(version string) *apidoc.Doc {
 	ok := func(body any) []apidoc.Resp { return []apidoc.Resp{{Status: 200, Body: body}} }
 	stream := []apidoc.Resp{{Status: 200, Body: anyV, Stream: true,
 		Description: "A run (create), its final values (wait), or with /stream a text/event-stream of the run's events (`metadata`, `values`, `updates`, `messages`..., `end`)."}}
-	as, th, runs, st, srv, cr := "Assistants", "Threads", "Runs", "Store", "Server", "Crons"
+	as, th, runs, st, srv, cr, ui := "Assistants", "Threads", "Runs", "Store", "Server", "Crons", "UI"
 	pub := true
 	op := func(method, path, id, summary, tag string, body any, resps []apidoc.Resp) apidoc.Op {
 		return apidoc.Op{Method: method, Path: path, ID: id, Summary: summary, Tag: tag, Public: pub, Body: body, BodyOptional: true, Responses: resps}
@@ -87,6 +87,10 @@ func OpenAPIDoc(version string) *apidoc.Doc {
 		op("GET", "/runs/:action/:cron_id", "get_cron", "Get a cron (action: crons)", cr, nil, ok(agent.Cron{})),
 		op("PATCH", "/runs/:action/:cron_id", "update_cron", "Update a cron (action: crons): its schedule, timezone, end_time, enabled, on_run_completed, metadata, and its run request's fields", cr, apidoc.JSON, ok(agent.Cron{})),
 		op("DELETE", "/runs/:action/:cron_id", "delete_cron", "Delete a cron (action: crons)", cr, nil, []apidoc.Resp{{Status: 204}, {Status: 200, Body: anyV}}),
+		op("POST", "/ui/:graph_id", "get_ui", "The HTML that loads a graph's generative UI component (its stylesheet, and its script rendering the named component)", ui, uiRequest{},
+			[]apidoc.Resp{{Status: 200, Body: apidoc.Schema{"type": "string"}, ContentType: "text/html"}}),
+		op("GET", "/ui/:graph_id/:file", "get_ui_file", "A file of a graph's generative UI bundle (no credential needed behind Slipway's proxy, at the URL POST /ui/{graph_id} names)", ui, nil,
+			[]apidoc.Resp{{Status: 200, Body: apidoc.Schema{"type": "string"}, ContentType: "text/javascript"}}),
 		op("PUT", "/store/items", "put_store_item", "Store an item", st, apidoc.JSON, []apidoc.Resp{{Status: 204}, {Status: 200, Body: anyV}}),
 		{Method: "GET", Path: "/store/items", ID: "get_store_item", Summary: "Get an item", Tag: st, Public: true,
 			Query:     []apidoc.Param{{Name: "key", Required: true}, {Name: "namespace", Description: "Dot-separated namespace.", Schema: apidoc.Schema{"type": "string"}}},

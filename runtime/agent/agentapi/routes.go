@@ -13,7 +13,14 @@ import (
 func (a *API) Handler() http.Handler {
 	rt := httpx.Record(httpx.NewRouter())
 	a.routes(rt)
-	return httpx.LimitBody(rt, a.MaxBody)
+	var h http.Handler = rt
+	if len(a.Disabled) > 0 {
+		h = a.withoutDisabled(h)
+	}
+	if a.Engine.HasHTTPApp() {
+		h = a.appFirst(rt)
+	}
+	return httpx.LimitBody(h, a.MaxBody)
 }
 
 // routes registers every endpoint on rt (the tests read them back to
@@ -25,7 +32,12 @@ func (a *API) routes(rt *httpx.Router) {
 		return reply(w)(map[string]any{"ok": true}, nil)
 	}))
 	rt.GET("/info", h(a.info))
-	doc := apidoc.NewHandlers(OpenAPIDoc(a.Version), "openapi.json")
+	// The document lists the project's custom routes too, as the
+	// reference's does.
+	doc, err := apidoc.NewMergedHandlers(OpenAPIDoc(a.Version), "openapi.json", a.Engine.AppOpenAPI())
+	if err != nil {
+		a.Engine.Log.Warn().Err(err).Msg("the custom routes' OpenAPI document is left out of /openapi.json")
+	}
 	rt.GET("/openapi.json", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { doc.JSON(w, r) })
 	rt.GET("/docs", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { doc.HTML(w, r) })
 
@@ -96,18 +108,14 @@ func (a *API) routes(rt *httpx.Router) {
 	rt.GET("/threads/:thread_id/runs/:run_id/stream", h(onRun(a.joinStream)))
 	rt.POST("/threads/:thread_id/runs/:run_id/cancel", h(onRun(a.cancelRun)))
 
+	rt.POST("/ui/:graph_id", h(a.uiHTML))
+	rt.GET("/ui/:graph_id/:file", h(a.uiFile))
+
 	rt.PUT("/store/items", h(a.putItem))
 	rt.GET("/store/items", h(a.getItem))
 	rt.DELETE("/store/items", h(a.deleteItem))
 	rt.POST("/store/items/search", h(a.searchItems))
 	rt.POST("/store/namespaces", h(a.listNamespaces))
-
-	if a.Engine.HasHTTPApp() {
-		// Paths (and methods) the API does not own go to the project's
-		// custom routes.
-		rt.NotFound = http.HandlerFunc(a.customRoute)
-		rt.MethodNotAllowed = http.HandlerFunc(a.customRoute)
-	}
 }
 
 // searchOrCount serves POST /{resource}/search and /{resource}/count on the

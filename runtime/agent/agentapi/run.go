@@ -73,6 +73,19 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	if err != nil {
 		return err
 	}
+	// Generative UI is bundled before anything is served: a UI that does
+	// not build fails the start, as a graph that does not load does.
+	ui, err := agent.BundleUI(filepath.Dir(cfg.GraphConfig), project.UI, project.UIShared)
+	if err != nil {
+		return fmt.Errorf("generative UI: %w", err)
+	}
+	for graph, files := range ui {
+		size := 0
+		for _, f := range files {
+			size += len(f.Contents)
+		}
+		log.Info().Str("graph", graph).Int("files", len(files)).Int("bytes", size).Msg("generative UI bundled")
+	}
 	db, err := storage.Open(filepath.Join(cfg.DataDir, "agent.db"), 5*time.Second, agent.Migrations)
 	if err != nil {
 		return err
@@ -91,7 +104,7 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	if err := eng.Start(runCtx); err != nil {
 		return fmt.Errorf("start agent engine: %w", err)
 	}
-	api := &API{Engine: eng, Version: version, MaxBody: int64(cfg.MaxBodyMB) << 20}
+	api := &API{Engine: eng, Version: version, MaxBody: int64(cfg.MaxBodyMB) << 20, Disabled: project.Disabled, UI: ui}
 	policy, err := projectCORS(cfg.GraphConfig)
 	if err != nil {
 		return err

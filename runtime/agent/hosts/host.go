@@ -35,6 +35,9 @@ type GraphLoad struct {
 	Error string `json:"error,omitempty"`
 	// Schemas are the graph's JSON schemas (input, output, state, config, context) when the host could derive them.
 	Schemas json.RawMessage `json:"schemas,omitempty"`
+	// OpenAPI is the custom routes' OpenAPI document (the "http" result
+	// only), when the host could derive one from the app.
+	OpenAPI json.RawMessage `json:"openapi,omitempty"`
 }
 
 // Spec says how to start a host.

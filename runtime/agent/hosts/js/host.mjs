@@ -222,7 +222,75 @@ if (lg) {
 
 // The project's custom routes: an app with a fetch(Request) method (Hono's,
 // or any other built on the web standard Request and Response).
-let httpApp, httpResult;
+let httpApp, httpMounted, httpResult;
+
+// mountBeforeAPI mounts a Hono app in an app of its own class (the
+// project's Hono version, not one of Slipway's) whose notFound handler
+// records, in the request's env, that no route of the app served the
+// request: Slipway then serves it with its agent API, as the reference
+// servers mount the app before their own routes. The app's middleware has
+// run by then; the headers it added come back with the record, and so
+// does the request body if the middleware changed it: set as the
+// reference's "langgraph:body" context variable, as a new c.req.raw, or
+// (Hono versions that cache the parsed object) by changing the object
+// c.req.json() returned. Any other app answers for itself, and its 404
+// passes the request on.
+function mountBeforeAPI(app) {
+  const Ctor = Object.getPrototypeOf(app)?.constructor;
+  if (typeof Ctor !== "function" || typeof app.route !== "function" || typeof app.notFound !== "function" || !Array.isArray(app.routes)) return undefined;
+  const outer = new Ctor();
+  outer.route("/", app);
+  outer.notFound(async (c) => {
+    const pass = c.env?.[passOn];
+    if (!pass) return c.text("404 Not Found", 404);
+    pass.fallthrough = true;
+    let body = c.get("langgraph:body");
+    if (body == null && c.req.raw !== pass.request) {
+      body = c.req.raw.bodyUsed ? await c.req.arrayBuffer() : await c.req.raw.arrayBuffer();
+    } else if (body == null && Object.keys(c.req.bodyCache ?? {}).length > 0) {
+      body = await c.req.arrayBuffer();
+    }
+    if (body != null) {
+      pass.body = Buffer.from(typeof body === "string" ? body : await new Response(body).arrayBuffer());
+    }
+    return c.body(null, 404);
+  });
+  return outer;
+}
+
+// appOpenAPI is the app's routes as an OpenAPI document, for Slipway to
+// merge into the deployment's /openapi.json: the app's own document when
+// it makes one (@hono/zod-openapi), else one operation per route Hono
+// lists (middleware, registered for every method, is not a route).
+async function appOpenAPI(app) {
+  const info = { title: "Custom routes", version: "0.0.0" };
+  try {
+    if (typeof app.getOpenAPI31Document === "function") return await app.getOpenAPI31Document({ openapi: "3.1.0", info });
+    if (typeof app.getOpenAPIDocument === "function") return await app.getOpenAPIDocument({ openapi: "3.0.0", info });
+    if (!Array.isArray(app.routes)) return undefined;
+    const paths = {};
+    for (const r of app.routes) {
+      const method = String(r.method).toLowerCase();
+      if (!["get", "post", "put", "patch", "delete", "head", "options"].includes(method) || typeof r.path !== "string" || r.path.includes("*")) continue;
+      const params = [];
+      const path = r.path.replace(/:([A-Za-z0-9_]+)(\{[^}]*\})?\??/g, (_, name) => (params.push(name), `{${name}}`));
+      (paths[path] ??= {})[method] = {
+        summary: `${method.toUpperCase()} ${path}`,
+        tags: ["Custom routes"],
+        ...(params.length ? { parameters: params.map((name) => ({ name, in: "path", required: true, schema: { type: "string" } })) } : {}),
+        responses: { default: { description: "The project's app answers." } },
+      };
+    }
+    return { openapi: "3.1.0", info, paths };
+  } catch (err) {
+    console.error(`slipway host: the custom routes' OpenAPI document could not be made: ${err?.message ?? err}`);
+    return undefined;
+  }
+}
+
+// passOn keys the record mountBeforeAPI's notFound fills in the env of
+// a request.
+const passOn = Symbol("slipway.passOn");
 if (cfg.http) {
   try {
     const mod = await import(pathToFileURL(cfg.http.file).href);
@@ -230,7 +298,8 @@ if (cfg.http) {
     if (app === undefined) throw new Error(`${cfg.http.source} has no export named "${cfg.http.export}"`);
     if (typeof app?.fetch !== "function") throw new Error(`${cfg.http.source}:${cfg.http.export} is not an app with a fetch method (such as new Hono())`);
     httpApp = app;
-    httpResult = { ok: true };
+    httpMounted = mountBeforeAPI(app);
+    httpResult = { ok: true, openapi: await appOpenAPI(app) };
   } catch (err) {
     httpResult = { ok: false, error: `${cfg.http.source}: ${err?.stack || err}` };
   }
@@ -520,7 +589,21 @@ handlers.http = async (p) => {
     });
     init.duplex = "half";
   } else if (p.body && p.method !== "GET" && p.method !== "HEAD") init.body = Buffer.from(p.body, "base64");
-  const res = await httpApp.fetch(new Request(new URL(p.url, `http://${headers.get("host") || "localhost"}`), init));
+  const request = new Request(new URL(p.url, `http://${headers.get("host") || "localhost"}`), init);
+  let res;
+  if (httpMounted && p.fallthrough) {
+    const pass = { request };
+    res = await httpMounted.fetch(request, { [passOn]: pass });
+    if (pass.fallthrough) {
+      const out = { fallthrough: true, headers: [...res.headers.entries()] };
+      if (pass.body) Object.assign(out, { body_replaced: true, body: pass.body.toString("base64") });
+      return out;
+    }
+  } else {
+    res = await httpApp.fetch(request);
+    // An app Slipway cannot mount answers for itself; its 404 is the API's.
+    if (p.fallthrough && res.status === 404) return { fallthrough: true, headers: [] };
+  }
   const type = res.headers.get("content-type") ?? "";
   if (res.body && p.stream_id && /^(text\/event-stream|application\/x-ndjson)/.test(type)) {
     // Streamed: each chunk is a call Slipway answers once it has written

@@ -36,6 +36,7 @@ import importlib.util  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
+import re  # noqa: E402
 import socket  # noqa: E402
 import threading  # noqa: E402
 import traceback  # noqa: E402
@@ -328,6 +329,7 @@ graphs: dict[str, dict] = {}  # id → {"graph": compiled} | {"factory": fn}
 results: dict[str, dict] = {}
 http_app: Any = None
 http_app_result: dict | None = None
+http_mounted = False  # mount_before_api mounted http_app
 saver = store = None
 lg = None  # namespace of the LangGraph classes the host needs
 
@@ -438,7 +440,7 @@ async def load_graphs(loop: asyncio.AbstractEventLoop) -> None:
 
 
 async def load_http_app() -> None:
-    global http_app, http_app_result
+    global http_app, http_app_result, http_mounted
     spec = CFG.get("http_app")
     if not spec:
         return
@@ -449,10 +451,106 @@ async def load_http_app() -> None:
         app = getattr(mod, spec["export"])
         if not callable(app):
             raise TypeError(f"the export is not an ASGI application (a {type(app).__name__})")
+        http_mounted = mount_before_api(app)
         http_app = app
-        http_app_result = {"ok": True}
+        http_app_result = {"ok": True, **({"openapi": doc} if (doc := app_openapi(app)) else {})}
     except BaseException as err:  # noqa: BLE001
         http_app_result = {"ok": False, "error": f"{spec['source']}: {load_error(err)}"}
+
+
+def app_openapi(app: Any) -> dict | None:
+    """The app's routes as an OpenAPI document, for Slipway to merge into
+    the deployment's /openapi.json, as the reference server does: FastAPI's
+    own document, or one operation per Starlette route (a docstring's first
+    line is its summary; YAML after "---" in it, with PyYAML installed, its
+    OpenAPI fields, Starlette's convention)."""
+    info = {"title": "Custom routes", "version": "0.0.0"}
+    try:
+        if callable(getattr(app, "openapi", None)) and hasattr(app, "openapi_schema"):
+            return app.openapi()
+        if getattr(app, "routes", None) is None:
+            return None
+        from starlette.schemas import BaseSchemaGenerator
+
+        class Endpoints(BaseSchemaGenerator):
+            def get_schema(self, routes):  # pragma: no cover - unused
+                return {}
+
+        paths: dict = {}
+        for ep in Endpoints().get_endpoints(app.routes):
+            head, sep, rest = (inspect.getdoc(ep.func) or "").partition("---")
+            op: dict = {"summary": head.strip().splitlines()[0] if head.strip() else f"{ep.http_method.upper()} {ep.path}", "tags": ["Custom routes"]}
+            params = re.findall(r"{([^}:]+)}", ep.path)
+            if params:
+                op["parameters"] = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}} for n in params]
+            if sep:
+                try:
+                    import yaml
+
+                    extra = yaml.safe_load(rest)
+                    if isinstance(extra, dict):
+                        op.update(extra)
+                except Exception:  # noqa: BLE001 - no PyYAML, or not YAML: the summary stays
+                    pass
+            op.setdefault("responses", {"default": {"description": "The project's app answers."}})
+            paths.setdefault(ep.path, {})[ep.http_method] = op
+        return {"openapi": "3.1.0", "info": info, "paths": paths}
+    except Exception as err:  # noqa: BLE001 - the document is an extra; the routes still serve
+        print(f"slipway host: the custom routes' OpenAPI document could not be made: {err}", file=sys.stderr)
+        return None
+
+
+# pass_on is the record of the request in flight that no route of the app
+# serves (see mount_before_api); None when the request must be answered by
+# the app whatever it routes.
+pass_on: contextvars.ContextVar[dict | None] = contextvars.ContextVar("slipway_pass_on", default=None)
+
+
+def mount_before_api(app: Any) -> bool:
+    """Mount a Starlette (or FastAPI) app before Slipway's agent API, as
+    the reference server merges the app's routes before its own: a request
+    none of the app's routes fully matches (a path of its own with another
+    method included: the API may serve that method) reaches
+    pass_on_request once the app's middleware has run, and Slipway serves
+    it with the API. Another ASGI app answers for itself; its 404 passes
+    the request on."""
+    router = getattr(app, "router", None)
+    inner = getattr(router, "app", None)
+    if inner is None or getattr(router, "middleware_stack", None) != inner:
+        return False  # not a Starlette router, or one with middleware of its own
+
+    async def routed(scope, receive, send):
+        if scope["type"] == "http" and pass_on.get() is not None:
+            from starlette.routing import Match
+
+            if not any(route.matches(scope)[0] is Match.FULL for route in router.routes):
+                await pass_on_request(scope, receive, send)
+                return
+        await inner(scope, receive, send)
+
+    router.middleware_stack = routed
+    return True
+
+
+async def pass_on_request(scope, receive, send) -> None:
+    """Record that the request goes on to the API, with its body if the
+    app's middleware put another receive in place (it may have changed the
+    body), and answer 404 so that middleware sees an answer and adds its
+    headers to it."""
+    state = pass_on.get()
+    state["fallthrough"] = True
+    if receive is not state["receive"]:
+        chunks = []
+        while True:
+            msg = await receive()
+            if msg["type"] != "http.request":
+                break
+            chunks.append(msg.get("body") or b"")
+            if not msg.get("more_body"):
+                break
+        state["body"] = b"".join(chunks)
+    await send({"type": "http.response.start", "status": 404, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
 
 
 # ---- runs --------------------------------------------------------------------
@@ -825,7 +923,17 @@ async def h_http(p: dict) -> dict:
         elif msg["type"] == "http.response.body":
             chunks.append(msg.get("body") or b"")
 
-    await http_app(scope, receive, send)
+    state = {"receive": receive} if p.get("fallthrough") else None
+    token = pass_on.set(state)
+    try:
+        await http_app(scope, receive, send)
+    finally:
+        pass_on.reset(token)
+    if state is not None and (state.get("fallthrough") or (status == 404 and not http_mounted)):
+        out = {"fallthrough": True, "headers": headers if state.get("fallthrough") else []}
+        if "body" in state:
+            out.update(body_replaced=True, body=base64.b64encode(state["body"]).decode("ascii"))
+        return out
     return {"status": status, "headers": headers, "body": base64.b64encode(b"".join(chunks)).decode("ascii")}
 
 

@@ -1,10 +1,46 @@
 // The project's custom routes ("http": {"app": ...} in configured.json):
-// a Hono app the JavaScript host serves for paths the agent API does not own.
+// a Hono app mounted before the agent API. Its middleware sees every
+// request, the API's too; what none of its routes serves is the API's.
 import { createHash } from "node:crypto";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 
 export const app = new Hono();
+
+// Middleware on every request: ?intercept answers here, before the API;
+// every other answer (the API's included) gets x-app-middleware.
+app.use(async (c, next) => {
+  if (c.req.query("intercept") != null) return c.json({ intercepted: c.req.path });
+  await next();
+  c.header("x-app-middleware", "true");
+});
+
+// Middleware that changes the body of the API's POST /threads: an
+// x-stamp header becomes the new thread's metadata.stamped.
+app.use(async (c, next) => {
+  const stamp = c.req.header("x-stamp");
+  if (stamp && c.req.method === "POST" && c.req.path === "/threads") {
+    const body = await c.req.json();
+    body.metadata = { ...body.metadata, stamped: stamp };
+    c.req.raw = new Request(c.req.raw, { body: JSON.stringify(body) });
+  }
+  await next();
+});
+
+// The same through the reference's hook: the body set as the context
+// variable "langgraph:body" is the body the API reads.
+app.use(async (c, next) => {
+  const stamp = c.req.header("x-stamp-var");
+  if (stamp && c.req.method === "POST" && c.req.path === "/threads") {
+    const body = await c.req.json();
+    body.metadata = { ...body.metadata, stamped_var: stamp };
+    c.set("langgraph:body", JSON.stringify(body));
+  }
+  await next();
+});
+
+// A route on a path of the API's: the app's route wins.
+app.get("/assistants/app-owned", (c) => c.json({ owner: "app" }));
 
 app.get("/custom/hello", (c) => c.json({ hello: c.req.query("name") ?? "world", greeting: process.env.GREETING ?? null }));
 

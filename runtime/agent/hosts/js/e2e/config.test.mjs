@@ -10,6 +10,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import vm from "node:vm";
 import { Client } from "@langchain/langgraph-sdk";
 
 const url = process.env.AGENT_URL;
@@ -80,12 +81,90 @@ test("custom routes: GET and POST reach the project's Hono app; the agent API ke
   assert.equal(post.headers.get("x-custom-route"), "yes");
   assert.deepEqual(await post.json(), { method: "POST", got: { n: 1 } });
 
-  // The app's own 404 for what neither serves; Slipway's API is untouched.
-  const missing = await fetch(`${url}/custom/nothing`);
-  assert.equal(missing.status, 404);
-  assert.equal(await missing.text(), "404 Not Found");
   assert.deepEqual(await (await fetch(`${url}/ok`)).json(), { ok: true });
   assert.ok((await client.assistants.search({ graphId: "contextual" })).length > 0);
+});
+
+test("custom routes: the app is mounted before the API, its middleware sees the API's requests", only("config"), async () => {
+  // What no route of the app serves is the API's, down to its own 404
+  // (not Hono's plain-text one).
+  const missing = await fetch(`${url}/custom/nothing`);
+  assert.equal(missing.status, 404);
+  assert.deepEqual(await missing.json(), { detail: "Not Found" });
+  // The app's route shadows the API's path.
+  assert.deepEqual(await (await fetch(`${url}/assistants/app-owned`)).json(), { owner: "app" });
+  // Its middleware may answer an API request, and adds its headers to the API's answers.
+  assert.deepEqual(await (await fetch(`${url}/info?intercept`)).json(), { intercepted: "/info" });
+  const info = await fetch(`${url}/info`);
+  assert.equal(info.status, 200);
+  assert.equal(info.headers.get("x-app-middleware"), "true");
+  // A body the middleware changes is the body the API reads: through the
+  // SDK, the x-stamp header becomes the new thread's metadata.
+  const stamped = new Client({ apiUrl: url, defaultHeaders: { "x-stamp": "by-middleware" }, callerOptions: { maxRetries: 0 } });
+  const thread = await stamped.threads.create({ metadata: { mine: 1 } });
+  assert.deepEqual(thread.metadata, { mine: 1, stamped: "by-middleware" });
+  assert.equal((await client.threads.get(thread.thread_id)).metadata.stamped, "by-middleware");
+  const viaVar = new Client({ apiUrl: url, defaultHeaders: { "x-stamp-var": "by-variable" }, callerOptions: { maxRetries: 0 } });
+  assert.deepEqual((await viaVar.threads.create({ metadata: { mine: 2 } })).metadata, { mine: 2, stamped_var: "by-variable" });
+  // The app's routes are in the deployment's document, as the reference merges them.
+  const doc = await (await fetch(`${url}/openapi.json`)).json();
+  assert.ok(doc.paths["/custom/hello"].get);
+  assert.deepEqual(Object.keys(doc.paths["/custom/upload/{id}"]).sort(), ["get", "post"]);
+  assert.equal(doc.paths["/custom/release/{id}"].post.parameters[0].name, "id");
+  assert.ok(doc.paths["/assistants/app-owned"].get);
+  assert.ok(doc.paths["/threads"].post, "the API's own operations stay");
+  assert.ok((await (await fetch(`${url}/docs`)).text()).includes("/custom/echo"));
+  // A body over 64 KiB streams to the host: left alone by the app, or
+  // changed by its middleware, the API reads it whole.
+  for (const c of [client, stamped]) {
+    const big = await c.threads.create({ metadata: { big: "x".repeat(100_000) } });
+    assert.equal((await client.threads.get(big.thread_id)).metadata.big.length, 100_000);
+    assert.equal(big.metadata.stamped, c === stamped ? "by-middleware" : undefined);
+  }
+  // Runs and their streams pass through the app too.
+  const out = await stamped.runs.wait(thread.thread_id, "contextual", { input: { question: "tea" } });
+  assert.equal(out.answer, "tea for system default!");
+});
+
+test("generative UI: ui stream events, /ui/{graph} and its bundle, as LoadExternalComponent loads it", only("config"), async () => {
+  // typedUi's messages pass through the stream as custom events, and reach the state.
+  const thread = await client.threads.create();
+  const chunks = await collect(client.runs.stream(thread.thread_id, "weather", { input: { city: "Paris" }, streamMode: ["custom", "values"] }));
+  const ui = chunks.filter((c) => c.event === "custom").map((c) => c.data);
+  assert.equal(ui.length, 1);
+  assert.deepEqual({ type: ui[0].type, name: ui[0].name, props: ui[0].props }, { type: "ui", name: "weather", props: { city: "Paris" } });
+  assert.ok(ui[0].id && ui[0].metadata.run_id);
+  const state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(state.values.ui.map((m) => m.name), ["weather"]);
+
+  // The SDK's own call (LoadExternalComponent's): the HTML for the shadow root.
+  const html = await client["~ui"].getComponent("weather", "weather");
+  const css = /<link rel="stylesheet" href="([^"]+)"/.exec(html)?.[1];
+  const js = /<script src="([^"]+)" onload='__LGUI_weather\.render\(&#34;weather&#34;, "\{\{shadowRootId\}\}"\)'><\/script>/.exec(html)?.[1];
+  assert.ok(css && js, html);
+  const style = await fetch(css);
+  assert.match(style.headers.get("content-type"), /^text\/css/);
+  assert.match(await style.text(), /rgb\(10, 20, 30\)/);
+  const script = await fetch(js);
+  assert.match(script.headers.get("content-type"), /^text\/javascript/);
+  // Run the bundle as the page would: the SDK's globals provide React's
+  // JSX runtime and the component store; render hands it the component.
+  const rendered = [];
+  const page = {
+    document: { getElementById: (id) => ({ id, shadowRoot: { appendChild() {} } }), createElement: (tag) => ({ tag }) },
+    [Symbol.for("LGUI_REQUIRE")]: (name) => {
+      if (name === "react/jsx-runtime") return { jsx: (type, props) => ({ type, props }), jsxs: (type, props) => ({ type, props }), Fragment: "Fragment" };
+      throw new Error(`unexpected module ${name}`);
+    },
+    [Symbol.for("LGUI_EXT_STORE")]: { respond: (id, comp, el) => rendered.push({ id, el, out: comp({ city: "Paris" }) }) },
+  };
+  page.window = page;
+  vm.runInNewContext(`${await script.text()}\n__LGUI_weather.render("weather", "shadow-1");`, page);
+  // (through JSON: the objects were made in the page's context, with its prototypes)
+  assert.deepEqual(JSON.parse(JSON.stringify(rendered)), [{ id: "shadow-1", el: { tag: "div" }, out: { type: "div", props: { className: "weather", children: ["Weather in ", "Paris"] } } }]);
+
+  await assert.rejects(client["~ui"].getComponent("nowhere", "weather"), /404/);
+  assert.equal((await fetch(`${url}/ui/weather/nothing.js`)).status, 404);
 });
 
 test("custom routes: a server-sent event answer streams to the client as the app writes it", only("config"), async () => {

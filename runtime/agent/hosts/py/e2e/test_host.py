@@ -406,10 +406,71 @@ async def test_custom_routes_are_served_by_the_app(agent, client):
         # A method Slipway does not serve on its own path goes to the app...
         r = await h.delete("/threads")
         assert (r.status_code, r.text) == (200, "custom DELETE /threads")
-        # ...what Slipway serves stays Slipway's, and the app answers its own 404s.
+        # ...what Slipway serves stays Slipway's.
         assert (await h.get("/ok")).json() == {"ok": True}
         assert (await h.post("/threads", json={})).json()["thread_id"]
-        assert (await h.get("/custom/nothing")).status_code == 404
+
+
+async def test_custom_routes_are_mounted_before_the_api(agent):
+    # As the reference mounts the app: what no route of the app serves is
+    # the API's, down to its own 404 (not the app's plain-text one).
+    async with httpx.AsyncClient(base_url=agent.url) as h:
+        missing = await h.get("/custom/nothing")
+        assert (missing.status_code, missing.json()) == (404, {"detail": "Not Found"})
+        # The app's route shadows the API's path...
+        assert (await h.get("/assistants/app-owned")).json() == {"owner": "app"}
+        # ...and its middleware sees the API's requests: it may answer them,
+        # it adds its headers to the API's answers.
+        assert (await h.get("/info", params={"intercept": "1"})).json() == {"intercepted": "/info"}
+        info = await h.get("/info")
+        assert info.status_code == 200
+        assert info.headers["x-app-middleware"] == "true"
+    # A body the middleware changes is the body the API reads: through the
+    # SDK, the x-stamp header becomes the new thread's metadata.
+    stamped = get_client(url=agent.url, headers={"x-stamp": "by-middleware"})
+    thread = await stamped.threads.create(metadata={"mine": 1})
+    assert thread["metadata"] == {"mine": 1, "stamped": "by-middleware"}
+    assert (await stamped.threads.get(thread["thread_id"]))["metadata"]["stamped"] == "by-middleware"
+    # A body over 64 KiB streams to the host: left alone by the app, or
+    # changed by its middleware, the API reads it whole.
+    for c in (get_client(url=agent.url), stamped):
+        big = await c.threads.create(metadata={"big": "x" * 100_000})
+        assert len((await c.threads.get(big["thread_id"]))["metadata"]["big"]) == 100_000
+    assert big["metadata"]["stamped"] == "by-middleware"
+
+
+async def test_generative_ui(agent, client):
+    # push_ui_message's messages pass through the stream as custom events
+    # and reach the state, as on the reference.
+    thread = await client.threads.create()
+    chunks = await collect(client.runs.stream(thread["thread_id"], "ui_card", input={"text": "hi"}, stream_mode=["custom", "values"]))
+    ui = [c.data for c in chunks if c.event == "custom"]
+    assert [(m["type"], m["name"], m["props"]) for m in ui] == [("ui", "card", {"text": "hi"})]
+    state = await client.threads.get_state(thread["thread_id"])
+    assert [m["name"] for m in state["values"]["ui"]] == ["card"]
+    # The HTML LoadExternalComponent puts in its shadow root, and the bundle.
+    async with httpx.AsyncClient(base_url=agent.url) as h:
+        r = await h.post("/ui/ui_card", json={"name": "card"})
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+        src = r.text.split('<script src="', 1)[1].split('"', 1)[0]
+        assert "__LGUI_ui_card.render(&#34;card&#34;" in r.text
+        js = await h.get(src)
+        assert js.status_code == 200 and "var __LGUI_ui_card" in js.text
+        missing = await h.post("/ui/steps", json={"name": "card"})
+        assert (missing.status_code, missing.json()) == (404, {"detail": "UI not found for graph 'steps'"})
+
+
+async def test_custom_routes_are_in_the_openapi_document(agent):
+    # As the reference merges the app's document into its own.
+    async with httpx.AsyncClient(base_url=agent.url) as h:
+        doc = (await h.get("/openapi.json")).json()
+        page = (await h.get("/docs")).text
+    assert doc["paths"]["/custom/hello"]["get"]["summary"] == "Greets the caller."
+    assert set(doc["paths"]["/custom/upload/{id}"]) == {"get", "post"}
+    assert doc["paths"]["/custom/upload/{id}"]["post"]["parameters"][0]["name"] == "id"
+    # A route on an API path joins the API's operations on it.
+    assert "delete" in doc["paths"]["/threads"] and "post" in doc["paths"]["/threads"]
+    assert "/custom/hello" in page and "Greets the caller." in page
 
 
 async def test_custom_route_uploads_stream_to_the_app(agent):
