@@ -32,7 +32,7 @@ const (
 const LabelPulled = "dev.slipway.pulled"
 
 // LabelRootfs is on an imported Debian root filesystem: the directory of
-// the image cache it was imported from.
+// the image cache it was imported from (pruning its last image removes it).
 const LabelRootfs = "dev.slipway.rootfs"
 
 // pullRetry is how long a pull that timed out is not tried again: without

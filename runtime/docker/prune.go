@@ -113,8 +113,10 @@ func (d *Driver) collectLanguage(ctx context.Context) (removed []string, err err
 		if !mine(img, img.Labels[LabelRole] == "rootfs") || basedOn(img.RepoTags[0]) {
 			continue
 		}
-		if remove(img) && rootfsDirRe.MatchString(img.Labels[LabelRootfs]) {
-			dirs = append(dirs, img.Labels[LabelRootfs])
+		// Only directories of this install's cache, as named there.
+		dir := img.Labels[LabelRootfs]
+		if remove(img) && filepath.Dir(dir) == filepath.Clean(d.imageCache()) && rootfsDirRe.MatchString(filepath.Base(dir)) {
+			dirs = append(dirs, dir)
 		}
 	}
 	for _, ref := range pulled {
@@ -132,35 +134,25 @@ func (d *Driver) collectLanguage(ctx context.Context) (removed []string, err err
 		}
 	}
 	for _, dir := range dirs {
-		if d.rootfsInUse(images, gone, dir) {
+		if rootfsInUse(images, gone, dir) {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(d.imageCache(), dir)); err != nil {
-			errs = append(errs, fmt.Errorf("remove the cached root filesystem %s: %w", dir, err))
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove the cached root filesystem %s: %w", filepath.Base(dir), err))
 			continue
 		}
-		removed = append(removed, "<SLIPWAY_IMAGE_CACHE>/"+dir)
+		removed = append(removed, "<SLIPWAY_IMAGE_CACHE>/"+filepath.Base(dir))
 		d.Log.Info().Str("directory", dir).Msg("removed a cached root filesystem no deployment uses")
 	}
 	return removed, errors.Join(errs...)
 }
 
-// rootfsInUse says whether an image that stays was imported from the
-// cache directory dir: another install's, or one of a version of Slipway
-// that named it slipway-rootfs:<dir without "rootfs-">.
-func (d *Driver) rootfsInUse(images []image.Summary, gone map[string]bool, dir string) bool {
-	old := "slipway-rootfs:" + strings.TrimPrefix(dir, "rootfs-")
+// rootfsInUse says whether an image that stays (another install's, using
+// the same cache) was imported from the cache directory dir.
+func rootfsInUse(images []image.Summary, gone map[string]bool, dir string) bool {
 	for _, img := range images {
-		if gone[img.ID] {
-			continue
-		}
-		if img.Labels[LabelRootfs] == dir {
+		if !gone[img.ID] && img.Labels[LabelRootfs] == dir {
 			return true
-		}
-		for _, t := range img.RepoTags {
-			if t == old {
-				return true
-			}
 		}
 	}
 	return false

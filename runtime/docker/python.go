@@ -218,7 +218,7 @@ func (d *Driver) rootfsImage(ctx context.Context, suite string, packages, apt []
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(tarTree(dir, pw)) }()
 	res, err := d.Client.ImageImport(ctx, client.ImageImportSource{Source: pr, SourceName: "-"}, tag, client.ImageImportOptions{
-		Changes: []string{"LABEL " + LabelManaged + "=true " + LabelRole + "=rootfs " + LabelInstance + "=" + d.Instance + " " + LabelRootfs + "=rootfs-" + id, "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		Changes: []string{"LABEL " + LabelManaged + "=true " + LabelRole + "=rootfs " + LabelInstance + "=" + d.Instance + " " + LabelRootfs + "=" + quote(dir), "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 	})
 	if err != nil {
 		pr.CloseWithError(err)
