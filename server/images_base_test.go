@@ -262,7 +262,12 @@ func TestAgentImageBases(t *testing.T) {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	waitGone(t, e, "after deleting the deployment on the Debian image", lang1, rootfs)
-	if _, err := os.Stat(rootfsDir); !os.IsNotExist(err) {
-		t.Fatalf("the cached root filesystem %s is still there: %v", rootfsDir, err)
+	// The directory goes after the images, in the same collection.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := os.Stat(rootfsDir); os.IsNotExist(err) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the cached root filesystem %s is still there: %v", rootfsDir, err)
+		}
 	}
 }
