@@ -98,7 +98,7 @@ server commands:
   serve     run the control plane, organization API and runtime (default)
   agent     run one deployment's agent server
   admin     administer the running server: organizations, audit log (slipway admin help)
-  images    build the docker runtime's Python agent images locally (slipway images build)
+  images    build or prune the docker runtime's agent images (slipway images build, slipway images prune)
   version   print the version
 
 client commands (slipway COMMAND -h for their flags):

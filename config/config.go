@@ -38,6 +38,35 @@ type Logging struct {
 // serve` and `slipway images` share it.
 type Images struct {
 	ImageCache string `env:"SLIPWAY_IMAGE_CACHE" envDefault:"/var/cache/slipway"`
+	// PythonBaseImage and NodeBaseImage are the images the agent images
+	// are built on when the engine has them or can pull them ({version}
+	// is the project's python_version or node_version); debootstrap is the
+	// fallback. BasePullTimeout bounds each pull (0: never pull, use a
+	// base only when already present).
+	PythonBaseImage string        `env:"SLIPWAY_PYTHON_BASE_IMAGE" envDefault:"python:{version}-slim-bookworm"`
+	NodeBaseImage   string        `env:"SLIPWAY_NODE_BASE_IMAGE" envDefault:"node:{version}-bookworm-slim"`
+	BasePullTimeout time.Duration `env:"SLIPWAY_BASE_PULL_TIMEOUT" envDefault:"5m"`
+}
+
+// ImagesCommand configures `slipway images`: the image settings, and the
+// data directory, where it finds the install whose images it builds and
+// prunes (their names and labels carry its id).
+type ImagesCommand struct {
+	Data
+	Images
+}
+
+// check refuses base image templates that are not one image reference.
+func (i Images) check() error {
+	for _, t := range []struct{ name, v string }{{"SLIPWAY_PYTHON_BASE_IMAGE", i.PythonBaseImage}, {"SLIPWAY_NODE_BASE_IMAGE", i.NodeBaseImage}} {
+		if t.v == "" || strings.ContainsAny(t.v, " \t\r\n") {
+			return &Error{fmt.Sprintf("%s: %q is not an image reference (such as python:{version}-slim-bookworm)", t.name, t.v)}
+		}
+	}
+	if i.BasePullTimeout < 0 {
+		return &Error{"SLIPWAY_BASE_PULL_TIMEOUT: must not be negative"}
+	}
+	return nil
 }
 
 // Serve configures `slipway serve`: the control plane, the organization API,
@@ -157,6 +186,9 @@ func LoadServe(environ map[string]string) (c Serve, err error) {
 	}
 	c.DataDir = abs
 	if err := c.Logging.check(); err != nil {
+		return c, err
+	}
+	if err := c.Images.check(); err != nil {
 		return c, err
 	}
 	if c.MaxUploadMB < 1 || c.MaxUploadMB > 10240 {
@@ -314,8 +346,11 @@ func LoadAdmin(environ map[string]string) (c Admin, err error) {
 }
 
 // LoadImages parses the configuration of `slipway images`.
-func LoadImages(environ map[string]string) (c Images, err error) {
-	return c, parse(&c, environ)
+func LoadImages(environ map[string]string) (c ImagesCommand, err error) {
+	if err := parse(&c, environ); err != nil {
+		return c, err
+	}
+	return c, c.Images.check()
 }
 
 // LoadAgent parses and validates the agent configuration.

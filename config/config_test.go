@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLoadServe(t *testing.T) {
@@ -179,6 +180,45 @@ func TestLoadAdminAndImages(t *testing.T) {
 			s, err := LoadServe(tc.env)
 			if err != nil || s.ImageCache != tc.wantImg {
 				t.Errorf("serve: %+v, %v; want cache %q", s, err, tc.wantImg)
+			}
+		})
+	}
+}
+
+// TestBaseImageSettings: the official images by default, the operator's
+// templates, and refusals of what is not one image reference or a
+// negative pull timeout, for `slipway serve` and `slipway images` alike.
+func TestBaseImageSettings(t *testing.T) {
+	tests := []struct {
+		name       string
+		env        map[string]string
+		py, node   string
+		timeout    time.Duration
+		wantErrSub string
+	}{
+		{"defaults", map[string]string{}, "python:{version}-slim-bookworm", "node:{version}-bookworm-slim", 5 * time.Minute, ""},
+		{"set", map[string]string{"SLIPWAY_PYTHON_BASE_IMAGE": "127.0.0.1:5000/library/python:{version}-slim-bookworm", "SLIPWAY_NODE_BASE_IMAGE": "mirror/node:{version}", "SLIPWAY_BASE_PULL_TIMEOUT": "0"},
+			"127.0.0.1:5000/library/python:{version}-slim-bookworm", "mirror/node:{version}", 0, ""},
+		{"two words", map[string]string{"SLIPWAY_PYTHON_BASE_IMAGE": "python:3 --privileged"}, "", "", 0, "SLIPWAY_PYTHON_BASE_IMAGE"},
+		{"negative timeout", map[string]string{"SLIPWAY_BASE_PULL_TIMEOUT": "-1s"}, "", "", 0, "SLIPWAY_BASE_PULL_TIMEOUT"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			i, err := LoadImages(tc.env)
+			s, serr := LoadServe(tc.env)
+			if tc.wantErrSub != "" {
+				if err == nil || serr == nil || !strings.Contains(err.Error(), tc.wantErrSub) || !strings.Contains(serr.Error(), tc.wantErrSub) {
+					t.Fatalf("images: %v; serve: %v; want an error naming %s", err, serr, tc.wantErrSub)
+				}
+				return
+			}
+			if err != nil || serr != nil {
+				t.Fatalf("images: %v; serve: %v", err, serr)
+			}
+			for _, got := range []Images{i.Images, s.Images} {
+				if got.PythonBaseImage != tc.py || got.NodeBaseImage != tc.node || got.BasePullTimeout != tc.timeout {
+					t.Errorf("got %+v", got)
+				}
 			}
 		})
 	}

@@ -135,8 +135,12 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 // adminServer is the host administration API served on the admin socket;
 // its writes go through the same committer as the HTTP API's.
 func (a *app) adminServer() *admin.Server {
-	return &admin.Server{DB: a.db, Orgs: a.orgs, Log: a.audit.Log, Retention: a.retention, Forwarder: a.forward,
-		Update: a.audit.Update, Logger: a.log.With().Str("component", "admin").Logger()}
+	s := &admin.Server{DB: a.db, Orgs: a.orgs, Log: a.audit.Log, Retention: a.retention, Forwarder: a.forward,
+		Update: a.audit.Update, Logger: a.log.With().Str("component", "admin").Logger(), Instance: a.instance}
+	if d, ok := a.driver.(*docker.Driver); ok {
+		s.PruneImages = d.PruneImages
+	}
+	return s
 }
 
 // chooseDriver picks the runtime: docker when SLIPWAY_RUNTIME says so or,
@@ -160,6 +164,7 @@ func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger, inst
 		if err == nil {
 			d := &docker.Driver{Client: c, Bin: bin, Root: filepath.Join(cfg.DataDir, "builds"),
 				SecretsDir: filepath.Join(cfg.DataDir, "secrets"), Gate: gate, APIAddr: cfg.Addr, Instance: instance, ImageCache: cfg.ImageCache,
+				PythonBaseImage: cfg.PythonBaseImage, NodeBaseImage: cfg.NodeBaseImage, BasePullTimeout: cfg.BasePullTimeout,
 				DefaultMemoryMB: cfg.DefaultMemoryLimitMB, Log: log.With().Str("component", "docker-runtime").Logger()}
 			return d, fmt.Sprintf("SLIPWAY_RUNTIME=%s: a Docker engine answers at %s (API %s)", cfg.Runtime, c.DaemonHost(), api)
 		}

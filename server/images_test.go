@@ -9,9 +9,10 @@ import (
 	"slipway/server/servertest"
 )
 
-// TestImagesBuild runs `slipway images build`: it makes the Python and
-// Node.js agent images of this binary (from the cached root filesystems,
-// or debootstrap), which then carry the binary, the host's trust store and
+// TestImagesBuild runs `slipway images build` with the official images
+// out of reach: it makes the install's Python and Node.js agent images of
+// this binary (from the cached root filesystems, or debootstrap), saying
+// why, which then carry the binary, the host's trust store and
 // a Python with venv or node with npm; a version Debian does not carry is
 // refused with what to do.
 func TestImagesBuild(t *testing.T) {
@@ -23,7 +24,19 @@ func TestImagesBuild(t *testing.T) {
 		t.Skip("skipping: debootstrap is not installed; under CI=true this fails instead")
 	}
 	bin := servertest.Binary(t)
-	out, err := osexec.Command(bin, "images", "build", "-python", "3.11").CombinedOutput()
+	// The images are the install's: `images build` asks the running
+	// server for its id. The official images are out of reach (nothing
+	// listens there), so the images come from Debian packages.
+	s := servertest.Start(t, nil)
+	requireRuntime(t, "docker") // cleans up the install's images
+	nowhere := servertest.FreeAddr(t)
+	images := func(args ...string) *osexec.Cmd {
+		cmd := osexec.Command(bin, append([]string{"images"}, args...)...)
+		cmd.Env = append(os.Environ(), "SLIPWAY_DATA_DIR="+s.DataDir,
+			"SLIPWAY_PYTHON_BASE_IMAGE="+nowhere+"/python:{version}", "SLIPWAY_NODE_BASE_IMAGE="+nowhere+"/node:{version}")
+		return cmd
+	}
+	out, err := images("build", "-python", "3.11").CombinedOutput()
 	if err != nil {
 		t.Fatalf("images build: %v\n%s", err, out)
 	}
@@ -38,12 +51,12 @@ func TestImagesBuild(t *testing.T) {
 		t.Fatalf("the image %s: %v\n%s", tag, err, run)
 	}
 	// Building again finds it.
-	again, err := osexec.Command(bin, "images", "build").CombinedOutput()
-	if err != nil || !strings.HasPrefix(string(again), tag+" ") {
+	again, err := images("build").CombinedOutput()
+	if l := strings.Split(strings.TrimSpace(string(again)), "\n"); err != nil || !strings.HasPrefix(l[len(l)-1], tag+" ") || strings.Contains(string(again), "==> build") {
 		t.Fatalf("images build again: %v\n%s", err, again)
 	}
 	// Node.js: nodejs from debootstrap, npm with apt-get inside it.
-	out, err = osexec.Command(bin, "images", "build", "-python", "", "-node", "20").CombinedOutput()
+	out, err = images("build", "-python", "", "-node", "20").CombinedOutput()
 	lines = strings.Split(strings.TrimSpace(string(out)), "\n")
 	node, _, _ := strings.Cut(lines[len(lines)-1], " ")
 	if err != nil || !strings.HasPrefix(node, "slipway-node:20-") {
@@ -54,8 +67,10 @@ func TestImagesBuild(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(run), "v20.") || !strings.Contains(string(run), "/etc/ssl/certs/ca-certificates.crt") {
 		t.Fatalf("the image %s: %v\n%s", node, err, run)
 	}
-	out, err = osexec.Command(bin, "images", "build", "-python", "3.12").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "3.11 (bookworm) and 3.13 (trixie), not 3.12: set base_image") {
+	out, err = images("build", "-python", "3.12").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "could not pull "+nowhere+"/python:3.12 (") ||
+		!strings.Contains(string(out), "from Debian packages only for 3.11 (bookworm) and 3.13 (trixie), not 3.12: ") ||
+		!strings.Contains(string(out), "set SLIPWAY_PYTHON_BASE_IMAGE to an image with Python 3.12") {
 		t.Fatalf("an unbuildable version: %v\n%s", err, out)
 	}
 }

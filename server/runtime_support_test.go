@@ -47,6 +47,12 @@ func cleanupInstalls(t testing.TB, e *client.Client) {
 		if err := d.Reconcile(context.Background(), map[string]string{}); err != nil {
 			t.Logf("clean up docker objects of install %s: %v", s.InstanceID, err)
 		}
+		// Its agent images too; the shared cache of root filesystems
+		// stays (the prune's cache is elsewhere).
+		d.ImageCache = t.TempDir()
+		if _, err := d.PruneImages(context.Background()); err != nil {
+			t.Logf("prune the images of install %s: %v", s.InstanceID, err)
+		}
 	}
 }
 

@@ -86,6 +86,15 @@ type Driver struct {
 	// (DefaultImageCache when empty).
 	ImageCache string
 	pyMu       sync.Mutex // one Python or Node.js agent image build at a time
+	// PythonBaseImage and NodeBaseImage are the official images the agent
+	// images are built on ({version} replaced; defaults in base.go), pulled
+	// within BasePullTimeout (0: never pulled); see base.go.
+	PythonBaseImage, NodeBaseImage string
+	BasePullTimeout                time.Duration
+	pullFailed                     map[string]pullFailure // under pyMu
+	// buildMu is read-held by each build: image collection after a
+	// deletion skips language images while one runs (prune.go).
+	buildMu sync.RWMutex
 
 	mu         sync.Mutex
 	deps       map[string]serving // deployment → its serving revision
@@ -160,6 +169,10 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 		}
 		return s.ImageURI, nil
 	}
+	// Until the revision image names its base, collection must not take
+	// a language image from under this build (prune.go).
+	d.buildMu.RLock()
+	defer d.buildMu.RUnlock()
 	tag := imageTag(s.DeploymentID, s.RevisionID)
 	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
 		fmt.Fprintf(log, "image %s was built before\n", tag)
@@ -839,7 +852,12 @@ func (d *Driver) removeVolumes(ctx context.Context, dep, rev string, claimed boo
 // Remove deletes everything the deployment owns: containers, volumes (its
 // agent database included), its network and its images.
 func (d *Driver) Remove(ctx context.Context, dep string) error {
-	return d.remove(ctx, dep, true)
+	if err := d.remove(ctx, dep, true); err != nil {
+		return err
+	}
+	// The last deployment built on a language image takes it along.
+	d.collectAfterRemove(ctx)
+	return nil
 }
 
 // remove is Remove of a deployment this install's record claims, or (not

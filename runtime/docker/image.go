@@ -188,13 +188,19 @@ func (d *Driver) agentImage(ctx context.Context, log io.Writer) (string, error) 
 // base (LabelBase); one built before that label existed keeps its base
 // through the engine, which refuses to remove an image with children.
 func (d *Driver) CollectImages(ctx context.Context) error {
+	_, err := d.collectBases(ctx)
+	return err
+}
+
+// collectBases is CollectImages, returning the tags it removed.
+func (d *Driver) collectBases(ctx context.Context) (removed []string, err error) {
 	if d.Instance == "" {
-		return nil
+		return nil, nil
 	}
 	mine := client.Filters{}.Add("label", LabelManaged+"=true").Add("label", LabelInstance+"="+d.Instance)
 	res, err := d.Client.ImageList(ctx, client.ImageListOptions{Filters: mine})
 	if err != nil {
-		return fmt.Errorf("list images: %w", err)
+		return nil, fmt.Errorf("list images: %w", err)
 	}
 	used := map[string]bool{}
 	if d.Bin != "" {
@@ -221,6 +227,7 @@ func (d *Driver) CollectImages(ctx context.Context) error {
 			switch {
 			case err == nil:
 				d.Log.Info().Str("image", tag).Msg("removed an agent base image no revision uses")
+				removed = append(removed, tag)
 			case cerrdefs.IsConflict(err) || cerrdefs.IsNotFound(err):
 				// Still the parent of an image, or already gone.
 			default:
@@ -228,7 +235,7 @@ func (d *Driver) CollectImages(ctx context.Context) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return removed, errors.Join(errs...)
 }
 
 // build runs one image build and reads its whole output stream: a failed

@@ -29,9 +29,9 @@ import (
 // importing it a few seconds.
 const DefaultImageCache = "/var/cache/slipway"
 
-// language is an agent image Slipway builds from Debian packages: the
-// Debian release that carries each version, and the packages beyond
-// minbase. Another version needs base_image.
+// language is an agent image Slipway builds: on the official image of a
+// version (base.go), or from Debian packages: the Debian release that
+// carries each version, and the packages beyond minbase.
 type language struct {
 	name, repo string
 	releases   map[string]string
@@ -59,29 +59,38 @@ const debianMirror = "http://deb.debian.org/debian"
 // runtime's builds do.
 const hostCAFile = "/etc/ssl/certs/ca-certificates.crt"
 
-// imageTag names the agent image of l's version for the slipway binary
-// bin and the host's trust store ca: <repo>:<version>-<hash of them and
-// the recipe>.
-func (l language) imageTag(version string, bin, ca []byte) string {
+// imageTag names this install's agent image of l's version for the
+// slipway binary bin, the host's trust store ca and the base it is built
+// on (source: the official image's reference and id, or the Debian
+// packages): <repo>:<version>-<hash of them, the install and the recipe>.
+// The install is in the hash, as in agentRecipe: each install prunes its
+// own images without taking one from under another's builds.
+func (d *Driver) imageTag(l language, version string, bin, ca []byte, source string, certs bool) string {
 	h := sha256.New()
 	h.Write(bin)
 	h.Write(ca)
-	h.Write([]byte(languageRecipe("rootfs", ca != nil)))
+	h.Write([]byte(languageRecipe("base", ca != nil, certs)))
 	h.Write([]byte(strings.Join(l.packages, " ") + "+" + strings.Join(l.apt, " ")))
+	h.Write([]byte("\x00" + source + "\x00" + d.Instance))
 	return l.repo + ":" + version + "-" + hex.EncodeToString(h.Sum(nil)[:6])
 }
 
 // languageRecipe is the Dockerfile that puts Slipway's binary (and the
-// host's trust store, when ca) on an imported Debian root filesystem.
-func languageRecipe(rootfs string, ca bool) string {
-	df := "FROM " + rootfs + "\nCOPY slipway /slipway\n" +
+// host's trust store, when ca) on base: an official language image or an
+// imported Debian root filesystem. certs says the image has a trust store
+// at hostCAFile (the host's, or Debian's ca-certificates package), which
+// the tools are then pointed at; without one they keep their defaults.
+func languageRecipe(base string, ca, certs bool) string {
+	df := "FROM " + base + "\nUSER root\nCOPY slipway /slipway\n" +
 		"COPY --chown=" + agentUser + " data /data\n"
 	if ca {
 		df += "COPY ca-certificates.crt " + hostCAFile + "\n"
 	}
-	return df + "ENV HOME=/tmp TMPDIR=/tmp LANG=C.UTF-8 PYTHONUNBUFFERED=1 SSL_CERT_FILE=" + hostCAFile +
-		" PIP_CERT=" + hostCAFile + " REQUESTS_CA_BUNDLE=" + hostCAFile + " NODE_EXTRA_CA_CERTS=" + hostCAFile + "\n" +
-		"RUN chmod 1777 /tmp\nWORKDIR /app\nUSER " + agentUser + "\n" +
+	df += "ENV HOME=/tmp TMPDIR=/tmp LANG=C.UTF-8 PYTHONUNBUFFERED=1"
+	if ca || certs {
+		df += " SSL_CERT_FILE=" + hostCAFile + " PIP_CERT=" + hostCAFile + " REQUESTS_CA_BUNDLE=" + hostCAFile + " NODE_EXTRA_CA_CERTS=" + hostCAFile
+	}
+	return df + "\nRUN chmod 1777 /tmp\nWORKDIR /app\nUSER " + agentUser + "\n" +
 		"ENTRYPOINT [\"/slipway\", \"agent\"]\n"
 }
 
@@ -104,15 +113,12 @@ func (d *Driver) NodeImage(ctx context.Context, major string, log io.Writer) (st
 }
 
 // languageImage builds an agent image of l's version when it is missing:
-// a Debian root filesystem (debootstrap --variant=minbase, kept in the
-// image cache), imported into the engine, with Slipway's binary and the
-// host's trust store added. Progress goes to log.
+// on the official image of that version when the engine has it or can
+// pull it (base.go), else on a Debian root filesystem (debootstrap
+// --variant=minbase, kept in the image cache, imported into the engine),
+// with Slipway's binary and the host's trust store added. Progress, and
+// which base was used and why, go to log.
 func (d *Driver) languageImage(ctx context.Context, l language, version string, log io.Writer) (string, error) {
-	suite, ok := l.releases[version]
-	if !ok {
-		return "", fmt.Errorf("%w: Slipway builds %s images from Debian packages, which carry %s %s, not %s: set base_image in the graph configuration to an image with %s %s",
-			runtime.ErrUnsupported, l.name, l.name, l.carry, version, l.name, version)
-	}
 	d.pyMu.Lock()
 	defer d.pyMu.Unlock()
 	if err := CheckStatic(d.Bin); err != nil {
@@ -124,30 +130,65 @@ func (d *Driver) languageImage(ctx context.Context, l language, version string, 
 	}
 	ca, err := os.ReadFile(hostCAFile)
 	if err != nil || len(ca) == 0 {
-		ca = nil // not Debian's layout: the image keeps Debian's own store
+		ca = nil // not Debian's layout: the image keeps its own store
 	}
-	tag := l.imageTag(version, bin, ca)
+	ref, setting := d.baseRef(l, version)
+	id, pulled, pullErr := d.officialBase(ctx, ref, log)
+	if pullErr == nil {
+		if pulled {
+			fmt.Fprintf(log, "pulled %s: the %s %s agent image is built on it\n", ref, l.name, version)
+		} else {
+			fmt.Fprintf(log, "using %s, already in the engine: the %s %s agent image is built on it\n", ref, l.name, version)
+		}
+		// Only a Python image is known to carry Debian's trust store
+		// (python:*-slim installs ca-certificates; node:*-slim does not).
+		certs := l.role == pythonLanguage.role
+		tag := d.imageTag(l, version, bin, ca, "image "+ref+"@"+id, certs)
+		labels := map[string]string{LabelBase: ref}
+		if pulled {
+			labels[LabelPulled] = "true"
+		}
+		return tag, d.buildLanguage(ctx, l, version, tag, ref, bin, ca, certs, labels, log)
+	}
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	suite, ok := l.releases[version]
+	if !ok {
+		return "", fmt.Errorf("%w: could not pull %s (%v), and Slipway builds %s images from Debian packages only for %s, not %s: let the engine pull %s (or docker load it), set %s to an image with %s %s, or set base_image in the graph configuration",
+			runtime.ErrUnsupported, ref, pullErr, l.name, l.carry, version, ref, setting, l.name, version)
+	}
+	fmt.Fprintf(log, "could not pull %s: %v; building from Debian packages with debootstrap\n", ref, pullErr)
+	tag := d.imageTag(l, version, bin, ca, "debian "+suite, true)
 	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
 		return tag, nil
 	}
-	start := time.Now()
-	fmt.Fprintf(log, "==> build the %s %s agent image %s\n", l.name, version, tag)
 	rootfs, err := d.rootfsImage(ctx, suite, l.packages, l.apt, log)
 	if err != nil {
 		return "", err
 	}
-	df := languageRecipe(rootfs, ca != nil)
-	buf, err := tarContext(contextFile{"Dockerfile", 0o644, []byte(df)}, contextFile{"slipway", 0o755, bin}, contextFile{"data/.keep", 0o600, nil}, contextFile{"ca-certificates.crt", 0o644, ca})
-	if err != nil {
-		return "", err
+	return tag, d.buildLanguage(ctx, l, version, tag, rootfs, bin, ca, true, map[string]string{LabelBase: rootfs}, log)
+}
+
+// buildLanguage builds the agent image tag on base unless it exists; labels
+// (which base, whether Slipway pulled it) join the install's.
+func (d *Driver) buildLanguage(ctx context.Context, l language, version, tag, base string, bin, ca []byte, certs bool, labels map[string]string, log io.Writer) error {
+	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
+		return nil
 	}
-	// Not the install's: the image is a machine-wide cache, like the
-	// root filesystem, named by what it holds.
-	if err := d.build(ctx, buf, tag, map[string]string{LabelManaged: "true", LabelRole: l.role}, log); err != nil {
-		return "", fmt.Errorf("build the %s agent image: %w", l.name, err)
+	start := time.Now()
+	fmt.Fprintf(log, "==> build the %s %s agent image %s on %s\n", l.name, version, tag, base)
+	buf, err := tarContext(contextFile{"Dockerfile", 0o644, []byte(languageRecipe(base, ca != nil, certs))}, contextFile{"slipway", 0o755, bin}, contextFile{"data/.keep", 0o600, nil}, contextFile{"ca-certificates.crt", 0o644, ca})
+	if err != nil {
+		return err
+	}
+	// The install's: prune removes it once no deployment is built on it.
+	labels[LabelManaged], labels[LabelRole], labels[LabelInstance] = "true", l.role, d.Instance
+	if err := d.build(ctx, buf, tag, labels, log); err != nil {
+		return fmt.Errorf("build the %s agent image: %w", l.name, err)
 	}
 	fmt.Fprintf(log, "<== build the %s %s agent image done in %s\n", l.name, version, time.Since(start).Round(time.Millisecond))
-	return tag, nil
+	return nil
 }
 
 // rootfsImage imports the Debian root filesystem of suite with packages,
@@ -159,7 +200,10 @@ func (d *Driver) rootfsImage(ctx context.Context, suite string, packages, apt []
 	}
 	h := sha256.Sum256([]byte(key))
 	id := suite + "-" + hex.EncodeToString(h[:6])
-	tag := "slipway-rootfs:" + id
+	// The directory is shared by the installs that use the cache; the
+	// imported image is this install's, which prune may remove.
+	hi := sha256.Sum256([]byte(id + "\x00" + d.Instance))
+	tag := "slipway-rootfs:" + id + "-" + hex.EncodeToString(hi[:4])
 	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
 		return tag, nil
 	}
@@ -174,7 +218,7 @@ func (d *Driver) rootfsImage(ctx context.Context, suite string, packages, apt []
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(tarTree(dir, pw)) }()
 	res, err := d.Client.ImageImport(ctx, client.ImageImportSource{Source: pr, SourceName: "-"}, tag, client.ImageImportOptions{
-		Changes: []string{"LABEL " + LabelManaged + "=true " + LabelRole + "=rootfs", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		Changes: []string{"LABEL " + LabelManaged + "=true " + LabelRole + "=rootfs " + LabelInstance + "=" + d.Instance + " " + LabelRootfs + "=" + quote(dir), "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 	})
 	if err != nil {
 		pr.CloseWithError(err)

@@ -57,6 +57,10 @@ type Server struct {
 	// Update runs a durable write transaction: the API's group-committing
 	// writer, for the audit events of refused changes (DB.Update if nil).
 	Update func(func(*bolt.Tx) error) error
+	// Instance is the install's id; PruneImages (nil without the docker
+	// runtime) removes the images no deployment uses (images.go).
+	Instance    string
+	PruneImages func(context.Context) ([]string, error)
 
 	token string // set by Listen; every request must present it
 }
@@ -99,6 +103,8 @@ func (s *Server) Handler() http.Handler {
 	rt.POST("/v1/audit/prune", h(s.prune))
 	rt.POST("/v1/audit/reindex", h(s.reindex))
 	rt.GET("/v1/audit/forward", h(s.forwardStatus))
+	rt.GET("/v1/instance", h(s.instance))
+	rt.POST("/v1/images/prune", h(s.pruneImages))
 	rt.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusNotFound, map[string]any{"detail": "No such admin endpoint: " + r.Method + " " + r.URL.Path})
 	})
