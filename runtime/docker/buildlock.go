@@ -20,24 +20,43 @@ type buildLocks struct {
 }
 
 type buildHold struct {
-	owner string        // who builds it, for the waiting line
+	owner builder       // who builds it, for the waiting line
 	done  chan struct{} // closed when it lets go
 }
+
+// builder is who builds: a deployment of a workspace, or a command.
+type builder struct{ workspace, name string }
 
 // builderKey carries, in a build's context, who builds: the waiting line
 // of another build names it.
 type builderKey struct{}
 
-// WithBuilder returns ctx naming who builds under it ("deployment NAME").
+// WithBuilder returns ctx naming who builds under it: a command
+// ("slipway images").
 func WithBuilder(ctx context.Context, who string) context.Context {
-	return context.WithValue(ctx, builderKey{}, who)
+	return context.WithValue(ctx, builderKey{}, builder{name: who})
 }
 
-func builderOf(ctx context.Context) string {
-	if who, ok := ctx.Value(builderKey{}).(string); ok && who != "" {
-		return who
+// withDeployment returns ctx naming the deployment that builds under it.
+func withDeployment(ctx context.Context, workspace, name string) context.Context {
+	return context.WithValue(ctx, builderKey{}, builder{workspace: workspace, name: "deployment " + name})
+}
+
+func builderOf(ctx context.Context) builder {
+	b, _ := ctx.Value(builderKey{}).(builder)
+	return b
+}
+
+// describe names the holder to a build of waiter: a deployment of
+// another workspace stays unnamed, as everything of another workspace.
+func (h builder) describe(waiter builder) string {
+	switch {
+	case h.name == "":
+		return "another build"
+	case h.workspace != "" && h.workspace != waiter.workspace:
+		return "a deployment of another workspace"
 	}
-	return "another build"
+	return h.name
 }
 
 // lock takes image's lock for the build in ctx. When another build holds
@@ -69,7 +88,7 @@ func (b *buildLocks) lock(ctx context.Context, image string, log io.Writer) (fun
 		b.mu.Unlock()
 		if start.IsZero() {
 			start = time.Now()
-			fmt.Fprintf(log, "waiting for the build of %s (%s) to finish\n", image, h.owner)
+			fmt.Fprintf(log, "waiting for the build of %s (%s) to finish\n", image, h.owner.describe(builderOf(ctx)))
 		}
 		select {
 		case <-h.done:

@@ -152,7 +152,7 @@ func TestBuildsOfDifferentImagesDoNotWait(t *testing.T) {
 	aLog, bLog, cLog := newLogSink(), newLogSink(), newLogSink()
 	aDone, bDone, cDone := make(chan result, 1), make(chan result, 1), make(chan result, 1)
 	go func() {
-		tag, err := d.NodeImage(WithBuilder(ctx, "deployment alpha"), "20", aLog)
+		tag, err := d.NodeImage(withDeployment(ctx, "ws1", "alpha"), "20", aLog)
 		aDone <- result{tag, err}
 	}()
 	if tag := <-e.startCh; !strings.HasPrefix(tag, "slipway-node:20-") {
@@ -161,7 +161,7 @@ func TestBuildsOfDifferentImagesDoNotWait(t *testing.T) {
 
 	// A different base: built while alpha's build holds Node.js 20.
 	go func() {
-		tag, err := d.PythonImage(WithBuilder(ctx, "deployment beta"), "3.11", bLog)
+		tag, err := d.PythonImage(withDeployment(ctx, "ws1", "beta"), "3.11", bLog)
 		bDone <- result{tag, err}
 	}()
 	select {
@@ -178,7 +178,7 @@ func TestBuildsOfDifferentImagesDoNotWait(t *testing.T) {
 
 	// The same base: waits for alpha's build, saying so.
 	go func() {
-		tag, err := d.NodeImage(WithBuilder(ctx, "deployment gamma"), "20", cLog)
+		tag, err := d.NodeImage(withDeployment(ctx, "ws1", "gamma"), "20", cLog)
 		cDone <- result{tag, err}
 	}()
 	waiting := "waiting for the build of slipway-node:20 (deployment alpha) to finish"
@@ -217,7 +217,7 @@ func TestBuildsOfDifferentImagesDoNotWait(t *testing.T) {
 // holder's lock is untouched; other images' locks are free meanwhile.
 func TestBuildLockWaitEndsWithTheContext(t *testing.T) {
 	var b buildLocks
-	unlock, err := b.lock(WithBuilder(context.Background(), "deployment alpha"), "slipway-deps:1", io.Discard)
+	unlock, err := b.lock(withDeployment(context.Background(), "ws1", "alpha"), "slipway-deps:1", io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestBuildLockWaitEndsWithTheContext(t *testing.T) {
 	log := newLogSink()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := b.lock(ctx, "slipway-deps:1", log)
+		_, err := b.lock(withDeployment(ctx, "ws1", "beta"), "slipway-deps:1", log)
 		errc <- err
 	}()
 	log.waitFor(t, "waiting for the build of slipway-deps:1 (deployment alpha) to finish")
@@ -245,4 +245,47 @@ func TestBuildLockWaitEndsWithTheContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	again()
+}
+
+// TestBuildWaitNamesTheHolder: the waiting line names the deployment that
+// holds the image only to a build of the same workspace; another
+// workspace's deployment stays unnamed, as everything of it.
+func TestBuildWaitNamesTheHolder(t *testing.T) {
+	tests := []struct {
+		name   string
+		holder context.Context
+		waiter context.Context
+		want   string
+	}{
+		{"same workspace", withDeployment(context.Background(), "ws1", "alpha"), withDeployment(context.Background(), "ws1", "beta"), "(deployment alpha)"},
+		{"another workspace", withDeployment(context.Background(), "ws1", "alpha"), withDeployment(context.Background(), "ws2", "beta"), "(a deployment of another workspace)"},
+		{"a command", WithBuilder(context.Background(), "slipway images"), withDeployment(context.Background(), "ws2", "beta"), "(slipway images)"},
+		{"unnamed", context.Background(), withDeployment(context.Background(), "ws2", "beta"), "(another build)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b buildLocks
+			unlock, err := b.lock(tt.holder, "slipway-node:20", io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := newLogSink()
+			done := make(chan error, 1)
+			go func() {
+				release, err := b.lock(tt.waiter, "slipway-node:20", log)
+				if err == nil {
+					release()
+				}
+				done <- err
+			}()
+			log.waitFor(t, "waiting for the build of slipway-node:20 "+tt.want+" to finish\n")
+			unlock()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if out := log.String(); strings.Contains(tt.want, "another workspace") && strings.Contains(out, "alpha") {
+				t.Fatalf("another workspace's deployment named: %s", out)
+			}
+		})
+	}
 }

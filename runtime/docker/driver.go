@@ -178,7 +178,7 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 	d.buildMu.RLock()
 	defer d.buildMu.RUnlock()
 	// A build that waits for another's image names this deployment.
-	ctx = WithBuilder(ctx, "deployment "+s.DeploymentName)
+	ctx = withDeployment(ctx, s.WorkspaceID, s.DeploymentName)
 	tag := imageTag(s.DeploymentID, s.RevisionID)
 	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
 		fmt.Fprintf(log, "image %s was built before\n", tag)
