@@ -28,6 +28,10 @@ type Health struct {
 	Since  time.Time `json:"since"`
 	// Attempts counts the agent's recreations since it went down.
 	Attempts int `json:"restart_attempts,omitempty"`
+	// Checks counts the health checks (GET /ok) of the active revision's
+	// agent since this control plane started watching it: the agent's log
+	// leaves them out.
+	Checks int64 `json:"checks"`
 }
 
 const (
@@ -87,6 +91,7 @@ type watched struct {
 	nextCheck   time.Time
 	nextAttempt time.Time
 	backoff     time.Duration // the wait after the next recreation; 0: none failed lately
+	checks      int64         // GET /ok probes sent to this revision's agent
 }
 
 func (w *Watcher) init() {
@@ -126,6 +131,18 @@ func (w *Watcher) Health(dep string) (Health, bool) {
 		return Health{}, false
 	}
 	return st.health, true
+}
+
+// Checks is how many health checks dep's active revision's agent was
+// sent since it became active (or this watcher started).
+func (w *Watcher) Checks(dep string) int64 {
+	w.init()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if st, ok := w.state[dep]; ok {
+		return st.checks
+	}
+	return 0
 }
 
 // Run steps until ctx ends: every Retry (the finer of the two intervals)
@@ -195,6 +212,7 @@ func (w *Watcher) observe(tg Target, st *watched, err error) {
 	var attempt int
 	var reason string
 	w.mu.Lock()
+	st.checks++
 	switch {
 	case err == nil:
 		if !st.known || st.health.Status != HealthHealthy {

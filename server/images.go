@@ -66,12 +66,12 @@ func ImagesMain(ctx context.Context, cfg config.ImagesCommand, args []string, st
 	var jobs []func() (string, error)
 	for _, v := range strings.Split(*pythons, ",") {
 		if v = strings.TrimSpace(v); v != "" {
-			jobs = append(jobs, func() (string, error) { return d.PythonImage(ctx, v, stdout) })
+			jobs = append(jobs, func() (string, error) { return d.PythonImage(docker.WithBuilder(ctx, "slipway images"), v, stdout) })
 		}
 	}
 	for _, v := range strings.Split(*nodes, ",") {
 		if v = strings.TrimSpace(v); v != "" {
-			jobs = append(jobs, func() (string, error) { return d.NodeImage(ctx, v, stdout) })
+			jobs = append(jobs, func() (string, error) { return d.NodeImage(docker.WithBuilder(ctx, "slipway images"), v, stdout) })
 		}
 	}
 	for _, job := range jobs {

@@ -71,7 +71,10 @@ func (d *Driver) officialBase(ctx context.Context, ref string, log io.Writer) (i
 	if d.BasePullTimeout <= 0 {
 		return "", false, errors.New("it is not in the engine and SLIPWAY_BASE_PULL_TIMEOUT=0 turns pulls off")
 	}
-	if f, ok := d.pullFailed[ref]; ok && time.Now().Before(f.until) {
+	d.pullMu.Lock()
+	f, ok := d.pullFailed[ref]
+	d.pullMu.Unlock()
+	if ok && time.Now().Before(f.until) {
 		return "", false, fmt.Errorf("%w (not tried again before %s)", f.err, f.until.UTC().Format(time.RFC3339))
 	}
 	fmt.Fprintf(log, "pulling %s (at most %s)\n", ref, d.BasePullTimeout)
@@ -80,15 +83,19 @@ func (d *Driver) officialBase(ctx context.Context, ref string, log io.Writer) (i
 	err = pull(pctx, d.Client, ref)
 	if err != nil && ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("no image within %s (SLIPWAY_BASE_PULL_TIMEOUT)", d.BasePullTimeout)
+		d.pullMu.Lock()
 		if d.pullFailed == nil {
 			d.pullFailed = map[string]pullFailure{}
 		}
 		d.pullFailed[ref] = pullFailure{until: time.Now().Add(pullRetry), err: err}
+		d.pullMu.Unlock()
 	}
 	if err != nil {
 		return "", false, err
 	}
+	d.pullMu.Lock()
 	delete(d.pullFailed, ref)
+	d.pullMu.Unlock()
 	res, err := d.Client.ImageInspect(ctx, ref)
 	if err != nil {
 		return "", false, fmt.Errorf("inspect after the pull: %w", err)

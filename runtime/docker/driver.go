@@ -85,13 +85,17 @@ type Driver struct {
 	// ImageCache keeps debootstrap's root filesystems between builds
 	// (DefaultImageCache when empty).
 	ImageCache string
-	pyMu       sync.Mutex // one Python or Node.js agent image build at a time
+	// builds locks each language, root filesystem and dependencies image
+	// while it is built: builds of different images go on side by side
+	// (buildlock.go).
+	builds buildLocks
 	// PythonBaseImage and NodeBaseImage are the official images the agent
 	// images are built on ({version} replaced; defaults in base.go), pulled
 	// within BasePullTimeout (0: never pulled); see base.go.
 	PythonBaseImage, NodeBaseImage string
 	BasePullTimeout                time.Duration
-	pullFailed                     map[string]pullFailure // under pyMu
+	pullMu                         sync.Mutex
+	pullFailed                     map[string]pullFailure // under pullMu
 	// buildMu is read-held by each build: image collection after a
 	// deletion skips language images while one runs (prune.go).
 	buildMu sync.RWMutex
@@ -173,6 +177,8 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 	// a language image from under this build (prune.go).
 	d.buildMu.RLock()
 	defer d.buildMu.RUnlock()
+	// A build that waits for another's image names this deployment.
+	ctx = withDeployment(ctx, s.WorkspaceID, s.DeploymentName)
 	tag := imageTag(s.DeploymentID, s.RevisionID)
 	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
 		fmt.Fprintf(log, "image %s was built before\n", tag)

@@ -130,6 +130,13 @@ func tarContext(files ...contextFile) (*bytes.Buffer, error) {
 // Dependencies images are the deployment's: they may hold an index's
 // credentials (pip_config_file, .npmrc), and go with it.
 func (d *Driver) buildDeps(ctx context.Context, s runtime.Spec, depsTag string, dctx *bytes.Buffer, tw *tar.Writer, df string, log io.Writer) error {
+	// The same dependencies are installed once: a second build of them
+	// waits, then reuses the image.
+	unlock, err := d.builds.lock(ctx, depsTag, log)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if _, err := d.Client.ImageInspect(ctx, depsTag); err == nil {
 		fmt.Fprintf(log, "reusing the dependencies image %s (same dependencies)\n", depsTag)
 		return nil

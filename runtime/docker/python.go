@@ -119,8 +119,13 @@ func (d *Driver) NodeImage(ctx context.Context, major string, log io.Writer) (st
 // with Slipway's binary and the host's trust store added. Progress, and
 // which base was used and why, go to log.
 func (d *Driver) languageImage(ctx context.Context, l language, version string, log io.Writer) (string, error) {
-	d.pyMu.Lock()
-	defer d.pyMu.Unlock()
+	// Two builds of one version would do the same work; other versions
+	// and languages build meanwhile.
+	unlock, err := d.builds.lock(ctx, l.repo+":"+version, log)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	if err := CheckStatic(d.Bin); err != nil {
 		return "", err
 	}
@@ -206,6 +211,15 @@ func (d *Driver) rootfsImage(ctx context.Context, suite string, packages, apt []
 	tag := "slipway-rootfs:" + id + "-" + hex.EncodeToString(hi[:4])
 	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
 		return tag, nil
+	}
+	// The cache directory is bootstrapped by one build at a time.
+	unlock, err := d.builds.lock(ctx, tag, log)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
+		return tag, nil // imported by the build this one waited for
 	}
 	dir := filepath.Join(d.imageCache(), "rootfs-"+id)
 	if _, err := os.Stat(filepath.Join(dir, ".slipway-complete")); err != nil {

@@ -249,7 +249,7 @@ func (a *app) deploy(ctx context.Context, args []string) error {
 		fmt.Fprintf(say, "Not following it (--no-wait): slipway logs %s -f\n", dep.Name)
 		return nil
 	}
-	return a.watch(ctx, dep.ID, dep.Name, rev, 0, graphs)
+	return a.watch(ctx, dep.ID, dep.Name, rev, FollowOptions{}, graphs)
 }
 
 // deployDir is deploy's directory argument (default "."), as given and
@@ -374,7 +374,7 @@ func (a *app) uploadRevision(ctx context.Context, depID string, archive io.ReadS
 // watch follows a revision's build and deploy with a progress display and
 // ends with the deployment's URL and an SDK line, or with the failing step
 // and the end of its log.
-func (a *app) watch(ctx context.Context, depID, name, rev string, after int64, graphs graphConfig) error {
+func (a *app) watch(ctx context.Context, depID, name, rev string, from FollowOptions, graphs graphConfig) error {
 	say := a.env.Stdout
 	if a.jsonOut {
 		say = a.env.Stderr
@@ -382,7 +382,7 @@ func (a *app) watch(ctx context.Context, depID, name, rev string, after int64, g
 	p := newProgress(say, tty(say), name)
 	var seen []LogEntry
 	follower := LogFollower(&Streamer{Client: a.client})
-	status, err := follower.Follow(ctx, depID, rev, FollowOptions{After: after,
+	status, err := follower.Follow(ctx, depID, rev, FollowOptions{After: from.After, AfterAgent: from.AfterAgent,
 		Entry:  func(e LogEntry) { seen = append(seen, e); p.Entry(e) },
 		Status: p.Status})
 	p.Close()

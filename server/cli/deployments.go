@@ -227,11 +227,13 @@ func (a *app) rollback(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	// The revision's log already holds its first build: follow only what
-	// the redeploy adds.
-	var after int64
-	if entries, _, err := a.client.RevisionLogs(ctx, d.ID, target.ID); err == nil && len(entries) > 0 {
-		after = entries[len(entries)-1].ID
+	// The revision's log already holds its first build and what its
+	// agent wrote: follow only what the redeploy adds. Build and deploy
+	// lines are numbered apart from agent lines, so each series has its
+	// own last id (the last line of the merged log may be either).
+	var after, afterAgent int64
+	if entries, _, err := a.client.RevisionLogs(ctx, d.ID, target.ID); err == nil {
+		after, afterAgent = lastIDs(entries)
 	}
 	path := "/v2/deployments/" + url.PathEscape(d.ID) + "/revisions/" + url.PathEscape(target.ID) + "/redeploy"
 	if err := a.client.Do(ctx, http.MethodPost, path, nil, nil); err != nil {
@@ -248,7 +250,7 @@ func (a *app) rollback(ctx context.Context, args []string) error {
 		}
 		return nil
 	}
-	return a.watch(ctx, d.ID, d.Name, target.ID, after, graphConfig{})
+	return a.watch(ctx, d.ID, d.Name, target.ID, FollowOptions{After: after, AfterAgent: afterAgent}, graphConfig{})
 }
 
 // remove: slipway rm NAME [--yes] — delete a deployment and wait until the

@@ -227,7 +227,9 @@ func cliEndToEnd(t *testing.T, rt string) {
 		if err := json.Unmarshal([]byte(r.stdout), &queued); err != nil || queued.RevisionID == "" {
 			t.Fatalf("deploy --no-wait --json: %v\n%s", err, r.stdout)
 		}
-		c := u.cmd("logs", "cli-agent", "-f")
+		// --build: the whole-deployment follow (-f alone) goes on with
+		// the agent's output until interrupted.
+		c := u.cmd("logs", "cli-agent", "-f", "--build")
 		out, err := c.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

@@ -23,8 +23,10 @@ func finalStatus(s string) bool {
 
 // FollowOptions says what to do with a followed log.
 type FollowOptions struct {
-	// After skips the entries with this id or lower (0: from the start).
-	After int64
+	// After skips the build and deploy entries with this id or lower (0:
+	// from the start); AfterAgent the agent entries (numbered apart, per
+	// deployment).
+	After, AfterAgent int64
 	// Entry receives each new entry, in order.
 	Entry func(LogEntry)
 	// Status receives the revision's status whenever it changes.
@@ -62,7 +64,7 @@ func (p *Poller) Follow(ctx context.Context, depID, revID string, opt FollowOpti
 	}
 	// Build and deploy lines are numbered per revision, agent lines per
 	// deployment: each series has its own last id.
-	last, lastAgent, status, failures := opt.After, int64(0), "", 0
+	last, lastAgent, status, failures := opt.After, opt.AfterAgent, "", 0
 	for {
 		entries, st, err := p.Client.RevisionLogs(ctx, depID, revID)
 		var ue *unreachableError

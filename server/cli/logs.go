@@ -9,8 +9,10 @@ import (
 
 // logs: slipway logs NAME [-f] [--build|--deploy|--agent] [--revision R].
 // Without --revision it reads the latest revision (the one a deploy just
-// made). -f follows until the revision's status is final; agent output
-// (--agent) is followed until interrupted.
+// made). -f follows the build, the deploy and the agent's output, moving
+// on to each newer revision, until interrupted; with --build or --deploy
+// it ends when the revision's status is final; --agent -f follows the
+// revision's agent output until interrupted.
 func (a *app) logs(ctx context.Context, args []string) error {
 	fs := a.flags("logs", "NAME [-f] [--build|--deploy|--agent] [--revision R]")
 	follow := fs.Bool("f", false, "follow: print new lines as they are written")
@@ -73,7 +75,14 @@ func (a *app) logs(ctx context.Context, args []string) error {
 	}
 	var status string
 	if *follow {
-		status, err = LogFollower(&Streamer{Client: a.client}).Follow(ctx, d.ID, rev, FollowOptions{Entry: emit, Forever: phase == "agent"})
+		switch phase {
+		case "":
+			// Everything: the build, the deploy, the agent's output, and
+			// the next revision's, until interrupted.
+			status, err = a.followDeployment(ctx, d.ID, rev, emit)
+		default:
+			status, err = LogFollower(&Streamer{Client: a.client}).Follow(ctx, d.ID, rev, FollowOptions{Entry: emit, Forever: phase == "agent"})
+		}
 	} else {
 		var entries []LogEntry
 		entries, status, err = a.client.RevisionLogs(ctx, d.ID, rev)

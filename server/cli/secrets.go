@@ -112,5 +112,5 @@ func (a *app) secrets(ctx context.Context, args []string) error {
 	if updated.LatestRevisionID == nil || *noWait || d.ActiveRevisionID == nil {
 		return nil
 	}
-	return a.watch(ctx, d.ID, d.Name, *updated.LatestRevisionID, 0, graphConfig{})
+	return a.watch(ctx, d.ID, d.Name, *updated.LatestRevisionID, FollowOptions{}, graphConfig{})
 }

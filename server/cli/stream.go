@@ -117,7 +117,7 @@ func (s *Streamer) stream(ctx context.Context, path, cursor string, opt FollowOp
 			}
 			// After counts build and deploy lines; agent lines are
 			// numbered apart, per deployment.
-			if opt.Entry != nil && (e.Phase == "agent" || e.ID > opt.After) {
+			if opt.Entry != nil && (e.Phase == "agent" && e.ID > opt.AfterAgent || e.Phase != "agent" && e.ID > opt.After) {
 				opt.Entry(e)
 			}
 		case "end":

@@ -23,6 +23,15 @@ func (s *Service) AgentsBase() string {
 // out since.
 func (s *Service) present(d *Deployment) Deployment {
 	out := d.Redacted()
+	if out.Health != nil {
+		// The count lives in the watcher (one write per check would be
+		// too many); the record holds the last change.
+		h := *out.Health
+		if rc, ok := s.rec.(*Reconciler); ok && rc.watch != nil {
+			h.Checks = rc.watch.Checks(d.ID)
+		}
+		out.Health = &h
+	}
 	if out.URL != nil {
 		u := s.AgentsBase() + "/agents/" + d.Name
 		out.URL = &u

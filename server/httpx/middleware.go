@@ -69,6 +69,13 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 // log names the path only (never the query or headers) so that keys and
 // signed upload tokens never reach the log.
 func Chain(h http.Handler, log zerolog.Logger) http.Handler {
+	return ChainQuiet(h, log, nil)
+}
+
+// ChainQuiet is Chain whose access log leaves out the requests quiet
+// names when they succeed (an agent's health checks: one line every few
+// seconds would bury its output). A failed or aborted one is logged.
+func ChainQuiet(h http.Handler, log zerolog.Logger, quiet func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
@@ -93,6 +100,9 @@ func Chain(h http.Handler, log zerolog.Logger) http.Handler {
 					// Half an answer must not look whole: break the connection.
 					abort = true
 				}
+			}
+			if !abort && rec == nil && quiet != nil && sw.status < 400 && quiet(r) {
+				return
 			}
 			ev := l.Info()
 			if abort {

@@ -109,7 +109,7 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: httpx.Chain(RequireToken(cfg.Token, cors.Middleware(policy, api.Handler())), log), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: httpx.ChainQuiet(RequireToken(cfg.Token, cors.Middleware(policy, api.Handler())), log, healthCheck(os.Getenv)), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	ids := make([]string, 0, len(graphs))

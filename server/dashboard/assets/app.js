@@ -205,9 +205,19 @@ async function deploymentsPage() {
 }
 
 // logView follows a log endpoint over server-sent events, with pause.
+// With final (the followed revision's status), the status is shown and
+// read again every few seconds: a revision's log goes on with its agent's
+// output once it is deployed, so the stream's end does not say it.
 function logView(url, label, final) {
   const pre = el("pre", { class: "log", id: "log", tabindex: "0", "aria-label": label, "aria-live": "off" });
   const state = el("span", { class: "hint", id: "log-state" }, "connecting…");
+  const status = el("span", { class: "hint", id: "log-status" });
+  if (final) {
+    const read = async () => { try { status.textContent = await final(); } catch { /* shown on the next read */ } };
+    read();
+    const poll = setInterval(read, 2000);
+    stop.push(() => clearInterval(poll));
+  }
   let paused = false, held = [];
   const pause = el("button", { type: "button", id: "log-pause", "aria-pressed": "false", onclick: () => {
     paused = !paused;
@@ -233,7 +243,22 @@ function logView(url, label, final) {
     if (final) { try { state.textContent = "ended: " + await final(); } catch { /* the stream's end is said already */ } }
   });
   es.onerror = () => { if (es.readyState === EventSource.CLOSED) state.textContent = "closed"; else state.textContent = "reconnecting…"; };
-  return el("div", {}, el("div", { class: "row" }, pause, state), pre);
+  return el("div", {}, el("div", { class: "row" }, pause, state, status), pre);
+}
+
+// logFrom is where the log view of revision rid starts: after the lines
+// it held when it was rolled back to (see rollback), so that the view
+// shows the redeploy, not the revision's first build again.
+function logFrom(rid) { return sessionStorage.getItem("slipway-log-from:" + rid) || ""; }
+
+// rollbackFrom records the end of revision rid's log before its redeploy:
+// the last build/deploy line's id and the last agent line's (numbered
+// apart, per deployment), as the stream's Last-Event-ID "12-5".
+async function rollbackFrom(id, rid) {
+  const { logs } = await api("GET", `/v2/deployments/${id}/revisions/${rid}/logs`);
+  let own = 0, agent = 0;
+  for (const l of logs) { if (l.phase === "agent") agent = Math.max(agent, l.id); else own = Math.max(own, l.id); }
+  sessionStorage.setItem("slipway-log-from:" + rid, `${own}-${agent}`);
 }
 
 async function deploymentPage(id) {
@@ -242,14 +267,15 @@ async function deploymentPage(id) {
   const revs = (await api("GET", `/v2/deployments/${id}/revisions?limit=50`)).resources;
   const logBox = el("div");
   const pick = el("select", { id: "log-source", "aria-label": "Log to follow", onchange: () => showLog() },
-    revs.map((r) => el("option", { value: r.id }, `Build and deploy of ${short(r.id)} (${r.status})`)),
+    revs.map((r) => el("option", { value: r.id, selected: r.id === d.latest_revision_id }, `Build, deploy and agent output of ${short(r.id)} (${r.status})`)),
     el("option", { value: "agent" }, "Agent output (every revision)"));
   const showLog = () => {
     stop.forEach((f) => f()); stop = [];
     const v = pick.value;
     logBox.replaceChildren(v === "agent"
       ? logView(`/v2/deployments/${id}/logs?follow=true`, "Agent output")
-      : logView(`/v2/deployments/${id}/revisions/${v}/logs?follow=true`, "Build and deploy log",
+      : logView(`/v2/deployments/${id}/revisions/${v}/logs?follow=true&phase=build,deploy,agent` + (logFrom(v) ? "&last_event_id=" + logFrom(v) : ""),
+        "Build, deploy and agent output",
         async () => (await api("GET", `/v2/deployments/${id}/revisions/${v}`)).status));
   };
   const revBody = el("tbody", {}, revs.map((r) => el("tr", { "data-revision": r.id },
@@ -259,7 +285,7 @@ async function deploymentPage(id) {
     el("td", {}, me.can_write && r.status === "DEPLOYED" && !r.is_active
       ? el("button", { type: "button", class: "rollback", onclick: async () => {
         if (!confirm(`Roll ${d.name} back to revision ${short(r.id)}? It will replace the one serving now.`)) return;
-        try { await api("POST", `/v2/deployments/${id}/revisions/${r.id}/redeploy`); toast("Rolling back."); route(); }
+        try { await rollbackFrom(id, r.id); await api("POST", `/v2/deployments/${id}/revisions/${r.id}/redeploy`); toast("Rolling back."); route(); }
         catch (e) { toast(e.message); }
       } }, "Roll back to this") : ""))));
   const spec = d.source_config && d.source_config.resource_spec;
@@ -268,6 +294,7 @@ async function deploymentPage(id) {
       d.url ? el("span", {}, el("code", { id: "dep-url" }, d.url), " ", copyButton(d.url, "Copy the URL")) : "",
       " ", el("a", { href: `#/d/${id}/agent`, id: "explorer-link" }, "Agent explorer")),
     d.health && d.health.reason ? el("p", { class: "error" }, d.health.reason) : "",
+    d.health ? el("p", { class: "hint", id: "health-checks" }, `${d.health.checks || 0} health checks (not in the agent's output)`) : "",
     el("section", {}, el("h2", {}, "Revisions"), el("div", { class: "scroll" }, el("table", { id: "revisions" },
       el("thead", {}, el("tr", {}, el("th", {}, "Revision"), el("th", {}, "Status"), el("th", { class: "opt" }, "Created"), el("th", {}, ""))), revBody))),
     el("section", {}, el("h2", {}, "Logs"), el("label", { for: "log-source" }, "Follow"), pick, logBox),

@@ -44,12 +44,15 @@ async function signIn(page, email, password) {
   await page.waitForSelector("#deployments");
 }
 
-// waitLogEnd waits until the followed log ended, having seen lines arrive
-// while it was live, and returns the revision's final status.
+// waitLogEnd waits until the followed revision is final, having seen
+// lines arrive while it was live, and returns its final status. The log
+// goes on with the agent's output of a deployed revision: the status
+// shown beside it says the revision is over.
+const finalStatuses = ["DEPLOYED", "BUILD_FAILED", "DEPLOY_FAILED", "CREATE_FAILED", "SKIPPED"];
 async function waitLogEnd(page) {
   await page.waitForSelector("#log-state:text('live')", { timeout: 30000 }).catch(() => {});
-  await page.waitForFunction(() => document.querySelector("#log-state")?.textContent.startsWith("ended:"), null, { timeout: 180000 });
-  return (await page.textContent("#log-state")).replace("ended: ", "");
+  await page.waitForFunction((f) => f.includes(document.querySelector("#log-status")?.textContent), finalStatuses, { timeout: 180000, polling: 200 });
+  return page.textContent("#log-status");
 }
 
 // runDone waits until the explorer's run stream ended: "#run-done" once it
@@ -108,6 +111,9 @@ try {
   check(true, "the build log is followed live");
   check(await waitLogEnd(page) === "DEPLOYED", "the first revision ends DEPLOYED");
   check((await page.textContent("#log")).length > 0, "build and deploy lines were shown");
+  // The view goes on with the agent's output once deployed.
+  await page.waitForFunction(() => document.querySelector("#log")?.textContent.includes("slipway agent serving"), null, { timeout: 60000 });
+  check(await page.textContent("#log-state") === "live", "the revision's log goes on with its agent's output once deployed");
   await page.reload();
   await page.waitForSelector("#revisions");
   await a11y(page, "deployment");
@@ -190,7 +196,12 @@ try {
   await page.waitForSelector(`tr[data-revision='${firstRev}'] .rollback`);
   await page.click(`tr[data-revision='${firstRev}'] .rollback`);
   await page.waitForSelector(`tr[data-revision='${firstRev}']`);
-  await waitLogEnd(page).catch(() => {});
+  await page.waitForFunction((r) => document.querySelector("#log-source")?.value === r, firstRev, { timeout: 30000 }).catch(() => {});
+  check(await page.inputValue("#log-source") === firstRev, "after a rollback the log view follows the rolled-back revision");
+  await page.waitForFunction(() => document.querySelector("#log")?.textContent.includes("now serves the deployment"), null, { timeout: 120000 });
+  const rolled = await page.textContent("#log");
+  check(rolled.split("build started").length === 2 && rolled.split("now serves the deployment").length === 2,
+    "a rollback shows its redeploy only, not the revision's first build again: " + rolled);
   await page.waitForFunction(async (rev) => {
     const res = await fetch(location.origin + "/v2/deployments?name_contains=web-agent");
     const d = (await res.json()).resources[0];
@@ -202,6 +213,16 @@ try {
   await page.selectOption("#log-source", "agent");
   await page.waitForFunction(() => document.querySelector("#log")?.textContent.includes("agent"), null, { timeout: 60000 });
   check(true, "the agent's output is followed");
+  check(!(await page.textContent("#log")).includes('"path":"/ok"'), "no health check is in the agent's output");
+  // Checked every 5 s: the count shows once the watcher checked the
+  // rolled-back revision's agent.
+  let counted = "";
+  for (const end = Date.now() + 30000; !/^[1-9]\d* health checks/.test(counted) && Date.now() < end;) {
+    await page.reload();
+    await page.waitForSelector("#health-checks");
+    counted = await page.textContent("#health-checks");
+  }
+  check(/^[1-9]\d* health checks/.test(counted), "the deployment page counts the health checks: " + counted);
 
   // A lost agent: the list shows the deployment unhealthy (red, with the
   // reason) until Slipway brings it back.
