@@ -414,13 +414,18 @@ async def load_graphs(loop: asyncio.AbstractEventLoop) -> None:
             if not hasattr(mod, spec["export"]):
                 raise AttributeError(f'{spec["source"]} has no attribute named "{spec["export"]}"')
             g = getattr(mod, spec["export"])
+            name = None
             if isinstance(g, (lg.Pregel, lg.StateGraph)):
                 graphs[gid] = {"graph": prepare(g)}
+                # As the reference: a compiled graph's own name (compile(name=...),
+                # graph.name = ...) names its system assistant, unless it is the default.
+                if isinstance(g, lg.Pregel) and isinstance(g.name, str) and g.name != "LangGraph":
+                    name = g.name
             elif callable(g):
                 graphs[gid] = {"factory": g, "kwargs": slipway_factory.classify(g)}
             else:
                 raise TypeError(f"the export is not a LangGraph graph (a {type(g).__name__})")
-            results[gid] = {"ok": True}
+            results[gid] = {"ok": True, **({"name": name} if name else {})}
         except BaseException as err:  # noqa: BLE001 - SystemExit from a graph module too
             results[gid] = {"ok": False, "error": f"{spec['source']}: {load_error(err)}"}
     await load_http_app()
@@ -627,7 +632,13 @@ async def h_graph(p: dict) -> Any:
     async with graph_for(p["graph_id"], p.get("config") or {}, "assistants.read") as graph:
         xray = p.get("xray")
         drawable = await graph.aget_graph(p.get("config") or None, xray=xray if xray is not None else False)
-        return drawable.to_json()
+        out = drawable.to_json()
+        # As the reference: a node's data has no "id" (the runnable's Python
+        # import path, an implementation detail of langgraph's version).
+        for node in out.get("nodes", []):
+            if isinstance(node.get("data"), dict):
+                node["data"].pop("id", None)
+        return out
 
 
 def state_schema(graph: Any) -> dict | None:
@@ -659,7 +670,7 @@ def schemas_of(graph: Any) -> dict:
         s = graph.get_config_jsonschema()
         conf = (s.get("properties") or {}).get("configurable")
         if not conf:
-            return None
+            return {}  # as the reference: a graph with nothing configurable has an empty schema
         ref_ = conf.get("$ref") or next((x.get("$ref") for x in conf.get("allOf") or [] if "$ref" in x), None)
         if ref_:
             name = ref_.rsplit("/", 1)[-1]
@@ -691,16 +702,16 @@ def omit_none(d: dict) -> dict:
 async def h_schemas(p: dict) -> dict:
     async with graph_for(p["graph_id"], p.get("config") or {}, "assistants.read") as graph:
         s = schemas_of(graph)
-    return omit_none(
-        {
-            "graph_id": p["graph_id"],
-            "input_schema": s["input"],
-            "output_schema": s["output"],
-            "state_schema": s["state"],
-            "config_schema": s["config"],
-            "context_schema": s["context"],
-        }
-    )
+    # Every key, null when the graph has no such schema: the reference's
+    # answer, which clients (Studio) read.
+    return {
+        "graph_id": p["graph_id"],
+        "input_schema": s["input"],
+        "output_schema": s["output"],
+        "state_schema": s["state"],
+        "config_schema": s["config"],
+        "context_schema": s["context"],
+    }
 
 
 async def h_subgraphs(p: dict) -> dict:
