@@ -6,7 +6,7 @@ import { Client } from "@langchain/langgraph-sdk";
 
 const client = new Client({ apiUrl: process.env.AGENT_URL, apiKey: process.env.LANGGRAPH_API_KEY });
 const hi = { messages: [{ role: "user", content: "hi" }] };
-const fake = { model: "openai/corpus-fake" };
+const fake = { model: "openai/gpt-4o-mini" };
 const last = (out) => out.messages[out.messages.length - 1].content;
 
 const scenarios = {

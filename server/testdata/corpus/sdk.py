@@ -11,7 +11,7 @@ import sys
 
 from langgraph_sdk import get_client
 
-FAKE = {"model": "openai/corpus-fake"}
+FAKE = {"model": "openai/gpt-4o-mini"}
 
 
 async def scenario(project: str, client) -> str:
