@@ -23,13 +23,15 @@ type fakeModel struct {
 	chats atomic.Int64
 }
 
-func startFakeModel(t *testing.T) *fakeModel {
+// startFakeModel listens on host, an address of this machine ("127.0.0.1",
+// or the docker bridge's gateway, which containers can route to).
+func startFakeModel(t *testing.T, host string) *fakeModel {
 	t.Helper()
 	m := &fakeModel{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", m.chat)
 	mux.HandleFunc("POST /v1/embeddings", m.embeddings)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -78,7 +79,18 @@ func corpusOn(t *testing.T, rt string) {
 		requireRuntime(t, "docker")
 		requireDebootstrap(t)
 	}
-	model := startFakeModel(t)
+	// The agents reach the fake model at an address of this machine: the
+	// loopback for processes; for containers the default docker bridge's
+	// gateway, which they route to through their own network when the
+	// host's firewall lets them (else their runs end with a connection
+	// error, which the projects that need the model may).
+	host := "127.0.0.1"
+	if rt == "docker" {
+		if out, err := osexec.Command("docker", "network", "inspect", "bridge", "-f", "{{(index .IPAM.Config 0).Gateway}}").Output(); err == nil && net.ParseIP(strings.TrimSpace(string(out))) != nil {
+			host = strings.TrimSpace(string(out))
+		}
+	}
+	model := startFakeModel(t, host)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": rt})
 	start := time.Now()
 	t.Cleanup(func() { t.Logf("the corpus on the %s runtime took %v", rt, time.Since(start).Round(time.Second)) })
