@@ -199,7 +199,14 @@ func (e *Engine) ensureAssistants() error {
 		}
 		for id := range e.Graphs {
 			aid := AssistantID(id)
-			if b.Get([]byte(aid)) != nil {
+			name := id
+			if hg, ok := e.Graphs[id].(*HostGraph); ok && hg.Name != "" {
+				name = hg.Name
+			}
+			if raw := b.Get([]byte(aid)); raw != nil {
+				if err := renameSystemAssistant(tx, raw, name); err != nil {
+					return err
+				}
 				continue
 			}
 			now := time.Now().UTC()
@@ -211,7 +218,7 @@ func (e *Engine) ensureAssistants() error {
 				}
 				cfg[k] = v
 			}
-			a := Assistant{AssistantID: aid, GraphID: id, Name: id, Config: cfg, Context: cx,
+			a := Assistant{AssistantID: aid, GraphID: id, Name: name, Config: cfg, Context: cx,
 				Metadata: map[string]any{"created_by": "system"}, Version: 1, CreatedAt: now, UpdatedAt: now}
 			if err := putJSON(b, aid, &a); err != nil {
 				return err

@@ -27,6 +27,9 @@ type HostGraph struct {
 	Path     string // as configured, relative to Dir
 	Export   string
 	Dir      string // the graph configuration's directory (the project)
+	// Name is the graph's own name as its host reported it ("" for none):
+	// the name of its system assistant, as on the reference.
+	Name string
 
 	host *hosts.Host
 }
@@ -165,7 +168,7 @@ func (e *Engine) startHost(ctx context.Context, lang, dataDir string, env []stri
 		case !r.OK:
 			failed = append(failed, fmt.Sprintf("graph %q (%s:%s) failed to load: %s", hg.ID, hg.Path, hg.Export, r.Error))
 		}
-		hg.host = h
+		hg.host, hg.Name = h, r.Name
 	}
 	if app != nil {
 		switch r := ready.HTTP; {

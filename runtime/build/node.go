@@ -13,6 +13,7 @@ import (
 type JSInstall struct {
 	Command string // run with sh -c in the project's directory
 	Lock    string // the lock file that chose it ("" for none)
+	Note    string // how the command came to be, for the build log ("" when plain)
 }
 
 // lockfiles map a lock file to its package manager and the install that
@@ -43,14 +44,23 @@ func JSLock(t *Tree, dir string) (file, tool, install string, ok bool) {
 
 // DetectJSInstall picks the install of the JavaScript project in the
 // tree's directory dir (the graph configuration's): none without a
-// package.json; else the package manager its lock file names, which must
-// be on PATH (lookPath); `npm install` for a project without a lock file.
+// package.json; else the package manager its lock file names, from PATH
+// (lookPath), or run through npm when only npm is there (viaNPM); `npm
+// install` for a project without a lock file.
 func DetectJSInstall(t *Tree, dir string, lookPath func(string) (string, error)) (JSInstall, bool, error) {
 	file, tool, cmd, ok := JSLock(t, dir)
 	if !ok {
 		return JSInstall{}, false, nil
 	}
 	if _, err := lookPath(tool); err != nil {
+		if _, npmErr := lookPath("npm"); npmErr == nil && tool != "npm" {
+			in, err := viaNPM(t, dir, tool, cmd)
+			if err != nil {
+				return JSInstall{}, true, err
+			}
+			in.Lock = file
+			return in, true, nil
+		}
 		if file == "" {
 			return JSInstall{}, true, fmt.Errorf("the project has a package.json and npm is not installed on this host: install Node.js with npm, or set install_command")
 		}

@@ -23,8 +23,12 @@ func TestDetectJSInstall(t *testing.T) {
 		{"no lock", []string{"package.json"}, "npm", "npm install", true, ""},
 		{"yarn lock", []string{"package.json", "yarn.lock"}, "npm yarn", "yarn install --frozen-lockfile", true, ""},
 		{"pnpm lock", []string{"package.json", "pnpm-lock.yaml"}, "npm pnpm", "pnpm install --frozen-lockfile", true, ""},
-		{"yarn lock without yarn", []string{"package.json", "yarn.lock"}, "npm", "", true, "yarn is not installed"},
-		{"pnpm lock without pnpm", []string{"package.json", "pnpm-lock.yaml"}, "npm", "", true, "pnpm is not installed"},
+		// The official templates' yarn.lock on a host with npm only: npm
+		// runs the package manager (the default major, as package.json
+		// here names none).
+		{"yarn lock without yarn", []string{"package.json", "yarn.lock"}, "npm", "npx --yes yarn@1 install --frozen-lockfile", true, ""},
+		{"pnpm lock without pnpm", []string{"package.json", "pnpm-lock.yaml"}, "npm", "npx --yes pnpm@9 install --frozen-lockfile", true, ""},
+		{"yarn lock without yarn or npm", []string{"package.json", "yarn.lock"}, "", "", true, "yarn is not installed"},
 		{"no npm", []string{"package.json", "package-lock.json"}, "", "", true, "npm is not installed"},
 	}
 	for _, tc := range cases {

@@ -368,6 +368,9 @@ func jsProject(proj *revisionProject, installCommand string, log io.Writer) (str
 	if proj.js.Lock != "" {
 		why = proj.js.Lock
 	}
+	if proj.js.Note != "" {
+		why += "; " + proj.js.Note
+	}
 	fmt.Fprintf(log, "JavaScript project: installing its dependencies with %s (%s)\n", proj.js.Command, why)
 	return proj.js.Command, proj.dir, nil
 }

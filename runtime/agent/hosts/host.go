@@ -33,6 +33,9 @@ type Ready struct {
 type GraphLoad struct {
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
+	// Name is the graph's own name (a compiled Python graph's name when it
+	// is not the default), which names its system assistant.
+	Name string `json:"name,omitempty"`
 	// Schemas are the graph's JSON schemas (input, output, state, config, context) when the host could derive them.
 	Schemas json.RawMessage `json:"schemas,omitempty"`
 	// OpenAPI is the custom routes' OpenAPI document (the "http" result

@@ -198,6 +198,9 @@ try {
     ignoreAgent: true, ignoreRetriever: true, ignoreRetry: true, ignoreCustomEvent: true,
   });
 } catch (err) {
+  // No graph loads half-prepared (without Slipway's checkpointer): each
+  // reports this error.
+  lg = undefined;
   for (const id of Object.keys(cfg.graphs)) results[id] = { ok: false, error: `cannot import @langchain/langgraph from ${cfg.project_dir}: ${err.message}` };
 }
 if (lg) {
@@ -506,10 +509,15 @@ async function execute(p, signal) {
   // events): a model can answer differently streamed than invoked.
   if (!lib.has("messages") && preferStreaming) config.callbacks = [preferStreaming];
   const input = p.command ? commandOf(p.command) : (p.input ?? null);
+  // One mode goes as a string, its chunks coming bare (or [ns, chunk]) in
+  // every @langchain/langgraph: before 0.2.2x a one-mode list did the same
+  // instead of [mode, chunk] (the official templates' lock files pin
+  // 0.2.5 to 0.2.11), so a list would be read wrongly there.
+  const single = lib.size === 1 ? [...lib][0] : null;
   const options = {
     ...config,
     context: p.context ?? undefined,
-    streamMode: [...lib],
+    streamMode: single ?? [...lib],
     subgraphs: !!p.subgraphs,
     signal,
     interruptBefore: p.interrupt_before ?? undefined,
@@ -519,7 +527,7 @@ async function execute(p, signal) {
   const partial = new Map(); // message id → accumulated chunk
   const completed = new Set(); // ids of messages sent as messages/complete
   const handle = (chunk) => {
-    const [ns, mode, data] = p.subgraphs ? chunk : [[], ...chunk];
+    const [ns, mode, data] = single ? (p.subgraphs ? [chunk[0], single, chunk[1]] : [[], single, chunk]) : p.subgraphs ? chunk : [[], ...chunk];
     const suffix = ns.length ? "|" + ns.join("|") : "";
     if (mode === "messages") {
       if (modes.includes("messages-tuple")) emit("messages" + suffix, ser(data));
@@ -688,7 +696,10 @@ handlers.bulk_update_state = async (p) => {
 // subgraphs (true, or a depth).
 handlers.graph = async (p) => {
   const graph = await graphFor(p.graph_id, p.config ?? {});
-  const drawable = await graph.getGraphAsync({ ...(p.config ?? {}), xray: p.xray ?? undefined });
+  const opts = { ...(p.config ?? {}), xray: p.xray ?? undefined };
+  // @langchain/langgraph before 0.2.2x (the official templates' lock
+  // files) has only the synchronous getGraph.
+  const drawable = typeof graph.getGraphAsync === "function" ? await graph.getGraphAsync(opts) : await graph.getGraph(opts);
   return ser(drawable.toJSON());
 };
 
@@ -729,7 +740,10 @@ handlers.schemas = async (p) => {
 handlers.subgraphs = async (p) => {
   const graph = await graphFor(p.graph_id, p.config ?? {});
   const out = {};
-  for await (const [ns, sub] of graph.getSubgraphsAsync(p.namespace || undefined, !!p.recurse)) {
+  // Older @langchain/langgraph: the synchronous getSubgraphs, or none.
+  const subgraphs = typeof graph.getSubgraphsAsync === "function" ? graph.getSubgraphsAsync(p.namespace || undefined, !!p.recurse)
+    : typeof graph.getSubgraphs === "function" ? graph.getSubgraphs(p.namespace || undefined, !!p.recurse) : [];
+  for await (const [ns, sub] of subgraphs) {
     out[ns] = omitNull(await schemasOf(sub));
   }
   return out;

@@ -9,7 +9,23 @@
 // saver is the project's own BaseCheckpointSaver), `call(method, params)`
 // sends a request to Slipway.
 export function createSaver(lib, call) {
-  const { BaseCheckpointSaver, WRITES_IDX_MAP, TASKS, compareWritesSortKeys, writesSortKey, getCheckpointId, maxChannelVersion } = lib;
+  const { BaseCheckpointSaver, TASKS, maxChannelVersion } = lib;
+  // Older @langchain/langgraph-checkpoint releases (0.0.x, pinned by the
+  // official templates' lock files) lack these helpers: the same rules,
+  // as the library states them, stand in.
+  const WRITES_IDX_MAP = lib.WRITES_IDX_MAP ?? { __error__: -1, __scheduled__: -2, __interrupt__: -3, __resume__: -4 };
+  const getCheckpointId = lib.getCheckpointId ?? ((config) => config.configurable?.checkpoint_id || config.configurable?.thread_ts || "");
+  const writesSortKey = lib.writesSortKey ?? ((taskPath, taskId, idx) => [taskPath, taskId ?? "", idx ?? 0]);
+  const byCodePoint = (x, y) => {
+    const a = [...x];
+    const b = [...y];
+    for (let i = 0; i < Math.min(a.length, b.length); i++) {
+      const d = a[i].codePointAt(0) - b[i].codePointAt(0);
+      if (d !== 0) return d;
+    }
+    return a.length - b.length;
+  };
+  const compareWritesSortKeys = lib.compareWritesSortKeys ?? ((a, b) => byCodePoint(a[0], b[0]) || byCodePoint(a[1], b[1]) || a[2] - b[2]);
 
   const enc = ([t, b]) => ({ t, b: Buffer.from(b).toString("base64") });
 

@@ -9,6 +9,9 @@
 // sends a request to Slipway.
 export function createStore(lib, call) {
   const { BaseStore } = lib;
+  // @langchain/langgraph-checkpoint before 0.0.9 (the official templates'
+  // older lock files) has no store: its graphs cannot take one.
+  if (typeof BaseStore !== "function") return undefined;
 
   const item = (it) =>
     it && {

@@ -427,13 +427,18 @@ async def load_graphs(loop: asyncio.AbstractEventLoop) -> None:
             if not hasattr(mod, spec["export"]):
                 raise AttributeError(f'{spec["source"]} has no attribute named "{spec["export"]}"')
             g = getattr(mod, spec["export"])
+            name = None
             if isinstance(g, (lg.Pregel, lg.StateGraph)):
                 graphs[gid] = {"graph": prepare(g, gid)}
+                # As the reference: a compiled graph's own name (compile(name=...),
+                # graph.name = ...) names its system assistant, unless it is the default.
+                if isinstance(g, lg.Pregel) and isinstance(g.name, str) and g.name != "LangGraph":
+                    name = g.name
             elif callable(g):
                 graphs[gid] = {"factory": g, "kwargs": slipway_factory.classify(g)}
             else:
                 raise TypeError(f"the export is not a LangGraph graph (a {type(g).__name__})")
-            results[gid] = {"ok": True}
+            results[gid] = {"ok": True, **({"name": name} if name else {})}
         except BaseException as err:  # noqa: BLE001 - SystemExit from a graph module too
             results[gid] = {"ok": False, "error": f"{spec['source']}: {load_error(err)}"}
     await load_http_app()
@@ -814,7 +819,7 @@ def schemas_of(graph: Any) -> dict:
         s = graph.get_config_jsonschema()
         conf = (s.get("properties") or {}).get("configurable")
         if not conf:
-            return None
+            return {}  # as the reference: a graph with nothing configurable has an empty schema
         ref_ = conf.get("$ref") or next((x.get("$ref") for x in conf.get("allOf") or [] if "$ref" in x), None)
         if ref_:
             name = ref_.rsplit("/", 1)[-1]

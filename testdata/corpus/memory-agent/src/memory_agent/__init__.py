@@ -1,0 +1,5 @@
+"""Enrichment for a pre-defined schema."""
+
+from memory_agent.graph import graph
+
+__all__ = ["graph"]
