@@ -1,12 +1,16 @@
 package agent
 
 import (
+	"bytes"
+	"compress/flate"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -17,7 +21,59 @@ import (
 // run's rows take fewer pages and a commit rewrites fewer of them. Rows
 // written before this format are JSON objects (their first byte is '{');
 // both are read, so an existing database needs no rewrite of its values.
-const lgRowFormat = 1
+// A checkpoint row is stored deflated when that is smaller (format 2): its
+// channel versions (50-character strings, in the row and twice in the
+// serialized checkpoint) and ids repeat, and deflate halves it.
+const (
+	lgRowFormat      = 1
+	lgRowFormatFlate = 2
+)
+
+var (
+	flateWriters = sync.Pool{New: func() any {
+		w, _ := flate.NewWriter(nil, flate.BestSpeed) // cannot fail: the level is valid
+		return w
+	}}
+	flateReaders = sync.Pool{New: func() any { return flate.NewReader(nil) }}
+)
+
+// deflateRow returns row (format 1) as format 2 when that is smaller.
+func deflateRow(row []byte) []byte {
+	var buf bytes.Buffer
+	buf.WriteByte(lgRowFormatFlate)
+	w := flateWriters.Get().(*flate.Writer)
+	defer flateWriters.Put(w)
+	w.Reset(&buf)
+	if _, err := w.Write(row[1:]); err != nil || w.Close() != nil || buf.Len() >= len(row) {
+		return row
+	}
+	return buf.Bytes()
+}
+
+// inflateRow returns a format-2 row as format 1; other rows unchanged.
+func inflateRow(v []byte) ([]byte, error) {
+	if len(v) == 0 || v[0] != lgRowFormatFlate {
+		return v, nil
+	}
+	r := flateReaders.Get().(io.ReadCloser)
+	defer flateReaders.Put(r)
+	if err := r.(flate.Resetter).Reset(bytes.NewReader(v[1:]), nil); err != nil {
+		return nil, err
+	}
+	out := []byte{lgRowFormat}
+	out, err := appendAll(out, r)
+	if err != nil {
+		return nil, fmt.Errorf("inflate checkpoint row: %w", err)
+	}
+	return out, nil
+}
+
+func appendAll(b []byte, r io.Reader) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Write(b)
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
+}
 
 var errShortRow = errors.New("truncated checkpoint row")
 
@@ -99,7 +155,7 @@ func encodeCheckpoint(c *lgCheckpoint) ([]byte, error) {
 		e.str(ch)
 		e.str(c.ChannelVersions[ch])
 	}
-	return e.b, nil
+	return deflateRow(e.b), nil
 }
 
 // decodeCheckpoint reads a checkpoint row; withMeta false skips decoding
@@ -111,6 +167,10 @@ func decodeCheckpoint(v []byte, withMeta bool) (*lgCheckpoint, error) {
 			return nil, err
 		}
 		return &c, nil
+	}
+	v, err := inflateRow(v)
+	if err != nil {
+		return nil, err
 	}
 	if len(v) == 0 || v[0] != lgRowFormat {
 		return nil, fmt.Errorf("unknown checkpoint row format")
@@ -204,6 +264,10 @@ func rowRunID(v []byte) (string, error) {
 		}
 		err := json.Unmarshal(v, &row)
 		return row.RunID, err
+	}
+	v, err := inflateRow(v)
+	if err != nil {
+		return "", err
 	}
 	if len(v) == 0 || v[0] != lgRowFormat {
 		return "", fmt.Errorf("unknown checkpoint row format")
