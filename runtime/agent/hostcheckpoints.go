@@ -27,7 +27,7 @@ import (
 // Channel values are stored once per (channel, version), as LangGraph's
 // own savers store them: a checkpoint names the versions it sees, the
 // saver sends only the values of channels whose version changed, and a
-// (channel, version) already stored is never written again. Every row records the run that wrote it, so
+// value already stored under its (channel, version) is not written again. Every row records the run that wrote it, so
 // a rolled-back run's rows go in the transaction that ends it, and a write
 // from a run that is no longer its thread's active run is refused (fencing).
 // Values are the host serializer's typed bytes; the engine never decodes
@@ -257,10 +257,15 @@ func (e *Engine) cpPut(in *cpPut) error {
 				return err
 			}
 			k := lgKey(in.ThreadID, in.NS, lgKindBlob, b.Channel, b.Version)
-			// A version names one value: a value sent again (a saver
-			// sending every channel, a retried put) is not rewritten.
-			if lg.Get(k) != nil {
-				continue
+			// A value sent again unchanged (a saver sending every
+			// channel, a retried put) is not rewritten: its row, and the
+			// run it names for rollbacks, stay. A different value under
+			// the same version replaces it: JavaScript savers number
+			// versions 1, 2, 3…, so a fork can reuse one.
+			if old := lg.Get(k); old != nil {
+				if prev, err := decodeBlob(old); err == nil && prev.T == b.T && bytes.Equal(prev.B, b.B) {
+					continue
+				}
 			}
 			if err := lg.Put(k, encodeBlob(&lgBlob{RunID: in.RunID, Typed: b.Typed})); err != nil {
 				return err

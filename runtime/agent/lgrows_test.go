@@ -101,47 +101,68 @@ func TestHostCheckpointsFromSchema4(t *testing.T) {
 	}
 }
 
-// TestHostCheckpointValueWrittenOnce: a (channel, version) names one
-// value, stored once. A saver that sends the values of channels whose
-// version did not change (all of them, or a retried put) must not write
-// them again: the stored row stays the first one, byte for byte, and the
-// commit of such a checkpoint writes no more pages than one without them.
+// TestHostCheckpointValueWrittenOnce: a value is stored once per
+// (channel, version). A saver that sends again the value of a channel
+// whose version did not change (all channels, or a retried put) must not
+// have it written again: rewritten, the row would name the later run, and
+// rolling that run back would take the value from the earlier checkpoints
+// that still name it. A different value under the same version (a fork,
+// where JavaScript savers reuse integer versions) still replaces it.
 func TestHostCheckpointValueWrittenOnce(t *testing.T) {
 	e := startEngine(t)
-	big := bytes.Repeat([]byte("v"), 3000)
-	first := put("1a", "", "", map[string]string{"a": "1"})
-	first["blobs"] = []map[string]any{{"channel": "a", "version": "1", "t": "json", "b": big}}
-	if _, err := call(t, e, "cp.put", first); err != nil {
+	th, err := e.CreateThread("", nil, "")
+	if err != nil {
 		t.Fatal(err)
 	}
-	read := func() []byte {
-		var row []byte
-		_ = e.DB.View(func(tx *bolt.Tx) error {
-			row = append(row, tx.Bucket([]byte(bLG)).Get(lgKey("t1", "", lgKindBlob, "a", "1"))...)
-			return nil
-		})
-		return row
+	setActive := func(run string) {
+		t.Helper()
+		if err := e.w.Update(func(tx *bolt.Tx) error {
+			rec, err := getThread(tx, th.ThreadID)
+			if err != nil {
+				return err
+			}
+			rec.Active = run
+			return putJSON(tx.Bucket([]byte(bThreads)), th.ThreadID, rec)
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	before := read()
-	// Checkpoint 1b: b changed; a unchanged, but sent again with other bytes.
-	again := put("1b", "1a", "run-x", map[string]string{"b": "2"})
-	again["run_id"] = ""
-	again["channel_versions"] = map[string]string{"a": "1", "b": "2"}
-	again["blobs"] = []map[string]any{
-		{"channel": "a", "version": "1", "t": "json", "b": []byte("other")},
-		{"channel": "b", "version": "2", "t": "json", "b": []byte(`"b2"`)},
+	cp := func(id, parent, run string, versions map[string]string, blobs ...map[string]any) {
+		t.Helper()
+		p := put(id, parent, run, nil)
+		p["thread_id"] = th.ThreadID
+		p["channel_versions"] = versions
+		p["blobs"] = blobs
+		if _, err := call(t, e, "cp.put", p); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := call(t, e, "cp.put", again); err != nil {
+	get := func(id string) cpTuple {
+		t.Helper()
+		raw, _ := call(t, e, "cp.getTuple", map[string]any{"thread_id": th.ThreadID, "checkpoint_ns": "", "checkpoint_id": id})
+		var tup cpTuple
+		_ = json.Unmarshal(raw, &tup)
+		return tup
+	}
+	blob := func(ch, v, val string) map[string]any {
+		return map[string]any{"channel": ch, "version": v, "t": "json", "b": []byte(val)}
+	}
+	setActive("run-a")
+	cp("1a", "", "run-a", map[string]string{"a": "1"}, blob("a", "1", `"a1"`))
+	// run-b's checkpoint: b changed, a did not but is sent again.
+	setActive("run-b")
+	cp("1b", "1a", "run-b", map[string]string{"a": "1", "b": "2"}, blob("a", "1", `"a1"`), blob("b", "2", `"b2"`))
+	if err := e.w.Update(func(tx *bolt.Tx) error { return deleteLG(tx, th.ThreadID, "run-b") }); err != nil {
 		t.Fatal(err)
 	}
-	if after := read(); !bytes.Equal(before, after) {
-		t.Fatalf("the value of (a, 1) was written again: %d bytes before, %d after", len(before), len(after))
+	if tup := get("1a"); len(tup.Blobs) != 1 || string(tup.Blobs[0].B) != `"a1"` {
+		t.Fatalf("after rolling back run-b, which resent a's unchanged value, 1a has lost it: %+v", tup.Blobs)
 	}
-	raw, _ := call(t, e, "cp.getTuple", map[string]any{"thread_id": "t1", "checkpoint_ns": "", "checkpoint_id": "1b"})
-	var tup cpTuple
-	_ = json.Unmarshal(raw, &tup)
-	if len(tup.Blobs) != 2 || !bytes.Equal(tup.Blobs[0].B, big) {
-		t.Fatalf("1b's value of a is not the stored one: %.80s", raw)
+	// A fork from 1a by run-c reusing version 1 of a for a new value.
+	setActive("run-c")
+	cp("1c", "1a", "run-c", map[string]string{"a": "1"}, blob("a", "1", `"edited"`))
+	if tup := get("1c"); len(tup.Blobs) != 1 || string(tup.Blobs[0].B) != `"edited"` {
+		t.Fatalf("a fork's new value under a reused version: %+v", tup.Blobs)
 	}
 }
 

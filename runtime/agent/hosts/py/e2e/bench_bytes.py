@@ -4,7 +4,7 @@ warms up, then runs argv[4] runs of graph argv[3], each on a fresh thread
 (create thread, POST /threads/{id}/runs/wait) from argv[5] clients
 (default 1), and prints the agent
 process's write_bytes from /proc/<pid>/io per run, the runs' wall time
-and the size of agent.db. Python and JavaScript graphs alike (the host
+and the pages agent.db uses. Python and JavaScript graphs alike (the host
 is a child process; its own writes, none to the database, are not
 counted). Used for BENCHMARKS.md ("Bytes per run").
 
@@ -14,6 +14,7 @@ counted). Used for BENCHMARKS.md ("Bytes per run").
 
 import os
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,18 @@ def write_bytes(pid: int) -> int:
             if line.startswith("write_bytes:"):
                 return int(line.split()[1])
     raise RuntimeError("no write_bytes in /proc/<pid>/io")
+
+
+def used_bytes(path: str) -> int:
+    """The database's high-water mark: pages in use or free inside it, from
+    bbolt's newer meta page (the file itself grows in 16 MiB steps)."""
+    with open(path, "rb") as f:
+        head = f.read(8192)
+    page_size = struct.unpack_from("<I", head, 24)[0]
+    with open(path, "rb") as f:
+        metas = [f.read(page_size), f.read(page_size)]
+    best = max(metas, key=lambda m: struct.unpack_from("<Q", m, 64)[0])  # txid
+    return struct.unpack_from("<Q", best, 56)[0] * page_size  # pgid: high-water mark
 
 
 def free_port() -> int:
@@ -81,9 +94,10 @@ def main() -> None:
             elapsed = time.perf_counter() - t0
             time.sleep(1)
             after = write_bytes(agent.pid)
-        size = os.path.getsize(os.path.join(data, "agent.db"))
+        used = used_bytes(os.path.join(data, "agent.db"))
         print(f"{n} runs, {clients} clients: {(after - before) / n / 1024:.1f} KiB written per run, "
-              f"{n / elapsed:.1f} runs/s, agent.db {size / 1024 / 1024:.1f} MiB after {n + 20} runs, "
+              f"{n / elapsed:.1f} runs/s, agent.db {used / 1024 / 1024:.1f} MiB used after {n + 20} runs "
+              f"({used / (n + 20) / 1024:.1f} KiB a run), "
               f"load {os.getloadavg()[0]:.1f}")
     finally:
         agent.terminate()
