@@ -295,26 +295,42 @@ func mergeLGBuckets(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	for _, old := range []struct{ name, kind string }{
-		{"lg_checkpoints", lgKindCheckpoint}, {"lg_blobs", lgKindBlob}, {"lg_writes", lgKindWrite},
+	// Rows are put in key order into leaves filled full: appending is
+	// bbolt's cheap case, and the new tree is as small as it can be. The
+	// values stay in the old pages (valid until the commit) until put.
+	type row struct{ k, v []byte }
+	var rows []row
+	var old [][]byte
+	for _, o := range []struct{ name, kind string }{
+		{bLGCheckpoints, lgKindCheckpoint}, {bLGBlobs, lgKindBlob}, {bLGWrites, lgKindWrite},
 	} {
-		b := tx.Bucket([]byte(old.name))
+		b := tx.Bucket([]byte(o.name))
 		if b == nil {
 			continue
 		}
+		old = append(old, []byte(o.name))
 		err := b.ForEach(func(k, v []byte) error {
 			// thread ‖ 0 ‖ ns ‖ 0 ‖ rest: neither thread nor ns has a NUL.
 			parts := strings.SplitN(string(k), "\x00", 3)
 			if len(parts) != 3 {
-				return fmt.Errorf("%s: malformed key", old.name)
+				return fmt.Errorf("%s: malformed key", o.name)
 			}
-			nk := append(lgKey(parts[0], parts[1], old.kind, ""), parts[2]...)
-			return lg.Put(nk, append([]byte{}, v...))
+			rows = append(rows, row{append(lgKey(parts[0], parts[1], o.kind, ""), parts[2]...), v})
+			return nil
 		})
 		if err != nil {
 			return err
 		}
-		if err := tx.DeleteBucket([]byte(old.name)); err != nil {
+	}
+	sort.Slice(rows, func(i, j int) bool { return bytes.Compare(rows[i].k, rows[j].k) < 0 })
+	lg.FillPercent = 1
+	for _, r := range rows {
+		if err := lg.Put(r.k, r.v); err != nil {
+			return err
+		}
+	}
+	for _, name := range old {
+		if err := tx.DeleteBucket(name); err != nil {
 			return err
 		}
 	}
