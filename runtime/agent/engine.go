@@ -27,7 +27,7 @@ import (
 //	checkpoints       thread id ‖ uint64 seq → Checkpoint
 //	store             namespace (joined by 0x1f) ‖ 0x00 ‖ key → Item
 //	assistant_versions assistant id ‖ 0x00 ‖ uint32 version → Assistant (every version kept)
-//	lg_checkpoints, lg_blobs, lg_writes: language-host graphs' checkpoints (hostcheckpoints.go)
+//	lg                language-host graphs' checkpoints (hostcheckpoints.go)
 //	crons             cron id → Cron (crons.go)
 var Migrations = []storage.Migration{
 	{Version: 1, Name: "initial buckets", Apply: func(tx *bolt.Tx) error {
@@ -63,6 +63,7 @@ var Migrations = []storage.Migration{
 	{Version: 4, Name: "crons", Apply: func(tx *bolt.Tx) error {
 		return storage.CreateBuckets(tx, bCrons)
 	}},
+	{Version: 5, Name: "language-host checkpoints in one bucket", Apply: mergeLGBuckets},
 }
 
 const (

@@ -15,23 +15,30 @@ import (
 
 // Checkpoints of language-host graphs. The host's checkpointer (a
 // LangGraph BaseCheckpointSaver) calls back into the engine over the host
-// channel; everything it saves lives here, in the agent database:
+// channel; everything it saves lives here, in the agent database, in one
+// bucket (lg) so that a thread's rows share pages:
 //
-//	lg_checkpoints  thread ‖ 0 ‖ ns ‖ 0 ‖ checkpoint id                    → lgCheckpoint
-//	lg_blobs        thread ‖ 0 ‖ ns ‖ 0 ‖ channel ‖ 0 ‖ version            → lgBlob
-//	lg_writes       thread ‖ 0 ‖ ns ‖ 0 ‖ checkpoint id ‖ 0 ‖ task id ‖ 0 ‖ idx (int32, sign flipped) → lgWrite
+//	thread ‖ 0 ‖ ns ‖ 0 ‖ c ‖ 0 ‖ checkpoint id                    → lgCheckpoint
+//	thread ‖ 0 ‖ ns ‖ 0 ‖ b ‖ 0 ‖ channel ‖ 0 ‖ version            → lgBlob
+//	thread ‖ 0 ‖ ns ‖ 0 ‖ w ‖ 0 ‖ checkpoint id ‖ 0 ‖ task id ‖ 0 ‖ idx (int32, sign flipped) → lgWrite
 //
-// Checkpoint ids are UUIDv6, so a namespace's latest checkpoint is its last
-// key. Channel values are stored once per (channel, version): a checkpoint
-// names the versions it sees. Every row records the run that wrote it, so
+// (rows in lgrows.go's binary form, or JSON from before it). Checkpoint
+// ids are UUIDv6, so a namespace's latest checkpoint is its last key.
+// Channel values are stored once per (channel, version), as LangGraph's
+// own savers store them: a checkpoint names the versions it sees, the
+// saver sends only the values of channels whose version changed, and a
+// value already stored under its (channel, version) is not written again. Every row records the run that wrote it, so
 // a rolled-back run's rows go in the transaction that ends it, and a write
 // from a run that is no longer its thread's active run is refused (fencing).
 // Values are the host serializer's typed bytes; the engine never decodes
 // them, except the metadata's JSON copy, which list filters read.
 const (
+	// Before schema 5, three buckets (see mergeLGBuckets).
 	bLGCheckpoints = "lg_checkpoints"
 	bLGBlobs       = "lg_blobs"
 	bLGWrites      = "lg_writes"
+
+	bLG = "lg"
 )
 
 // Typed is a value as the host's serializer wrote it: a type tag and bytes
@@ -244,18 +251,32 @@ func (e *Engine) cpPut(in *cpPut) error {
 		if err := fence(tx, in.ThreadID, in.RunID); err != nil {
 			return err
 		}
-		blobs := tx.Bucket([]byte(bLGBlobs))
+		lg := lgBucket(tx)
 		for _, b := range in.Blobs {
 			if err := checkKeyPart("channel", b.Channel); err != nil {
 				return err
 			}
-			if err := putJSON(blobs, string(lgKey(in.ThreadID, in.NS, b.Channel, b.Version)), &lgBlob{RunID: in.RunID, Typed: b.Typed}); err != nil {
+			k := lgKey(in.ThreadID, in.NS, lgKindBlob, b.Channel, b.Version)
+			// A value sent again unchanged (a saver sending every
+			// channel, a retried put) is not rewritten: its row, and the
+			// run it names for rollbacks, stay. A different value under
+			// the same version replaces it: JavaScript savers number
+			// versions 1, 2, 3…, so a fork can reuse one.
+			if old := lg.Get(k); old != nil {
+				if prev, err := decodeBlob(old); err == nil && prev.T == b.T && bytes.Equal(prev.B, b.B) {
+					continue
+				}
+			}
+			if err := lg.Put(k, encodeBlob(&lgBlob{RunID: in.RunID, Typed: b.Typed})); err != nil {
 				return err
 			}
 		}
-		row := lgCheckpoint{RunID: in.RunID, Parent: in.Parent, Checkpoint: in.Checkpoint, Metadata: in.Metadata,
-			MetadataJSON: in.MetadataJSON, ChannelVersions: in.ChannelVersions}
-		return putJSON(tx.Bucket([]byte(bLGCheckpoints)), string(lgKey(in.ThreadID, in.NS, in.CheckpointID)), &row)
+		row, err := encodeCheckpoint(&lgCheckpoint{RunID: in.RunID, Parent: in.Parent, Checkpoint: in.Checkpoint, Metadata: in.Metadata,
+			MetadataJSON: in.MetadataJSON, ChannelVersions: in.ChannelVersions})
+		if err != nil {
+			return err
+		}
+		return lg.Put(lgKey(in.ThreadID, in.NS, lgKindCheckpoint, in.CheckpointID), row)
 	})
 }
 
@@ -272,9 +293,9 @@ func (e *Engine) cpPutWrites(in *cpPutWrites) error {
 		if err := fence(tx, in.ThreadID, in.RunID); err != nil {
 			return err
 		}
-		b := tx.Bucket([]byte(bLGWrites))
+		b := lgBucket(tx)
 		for _, w := range in.Writes {
-			k := append(lgKey(in.ThreadID, in.NS, in.CheckpointID, in.TaskID, ""), idxBytes(w.Idx)...)
+			k := append(lgKey(in.ThreadID, in.NS, lgKindWrite, in.CheckpointID, in.TaskID, ""), idxBytes(w.Idx)...)
 			// A task's regular writes are saved once (a retried task
 			// must not replace them); special writes (error, interrupt,
 			// resume…) have fixed negative indexes and replace.
@@ -282,11 +303,7 @@ func (e *Engine) cpPutWrites(in *cpPutWrites) error {
 				continue
 			}
 			row := lgWrite{RunID: in.RunID, TaskID: in.TaskID, TaskPath: in.TaskPath, Channel: w.Channel, Idx: w.Idx, Typed: w.Typed}
-			raw, err := json.Marshal(&row)
-			if err != nil {
-				return err
-			}
-			if err := b.Put(k, raw); err != nil {
+			if err := b.Put(k, encodeWrite(&row)); err != nil {
 				return err
 			}
 		}
@@ -294,15 +311,24 @@ func (e *Engine) cpPutWrites(in *cpPutWrites) error {
 	})
 }
 
+// lgBucket is the checkpoint bucket for writing. Its keys grow at the end
+// (thread ids and checkpoint ids are time-ordered), so leaves split full,
+// not in halves: fewer pages hold the same rows, and fewer are rewritten.
+func lgBucket(tx *bolt.Tx) *bolt.Bucket {
+	b := tx.Bucket([]byte(bLG))
+	b.FillPercent = 0.9
+	return b
+}
+
 // getTuple returns a checkpoint (the namespace's latest when id is empty) or nil.
 func getTuple(tx *bolt.Tx, thread, ns, id string) (*cpTuple, error) {
-	b := tx.Bucket([]byte(bLGCheckpoints))
+	b := tx.Bucket([]byte(bLG))
 	var k, v []byte
 	if id != "" {
-		k = lgKey(thread, ns, id)
+		k = lgKey(thread, ns, lgKindCheckpoint, id)
 		v = b.Get(k)
 	} else {
-		prefix := lgKey(thread, ns, "")
+		prefix := lgKey(thread, ns, lgKindCheckpoint, "")
 		c := b.Cursor()
 		k, _ = c.Seek(append(storageCopy(prefix), 0xff))
 		if k == nil {
@@ -322,31 +348,31 @@ func getTuple(tx *bolt.Tx, thread, ns, id string) (*cpTuple, error) {
 	if v == nil {
 		return nil, nil
 	}
-	return assemble(tx, thread, ns, string(k[len(lgKey(thread, ns, "")):]), v)
+	return assemble(tx, thread, ns, string(k[len(lgKey(thread, ns, lgKindCheckpoint, "")):]), v)
 }
 
 func storageCopy(b []byte) []byte { return append([]byte(nil), b...) }
 
 func assemble(tx *bolt.Tx, thread, ns, id string, raw []byte) (*cpTuple, error) {
-	var row lgCheckpoint
-	if err := json.Unmarshal(raw, &row); err != nil {
+	row, err := decodeCheckpoint(raw, false)
+	if err != nil {
 		return nil, fmt.Errorf("decode checkpoint %s: %w", id, err)
 	}
 	t := &cpTuple{ThreadID: thread, NS: ns, CheckpointID: id, Parent: row.Parent, Checkpoint: row.Checkpoint, Metadata: row.Metadata,
 		Writes: []lgWrite{}}
-	blobs := tx.Bucket([]byte(bLGBlobs))
+	lg := tx.Bucket([]byte(bLG))
 	channels := make([]string, 0, len(row.ChannelVersions))
 	for ch := range row.ChannelVersions {
 		channels = append(channels, ch)
 	}
 	sort.Strings(channels)
 	for _, ch := range channels {
-		bv := blobs.Get(lgKey(thread, ns, ch, row.ChannelVersions[ch]))
+		bv := lg.Get(lgKey(thread, ns, lgKindBlob, ch, row.ChannelVersions[ch]))
 		if bv == nil {
 			continue
 		}
-		var blob lgBlob
-		if err := json.Unmarshal(bv, &blob); err != nil {
+		blob, err := decodeBlob(bv)
+		if err != nil {
 			return nil, fmt.Errorf("decode channel %s: %w", ch, err)
 		}
 		t.Blobs = append(t.Blobs, struct {
@@ -354,15 +380,15 @@ func assemble(tx *bolt.Tx, thread, ns, id string, raw []byte) (*cpTuple, error) 
 			Typed
 		}{ch, blob.Typed})
 	}
-	prefix := lgKey(thread, ns, id, "")
-	c := tx.Bucket([]byte(bLGWrites)).Cursor()
+	prefix := lgKey(thread, ns, lgKindWrite, id, "")
+	c := lg.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var w lgWrite
-		if err := json.Unmarshal(v, &w); err != nil {
+		w, err := decodeWrite(v)
+		if err != nil {
 			return nil, fmt.Errorf("decode pending write: %w", err)
 		}
 		w.RunID = ""
-		t.Writes = append(t.Writes, w)
+		t.Writes = append(t.Writes, *w)
 	}
 	return t, nil
 }
@@ -375,24 +401,25 @@ func listTuples(tx *bolt.Tx, q *cpQuery) ([]*cpTuple, error) {
 	}
 	var hits []hit
 	var prefix []byte
-	if q.ThreadID != nil {
+	switch {
+	case q.ThreadID != nil && q.NS != nil:
+		prefix = lgKey(*q.ThreadID, *q.NS, lgKindCheckpoint, "")
+	case q.ThreadID != nil:
 		prefix = lgKey(*q.ThreadID, "")
 	}
-	c := tx.Bucket([]byte(bLGCheckpoints)).Cursor()
+	c := tx.Bucket([]byte(bLG)).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		parts := strings.SplitN(string(k), "\x00", 3)
-		if len(parts) != 3 {
+		parts := strings.SplitN(string(k), "\x00", 4)
+		if len(parts) != 4 || parts[2] != lgKindCheckpoint {
 			continue
 		}
-		thread, ns, id := parts[0], parts[1], parts[2]
+		thread, ns, id := parts[0], parts[1], parts[3]
 		if q.NS != nil && ns != *q.NS || q.CheckpointID != "" && id != q.CheckpointID || q.Before != "" && id >= q.Before {
 			continue
 		}
 		if len(q.Filter) > 0 {
-			var row struct {
-				MetadataJSON map[string]any `json:"metadata_json"`
-			}
-			if err := json.Unmarshal(v, &row); err != nil {
+			row, err := decodeCheckpoint(v, true)
+			if err != nil {
 				return nil, err
 			}
 			if !matches(row.MetadataJSON, q.Filter) {
@@ -420,25 +447,20 @@ func listTuples(tx *bolt.Tx, q *cpQuery) ([]*cpTuple, error) {
 // those a run wrote (a rollback).
 func deleteLG(tx *bolt.Tx, thread, runID string) error {
 	prefix := lgKey(thread, "")
-	for _, name := range []string{bLGCheckpoints, bLGBlobs, bLGWrites} {
-		b := tx.Bucket([]byte(name))
-		var keys [][]byte
-		c := b.Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if runID != "" {
-				var row struct {
-					RunID string `json:"run_id"`
-				}
-				if json.Unmarshal(v, &row) != nil || row.RunID != runID {
-					continue
-				}
+	b := tx.Bucket([]byte(bLG))
+	var keys [][]byte
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if runID != "" {
+			if id, err := rowRunID(v); err != nil || id != runID {
+				continue
 			}
-			keys = append(keys, storageCopy(k))
 		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
+		keys = append(keys, storageCopy(k))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -447,18 +469,16 @@ func deleteLG(tx *bolt.Tx, thread, runID string) error {
 // copyLG copies a thread's host checkpoints to another thread.
 func copyLG(tx *bolt.Tx, from, to string) error {
 	prefix := lgKey(from, "")
-	for _, name := range []string{bLGCheckpoints, bLGBlobs, bLGWrites} {
-		b := tx.Bucket([]byte(name))
-		type kv struct{ k, v []byte }
-		var rows []kv
-		c := b.Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			rows = append(rows, kv{append(lgKey(to, ""), k[len(prefix):]...), storageCopy(v)})
-		}
-		for _, r := range rows {
-			if err := b.Put(r.k, r.v); err != nil {
-				return err
-			}
+	b := tx.Bucket([]byte(bLG))
+	type kv struct{ k, v []byte }
+	var rows []kv
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		rows = append(rows, kv{append(lgKey(to, ""), k[len(prefix):]...), storageCopy(v)})
+	}
+	for _, r := range rows {
+		if err := b.Put(r.k, r.v); err != nil {
+			return err
 		}
 	}
 	return nil

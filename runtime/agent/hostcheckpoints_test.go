@@ -163,13 +163,16 @@ func TestHostCheckpointFencing(t *testing.T) {
 	}
 }
 
-// TestMigrateHostCheckpoints: a database at schema 2 gains the buckets.
+// TestMigrateHostCheckpoints: a database at schema 2 gains the bucket.
 func TestMigrateHostCheckpoints(t *testing.T) {
 	db := migratedFrom(t, 2)
 	_ = db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte(bLG)) == nil {
+			t.Errorf("bucket %s missing", bLG)
+		}
 		for _, b := range []string{bLGCheckpoints, bLGBlobs, bLGWrites} {
-			if tx.Bucket([]byte(b)) == nil {
-				t.Errorf("bucket %s missing", b)
+			if tx.Bucket([]byte(b)) != nil {
+				t.Errorf("bucket %s left after the merge", b)
 			}
 		}
 		return nil

@@ -1,0 +1,108 @@
+"""Bytes written per run: starts `slipway agent` (argv[1], the binary) on
+a fresh data directory with the project at argv[2] (a langgraph.json),
+warms up, then runs argv[4] runs of graph argv[3], each on a fresh thread
+(create thread, POST /threads/{id}/runs/wait) from argv[5] clients
+(default 1), and prints the agent
+process's write_bytes from /proc/<pid>/io per run, the runs' wall time
+and the pages agent.db uses. Python and JavaScript graphs alike (the host
+is a child process; its own writes, none to the database, are not
+counted). Used for BENCHMARKS.md ("Bytes per run").
+
+    python runtime/agent/hosts/py/e2e/bench_bytes.py /tmp/slipway \\
+        testdata/graphs/py-agent/bench.json bench 1000 16
+"""
+
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import httpx
+
+
+def write_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/io") as f:
+        for line in f:
+            if line.startswith("write_bytes:"):
+                return int(line.split()[1])
+    raise RuntimeError("no write_bytes in /proc/<pid>/io")
+
+
+def used_bytes(path: str) -> int:
+    """The database's high-water mark: pages in use or free inside it, from
+    bbolt's newer meta page (the file itself grows in 16 MiB steps)."""
+    with open(path, "rb") as f:
+        head = f.read(8192)
+    page_size = struct.unpack_from("<I", head, 24)[0]
+    with open(path, "rb") as f:
+        metas = [f.read(page_size), f.read(page_size)]
+    best = max(metas, key=lambda m: struct.unpack_from("<Q", m, 64)[0])  # txid
+    return struct.unpack_from("<Q", best, 56)[0] * page_size  # pgid: high-water mark
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> None:
+    binary, config, graph, n = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+    clients = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+    data = tempfile.mkdtemp(prefix="slipway-bytes-")
+    port = free_port()
+    env = dict(os.environ, SLIPWAY_AGENT_ADDR=f"127.0.0.1:{port}", SLIPWAY_AGENT_DATA_DIR=data,
+               SLIPWAY_GRAPH_CONFIG=config, SLIPWAY_LOG_LEVEL="warn")
+    if "SLIPWAY_AGENT_PYTHON" not in env:
+        env["SLIPWAY_AGENT_PYTHON"] = sys.executable
+    agent = subprocess.Popen([binary, "agent"], env=env)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        with httpx.Client(base_url=url, timeout=60) as c:
+            for _ in range(600):
+                try:
+                    if c.get("/ok").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.1)
+
+            def run() -> None:
+                t = c.post("/threads", json={}).json()["thread_id"]
+                r = c.post(f"/threads/{t}/runs/wait", json={"assistant_id": graph, "input": {"messages": [{"role": "user", "content": "hi"}]}})
+                r.raise_for_status()
+
+            for _ in range(20):
+                run()
+            time.sleep(1)
+            before = write_bytes(agent.pid)
+            t0 = time.perf_counter()
+            def client(k: int) -> None:
+                for _ in range(k):
+                    run()
+
+            workers = [threading.Thread(target=client, args=(n // clients,)) for _ in range(clients)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            n = n // clients * clients
+            elapsed = time.perf_counter() - t0
+            time.sleep(1)
+            after = write_bytes(agent.pid)
+        used = used_bytes(os.path.join(data, "agent.db"))
+        print(f"{n} runs, {clients} clients: {(after - before) / n / 1024:.1f} KiB written per run, "
+              f"{n / elapsed:.1f} runs/s, agent.db {used / 1024 / 1024:.1f} MiB used after {n + 20} runs "
+              f"({used / (n + 20) / 1024:.1f} KiB a run), "
+              f"load {os.getloadavg()[0]:.1f}")
+    finally:
+        agent.terminate()
+        agent.wait()
+        subprocess.run(["rm", "-rf", data])
+
+
+main()
