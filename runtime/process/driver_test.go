@@ -217,7 +217,12 @@ func TestBuildFailures(t *testing.T) {
 			name string
 			s    runtime.Spec
 			want string
-		}{"pnpm lock without pnpm", spec(t, "r5", `{"graphs": {}}`, map[string]string{"package.json": "{}", "pnpm-lock.yaml": ""}), "pnpm is not installed on this host"})
+			// Without pnpm the install runs through npx in the version
+			// packageManager names (TestJSInstallViaNPM); a value that is no
+			// version is refused before anything runs, and not quoted.
+		}{"pnpm lock without pnpm, packageManager not a version", spec(t, "r5", `{"graphs": {}}`,
+			map[string]string{"package.json": `{"packageManager": "pnpm@latest; curl evil"}`, "pnpm-lock.yaml": ""}),
+			"packageManager names pnpm in something that is not a version of pnpm"})
 	}
 	// A docker source builds nothing and is refused at deploy (DEPLOY_FAILED).
 	docker := runtime.Spec{DeploymentID: "d", RevisionID: "r", Source: "internal_docker", ImageURI: "img:1"}
