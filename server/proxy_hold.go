@@ -1,0 +1,241 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"slipway/runtime"
+)
+
+// How the proxy holds a request whose agent is not there for a moment.
+const (
+	// agentRestartWait bounds how long a request is held while its
+	// deployment's agent does not accept connections: after a crash the
+	// process runtime's supervisor restarts it within a second or two, a
+	// container's restart policy within a few, the health watcher
+	// recreates it after runtime's grace. The request never reached an
+	// agent, so holding it is safe; after the wait it is answered 502.
+	agentRestartWait = 30 * time.Second
+	// redialMaxBackoff caps the pause between two dials of a held request.
+	redialMaxBackoff = 250 * time.Millisecond
+	// idleCloseWindow is how soon after a handover began a connection
+	// reset still counts as the old agent closing its idle keep-alive
+	// connections. A stopping agent (http.Server.Shutdown) closes those at
+	// once, but lets every request it is handling finish for 5 s before it
+	// exits: a reset within this window cannot be one of those.
+	idleCloseWindow = 2 * time.Second
+	// replayLimit is how much of a request body is kept to send it again
+	// on a fresh connection; a larger body is not sent again.
+	replayLimit = 1 << 20
+)
+
+// redialTransport sends a request to its deployment's agent again when
+// the request cannot have reached the agent's handler:
+//
+//   - the dial was refused (or failed otherwise): a handover stopped the
+//     agent just after the request passed the gate, or the agent crashed
+//     and is being restarted (a container may come back at another
+//     address). The request is held, dialling again with a short back-off
+//     and waiting at the gate, until the agent accepts it or
+//     agentRestartWait has passed.
+//   - a kept-alive connection was reset or closed before any byte of the
+//     response, within idleCloseWindow of a handover that began after the
+//     request passed the gate: the old agent closed the connection as idle
+//     while shutting down, which it does only to connections that carry no
+//     request it is handling. Sent once more, on a fresh connection to the
+//     agent serving after the handover.
+//
+// Any other failure (a reset with no handover under way: the agent died
+// while handling the request, which a POST must not repeat) is answered
+// 502. GETs and other idempotent requests Go's transport already retries
+// on a reused connection by itself.
+type redialTransport struct {
+	p    *proxy
+	base http.RoundTripper
+}
+
+func (t *redialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tg, _ := req.Context().Value(targetKey{}).(target)
+	if tg.dep == "" {
+		return t.base.RoundTrip(req)
+	}
+	body := newReplayBody(req.Body)
+	deadline := time.Now().Add(cmp.Or(t.p.restartWait, agentRestartWait))
+	backoff := 10 * time.Millisecond
+	resent := false
+	for {
+		var reused bool
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
+		out := req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+		out.Body = body.attempt()
+		resp, err := t.base.RoundTrip(out)
+		if err == nil || req.Context().Err() != nil {
+			return resp, err
+		}
+		switch {
+		case isDialError(err) && body.replayable():
+			if time.Now().Add(backoff).After(deadline) {
+				return nil, err
+			}
+			if rf, ok := t.p.driver.(runtime.Refresher); ok {
+				rf.Refresh(tg.dep)
+			}
+			select {
+			case <-time.After(backoff):
+			case <-req.Context().Done():
+				return nil, err
+			}
+			backoff = min(2*backoff, redialMaxBackoff)
+		case !resent && reused && isClosedByPeer(err) && t.closedAsIdle(tg) && body.replayable():
+			resent = true
+			t.p.log.Debug().Str("deployment_id", tg.dep).Err(err).Msg("sending a request again: the old agent closed its idle connection")
+		default:
+			return nil, err
+		}
+		if !t.retarget(req, tg.dep, deadline) {
+			return nil, err
+		}
+	}
+}
+
+// closedAsIdle reports whether a handover of the deployment began after
+// the request passed the gate, and recently enough that the old agent
+// was closing idle connections, not yet cutting requests it handled.
+func (t *redialTransport) closedAsIdle(tg target) bool {
+	since, ok := t.p.gate.Handover(tg.dep, tg.epoch)
+	return ok && time.Since(since) < idleCloseWindow
+}
+
+// retarget waits at the gate (a handover may be under way) and points req
+// at the endpoint serving the deployment now, waiting for one while an
+// agent is being recreated; false when there is none before the deadline.
+func (t *redialTransport) retarget(req *http.Request, dep string, deadline time.Time) bool {
+	ctx, cancel := context.WithDeadline(req.Context(), deadline)
+	defer cancel()
+	for {
+		if err := t.p.gate.Wait(ctx, dep); err != nil {
+			return false
+		}
+		if endpoint, ok := t.p.driver.Endpoint(dep); ok {
+			base, token, err := agentURL(endpoint)
+			if err != nil {
+				return false
+			}
+			req.URL.Scheme, req.URL.Host = base.Scheme, base.Host
+			if token != "" {
+				req.Header.Set(runtime.AgentTokenHeader, token)
+			}
+			req.Host = ""
+			return true
+		}
+		select {
+		case <-time.After(redialMaxBackoff):
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// isDialError: no connection was made, so nothing was sent.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// isClosedByPeer: the agent reset or closed the connection (as opposed to
+// a timeout, or a failure on Slipway's side).
+func isClosedByPeer(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "server closed idle connection")
+}
+
+// replayBody keeps what the transport read of a request body (up to
+// replayLimit), so that the request can be sent again: each attempt reads
+// the kept bytes first, then the rest of the original body. The transport
+// closes a request's body when a round trip fails; the original is closed
+// by the reverse proxy once the request is done, never here.
+type replayBody struct {
+	mu       sync.Mutex
+	src      io.ReadCloser // nil: the request has no body
+	kept     []byte
+	overflow bool // more than replayLimit was read: no attempt after this one
+	eof      error
+	gen      int
+}
+
+func newReplayBody(src io.ReadCloser) *replayBody {
+	if src == http.NoBody {
+		src = nil
+	}
+	return &replayBody{src: src}
+}
+
+// attempt is the body of the next attempt; earlier attempts' readers stop
+// reading (a transport may still be reading one after its round trip
+// failed).
+func (b *replayBody) attempt() io.ReadCloser {
+	if b.src == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.gen++
+	return &replayReader{b: b, gen: b.gen}
+}
+
+func (b *replayBody) replayable() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.overflow
+}
+
+var errSuperseded = errors.New("request body: superseded by a new attempt")
+
+type replayReader struct {
+	b   *replayBody
+	gen int
+	pos int
+}
+
+func (r *replayReader) Read(p []byte) (int, error) {
+	b := r.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r.gen != b.gen {
+		return 0, errSuperseded
+	}
+	if r.pos < len(b.kept) {
+		n := copy(p, b.kept[r.pos:])
+		r.pos += n
+		return n, nil
+	}
+	if b.eof != nil {
+		return 0, b.eof
+	}
+	// Held under the lock: a new attempt waits for this read, and finds
+	// its bytes kept.
+	n, err := b.src.Read(p)
+	if n > 0 {
+		if b.overflow || len(b.kept)+n > replayLimit {
+			b.overflow, b.kept = true, nil
+		} else {
+			b.kept = append(b.kept, p[:n]...)
+			r.pos += n
+		}
+	}
+	if err != nil {
+		b.eof = err
+	}
+	return n, err
+}
+
+func (r *replayReader) Close() error { return nil }

@@ -1,0 +1,294 @@
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"slipway/runtime"
+)
+
+// movableDriver serves one deployment, "dep", at an endpoint the test
+// moves.
+type movableDriver struct {
+	unavailable
+	mu       sync.Mutex
+	endpoint string
+}
+
+func (d *movableDriver) Endpoint(string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.endpoint, d.endpoint != ""
+}
+
+func (d *movableDriver) move(endpoint string) {
+	d.mu.Lock()
+	d.endpoint = endpoint
+	d.mu.Unlock()
+}
+
+// holdRelay is a server relaying every request to deployment "dep" the
+// way proxy.serve does once the gate let it pass.
+func holdRelay(t *testing.T, p *proxy) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		epoch, err := p.gate.Pass(r.Context(), "dep")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		endpoint, _ := p.driver.Endpoint("dep")
+		base, _, _ := agentURL(endpoint)
+		if err := p.relay(w, r, target{dep: "dep", base: base, path: r.URL.Path, epoch: epoch}); err != nil {
+			t.Error(err)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// echoAgent answers every request with its method and body.
+var echoAgent = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	fmt.Fprintf(w, "%s %s", r.Method, b)
+})
+
+// TestProxyHoldsRequestsWhileTheAgentRestarts: the agent was killed and
+// its supervisor brings it back on the same address a second later. A run
+// creation (a POST with a body) arriving meanwhile is held and reaches the
+// agent once it is back; held longer than the bound, a request is
+// answered 502. On cb5b11d the proxy dialled three times within
+// milliseconds and answered 502 "connect: connection refused".
+func TestProxyHoldsRequestsWhileTheAgentRestarts(t *testing.T) {
+	cases := []struct {
+		name       string
+		downFor    time.Duration
+		wait       time.Duration
+		wantStatus int
+	}{
+		{"back within the bound", 1200 * time.Millisecond, 10 * time.Second, http.StatusOK},
+		{"not back within the bound", 3 * time.Second, time.Second, http.StatusBadGateway},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close() // the agent is down: its port refuses connections
+			d := &movableDriver{endpoint: "http://" + addr}
+			p := &proxy{driver: d, gate: &runtime.Gate{}, handoverWait: 10 * time.Second, restartWait: tc.wait, log: zerolog.Nop()}
+			relay := holdRelay(t, p)
+
+			restarted := make(chan *http.Server, 1)
+			go func() {
+				time.Sleep(tc.downFor)
+				ln, err := net.Listen("tcp", addr)
+				if err != nil {
+					t.Error(err)
+					restarted <- nil
+					return
+				}
+				srv := &http.Server{Handler: echoAgent}
+				go srv.Serve(ln)
+				restarted <- srv
+			}()
+			t.Cleanup(func() {
+				if srv := <-restarted; srv != nil {
+					srv.Close()
+				}
+			})
+			start := time.Now()
+			resp, err := http.Post(relay.URL+"/threads/t/runs", "application/json", strings.NewReader(`{"assistant_id":"agent"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("status %d after %v, want %d: %s", resp.StatusCode, time.Since(start).Round(time.Millisecond), tc.wantStatus, body)
+			}
+			if tc.wantStatus == http.StatusOK && string(body) != `POST {"assistant_id":"agent"}` {
+				t.Fatalf("the agent got %q", body)
+			}
+			if tc.wantStatus != http.StatusOK && time.Since(start) > tc.wait+time.Second {
+				t.Fatalf("held for %v, bound %v", time.Since(start), tc.wait)
+			}
+		})
+	}
+}
+
+// closingAgent is an agent that answers the first request on a
+// connection and then, with the next request on it already sent, resets
+// the connection without answering, as a stopping agent closing its idle
+// keep-alive connections does. onSecond runs just before the reset.
+func closingAgent(t *testing.T, onSecond func()) (addr string, handled *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	handled = &atomic.Int32{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for i := 0; ; i++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					if i == 1 {
+						onSecond()
+						c.(*net.TCPConn).SetLinger(0) // RST: "connection reset by peer"
+						return
+					}
+					b, _ := io.ReadAll(req.Body)
+					handled.Add(1)
+					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
+				}
+			}(c)
+		}
+	}()
+	return ln.Addr().String(), handled
+}
+
+// TestProxyResendsWhatTheOldAgentClosedAsIdle: during a handover the old
+// agent closes its idle keep-alive connections; a run creation the proxy
+// had just sent on one is reset before any byte of an answer, and never
+// reached a handler. It is sent once more, on a fresh connection, to the
+// agent serving after the handover. The same reset with no handover under
+// way (the agent died handling the request) is answered 502 and not sent
+// again: a POST must not be repeated. On cb5b11d both were answered 502
+// "read: connection reset by peer".
+func TestProxyResendsWhatTheOldAgentClosedAsIdle(t *testing.T) {
+	cases := []struct {
+		name       string
+		handover   bool
+		wantStatus int
+		wantNew    int32 // requests the new agent gets
+	}{
+		{"closed by a handover", true, http.StatusOK, 1},
+		{"reset with no handover", false, http.StatusBadGateway, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gate := &runtime.Gate{}
+			var newAgent atomic.Int32
+			next := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				newAgent.Add(1)
+				echoAgent(w, r)
+			}))
+			defer next.Close()
+			d := &movableDriver{}
+			old, handled := closingAgent(t, func() {
+				if !tc.handover {
+					return
+				}
+				resume := gate.Pause("dep")
+				d.move(next.URL)
+				time.AfterFunc(200*time.Millisecond, resume)
+			})
+			d.move("http://" + old)
+			p := &proxy{driver: d, gate: gate, handoverWait: 10 * time.Second, log: zerolog.Nop()}
+			relay := holdRelay(t, p)
+
+			post := func(body string) (int, string) {
+				resp, err := http.Post(relay.URL+"/threads/t/runs", "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, string(b)
+			}
+			if st, b := post(`{"n":1}`); st != http.StatusOK {
+				t.Fatalf("first run: %d %s", st, b)
+			}
+			st, b := post(`{"n":2}`)
+			if st != tc.wantStatus {
+				t.Fatalf("second run: %d %s, want %d", st, b, tc.wantStatus)
+			}
+			if tc.wantStatus == http.StatusOK && b != `POST {"n":2}` {
+				t.Fatalf("the new agent got %q", b)
+			}
+			if n := newAgent.Load(); n != tc.wantNew {
+				t.Fatalf("the new agent got %d requests, want %d", n, tc.wantNew)
+			}
+			if n := handled.Load(); n != 1 {
+				t.Fatalf("the old agent handled %d requests, want 1", n)
+			}
+		})
+	}
+}
+
+// TestProxyEndsABrokenEventStreamWithAnError: the agent's process dies in
+// the middle of a streamed run. The client gets the events relayed so far,
+// then an `error` event, and a stream that ends cleanly: an SDK surfaces
+// the error to its caller. On cb5b11d the client's connection was cut
+// ("unexpected EOF"), which an SDK either raises as a network fault or
+// reads as a stream that ended.
+func TestProxyEndsABrokenEventStreamWithAnError(t *testing.T) {
+	cases := []struct {
+		name, sent string
+	}{
+		{"between events", "event: metadata\ndata: {\"run_id\":\"r\"}\n\n"},
+		{"within an event", "event: metadata\ndata: {\"run_id\":\"r\"}\n\nevent: values\ndata: {\"partial"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				io.WriteString(w, tc.sent)
+				http.NewResponseController(w).Flush()
+				c, _, err := http.NewResponseController(w).Hijack()
+				if err == nil {
+					c.(*net.TCPConn).SetLinger(0)
+					c.Close() // killed: no end of the chunked body
+				}
+			}))
+			defer agent.Close()
+			d := &movableDriver{endpoint: agent.URL}
+			p := &proxy{driver: d, gate: &runtime.Gate{}, handoverWait: time.Second, log: zerolog.Nop()}
+			relay := holdRelay(t, p)
+			resp, err := http.Post(relay.URL+"/threads/t/runs/stream", "application/json", strings.NewReader(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatalf("the stream was cut: %v after %q", err, b)
+			}
+			if !strings.HasPrefix(string(b), "event: metadata\ndata: {\"run_id\":\"r\"}\n\n") {
+				t.Fatalf("the events before the break were not relayed: %q", b)
+			}
+			// Parsed as an SSE client does: events end at a blank line.
+			events := strings.Split(strings.TrimSuffix(string(b), "\n\n"), "\n\n")
+			last := events[len(events)-1]
+			if !strings.HasPrefix(last, "event: error\ndata: {") || !strings.Contains(last, `"error":"AgentUnavailable"`) {
+				t.Fatalf("the stream does not end with an error event: %q", b)
+			}
+		})
+	}
+}
+
