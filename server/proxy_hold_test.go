@@ -291,4 +291,3 @@ func TestProxyEndsABrokenEventStreamWithAnError(t *testing.T) {
 		})
 	}
 }
-
