@@ -245,18 +245,24 @@ func TestProxyResendsWhatTheOldAgentClosedAsIdle(t *testing.T) {
 // then an `error` event, and a stream that ends cleanly: an SDK surfaces
 // the error to its caller. On cb5b11d the client's connection was cut
 // ("unexpected EOF"), which an SDK either raises as a network fault or
-// reads as a stream that ended.
+// reads as a stream that ended. A resumable stream (with a Location) is
+// still cut: the SDK reconnects to it and resumes.
 func TestProxyEndsABrokenEventStreamWithAnError(t *testing.T) {
 	cases := []struct {
 		name, sent string
+		resumable  bool
 	}{
-		{"between events", "event: metadata\ndata: {\"run_id\":\"r\"}\n\n"},
-		{"within an event", "event: metadata\ndata: {\"run_id\":\"r\"}\n\nevent: values\ndata: {\"partial"},
+		{"between events", "event: metadata\ndata: {\"run_id\":\"r\"}\n\n", false},
+		{"within an event", "event: metadata\ndata: {\"run_id\":\"r\"}\n\nevent: values\ndata: {\"partial", false},
+		{"resumable", "event: metadata\ndata: {\"run_id\":\"r\"}\n\n", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/event-stream")
+				if tc.resumable {
+					w.Header().Set("Location", "/threads/t/runs/r/stream")
+				}
 				w.WriteHeader(http.StatusOK)
 				io.WriteString(w, tc.sent)
 				http.NewResponseController(w).Flush()
@@ -276,6 +282,12 @@ func TestProxyEndsABrokenEventStreamWithAnError(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			b, err := io.ReadAll(resp.Body)
+			if tc.resumable {
+				if err == nil {
+					t.Fatalf("a resumable stream was ended, not cut: %q", b)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatalf("the stream was cut: %v after %q", err, b)
 			}

@@ -26,10 +26,13 @@ type sseGuard struct {
 	close func() error
 }
 
-// guardEventStream wraps resp's body when it is an event stream.
+// guardEventStream wraps resp's body when it is an event stream. A
+// resumable stream (stream_resumable: the agent sent a Location to
+// reconnect to) is left alone: there an SDK reconnects after a drop and
+// resumes from the last event id, which an error event would prevent.
 func guardEventStream(resp *http.Response) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt != "text/event-stream" || resp.Body == nil || resp.Body == http.NoBody {
+	if mt != "text/event-stream" || resp.Body == nil || resp.Body == http.NoBody || resp.Header.Get("Location") != "" {
 		return
 	}
 	resp.Body = &sseGuard{body: resp.Body, close: resp.Body.Close}
