@@ -48,16 +48,22 @@ const (
 //     and waiting at the gate, until the agent accepts it or
 //     agentRestartWait has passed.
 //   - a kept-alive connection was reset or closed before any byte of the
-//     response, within idleCloseWindow of a handover that began after the
-//     request passed the gate: the old agent closed the connection as idle
-//     while shutting down, which it does only to connections that carry no
-//     request it is handling. Sent once more, on a fresh connection to the
-//     agent serving after the handover.
+//     response, and the agent cannot have handled the request:
+//     (a) the agent had closed the connection before the request was
+//     written on it (peerClosed, checked as the transport hands the
+//     connection out): the agent was killed, or stopped, while the
+//     connection was idle; every such attempt is sent again;
+//     (b) a handover began after the request passed the gate, within
+//     idleCloseWindow: the old agent closed the connection as idle while
+//     shutting down, which it does only to connections that carry no
+//     request it is handling; sent once more;
+//     (c) the method is idempotent (GET, HEAD, OPTIONS); sent once more.
+//     The next attempt goes to the agent serving then, on a fresh
+//     connection, held as above while there is none.
 //
-// Any other failure (a reset with no handover under way: the agent died
-// while handling the request, which a POST must not repeat) is answered
-// 502. GETs and other idempotent requests Go's transport already retries
-// on a reused connection by itself.
+// Any other failure (a reset with no handover under way, on a connection
+// that was open when the request was written: the agent died while
+// handling the request, which a POST must not repeat) is answered 502.
 type redialTransport struct {
 	p    *proxy
 	base http.RoundTripper
@@ -73,8 +79,11 @@ func (t *redialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	backoff := 10 * time.Millisecond
 	resent := false
 	for {
-		var reused bool
-		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
+		var reused, closedFirst bool
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+			reused = info.Reused
+			closedFirst = info.Reused && peerClosed(info.Conn)
+		}}
 		out := req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 		out.Body = body.attempt()
 		resp, err := t.base.RoundTrip(out)
@@ -95,7 +104,15 @@ func (t *redialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, err
 			}
 			backoff = min(2*backoff, redialMaxBackoff)
-		case !resent && reused && isClosedByPeer(err) && t.closedAsIdle(tg) && body.replayable():
+		case closedFirst && isClosedByPeer(err) && body.replayable():
+			// The agent had closed the connection (it died, or it
+			// stopped) before the request was written on it: no handler
+			// saw it. Its other idle connections are as dead.
+			if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+				ci.CloseIdleConnections()
+			}
+			t.p.log.Debug().Str("deployment_id", tg.dep).Err(err).Msg("sending a request again: the agent had closed the connection")
+		case !resent && reused && isClosedByPeer(err) && (idempotent(req.Method) || t.closedAsIdle(tg)) && body.replayable():
 			resent = true
 			t.p.log.Debug().Str("deployment_id", tg.dep).Err(err).Msg("sending a request again: the old agent closed its idle connection")
 		default:
@@ -105,6 +122,39 @@ func (t *redialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+}
+
+// idempotent methods may be sent twice whatever became of the first.
+func idempotent(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
+}
+
+// peerClosed reports whether the agent has closed (or reset) c, as seen
+// just before a request is written on it: a non-blocking peek finds the
+// end of the stream (or the reset) already queued. An idle keep-alive
+// connection has nothing else to read. Control does not take the
+// connection's read lock, which the transport's reader holds while it
+// waits on the connection.
+func peerClosed(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	closed := false
+	_ = raw.Control(func(fd uintptr) {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		closed = (n == 0 && err == nil) || errors.Is(err, syscall.ECONNRESET)
+	})
+	return closed
 }
 
 // closedAsIdle reports whether a handover of the deployment began after

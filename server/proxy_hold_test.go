@@ -68,17 +68,22 @@ var echoAgent = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 // its supervisor brings it back on the same address a second later. A run
 // creation (a POST with a body) arriving meanwhile is held and reaches the
 // agent once it is back; held longer than the bound, a request is
-// answered 502. On cb5b11d the proxy dialled three times within
-// milliseconds and answered 502 "connect: connection refused".
+// answered 502. With keptAlive, the proxy had a keep-alive connection to
+// the agent when it was killed: the request may be written on that dead
+// connection before the transport notices, and is sent again. On cb5b11d
+// the proxy dialled three times within milliseconds and answered 502
+// "connect: connection refused" (or "EOF", on the dead connection).
 func TestProxyHoldsRequestsWhileTheAgentRestarts(t *testing.T) {
 	cases := []struct {
 		name       string
+		keptAlive  bool
 		downFor    time.Duration
 		wait       time.Duration
 		wantStatus int
 	}{
-		{"back within the bound", 1200 * time.Millisecond, 10 * time.Second, http.StatusOK},
-		{"not back within the bound", 3 * time.Second, time.Second, http.StatusBadGateway},
+		{"back within the bound", false, 1200 * time.Millisecond, 10 * time.Second, http.StatusOK},
+		{"killed with a kept-alive connection", true, 1200 * time.Millisecond, 10 * time.Second, http.StatusOK},
+		{"not back within the bound", false, 3 * time.Second, time.Second, http.StatusBadGateway},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,10 +92,22 @@ func TestProxyHoldsRequestsWhileTheAgentRestarts(t *testing.T) {
 				t.Fatal(err)
 			}
 			addr := ln.Addr().String()
-			ln.Close() // the agent is down: its port refuses connections
 			d := &movableDriver{endpoint: "http://" + addr}
 			p := &proxy{driver: d, gate: &runtime.Gate{}, handoverWait: 10 * time.Second, restartWait: tc.wait, log: zerolog.Nop()}
 			relay := holdRelay(t, p)
+			if tc.keptAlive {
+				first := &http.Server{Handler: echoAgent}
+				go first.Serve(ln)
+				resp, err := http.Post(relay.URL+"/threads", "application/json", strings.NewReader(`{}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				first.Close() // killed: its listener and connections close
+			} else {
+				ln.Close() // the agent is down: its port refuses connections
+			}
 
 			restarted := make(chan *http.Server, 1)
 			go func() {
