@@ -52,7 +52,13 @@ const (
 //     (a) the agent had closed the connection before the request was
 //     written on it (peerClosed, checked as the transport hands the
 //     connection out): the agent was killed, or stopped, while the
-//     connection was idle; every such attempt is sent again;
+//     connection was idle; or the agent reset the connection (ECONNRESET):
+//     a process that exits or closes a connection with bytes of the
+//     request still unread sends a reset, one that read the whole request
+//     (and could have acted on it) a plain close (EOF). An agent's
+//     handler reads a request's body before it acts on it, as the agent
+//     server and the reference servers do. Every such attempt is sent
+//     again;
 //     (b) a handover began after the request passed the gate, within
 //     idleCloseWindow: the old agent closed the connection as idle while
 //     shutting down, which it does only to connections that carry no
@@ -104,15 +110,16 @@ func (t *redialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, err
 			}
 			backoff = min(2*backoff, redialMaxBackoff)
-		case closedFirst && isClosedByPeer(err) && body.replayable():
+		case (closedFirst && isClosedByPeer(err) || errors.Is(err, syscall.ECONNRESET)) && body.replayable():
 			// The agent had closed the connection (it died, or it
-			// stopped) before the request was written on it: no handler
-			// saw it. Its other idle connections are as dead.
+			// stopped) before the request was written on it, or reset it
+			// with the request not all read: no handler acted on it. Its
+			// other idle connections are as dead.
 			if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {
 				ci.CloseIdleConnections()
 			}
 			t.p.log.Debug().Str("deployment_id", tg.dep).Err(err).Msg("sending a request again: the agent had closed the connection")
-		case !resent && reused && isClosedByPeer(err) && (idempotent(req.Method) || t.closedAsIdle(tg)) && body.replayable():
+		case !resent && isClosedByPeer(err) && (idempotent(req.Method) || reused && t.closedAsIdle(tg)) && body.replayable():
 			resent = true
 			t.p.log.Debug().Str("deployment_id", tg.dep).Err(err).Msg("sending a request again: the old agent closed its idle connection")
 		default:

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -148,10 +149,12 @@ func TestProxyHoldsRequestsWhileTheAgentRestarts(t *testing.T) {
 }
 
 // closingAgent is an agent that answers the first request on a
-// connection and then, with the next request on it already sent, resets
-// the connection without answering, as a stopping agent closing its idle
-// keep-alive connections does. onSecond runs just before the reset.
-func closingAgent(t *testing.T, onSecond func()) (addr string, handled *atomic.Int32) {
+// connection and then closes the connection under the next request
+// without answering: with unread, before reading any of it (the kernel
+// then resets the connection), otherwise after reading all of it (a
+// plain close: the agent could have acted on it). onSecond runs just
+// before the close.
+func closingAgent(t *testing.T, unread bool, onSecond func()) (addr string, handled *atomic.Int32) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -169,16 +172,22 @@ func closingAgent(t *testing.T, onSecond func()) (addr string, handled *atomic.I
 				defer c.Close()
 				br := bufio.NewReader(c)
 				for i := 0; ; i++ {
+					if i == 1 && unread {
+						for !pending(c) {
+							time.Sleep(time.Millisecond)
+						}
+						onSecond()
+						return
+					}
 					req, err := http.ReadRequest(br)
 					if err != nil {
 						return
 					}
+					b, _ := io.ReadAll(req.Body)
 					if i == 1 {
 						onSecond()
-						c.(*net.TCPConn).SetLinger(0) // RST: "connection reset by peer"
 						return
 					}
-					b, _ := io.ReadAll(req.Body)
 					handled.Add(1)
 					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
 				}
@@ -188,23 +197,42 @@ func closingAgent(t *testing.T, onSecond func()) (addr string, handled *atomic.I
 	return ln.Addr().String(), handled
 }
 
-// TestProxyResendsWhatTheOldAgentClosedAsIdle: during a handover the old
-// agent closes its idle keep-alive connections; a run creation the proxy
-// had just sent on one is reset before any byte of an answer, and never
-// reached a handler. It is sent once more, on a fresh connection, to the
-// agent serving after the handover. The same reset with no handover under
-// way (the agent died handling the request) is answered 502 and not sent
-// again: a POST must not be repeated. On cb5b11d both were answered 502
-// "read: connection reset by peer".
-func TestProxyResendsWhatTheOldAgentClosedAsIdle(t *testing.T) {
+// pending reports whether bytes wait on c, without reading them.
+func pending(c net.Conn) bool {
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	raw.Control(func(fd uintptr) {
+		var b [1]byte
+		n, _, _ = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	})
+	return n > 0
+}
+
+// TestProxyResendsWhatTheAgentCannotHaveHandled: a run creation sent on a
+// kept-alive connection that the agent closes without answering.
+//   - During a handover the old agent closes its idle keep-alive
+//     connections: a request just sent on one never reached a handler.
+//   - An agent that dies with the request unread resets the connection.
+//
+// Both are sent once more, on a fresh connection, to the agent serving
+// then. An agent that read the request and then died (a plain close, no
+// handover under way) may have acted on it: answered 502, not sent again,
+// as a POST must not be repeated. On cb5b11d all three were answered 502
+// ("EOF", "read: connection reset by peer").
+func TestProxyResendsWhatTheAgentCannotHaveHandled(t *testing.T) {
 	cases := []struct {
 		name       string
 		handover   bool
+		unread     bool
 		wantStatus int
 		wantNew    int32 // requests the new agent gets
 	}{
-		{"closed by a handover", true, http.StatusOK, 1},
-		{"reset with no handover", false, http.StatusBadGateway, 0},
+		{"closed as idle by a handover", true, false, http.StatusOK, 1},
+		{"reset with the request unread", false, true, http.StatusOK, 1},
+		{"closed after reading it, no handover", false, false, http.StatusBadGateway, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,13 +244,12 @@ func TestProxyResendsWhatTheOldAgentClosedAsIdle(t *testing.T) {
 			}))
 			defer next.Close()
 			d := &movableDriver{}
-			old, handled := closingAgent(t, func() {
-				if !tc.handover {
-					return
+			old, handled := closingAgent(t, tc.unread, func() {
+				if tc.handover {
+					resume := gate.Pause("dep")
+					time.AfterFunc(200*time.Millisecond, resume)
 				}
-				resume := gate.Pause("dep")
 				d.move(next.URL)
-				time.AfterFunc(200*time.Millisecond, resume)
 			})
 			d.move("http://" + old)
 			p := &proxy{driver: d, gate: gate, handoverWait: 10 * time.Second, log: zerolog.Nop()}
