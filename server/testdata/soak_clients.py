@@ -24,7 +24,7 @@ import httpx
 from langgraph_sdk import get_client
 
 
-async def one_stream(client, counts, samples):
+async def one_stream(client, counts, samples, failures):
     word = uuid.uuid4().hex
     run_id = thread_id = None
     outcome = None
@@ -55,6 +55,7 @@ async def one_stream(client, counts, samples):
     except httpx.HTTPStatusError as err:
         outcome = "http_%d" % err.response.status_code
         samples.setdefault(outcome, err.response.text[:300])
+        failures.append({"at": time.time(), "outcome": outcome, "detail": err.response.text[:300]})
     except Exception as err:  # a broken stream or connection
         outcome = "exception_" + type(err).__name__
         samples.setdefault(outcome, repr(err)[:300])
@@ -65,29 +66,31 @@ async def one_stream(client, counts, samples):
         except httpx.HTTPStatusError as err:
             key = "lost" if err.response.status_code == 404 else "lookup_http_%d" % err.response.status_code
             counts[key] += 1
+            failures.append({"at": time.time(), "outcome": key, "detail": err.response.text[:300]})
             samples.setdefault(key, "%s: %s" % (run_id, err.response.text[:200]))
         except Exception as err:
             counts["lookup_exception"] += 1
             samples.setdefault("lookup_exception", repr(err)[:300])
 
 
-async def client_loop(url, key, stop, counts, samples):
+async def client_loop(url, key, stop, counts, samples, failures):
     client = get_client(url=url, api_key=key, timeout=httpx.Timeout(120.0))
     while not stop.is_set():
-        await one_stream(client, counts, samples)
+        await one_stream(client, counts, samples, failures)
         counts["streams"] += 1
 
 
 async def main(url, key, clients):
     counts = collections.Counter()
     samples = {}
+    failures = []  # HTTP errors with their time, for the test to place
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     # The test closes stdin once its switches and kills are done.
     loop.run_in_executor(None, lambda: (sys.stdin.read(), loop.call_soon_threadsafe(stop.set)))
     start = time.monotonic()
-    await asyncio.gather(*(client_loop(url, key, stop, counts, samples) for _ in range(int(clients))))
-    print(json.dumps({"counts": counts, "samples": samples, "seconds": time.monotonic() - start}))
+    await asyncio.gather(*(client_loop(url, key, stop, counts, samples, failures) for _ in range(int(clients))))
+    print(json.dumps({"counts": counts, "samples": samples, "failures": failures, "seconds": time.monotonic() - start}))
 
 
 if __name__ == "__main__":
