@@ -98,18 +98,12 @@ func (t *redialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		switch {
 		case isDialError(err) && body.replayable():
-			if time.Now().Add(backoff).After(deadline) {
-				return nil, err
-			}
 			if rf, ok := t.p.driver.(runtime.Refresher); ok {
 				rf.Refresh(tg.dep)
 			}
-			select {
-			case <-time.After(backoff):
-			case <-req.Context().Done():
+			if !t.pause(req, &backoff, deadline) {
 				return nil, err
 			}
-			backoff = min(2*backoff, redialMaxBackoff)
 		case (closedFirst && isClosedByPeer(err) || errors.Is(err, syscall.ECONNRESET)) && body.replayable():
 			// The agent had closed the connection (it died, or it
 			// stopped) before the request was written on it, or reset it
@@ -117,6 +111,11 @@ func (t *redialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// other idle connections are as dead.
 			if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {
 				ci.CloseIdleConnections()
+			}
+			// Bounded like a refused dial: an agent that resets every
+			// request is not asked forever.
+			if !t.pause(req, &backoff, deadline) {
+				return nil, err
 			}
 			t.p.log.Debug().Str("deployment_id", tg.dep).Err(err).Msg("sending a request again: the agent had closed the connection")
 		case !resent && isClosedByPeer(err) && (idempotent(req.Method) || reused && t.closedAsIdle(tg)) && body.replayable():
@@ -162,6 +161,21 @@ func peerClosed(c net.Conn) bool {
 		closed = (n == 0 && err == nil) || errors.Is(err, syscall.ECONNRESET)
 	})
 	return closed
+}
+
+// pause waits out the back-off before the next attempt and doubles it;
+// false when that would pass the deadline or the client went away.
+func (t *redialTransport) pause(req *http.Request, backoff *time.Duration, deadline time.Time) bool {
+	if time.Now().Add(*backoff).After(deadline) {
+		return false
+	}
+	select {
+	case <-time.After(*backoff):
+	case <-req.Context().Done():
+		return false
+	}
+	*backoff = min(2**backoff, redialMaxBackoff)
+	return true
 }
 
 // closedAsIdle reports whether a handover of the deployment began after

@@ -347,3 +347,46 @@ func TestProxyEndsABrokenEventStreamWithAnError(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyGivesUpOnAnAgentThatResetsEverything: an agent that resets
+// every request unread is asked again with a back-off, and the caller is
+// answered 502 once the bound has passed, not held forever.
+func TestProxyGivesUpOnAnAgentThatResetsEverything(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				for deadline := time.Now().Add(2 * time.Second); !pending(c) && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
+				c.Close() // unread: a reset
+			}()
+		}
+	}()
+	d := &movableDriver{endpoint: "http://" + ln.Addr().String()}
+	p := &proxy{driver: d, gate: &runtime.Gate{}, handoverWait: time.Second, restartWait: time.Second, log: zerolog.Nop()}
+	relay := holdRelay(t, p)
+	start := time.Now()
+	resp, err := http.Post(relay.URL+"/threads", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	took := time.Since(start)
+	if resp.StatusCode != http.StatusBadGateway || took > 2*time.Second {
+		t.Fatalf("status %d after %v, want 502 within the 1 s bound", resp.StatusCode, took)
+	}
+	if n := conns.Load(); n < 2 || n > 20 {
+		t.Fatalf("%d connections in %v: want a few, with a back-off", n, took)
+	}
+}
