@@ -54,7 +54,8 @@ const (
 //     connection out): the agent was killed, or stopped, while the
 //     connection was idle; or the agent reset the connection (ECONNRESET):
 //     a process that exits or closes a connection with bytes of the
-//     request still unread sends a reset, one that read the whole request
+//     request still unread sends a reset (or, when the request was still
+//     being written, fails the write: "use of closed network connection"), one that read the whole request
 //     (and could have acted on it) a plain close (EOF). An agent's
 //     handler reads a request's body before it acts on it, as the agent
 //     server and the reference servers do. Every such attempt is sent
@@ -85,10 +86,12 @@ func (t *redialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	backoff := 10 * time.Millisecond
 	resent := false
 	for {
-		var reused, closedFirst bool
+		var reused, closedFirst, unsent bool
 		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 			reused = info.Reused
 			closedFirst = info.Reused && peerClosed(info.Conn)
+		}, WroteRequest: func(info httptrace.WroteRequestInfo) {
+			unsent = info.Err != nil
 		}}
 		out := req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 		out.Body = body.attempt()
@@ -104,11 +107,12 @@ func (t *redialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if !t.pause(req, &backoff, deadline) {
 				return nil, err
 			}
-		case (closedFirst && isClosedByPeer(err) || errors.Is(err, syscall.ECONNRESET)) && body.replayable():
+		case (closedFirst && isClosedByPeer(err) || errors.Is(err, syscall.ECONNRESET) || unsent) && body.replayable():
 			// The agent had closed the connection (it died, or it
-			// stopped) before the request was written on it, or reset it
-			// with the request not all read: no handler acted on it. Its
-			// other idle connections are as dead.
+			// stopped) before the request was written on it, reset it
+			// with the request not all read, or closed it before the
+			// request was all written: no handler acted on it. Its other
+			// idle connections are as dead.
 			if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {
 				ci.CloseIdleConnections()
 			}

@@ -137,6 +137,11 @@ func soak(t *testing.T, driver string, window, every time.Duration) {
 	var redeploys, rollbacks, kills int
 	type span struct{ from, to time.Time }
 	var killed []span // from the kill until the agent serves again
+	type opStart struct {
+		name string
+		at   time.Time
+	}
+	var opLog []opStart // every operation's start, to place a failure
 	ops := []struct {
 		name string
 		do   func()
@@ -187,6 +192,7 @@ func soak(t *testing.T, driver string, window, every time.Duration) {
 	for i := 0; i < len(ops) || time.Since(start) < window; i++ {
 		began := time.Now()
 		op := ops[i%len(ops)]
+		opLog = append(opLog, opStart{op.name, began})
 		op.do()
 		t.Logf("soak %s: %s done in %v", driver, op.name, time.Since(began).Round(time.Millisecond))
 		if rest := every - time.Since(began); rest > 0 {
@@ -230,7 +236,16 @@ func soak(t *testing.T, driver string, window, every time.Duration) {
 	for _, f := range rep.Failures {
 		if f.Outcome == "http_502" && inKill(f.At) && strings.Contains(f.Detail, `did not answer: EOF"`) {
 			readThenKilled++
+			continue
 		}
+		// Where it happened: after which operation, how long after.
+		ts, last := time.Unix(0, int64(f.At*1e9)), opStart{"the start", start}
+		for _, o := range opLog {
+			if !o.at.After(ts) {
+				last = o
+			}
+		}
+		t.Logf("%s %v after %s began: %s", f.Outcome, ts.Sub(last.at).Round(time.Millisecond), last.name, f.Detail)
 	}
 	c["http_502"] -= readThenKilled
 	t.Logf("soak %s: %d streams in %v (%d completed, %d ended with an error event), %d redeploys, %d rollbacks, %d kills; 502s: %d (+%d read by an agent killed handling them), truncated: %d, lost runs: %d",
