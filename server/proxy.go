@@ -2,9 +2,7 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -33,6 +31,9 @@ type proxy struct {
 	gate   *runtime.Gate
 	// handoverWait bounds how long a request waits for a handover.
 	handoverWait time.Duration
+	// restartWait bounds how long a request is held while the agent does
+	// not accept connections (proxy_hold.go); 0: agentRestartWait.
+	restartWait time.Duration
 
 	// agentsOrigin: SLIPWAY_AGENTS_URL is set, so the dashboard's origin
 	// serves agents only to scripts (see agentsOnDashboard) and keeps
@@ -71,6 +72,9 @@ type target struct {
 	// uiBase is where a browser fetches the deployment's generative UI
 	// files (proxy_ui.go), told to the agent in uiBaseHeader.
 	uiBase string
+	// epoch is the handover epoch the request passed the gate in
+	// (runtime.Gate.Pass); see redialTransport.
+	epoch uint64
 }
 
 // customHostKey marks a request routed by its deployment's custom_url.
@@ -137,12 +141,14 @@ func stripDashboardCookies(h http.Header) {
 }
 
 // modifyResponse drops the Set-Cookie headers an agent may not send
-// (filterSetCookies), then sandboxes its documents.
+// (filterSetCookies), ends an event stream the agent breaks off with an
+// error event (guardEventStream), then sandboxes its documents.
 func (p *proxy) modifyResponse(resp *http.Response) error {
 	if t, ok := resp.Request.Context().Value(targetKey{}).(target); ok {
 		p.filterSetCookies(resp.Header, t)
 	}
 	p.stripAgentCORS(resp)
+	guardEventStream(resp)
 	return sandboxAgentDocuments(resp)
 }
 
@@ -215,7 +221,7 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 		return httpx.NotFound("Deployment %q not found.", name)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), p.handoverWait)
-	err := p.gate.Wait(ctx, dep)
+	epoch, err := p.gate.Pass(ctx, dep)
 	cancel()
 	if err != nil {
 		return httpx.Errorf(http.StatusServiceUnavailable, "Deployment %q is switching revisions; try again.", name)
@@ -230,7 +236,7 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	}
 	custom, agents := r.Context().Value(customHostKey{}) != nil, r.Context().Value(agentsOriginKey{}) != nil
 	t := target{dep: dep, base: base, token: token, path: "/" + strings.TrimPrefix(ps.ByName("path"), "/"),
-		sandbox: !custom, dashboardOrigin: !custom && !agents, uiBase: p.uiAssetBase(dep)}
+		sandbox: !custom, dashboardOrigin: !custom && !agents, uiBase: p.uiAssetBase(dep), epoch: epoch}
 	t.keepAuthorization = authorizationIsCallers(r) && p.cp.ForwardsAuthorization(dep)
 	if !custom && (r.Method == http.MethodGet || r.Method == http.MethodHead) && slipwayServed(t.path) {
 		// Slipway's page and its document, see proxy_docs.go.
@@ -268,44 +274,3 @@ var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return 
 
 func (bufferPool) Get() []byte  { return *copyBuffers.Get().(*[]byte) }
 func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }
-
-// redialTransport retries a request whose connection to the agent was
-// refused. That happens when a request passed the gate and read the
-// endpoint just before a handover stopped that agent, or when an agent
-// restarted (a container may come back at another address). A refused
-// dial never reached the agent, so even a POST is safe to send again, to
-// the endpoint serving once the gate opens.
-type redialTransport struct {
-	p    *proxy
-	base http.RoundTripper
-}
-
-func (t *redialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	tg, _ := req.Context().Value(targetKey{}).(target)
-	for attempt := 0; ; attempt++ {
-		resp, err := t.base.RoundTrip(req)
-		var op *net.OpError
-		if err == nil || attempt == 2 || tg.dep == "" || req.Context().Err() != nil || !errors.As(err, &op) || op.Op != "dial" {
-			return resp, err
-		}
-		if rf, ok := t.p.driver.(runtime.Refresher); ok {
-			rf.Refresh(tg.dep)
-		}
-		ctx, cancel := context.WithTimeout(req.Context(), t.p.handoverWait)
-		werr := t.p.gate.Wait(ctx, tg.dep)
-		cancel()
-		endpoint, ok := t.p.driver.Endpoint(tg.dep)
-		if werr != nil || !ok {
-			return resp, err
-		}
-		base, token, perr := agentURL(endpoint)
-		if perr != nil {
-			return resp, err
-		}
-		req.URL.Scheme, req.URL.Host = base.Scheme, base.Host
-		if token != "" {
-			req.Header.Set(runtime.AgentTokenHeader, token)
-		}
-		req.Host = ""
-	}
-}
