@@ -514,6 +514,11 @@ func TestAssistantVersions(t *testing.T) {
 		vs, _ := a.Do("POST", "/assistants/"+id+"/versions", map[string]any{}).JSON().([]any)
 		for _, v := range vs {
 			m := v.(map[string]any)
+			// A version is written once: created_at and no updated_at,
+			// as on both reference servers.
+			if _, ok := m["updated_at"]; ok || m["created_at"] == nil || m["assistant_id"] != id {
+				t.Fatalf("version entry: %v", m)
+			}
 			out = append(out, fmt.Sprint(m["version"], m["name"]))
 		}
 		return out

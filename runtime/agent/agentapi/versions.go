@@ -10,15 +10,10 @@ import (
 // version is written once, so it has a creation time and no updated_at,
 // as on both reference servers.
 type assistantVersion struct {
-	AssistantID string         `json:"assistant_id"`
-	GraphID     string         `json:"graph_id"`
-	Name        string         `json:"name"`
-	Description *string        `json:"description"`
-	Config      map[string]any `json:"config"`
-	Context     map[string]any `json:"context"`
-	Metadata    map[string]any `json:"metadata"`
-	Version     int            `json:"version"`
-	CreatedAt   time.Time      `json:"created_at"`
+	agent.Assistant
+	// Shadows the assistant's updated_at (encoding/json takes the
+	// shallower field); always nil, so it is left out.
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 }
 
 func versionsOut(all []agent.Assistant, err error) ([]assistantVersion, error) {
@@ -27,7 +22,7 @@ func versionsOut(all []agent.Assistant, err error) ([]assistantVersion, error) {
 	}
 	out := make([]assistantVersion, 0, len(all))
 	for _, a := range all {
-		out = append(out, assistantVersion{a.AssistantID, a.GraphID, a.Name, a.Description, a.Config, a.Context, a.Metadata, a.Version, a.CreatedAt})
+		out = append(out, assistantVersion{Assistant: a})
 	}
 	return out, nil
 }
