@@ -64,7 +64,8 @@ func TestLogsFollowWholeDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
+	// Written by the command's copier while the test reads it.
+	var stderr servertest.SyncBuffer
 	c.Stderr = &stderr
 	if err := c.Start(); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ type Agent struct {
 	DataDir string
 	Env     map[string]string
 	cmd     *exec.Cmd
-	logs    *syncBuffer
+	logs    *SyncBuffer
 	t       testing.TB
 }
 
@@ -39,7 +39,7 @@ func StartAgent(t testing.TB, env map[string]string) *Agent {
 
 func (a *Agent) start() {
 	t := a.t
-	a.logs = &syncBuffer{}
+	a.logs = &SyncBuffer{}
 	a.cmd = launch(t, Binary(t), "agent", a.Env, nil, a.logs)
 	checkAPI(a.URL)
 	waitReady(t, a.cmd, a.URL, "slipway agent", a.logs)

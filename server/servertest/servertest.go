@@ -85,7 +85,7 @@ type Server struct {
 	// runtime labels what it creates with it, and tests clean up by it.
 	InstanceID string
 	cmd        *exec.Cmd
-	logs       *syncBuffer
+	logs       *SyncBuffer
 	t          testing.TB
 	bin        string              // the binary to run; Binary(t) when empty
 	cred       *syscall.Credential // run as another user (the test is root)
@@ -110,18 +110,19 @@ func StartAs(t testing.TB, env map[string]string, bin string, cred *syscall.Cred
 	return s
 }
 
-type syncBuffer struct {
+// SyncBuffer collects a process's output while a test may read it.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -177,7 +178,7 @@ func unmanaged(t testing.TB) bool {
 func (s *Server) start() {
 	t := s.t
 	t.Helper()
-	s.logs = &syncBuffer{}
+	s.logs = &SyncBuffer{}
 	bin := s.bin
 	if bin == "" {
 		bin = Binary(t)
@@ -241,7 +242,7 @@ func (s *Server) Kill() {
 
 // launch starts `bin sub` with env added to a minimal environment (as the
 // user cred, when not nil), its output going to logs.
-func launch(t testing.TB, bin, sub string, env map[string]string, cred *syscall.Credential, logs *syncBuffer) *exec.Cmd {
+func launch(t testing.TB, bin, sub string, env map[string]string, cred *syscall.Credential, logs *SyncBuffer) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, sub)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
@@ -259,7 +260,7 @@ func launch(t testing.TB, bin, sub string, env map[string]string, cred *syscall.
 }
 
 // waitReady waits up to 15s for GET url/ok to answer 200.
-func waitReady(t testing.TB, cmd *exec.Cmd, url, what string, logs *syncBuffer) {
+func waitReady(t testing.TB, cmd *exec.Cmd, url, what string, logs *SyncBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {

@@ -1,15 +1,10 @@
 package js_test
 
 import (
-	"bytes"
-	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -67,58 +62,9 @@ func startReference(t *testing.T, diffDir, project, config string) string {
 	}
 	addr := servertest.FreeAddr(t)
 	port := addr[strings.LastIndex(addr, ":")+1:]
-	var logs lockedBuffer
 	cmd := exec.Command(filepath.Join(diffDir, "node_modules", ".bin", "langgraphjs"), "dev",
 		"--port", port, "--host", "127.0.0.1", "--no-browser", "--config", filepath.Join(scratch, "langgraph.json"))
 	cmd.Dir = diffDir
 	cmd.Env = append(os.Environ(), "LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false", "NO_COLOR=1")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	// The CLI forks the API server: its own process group ends with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the reference server: %v", err)
-	}
-	pgid := cmd.Process.Pid
-	t.Cleanup(func() {
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-done
-		}
-	})
-	url := fmt.Sprintf("http://127.0.0.1:%s", port)
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url + "/ok"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("the reference server did not answer /ok within 90s:\n%s", logs.String())
-	return ""
-}
-
-// lockedBuffer collects a process's output while the test may read it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	return servertest.StartReference(t, cmd, port, 90*time.Second)
 }

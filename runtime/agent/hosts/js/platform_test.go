@@ -45,7 +45,7 @@ export const graph = (async () =>
 		t.Fatal(err)
 	}
 	addr := servertest.FreeAddr(t)
-	var out lockedBuffer
+	var out servertest.SyncBuffer
 	cmd := exec.Command(servertest.Binary(t), "agent")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SLIPWAY_GRAPH_CONFIG=" + cfg,
 		"SLIPWAY_AGENT_DATA_DIR=" + t.TempDir(), "SLIPWAY_AGENT_ADDR=" + addr}

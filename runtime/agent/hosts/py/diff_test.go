@@ -1,15 +1,10 @@
 package py_test
 
 import (
-	"bytes"
-	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -92,7 +87,6 @@ func startPyReference(t *testing.T, langgraph, project, config string) string {
 	}
 	addr := servertest.FreeAddr(t)
 	port := addr[strings.LastIndex(addr, ":")+1:]
-	var logs pyLockedBuffer
 	cmd := exec.Command(langgraph, "dev", "--port", port, "--host", "127.0.0.1", "--no-browser", "--no-reload",
 		"--config", "langgraph.diff.json")
 	cmd.Dir = scratch
@@ -100,55 +94,5 @@ func startPyReference(t *testing.T, langgraph, project, config string) string {
 	// sends nothing anywhere.
 	cmd.Env = append(os.Environ(), "LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false", "LANGSMITH_API_KEY=",
 		"NO_COLOR=1", "PYTHONDONTWRITEBYTECODE=1")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the reference server: %v", err)
-	}
-	pgid := cmd.Process.Pid
-	t.Cleanup(func() {
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("reference server log:\n%s", logs.String())
-		}
-	})
-	url := fmt.Sprintf("http://127.0.0.1:%s", port)
-	deadline := time.Now().Add(120 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url + "/ok"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("the reference server did not answer /ok within 120s:\n%s", logs.String())
-	return ""
-}
-
-// pyLockedBuffer collects a process's output while the test may read it.
-type pyLockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *pyLockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *pyLockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	return servertest.StartReference(t, cmd, port, 120*time.Second)
 }
