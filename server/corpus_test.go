@@ -64,6 +64,7 @@ func corpusGolden(name string) string {
 // there a run that needs the model may end with a connection error to it,
 // which shows the graph loaded and ran up to the model.
 func TestCorpus(t *testing.T) {
+	servertest.SkipShort(t, "the corpus of real projects")
 	if *recordReference {
 		recordCorpusReference(t)
 	}

@@ -32,6 +32,7 @@ func requireDebootstrap(t *testing.T) {
 // cannot be imported ends DEPLOY_FAILED with the import error while the
 // previous one serves.
 func TestJSProjectDocker(t *testing.T) {
+	servertest.SkipShort(t, "a JavaScript project's build on docker")
 	requireRuntime(t, "docker")
 	requireDebootstrap(t)
 	requireJSSDK(t)

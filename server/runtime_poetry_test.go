@@ -39,6 +39,7 @@ func requireUV(t *testing.T) string {
 // the graph answers the Python SDK through the deployment URL, and the
 // optional and dev dependencies are not installed.
 func TestPythonPoetryUV(t *testing.T) {
+	servertest.SkipShort(t, "a Poetry project's build")
 	requirePython311(t)
 	uvDir := requireUV(t)
 	files := projectFiles(t, filepath.Join(servertest.RepoRoot(), "testdata", "graphs", "py-poetry"))

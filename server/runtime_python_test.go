@@ -307,6 +307,7 @@ func findAgentEnviron(dep string) map[string]string {
 // reuses, and a missing dependency ends BUILD_FAILED while the previous
 // revision serves.
 func TestPythonProjectDocker(t *testing.T) {
+	servertest.SkipShort(t, "a Python project's build on docker")
 	requireRuntime(t, "docker")
 	requireDebootstrap(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "docker"})

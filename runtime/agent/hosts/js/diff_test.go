@@ -18,6 +18,7 @@ import (
 // compares what a client sees; it fails on any difference that
 // diff/allowlist.mjs (and the README) does not list.
 func TestJSHostMatchesReference(t *testing.T) {
+	servertest.SkipShort(t, "the differential test against the reference JavaScript server")
 	project, _ := needNode(t)
 	diffDir := filepath.Join(servertest.RepoRoot(), "runtime", "agent", "hosts", "js", "diff")
 	if _, err := os.Stat(filepath.Join(diffDir, "node_modules", ".bin", "langgraphjs")); err != nil {

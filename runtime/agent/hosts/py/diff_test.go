@@ -22,6 +22,7 @@ const refVenvEnv = "SLIPWAY_TEST_REF_VENV"
 // what a client sees; it fails on any difference that diff/allowlist.py
 // (and the README) does not list.
 func TestPyHostMatchesReference(t *testing.T) {
+	servertest.SkipShort(t, "the differential test against the reference Python server")
 	python, project, _ := needPython(t)
 	venv := os.Getenv(refVenvEnv)
 	if venv == "" {
