@@ -161,7 +161,7 @@ func (e *Engine) hostCreateWithSupersteps(g *HostGraph, id string, metadata map[
 		"supersteps": steps}, &out)
 	if callErr != nil {
 		if created {
-			if err := e.w.Update(func(tx *bolt.Tx) error {
+			if err := e.updateLG(id, false, func(tx *bolt.Tx) error {
 				if threadExists(tx, id) {
 					return nil // created by another request meanwhile: its state is its own
 				}

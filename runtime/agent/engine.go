@@ -112,6 +112,7 @@ type Engine struct {
 	httpStreams sync.Map // stream id → *httpExchange of a custom-route request in flight
 
 	w    *storage.Committer
+	pend *lgPending // checkpoint writes journaled, not yet in bbolt
 	sem  chan struct{}
 	mu   sync.Mutex
 	live map[string]*liveRun // run id → its execution and events
@@ -142,6 +143,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.sem = make(chan struct{}, e.Workers)
 	e.live, e.disp, e.ctx = map[string]*liveRun{}, map[string]bool{}, ctx
+	if err := e.openJournal(); err != nil {
+		return err
+	}
 	if err := e.ensureAssistants(); err != nil {
 		return err
 	}
@@ -403,7 +407,7 @@ func (e *Engine) PatchThread(id string, metadata map[string]any) (Thread, error)
 // DeleteThread cancels the thread's runs and deletes it with its runs and checkpoints.
 func (e *Engine) DeleteThread(id string) error {
 	var active string
-	err := e.w.Update(func(tx *bolt.Tx) error {
+	err := e.updateLG(id, true, func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
@@ -765,7 +769,7 @@ func (e *Engine) UpdateStateAt(id string, values map[string]any, asNode string, 
 // CopyThread makes a new thread with the same metadata and checkpoints.
 func (e *Engine) CopyThread(id string) (Thread, error) {
 	var out Thread
-	err := e.w.Update(func(tx *bolt.Tx) error {
+	err := e.updateLG(id, false, func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)

@@ -201,6 +201,9 @@ func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage
 		if err := json.Unmarshal(p, &in); err != nil {
 			return nil, err
 		}
+		if err := e.flushLG(in.ThreadID); err != nil {
+			return nil, err
+		}
 		var out *cpTuple
 		err := e.DB.View(func(tx *bolt.Tx) error {
 			var err error
@@ -211,6 +214,13 @@ func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage
 	case "cp.list":
 		var in cpQuery
 		if err := json.Unmarshal(p, &in); err != nil {
+			return nil, err
+		}
+		thread := ""
+		if in.ThreadID != nil {
+			thread = *in.ThreadID
+		}
+		if err := e.flushLG(thread); err != nil {
 			return nil, err
 		}
 		var out []*cpTuple
@@ -230,7 +240,7 @@ func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage
 		if err := json.Unmarshal(p, &in); err != nil {
 			return nil, err
 		}
-		return nil, e.w.Update(func(tx *bolt.Tx) error { return deleteLG(tx, in.ThreadID, "") })
+		return nil, e.updateLG(in.ThreadID, false, func(tx *bolt.Tx) error { return deleteLG(tx, in.ThreadID, "") })
 	}
 	if strings.HasPrefix(method, "store.") {
 		return e.hostStore(method, p)
@@ -247,36 +257,34 @@ func (e *Engine) cpPut(in *cpPut) error {
 	if in.ThreadID == "" || in.CheckpointID == "" {
 		return fmt.Errorf("%w: a checkpoint needs a thread_id and an id", ErrInvalid)
 	}
+	rows := make([]lgRow, 0, len(in.Blobs)+1)
+	for _, b := range in.Blobs {
+		if err := checkKeyPart("channel", b.Channel); err != nil {
+			return err
+		}
+		rows = append(rows, lgRow{rowPutChanged, lgKey(in.ThreadID, in.NS, lgKindBlob, b.Channel, b.Version),
+			encodeBlob(&lgBlob{RunID: in.RunID, Typed: b.Typed})})
+	}
+	row, err := encodeCheckpoint(&lgCheckpoint{RunID: in.RunID, Parent: in.Parent, Checkpoint: in.Checkpoint, Metadata: in.Metadata,
+		MetadataJSON: in.MetadataJSON, ChannelVersions: in.ChannelVersions})
+	if err != nil {
+		return err
+	}
+	rows = append(rows, lgRow{rowPut, lgKey(in.ThreadID, in.NS, lgKindCheckpoint, in.CheckpointID), row})
+	return e.putRows(in.ThreadID, in.RunID, rows)
+}
+
+// putRows makes a checkpoint write durable: journaled when its run is the
+// thread's running run, else in a bbolt commit that checks the fence.
+func (e *Engine) putRows(thread, run string, rows []lgRow) error {
+	if done, err := e.pend.journal(thread, run, rows); done {
+		return err
+	}
 	return e.w.Update(func(tx *bolt.Tx) error {
-		if err := fence(tx, in.ThreadID, in.RunID); err != nil {
+		if err := fence(tx, thread, run); err != nil {
 			return err
 		}
-		lg := lgBucket(tx)
-		for _, b := range in.Blobs {
-			if err := checkKeyPart("channel", b.Channel); err != nil {
-				return err
-			}
-			k := lgKey(in.ThreadID, in.NS, lgKindBlob, b.Channel, b.Version)
-			// A value sent again unchanged (a saver sending every
-			// channel, a retried put) is not rewritten: its row, and the
-			// run it names for rollbacks, stay. A different value under
-			// the same version replaces it: JavaScript savers number
-			// versions 1, 2, 3…, so a fork can reuse one.
-			if old := lg.Get(k); old != nil {
-				if prev, err := decodeBlob(old); err == nil && prev.T == b.T && bytes.Equal(prev.B, b.B) {
-					continue
-				}
-			}
-			if err := lg.Put(k, encodeBlob(&lgBlob{RunID: in.RunID, Typed: b.Typed})); err != nil {
-				return err
-			}
-		}
-		row, err := encodeCheckpoint(&lgCheckpoint{RunID: in.RunID, Parent: in.Parent, Checkpoint: in.Checkpoint, Metadata: in.Metadata,
-			MetadataJSON: in.MetadataJSON, ChannelVersions: in.ChannelVersions})
-		if err != nil {
-			return err
-		}
-		return lg.Put(lgKey(in.ThreadID, in.NS, lgKindCheckpoint, in.CheckpointID), row)
+		return applyRows(lgBucket(tx), rows)
 	})
 }
 
@@ -289,26 +297,20 @@ func (e *Engine) cpPutWrites(in *cpPutWrites) error {
 	if in.ThreadID == "" || in.CheckpointID == "" {
 		return fmt.Errorf("%w: writes need a thread_id and a checkpoint_id", ErrInvalid)
 	}
-	return e.w.Update(func(tx *bolt.Tx) error {
-		if err := fence(tx, in.ThreadID, in.RunID); err != nil {
-			return err
+	rows := make([]lgRow, 0, len(in.Writes))
+	for _, w := range in.Writes {
+		// A task's regular writes are saved once (a retried task must
+		// not replace them); special writes (error, interrupt, resume…)
+		// have fixed negative indexes and replace.
+		mode := rowPutNew
+		if w.Idx < 0 {
+			mode = rowPut
 		}
-		b := lgBucket(tx)
-		for _, w := range in.Writes {
-			k := append(lgKey(in.ThreadID, in.NS, lgKindWrite, in.CheckpointID, in.TaskID, ""), idxBytes(w.Idx)...)
-			// A task's regular writes are saved once (a retried task
-			// must not replace them); special writes (error, interrupt,
-			// resume…) have fixed negative indexes and replace.
-			if w.Idx >= 0 && b.Get(k) != nil {
-				continue
-			}
-			row := lgWrite{RunID: in.RunID, TaskID: in.TaskID, TaskPath: in.TaskPath, Channel: w.Channel, Idx: w.Idx, Typed: w.Typed}
-			if err := b.Put(k, encodeWrite(&row)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+		row := lgWrite{RunID: in.RunID, TaskID: in.TaskID, TaskPath: in.TaskPath, Channel: w.Channel, Idx: w.Idx, Typed: w.Typed}
+		rows = append(rows, lgRow{mode, append(lgKey(in.ThreadID, in.NS, lgKindWrite, in.CheckpointID, in.TaskID, ""), idxBytes(w.Idx)...),
+			encodeWrite(&row)})
+	}
+	return e.putRows(in.ThreadID, in.RunID, rows)
 }
 
 // lgBucket is the checkpoint bucket for writing. Its keys grow at the end

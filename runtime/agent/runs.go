@@ -430,6 +430,7 @@ func (e *Engine) execute(r *runRecord) {
 		cps     []pendingCheckpoint
 	)
 	if hg, ok := graph.(*HostGraph); ok && err == nil {
+		e.pend.own(r.ThreadID, r.RunID)
 		outcome, err = hg.runHost(ctx, r, req)
 		if err != nil && ctx.Err() == nil && !errors.Is(err, hosts.ErrHostDied) {
 			// The run failed in the graph: the thread shows the state it
@@ -667,7 +668,9 @@ func mergeConfig(layers ...map[string]any) map[string]any {
 // interrupts the host computed from them.
 func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pendingCheckpoint, outcome *hostOutcome) {
 	reported := status
-	err := e.w.Update(func(tx *bolt.Tx) error {
+	// The run's journaled checkpoint writes reach bbolt in the
+	// transaction that ends it, and it journals no more.
+	err := e.updateLG(r.ThreadID, true, func(tx *bolt.Tx) error {
 		status := cancelledStatus(tx, r.RunID, reported)
 		t, err := getThread(tx, r.ThreadID)
 		if err != nil {
