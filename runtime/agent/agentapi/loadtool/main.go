@@ -132,8 +132,8 @@ func main() {
 	}
 	// Check the reference can start before spending minutes on slipway.
 	if *refURL == "" && *refDir != "" {
-		if _, err := os.Stat(filepath.Join(*refDir, "node_modules", ".bin", "langgraphjs")); err != nil {
-			fmt.Fprintf(os.Stderr, "loadtool: the reference server is not installed: run `npm install --no-audit --no-fund` in %s (or pass -reference '')\n", *refDir)
+		if _, err := os.Stat(referenceCommand(*refDir)); err != nil {
+			fmt.Fprintf(os.Stderr, "loadtool: the reference server is not installed: run `npm install --no-audit --no-fund` in %s, or give a Python virtualenv with langgraph-cli[inmem] (or pass -reference '')\n", *refDir)
 			os.Exit(2)
 		}
 	}
@@ -262,7 +262,7 @@ func startAgent(bin, graphConfig string) (string, int, func(), error) {
 					Startup float64 `json:"startup"`
 					Level   string  `json:"level"`
 				}
-				if json.Unmarshal([]byte(line), &entry) == nil && entry.Message == "javascript host ready" {
+				if json.Unmarshal([]byte(line), &entry) == nil && (entry.Message == "javascript host ready" || entry.Message == "python host ready") {
 					readyLine <- fmt.Sprintf("%.0f", entry.Startup)
 					continue
 				}
@@ -300,6 +300,18 @@ func startAgent(bin, graphConfig string) (string, int, func(), error) {
 	return "", 0, nil, fmt.Errorf("slipway agent did not start")
 }
 
+// referenceCommand is the reference server's CLI in dir: `langgraph` of a
+// Python virtualenv (langgraph-cli[inmem], the Python reference) or
+// `langgraphjs` of an npm project (the JavaScript one).
+func referenceCommand(dir string) string {
+	py, _ := filepath.Abs(filepath.Join(dir, "bin", "langgraph"))
+	if _, err := os.Stat(py); err == nil {
+		return py
+	}
+	js, _ := filepath.Abs(filepath.Join(dir, "node_modules", ".bin", "langgraphjs"))
+	return js
+}
+
 // startReference runs `langgraphjs dev` in dir on a free port, in its own
 // process group (it forks the API server) so stop ends all of it; pids
 // lists the group's processes for the RSS reading.
@@ -318,6 +330,12 @@ func startReference(dir, graphConfig string) (string, func() []int, func(), erro
 	// state under .langgraph_api between runs.
 	_ = os.RemoveAll(filepath.Join(dir, ".langgraph_api"))
 	args := []string{"dev", "--port", strconv.Itoa(port), "--host", "127.0.0.1", "--no-browser"}
+	bin := referenceCommand(dir)
+	python := filepath.Base(bin) == "langgraph"
+	if python {
+		// The Python dev server watches its files and reloads by default.
+		args = append(args, "--no-reload")
+	}
 	scratch := ""
 	if graphConfig != "" {
 		if scratch, err = scratchProject(graphConfig); err != nil {
@@ -325,8 +343,16 @@ func startReference(dir, graphConfig string) (string, func() []int, func(), erro
 		}
 		args = append(args, "--config", filepath.Join(scratch, "langgraph.json"))
 	}
-	cmd := exec.Command(filepath.Join("node_modules", ".bin", "langgraphjs"), args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	if python {
+		// The Python server reads langgraph.json from its working
+		// directory's point of view and writes .langgraph_api there.
+		cmd.Dir = scratch
+		if cmd.Dir == "" {
+			return "", nil, nil, fmt.Errorf("the Python reference needs -graph-config")
+		}
+	}
 	cmd.Env = append(os.Environ(), "LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logf, err := os.CreateTemp("", "loadtool-reference-*.log")
@@ -369,7 +395,7 @@ func startReference(dir, graphConfig string) (string, func() []int, func(), erro
 		return out
 	}
 	u := fmt.Sprintf("http://127.0.0.1:%d", port)
-	fmt.Printf("reference: starting langgraphjs dev in %s (log %s) ...\n", dir, logf.Name())
+	fmt.Printf("reference: starting %s dev in %s (log %s) ...\n", filepath.Base(bin), dir, logf.Name())
 	for i := 0; i < 1200; i++ {
 		if resp, err := http.Get(u + "/ok"); err == nil {
 			resp.Body.Close()

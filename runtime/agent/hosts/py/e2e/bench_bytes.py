@@ -95,9 +95,11 @@ def main() -> None:
             time.sleep(1)
             after = write_bytes(agent.pid)
         used = used_bytes(os.path.join(data, "agent.db"))
+        jdir = os.path.join(data, "agent.db.journal")
+        journal = sum(os.path.getsize(os.path.join(jdir, f)) for f in os.listdir(jdir)) if os.path.isdir(jdir) else 0
         print(f"{n} runs, {clients} clients: {(after - before) / n / 1024:.1f} KiB written per run, "
               f"{n / elapsed:.1f} runs/s, agent.db {used / 1024 / 1024:.1f} MiB used after {n + 20} runs "
-              f"({used / (n + 20) / 1024:.1f} KiB a run), "
+              f"({used / (n + 20) / 1024:.1f} KiB a run), checkpoint journal {journal / (n + 20) / 1024:.1f} KiB a run, "
               f"load {os.getloadavg()[0]:.1f}")
     finally:
         agent.terminate()
