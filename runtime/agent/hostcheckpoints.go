@@ -201,13 +201,10 @@ func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage
 		if err := json.Unmarshal(p, &in); err != nil {
 			return nil, err
 		}
-		if err := e.flushLG(in.ThreadID); err != nil {
-			return nil, err
-		}
 		var out *cpTuple
 		err := e.DB.View(func(tx *bolt.Tx) error {
 			var err error
-			out, err = getTuple(tx, in.ThreadID, in.NS, in.CheckpointID)
+			out, err = getTuple(e.pend.reader(tx, in.ThreadID), in.ThreadID, in.NS, in.CheckpointID)
 			return err
 		})
 		return out, err
@@ -216,17 +213,18 @@ func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage
 		if err := json.Unmarshal(p, &in); err != nil {
 			return nil, err
 		}
+		// One thread's list reads its journaled rows laid over bbolt's;
+		// a list of every thread moves them all into bbolt first.
 		thread := ""
 		if in.ThreadID != nil {
 			thread = *in.ThreadID
-		}
-		if err := e.flushLG(thread); err != nil {
+		} else if err := e.flushLG(""); err != nil {
 			return nil, err
 		}
 		var out []*cpTuple
 		err := e.DB.View(func(tx *bolt.Tx) error {
 			var err error
-			out, err = listTuples(tx, &in)
+			out, err = listTuples(e.pend.reader(tx, thread), &in)
 			return err
 		})
 		if out == nil {
@@ -323,53 +321,38 @@ func lgBucket(tx *bolt.Tx) *bolt.Bucket {
 }
 
 // getTuple returns a checkpoint (the namespace's latest when id is empty) or nil.
-func getTuple(tx *bolt.Tx, thread, ns, id string) (*cpTuple, error) {
-	b := tx.Bucket([]byte(bLG))
+func getTuple(lg *lgRead, thread, ns, id string) (*cpTuple, error) {
 	var k, v []byte
 	if id != "" {
 		k = lgKey(thread, ns, lgKindCheckpoint, id)
-		v = b.Get(k)
+		v = lg.get(k)
 	} else {
-		prefix := lgKey(thread, ns, lgKindCheckpoint, "")
-		c := b.Cursor()
-		k, _ = c.Seek(append(storageCopy(prefix), 0xff))
-		if k == nil {
-			k, v = c.Last()
-		} else {
-			k, v = c.Prev()
-		}
-		if k != nil && !bytes.HasPrefix(k, prefix) {
-			k, v = nil, nil
-		}
-		if k != nil && bytes.IndexByte(k[len(prefix):], 0) >= 0 {
-			// A key of a deeper namespace sharing this prefix cannot
-			// occur: namespaces never contain NUL. Defensive only.
-			k, v = nil, nil
-		}
+		// Namespaces never contain NUL, so every key under this prefix is
+		// one of the namespace's checkpoints, the latest last (UUIDv6).
+		k, v = lg.last(lgKey(thread, ns, lgKindCheckpoint, ""))
 	}
 	if v == nil {
 		return nil, nil
 	}
-	return assemble(tx, thread, ns, string(k[len(lgKey(thread, ns, lgKindCheckpoint, "")):]), v)
+	return assemble(lg, thread, ns, string(k[len(lgKey(thread, ns, lgKindCheckpoint, "")):]), v)
 }
 
 func storageCopy(b []byte) []byte { return append([]byte(nil), b...) }
 
-func assemble(tx *bolt.Tx, thread, ns, id string, raw []byte) (*cpTuple, error) {
+func assemble(lg *lgRead, thread, ns, id string, raw []byte) (*cpTuple, error) {
 	row, err := decodeCheckpoint(raw, false)
 	if err != nil {
 		return nil, fmt.Errorf("decode checkpoint %s: %w", id, err)
 	}
 	t := &cpTuple{ThreadID: thread, NS: ns, CheckpointID: id, Parent: row.Parent, Checkpoint: row.Checkpoint, Metadata: row.Metadata,
 		Writes: []lgWrite{}}
-	lg := tx.Bucket([]byte(bLG))
 	channels := make([]string, 0, len(row.ChannelVersions))
 	for ch := range row.ChannelVersions {
 		channels = append(channels, ch)
 	}
 	sort.Strings(channels)
 	for _, ch := range channels {
-		bv := lg.Get(lgKey(thread, ns, lgKindBlob, ch, row.ChannelVersions[ch]))
+		bv := lg.get(lgKey(thread, ns, lgKindBlob, ch, row.ChannelVersions[ch]))
 		if bv == nil {
 			continue
 		}
@@ -382,21 +365,25 @@ func assemble(tx *bolt.Tx, thread, ns, id string, raw []byte) (*cpTuple, error) 
 			Typed
 		}{ch, blob.Typed})
 	}
-	prefix := lgKey(thread, ns, lgKindWrite, id, "")
-	c := lg.Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	var werr error
+	lg.scan(lgKey(thread, ns, lgKindWrite, id, ""), func(_, v []byte) bool {
 		w, err := decodeWrite(v)
 		if err != nil {
-			return nil, fmt.Errorf("decode pending write: %w", err)
+			werr = fmt.Errorf("decode pending write: %w", err)
+			return false
 		}
 		w.RunID = ""
 		t.Writes = append(t.Writes, *w)
+		return true
+	})
+	if werr != nil {
+		return nil, werr
 	}
 	return t, nil
 }
 
 // listTuples lists checkpoints newest first (by id) as BaseCheckpointSaver.list does.
-func listTuples(tx *bolt.Tx, q *cpQuery) ([]*cpTuple, error) {
+func listTuples(lg *lgRead, q *cpQuery) ([]*cpTuple, error) {
 	type hit struct {
 		thread, ns, id string
 		raw            []byte
@@ -409,26 +396,31 @@ func listTuples(tx *bolt.Tx, q *cpQuery) ([]*cpTuple, error) {
 	case q.ThreadID != nil:
 		prefix = lgKey(*q.ThreadID, "")
 	}
-	c := tx.Bucket([]byte(bLG)).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	var serr error
+	lg.scan(prefix, func(k, v []byte) bool {
 		parts := strings.SplitN(string(k), "\x00", 4)
 		if len(parts) != 4 || parts[2] != lgKindCheckpoint {
-			continue
+			return true
 		}
 		thread, ns, id := parts[0], parts[1], parts[3]
 		if q.NS != nil && ns != *q.NS || q.CheckpointID != "" && id != q.CheckpointID || q.Before != "" && id >= q.Before {
-			continue
+			return true
 		}
 		if len(q.Filter) > 0 {
 			row, err := decodeCheckpoint(v, true)
 			if err != nil {
-				return nil, err
+				serr = err
+				return false
 			}
 			if !matches(row.MetadataJSON, q.Filter) {
-				continue
+				return true
 			}
 		}
 		hits = append(hits, hit{thread, ns, id, v})
+		return true
+	})
+	if serr != nil {
+		return nil, serr
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].id > hits[j].id })
 	if q.Limit > 0 && len(hits) > q.Limit {
@@ -436,7 +428,7 @@ func listTuples(tx *bolt.Tx, q *cpQuery) ([]*cpTuple, error) {
 	}
 	out := make([]*cpTuple, 0, len(hits))
 	for _, h := range hits {
-		t, err := assemble(tx, h.thread, h.ns, h.id, h.raw)
+		t, err := assemble(lg, h.thread, h.ns, h.id, h.raw)
 		if err != nil {
 			return nil, err
 		}

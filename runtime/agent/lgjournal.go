@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -349,4 +351,105 @@ func (e *Engine) openJournal() error {
 	}
 	e.pend = &lgPending{j: j, owner: map[string]string{}, ops: map[string][]*lgOp{}}
 	return nil
+}
+
+// lgRead reads the lg bucket as it will stand once a thread's journaled
+// writes are applied: bbolt's rows with the journaled ones laid over them.
+// Readers (the host's getTuple and list, mostly during the very run that
+// wrote) then need no commit to see what they wrote.
+type lgRead struct {
+	b    *bolt.Bucket
+	over map[string][]byte
+	keys []string // over's keys, sorted
+}
+
+// reader returns the lg bucket of tx with thread's journaled rows over it.
+func (p *lgPending) reader(tx *bolt.Tx, thread string) *lgRead {
+	r := &lgRead{b: tx.Bucket([]byte(bLG))}
+	var ops []*lgOp
+	if p != nil && p.j != nil && thread != "" {
+		p.mu.Lock()
+		ops = append(ops, p.ops[thread]...)
+		p.mu.Unlock()
+	}
+	if len(ops) == 0 {
+		return r
+	}
+	r.over = map[string][]byte{}
+	for _, op := range ops {
+		for _, row := range op.rows {
+			k := string(row.key)
+			if row.mode == rowPutNew {
+				if _, ok := r.over[k]; ok || r.b.Get(row.key) != nil {
+					continue
+				}
+			}
+			// rowPutChanged keeps the stored row when the value is the
+			// same; the row differs only in the run it names, which
+			// readers do not see.
+			r.over[k] = row.val
+		}
+	}
+	r.keys = make([]string, 0, len(r.over))
+	for k := range r.over {
+		r.keys = append(r.keys, k)
+	}
+	sort.Strings(r.keys)
+	return r
+}
+
+func (r *lgRead) get(k []byte) []byte {
+	if v, ok := r.over[string(k)]; ok {
+		return v
+	}
+	return r.b.Get(k)
+}
+
+// scan calls fn for every row whose key has prefix, in key order, until
+// fn returns false.
+func (r *lgRead) scan(prefix []byte, fn func(k, v []byte) bool) {
+	i := sort.SearchStrings(r.keys, string(prefix))
+	c := r.b.Cursor()
+	k, v := c.Seek(prefix)
+	for {
+		bk := k != nil && bytes.HasPrefix(k, prefix)
+		ok := i < len(r.keys) && strings.HasPrefix(r.keys[i], string(prefix))
+		switch {
+		case !bk && !ok:
+			return
+		case ok && (!bk || r.keys[i] <= string(k)):
+			if bk && r.keys[i] == string(k) {
+				k, v = c.Next() // laid over
+			}
+			if !fn([]byte(r.keys[i]), r.over[r.keys[i]]) {
+				return
+			}
+			i++
+		default:
+			if !fn(k, v) {
+				return
+			}
+			k, v = c.Next()
+		}
+	}
+}
+
+// last returns the row with the greatest key that has prefix, or nils.
+func (r *lgRead) last(prefix []byte) ([]byte, []byte) {
+	c := r.b.Cursor()
+	k, v := c.Seek(append(storageCopy(prefix), 0xff))
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	if k != nil && !bytes.HasPrefix(k, prefix) {
+		k, v = nil, nil
+	}
+	// The overlay's greatest key under prefix.
+	i := sort.SearchStrings(r.keys, string(prefix)+"\xff") - 1
+	if i >= 0 && strings.HasPrefix(r.keys[i], string(prefix)) && (k == nil || r.keys[i] >= string(k)) {
+		return []byte(r.keys[i]), r.over[r.keys[i]]
+	}
+	return k, v
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,7 +55,7 @@ func bboltIDs(t *testing.T, e *Engine, thread string) []string {
 	t.Helper()
 	var ids []string
 	if err := e.DB.View(func(tx *bolt.Tx) error {
-		list, err := listTuples(tx, &cpQuery{ThreadID: &thread})
+		list, err := listTuples((*lgPending)(nil).reader(tx, ""), &cpQuery{ThreadID: &thread})
 		for _, c := range list {
 			ids = append(ids, c.CheckpointID)
 		}
@@ -122,8 +124,8 @@ func TestJournaledCheckpoints(t *testing.T) {
 	if got := latest(e); got != "1b" {
 		t.Fatalf("host reads %q, want 1b", got)
 	}
-	if ids := bboltIDs(t, e, thread); len(ids) != 2 {
-		t.Fatalf("a read did not move the journaled writes into bbolt: %v", ids)
+	if ids := bboltIDs(t, e, thread); len(ids) != 0 {
+		t.Fatalf("a read committed the journaled writes: %v", ids)
 	}
 	if err := cp(e, "1c", "r1"); err != nil {
 		t.Fatal(err)
@@ -141,6 +143,18 @@ func TestJournaledCheckpoints(t *testing.T) {
 	e.pend.own(thread, "r1")
 	if err := cp(e, "1d", "r1"); err != nil {
 		t.Fatal(err)
+	}
+	// bbolt's rows and the journaled one read as one list.
+	raw, err := call(t, e, "cp.list", map[string]any{"thread_id": thread})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []cpTuple
+	if err := json.Unmarshal(raw, &list); err != nil || len(list) != 4 || list[0].CheckpointID != "1d" || list[3].CheckpointID != "1a" {
+		t.Fatalf("list over bbolt and the journal: %s (%v)", raw, err)
+	}
+	if got := latest(e); got != "1d" {
+		t.Fatalf("host reads %q, want 1d", got)
 	}
 	if err := e.updateLG(thread, true, func(tx *bolt.Tx) error {
 		rec, err := getThread(tx, thread)
@@ -171,6 +185,69 @@ func TestJournaledCheckpoints(t *testing.T) {
 		t.Fatalf("journal after a replayed start: %d records, %v", len(recs), err)
 	}
 	r.crash()
+}
+
+// TestLGReadMerge: rows laid over bbolt's read in key order, an overlay
+// row replacing the stored one under the same key, within the prefix only.
+func TestLGReadMerge(t *testing.T) {
+	db, err := storage.Open(filepath.Join(t.TempDir(), "agent.db"), time.Second, Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, k := range []string{"a/1", "a/3", "a/5", "b/1"} {
+			if err := tx.Bucket([]byte(bLG)).Put([]byte(k), []byte("bolt")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name       string
+		over       []string
+		prefix     string
+		want, last string
+	}{
+		{"no overlay", nil, "a/", "a/1=bolt a/3=bolt a/5=bolt", "a/5=bolt"},
+		{"interleaved", []string{"a/2", "a/6"}, "a/", "a/1=bolt a/2=over a/3=bolt a/5=bolt a/6=over", "a/6=over"},
+		{"same key", []string{"a/3", "a/0"}, "a/", "a/0=over a/1=bolt a/3=over a/5=bolt", "a/5=bolt"},
+		{"last is stored", []string{"a/4"}, "a/", "a/1=bolt a/3=bolt a/4=over a/5=bolt", "a/5=bolt"},
+		{"other prefix untouched", []string{"b/0", "c/1"}, "a/", "a/1=bolt a/3=bolt a/5=bolt", "a/5=bolt"},
+		{"overlay only", []string{"c/1", "c/2"}, "c/", "c/1=over c/2=over", "c/2=over"},
+		{"nothing", nil, "z/", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_ = db.View(func(tx *bolt.Tx) error {
+				r := &lgRead{b: tx.Bucket([]byte(bLG)), over: map[string][]byte{}}
+				for _, k := range c.over {
+					r.over[k] = []byte("over")
+					r.keys = append(r.keys, k)
+				}
+				slices.Sort(r.keys)
+				var got []string
+				r.scan([]byte(c.prefix), func(k, v []byte) bool {
+					got = append(got, string(k)+"="+string(v))
+					return true
+				})
+				if strings.Join(got, " ") != c.want {
+					t.Errorf("scan %q: %q, want %q", c.prefix, strings.Join(got, " "), c.want)
+				}
+				k, v := r.last([]byte(c.prefix))
+				last := ""
+				if k != nil {
+					last = string(k) + "=" + string(v)
+				}
+				if last != c.last {
+					t.Errorf("last %q: %q, want %q", c.prefix, last, c.last)
+				}
+				return nil
+			})
+		})
+	}
 }
 
 // TestJournalOpRoundTrip: a record decodes to the op it encodes; a

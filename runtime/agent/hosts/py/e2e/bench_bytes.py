@@ -104,7 +104,10 @@ def main() -> None:
     finally:
         agent.terminate()
         agent.wait()
-        subprocess.run(["rm", "-rf", data])
+        if os.environ.get("SLIPWAY_BENCH_KEEP"):
+            print("data directory kept:", data)
+        else:
+            subprocess.run(["rm", "-rf", data])
 
 
 main()
