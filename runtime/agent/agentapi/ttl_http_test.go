@@ -140,8 +140,8 @@ func TestThreadTTLHTTP(t *testing.T) {
 		t.Fatalf("run-created thread's ttl: %v", got)
 	}
 
-	// Past every expiry: the delete thread is gone... it became keep_latest
-	// with the patch, so all three stay, pruned.
+	// Past every expiry: all three are keep_latest (the first one since
+	// its patch), so all three stay, pruned.
 	advance(2 * time.Hour)
 	if n, err := eng.SweepTTL(); err != nil || n != 3 {
 		t.Fatalf("sweep: %d %v, want 3", n, err)
