@@ -276,17 +276,21 @@ func (e *Engine) SweepTTL() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read the TTL index: %w", err)
 	}
+	// A thread that cannot be swept (a record that does not decode) is
+	// reported and skipped: it must not stop the sweep of the others.
 	swept := 0
+	var errs []error
 	for _, k := range due {
 		ok, err := e.sweepOne(k, now)
 		if err != nil {
-			return swept, fmt.Errorf("sweep thread %s: %w", uuid.UUID(k[8:]), err)
+			errs = append(errs, fmt.Errorf("sweep thread %s: %w", uuid.UUID(k[8:]), err))
+			continue
 		}
 		if ok {
 			swept++
 		}
 	}
-	return swept, nil
+	return swept, errors.Join(errs...)
 }
 
 // sweepOne handles one due index entry: a stale entry goes, a thread
@@ -300,9 +304,15 @@ func (e *Engine) sweepOne(key []byte, now time.Time) (bool, error) {
 		if idx.Get(key) == nil {
 			return nil // handled meanwhile (a patch, a delete)
 		}
+		if !threadExists(tx, id) {
+			return idx.Delete(key) // the thread is gone
+		}
 		t, err := getThread(tx, id)
-		if err != nil || t.TTL == nil || !bytes.Equal(ttlKey(t.TTL.Indexed, id), key) {
-			return idx.Delete(key) // the thread is gone, or its entry is elsewhere
+		if err != nil {
+			return err
+		}
+		if t.TTL == nil || !bytes.Equal(ttlKey(t.TTL.Indexed, id), key) {
+			return idx.Delete(key) // its entry is elsewhere
 		}
 		expiry := t.UpdatedAt.Add(ttlDuration(t.TTL.Minutes))
 		if t.TTL.Strategy == TTLKeepLatest && !t.TTL.Pruned.IsZero() && t.TTL.Pruned.Equal(t.UpdatedAt) {

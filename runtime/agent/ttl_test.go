@@ -465,3 +465,33 @@ func TestPruneThreadsDelete(t *testing.T) {
 		t.Fatalf("bad strategy: %v", err)
 	}
 }
+
+// TestTTLSweepSkipsABrokenThread: a thread whose record cannot be read is
+// reported and left alone, and the sweep goes on with the others.
+func TestTTLSweepSkipsABrokenThread(t *testing.T) {
+	e, clk := ttlEngine(t, TTLConfig{DefaultTTL: 10})
+	var ids []string
+	for range 3 {
+		th, err := e.CreateThread("", nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.SetThreadTTL(th.ThreadID, nil); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, th.ThreadID)
+	}
+	if err := e.DB.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bThreads)).Put([]byte(ids[0]), []byte(`{"thread_id": 7}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set("2026-03-01T10:10:00Z")
+	n, err := e.SweepTTL()
+	if n != 2 || err == nil || !strings.Contains(err.Error(), ids[0]) {
+		t.Fatalf("sweep: %d %v, want 2 and an error naming %s", n, err, ids[0])
+	}
+	if idx := ttlIndex(t, e); len(idx) != 1 || !strings.HasSuffix(idx[0], ids[0]) {
+		t.Fatalf("TTL index %v, want the broken thread's entry only", idx)
+	}
+}
