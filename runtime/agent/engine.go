@@ -29,6 +29,7 @@ import (
 //	assistant_versions assistant id ‖ 0x00 ‖ uint32 version → Assistant (every version kept)
 //	lg                language-host graphs' checkpoints (hostcheckpoints.go)
 //	crons             cron id → Cron (crons.go)
+//	idx_thread_ttl    expiry ‖ thread id → nil, threads with a TTL (ttl.go)
 var Migrations = []storage.Migration{
 	{Version: 1, Name: "initial buckets", Apply: func(tx *bolt.Tx) error {
 		return storage.CreateBuckets(tx, bAssistants, bThreads, bRuns, bThreadRuns, bCheckpoints, bStore)
@@ -64,6 +65,9 @@ var Migrations = []storage.Migration{
 		return storage.CreateBuckets(tx, bCrons)
 	}},
 	{Version: 5, Name: "language-host checkpoints in one bucket", Apply: mergeLGBuckets},
+	{Version: 6, Name: "thread TTL index", Apply: func(tx *bolt.Tx) error {
+		return storage.CreateBuckets(tx, bThreadTTL)
+	}},
 }
 
 const (
@@ -108,6 +112,10 @@ type Engine struct {
 	Clock func() time.Time
 	// CronTick is how often the scheduler looks for due crons; 0 is 1 s.
 	CronTick time.Duration
+	// TTL is langgraph.json's checkpointer.ttl (ttl.go); TTLTick, when
+	// set, replaces its sweep interval (tests sweep with SweepTTL).
+	TTL     TTLConfig
+	TTLTick time.Duration
 
 	httpStreams sync.Map // stream id → *httpExchange of a custom-route request in flight
 
@@ -162,8 +170,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	for _, t := range threads {
 		e.dispatch(t)
 	}
-	e.wg.Add(1)
+	e.wg.Add(2)
 	go e.runCrons()
+	go e.runTTLSweeper()
 	return nil
 }
 
@@ -360,7 +369,7 @@ func (e *Engine) CreateThread(id string, metadata map[string]any, ifExists strin
 			}
 			return fmt.Errorf("%w: thread %s already exists", ErrConflict, id)
 		}
-		now := time.Now().UTC()
+		now := e.now()
 		t := threadRecord{Thread: Thread{ThreadID: id, CreatedAt: now, UpdatedAt: now, Metadata: metadata,
 			Status: ThreadIdle, Values: map[string]any{}}}
 		out = t.view()
@@ -397,7 +406,7 @@ func (e *Engine) PatchThread(id string, metadata map[string]any) (Thread, error)
 		for k, v := range metadata {
 			t.Metadata[k] = v
 		}
-		t.UpdatedAt = time.Now().UTC()
+		t.UpdatedAt = e.now()
 		out = t.view()
 		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
 	})
@@ -445,6 +454,9 @@ func deleteThreadData(tx *bolt.Tx, id string) error {
 		}
 	}
 	if err := deleteLG(tx, id, ""); err != nil {
+		return err
+	}
+	if err := dropTTLEntry(tx, id, tx.Bucket([]byte(bThreads)).Get([]byte(id))); err != nil {
 		return err
 	}
 	return tx.Bucket([]byte(bThreads)).Delete([]byte(id))
@@ -760,7 +772,7 @@ func (e *Engine) UpdateStateAt(id string, values map[string]any, asNode string, 
 			return err
 		}
 		ref = cp.Checkpoint
-		t.UpdatedAt = time.Now().UTC()
+		t.UpdatedAt = e.now()
 		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
 	})
 	return ref, err
@@ -777,7 +789,10 @@ func (e *Engine) CopyThread(id string) (Thread, error) {
 		nt := threadRecord{Thread: t.Thread, Seq: t.Seq, Graph: t.Graph}
 		nt.ThreadID = storage.NewID().String()
 		nt.Status = ThreadIdle
-		nt.CreatedAt, nt.UpdatedAt = time.Now().UTC(), time.Now().UTC()
+		nt.CreatedAt, nt.UpdatedAt = e.now(), e.now()
+		if err := e.defaultTTL(tx, &nt); err != nil {
+			return err
+		}
 		old := uuid.MustParse(id)
 		c := tx.Bucket([]byte(bCheckpoints)).Cursor()
 		for k, v := c.Seek(old[:]); k != nil && strings.HasPrefix(string(k), string(old[:])); k, v = c.Next() {

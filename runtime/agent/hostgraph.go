@@ -458,7 +458,7 @@ func (e *Engine) hostUpdateState(g *HostGraph, id string, values map[string]any,
 		if err != nil {
 			return nil // deleted meanwhile
 		}
-		t.Values, t.Interrupts, t.UpdatedAt = out.State.Values, out.State.interruptsByTask(), time.Now().UTC()
+		t.Values, t.Interrupts, t.UpdatedAt = out.State.Values, out.State.interruptsByTask(), e.now()
 		if !t.busy() {
 			// As the reference: a thread whose latest checkpoint still has
 			// nodes to run is interrupted, whether or not they carry an

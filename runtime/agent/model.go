@@ -78,6 +78,8 @@ type threadRecord struct {
 	// state (set by its first run of one); state, history and updates
 	// then go to the host.
 	Graph string `json:"graph,omitempty"`
+	// TTL is the thread's time-to-live, nil when it has none (ttl.go).
+	TTL *ttlPolicy `json:"ttl_policy,omitempty"`
 }
 
 func (r *threadRecord) busy() bool { return r.Active != "" || len(r.Queue) > 0 }

@@ -32,6 +32,9 @@ type Project struct {
 	// "ui_config": {"shared": [...]}, more modules the page provides.
 	UI       map[string]string
 	UIShared []string
+	// TTL is "checkpointer": {"ttl": {...}}, the threads' time-to-live
+	// (ttl.go).
+	TTL TTLConfig
 }
 
 // LoadProject reads the project settings of the graph configuration at
@@ -50,8 +53,9 @@ func LoadProject(path string) (Project, error) {
 		UIConfig *struct {
 			Shared []string `json:"shared"`
 		} `json:"ui_config"`
-		Env  json.RawMessage `json:"env"`
-		HTTP *struct {
+		Env          json.RawMessage `json:"env"`
+		Checkpointer json.RawMessage `json:"checkpointer"`
+		HTTP         *struct {
 			App               string `json:"app"`
 			DisableAssistants bool   `json:"disable_assistants"`
 			DisableThreads    bool   `json:"disable_threads"`
@@ -78,6 +82,9 @@ func LoadProject(path string) (Project, error) {
 			}
 		}
 		slices.Sort(p.Disabled)
+	}
+	if p.TTL, err = ParseTTLConfig(cfg.Checkpointer); err != nil {
+		return p, fmt.Errorf("graph configuration %s: %w", path, err)
 	}
 	p.UI = cfg.UI
 	if cfg.UIConfig != nil {

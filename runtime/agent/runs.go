@@ -149,7 +149,7 @@ func (e *Engine) admit(tx *bolt.Tx, threadID string, rc RunCreate, temporary, sl
 	if err != nil {
 		return admission{}, err
 	}
-	now := time.Now().UTC()
+	now := e.now()
 	t, err := getThread(tx, threadID)
 	switch {
 	case err == nil:
@@ -164,6 +164,9 @@ func (e *Engine) admit(tx *bolt.Tx, threadID string, rc RunCreate, temporary, sl
 	case temporary || rc.IfNotExists == "create":
 		t = &threadRecord{Thread: Thread{ThreadID: threadID, CreatedAt: now, UpdatedAt: now,
 			Metadata: map[string]any{"graph_id": a.GraphID, "assistant_id": a.AssistantID}, Status: ThreadIdle, Values: map[string]any{}}}
+		if err := e.defaultTTL(tx, t); err != nil {
+			return admission{}, err
+		}
 	default:
 		return admission{}, fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
 	}
@@ -679,7 +682,7 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 		if t.Active == r.RunID {
 			t.Active = ""
 		}
-		now := time.Now().UTC()
+		now := e.now()
 		if status == "rollback" {
 			if err := deleteLG(tx, r.ThreadID, r.RunID); err != nil {
 				return err

@@ -58,7 +58,7 @@ func (a *API) routes(rt *httpx.Router) {
 	rt.POST("/assistants/:assistant_id/latest", h(a.setLatestVersion))
 
 	rt.POST("/threads", h(a.createThread))
-	rt.POST("/threads/:thread_id", h(searchOrCount("thread_id", a.searchThreads)))
+	rt.POST("/threads/:thread_id", h(a.pruneOr(searchOrCount("thread_id", a.searchThreads))))
 	rt.GET("/threads/:thread_id", h(onThread(a.getThread)))
 	rt.PATCH("/threads/:thread_id", h(onThread(a.patchThread)))
 	rt.DELETE("/threads/:thread_id", h(onThread(a.deleteThread)))

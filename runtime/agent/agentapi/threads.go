@@ -1,6 +1,7 @@
 package agentapi
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -18,6 +19,9 @@ type ThreadCreate struct {
 	// checkpoint, by the graph metadata.graph_id names (see
 	// agent.Engine.CreateThreadWithSupersteps).
 	Supersteps []agent.Superstep `json:"supersteps"`
+	// TTL is the thread's time-to-live (ttl.go); without it the
+	// configured default applies.
+	TTL json.RawMessage `json:"ttl,omitempty"`
 }
 
 func (a *API) createThread(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
@@ -28,6 +32,10 @@ func (a *API) createThread(w http.ResponseWriter, r *http.Request, _ httprouter.
 	if err := oneOf(body.IfExists, "if_exists", "raise", "do_nothing"); err != nil {
 		return err
 	}
+	ttl, err := parseTTL(body.TTL)
+	if err != nil {
+		return err
+	}
 	if body.ThreadID != "" {
 		id, err := threadID(httprouter.Params{{Key: "thread_id", Value: body.ThreadID}})
 		if err != nil {
@@ -35,19 +43,40 @@ func (a *API) createThread(w http.ResponseWriter, r *http.Request, _ httprouter.
 		}
 		body.ThreadID = id
 	}
-	return reply(w)(a.Engine.CreateThreadWithSupersteps(body.ThreadID, body.Metadata, body.IfExists, body.Supersteps))
+	t, err := a.Engine.CreateThreadWithSupersteps(body.ThreadID, body.Metadata, body.IfExists, body.Supersteps)
+	if err != nil {
+		return err
+	}
+	// The TTL (or the configured default) is set in a transaction of
+	// its own, right after the create.
+	if err := a.Engine.SetThreadTTL(t.ThreadID, ttl); err != nil {
+		return err
+	}
+	return reply(w)(t, nil)
 }
 
-func (a *API) getThread(w http.ResponseWriter, _ *http.Request, _ httprouter.Params, id string) error {
-	return reply(w)(a.Engine.GetThread(id))
+func (a *API) getThread(w http.ResponseWriter, r *http.Request, _ httprouter.Params, id string) error {
+	if !includes(r, "ttl") {
+		return reply(w)(a.Engine.GetThread(id))
+	}
+	t, info, err := a.Engine.GetThreadTTL(id)
+	return reply(w)(threadWithTTL{Thread: t, TTL: info}, err)
 }
 
 func (a *API) patchThread(w http.ResponseWriter, r *http.Request, _ httprouter.Params, id string) error {
 	var body struct {
-		Metadata map[string]any `json:"metadata"`
+		Metadata map[string]any  `json:"metadata"`
+		TTL      json.RawMessage `json:"ttl"`
 	}
 	if err := decode(r, &body); err != nil {
 		return err
+	}
+	ttl, err := parseTTL(body.TTL)
+	if err != nil {
+		return err
+	}
+	if ttl != nil {
+		return reply(w)(a.Engine.PatchThreadTTL(id, body.Metadata, *ttl))
 	}
 	return reply(w)(a.Engine.PatchThread(id, body.Metadata))
 }

@@ -1,0 +1,531 @@
+package agent
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/storage"
+)
+
+// Thread time-to-live, as the hosted LangGraph server offers it
+// (langgraph.json "checkpointer": {"ttl": ...}, and a ttl per thread).
+//
+// A thread with a TTL expires when it has been left alone for that long:
+// its expiry is its updated_at (a run, a state update, a patch) plus its
+// TTL. The sweeper then deletes it ("delete") or drops every checkpoint
+// but the latest of each namespace ("keep_latest"). A busy thread is never
+// swept.
+//
+// The sweeper does not read every thread: bThreadTTL indexes the threads
+// that have a TTL by the expiry they had when the entry was written,
+//
+//	expiry (unix ns, big-endian uint64) ‖ thread id (16 bytes) → nil
+//
+// and the thread record remembers that key (ttlPolicy.Indexed). Runs on
+// a thread move its updated_at but not its entry (no index write on the
+// run path): the sweeper re-keys an entry it finds due whose thread was
+// updated since, and sweeps only those still expired.
+const bThreadTTL = "idx_thread_ttl"
+
+// TTL strategies.
+const (
+	TTLDelete     = "delete"
+	TTLKeepLatest = "keep_latest"
+)
+
+// TTLConfig is langgraph.json's checkpointer.ttl.
+type TTLConfig struct {
+	// Strategy is what the default TTL does ("delete" when empty).
+	Strategy string
+	// DefaultTTL is the TTL in minutes of threads created without one; 0
+	// is none.
+	DefaultTTL float64
+	// SweepInterval is how often the sweeper runs (5 minutes when 0).
+	SweepInterval time.Duration
+	// SweepLimit is the most expired threads one sweep handles (10000
+	// when 0); the rest wait for the next sweep.
+	SweepLimit int
+}
+
+// ThreadTTL is a thread's TTL as requests give it: {"ttl": minutes,
+// "strategy": "delete"|"keep_latest"}.
+type ThreadTTL struct {
+	Strategy string  `json:"strategy"`
+	Minutes  float64 `json:"ttl"`
+}
+
+// ThreadTTLInfo is a thread's TTL as GET /threads/{id}?include=ttl shows it.
+type ThreadTTLInfo struct {
+	Strategy   string    `json:"strategy"`
+	TTLMinutes float64   `json:"ttl_minutes"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+// ttlPolicy is a thread's TTL as its record stores it.
+type ttlPolicy struct {
+	Strategy string  `json:"strategy"`
+	Minutes  float64 `json:"minutes"`
+	// Indexed is the expiry of the thread's bThreadTTL entry.
+	Indexed time.Time `json:"indexed"`
+	// Pruned is the updated_at of the thread when keep_latest last
+	// pruned it: a thread not updated since has nothing more to prune.
+	Pruned time.Time `json:"pruned,omitzero"`
+}
+
+// ValidTTL checks a TTL's minutes and strategy; the API words its own
+// errors, this is the engine's guard.
+func ValidTTL(t ThreadTTL) error {
+	if t.Strategy != TTLDelete && t.Strategy != TTLKeepLatest {
+		return fmt.Errorf("%w: ttl strategy must be %q or %q, not %q", ErrInvalid, TTLDelete, TTLKeepLatest, t.Strategy)
+	}
+	if !(t.Minutes > 0) || math.IsInf(t.Minutes, 0) || t.Minutes > maxTTLMinutes {
+		return fmt.Errorf("%w: ttl must be a number of minutes above 0 and at most %d", ErrInvalid, maxTTLMinutes)
+	}
+	return nil
+}
+
+// maxTTLMinutes keeps an expiry inside time.Duration's range (about 290
+// years): 100 years.
+const maxTTLMinutes = 100 * 366 * 24 * 60
+
+func ttlDuration(minutes float64) time.Duration {
+	return time.Duration(minutes * float64(time.Minute))
+}
+
+func ttlKey(expiry time.Time, thread string) []byte {
+	tid := uuid.MustParse(thread)
+	return append(storage.U64(uint64(max(expiry.UnixNano(), 0))), tid[:]...)
+}
+
+// setTTL gives t (stored by the caller) the TTL p, expiring ttl minutes
+// after its updated_at, and moves its index entry there.
+func setTTL(tx *bolt.Tx, t *threadRecord, p ThreadTTL) error {
+	idx := tx.Bucket([]byte(bThreadTTL))
+	if t.TTL != nil {
+		if err := idx.Delete(ttlKey(t.TTL.Indexed, t.ThreadID)); err != nil {
+			return err
+		}
+	}
+	expiry := t.UpdatedAt.Add(ttlDuration(p.Minutes))
+	t.TTL = &ttlPolicy{Strategy: p.Strategy, Minutes: p.Minutes, Indexed: expiry}
+	return idx.Put(ttlKey(expiry, t.ThreadID), nil)
+}
+
+// defaultTTL gives a thread being created the configured default TTL, if
+// there is one.
+func (e *Engine) defaultTTL(tx *bolt.Tx, t *threadRecord) error {
+	if e.TTL.DefaultTTL <= 0 || t.TTL != nil {
+		return nil
+	}
+	return setTTL(tx, t, ThreadTTL{Strategy: cmp.Or(e.TTL.Strategy, TTLDelete), Minutes: e.TTL.DefaultTTL})
+}
+
+// dropTTLEntry deletes the index entry of a thread about to be deleted
+// (raw is its record). Records without a TTL are not decoded.
+func dropTTLEntry(tx *bolt.Tx, id string, raw []byte) error {
+	if raw == nil || !bytes.Contains(raw, []byte(`"ttl_policy"`)) {
+		return nil
+	}
+	var r struct {
+		TTL *ttlPolicy `json:"ttl_policy"`
+	}
+	if err := unmarshalStored(raw, &r); err != nil || r.TTL == nil {
+		return err
+	}
+	return tx.Bucket([]byte(bThreadTTL)).Delete(ttlKey(r.TTL.Indexed, id))
+}
+
+// SetThreadTTL sets a thread's TTL (ttl nil: the configured default, and
+// only when the thread has no TTL yet). Its expiry counts from the
+// thread's updated_at.
+func (e *Engine) SetThreadTTL(id string, ttl *ThreadTTL) error {
+	if ttl == nil && e.TTL.DefaultTTL <= 0 {
+		return nil
+	}
+	if ttl != nil {
+		if err := ValidTTL(*ttl); err != nil {
+			return err
+		}
+	}
+	return e.w.Update(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		if ttl == nil {
+			if t.TTL != nil {
+				return nil
+			}
+			if err := e.defaultTTL(tx, t); err != nil {
+				return err
+			}
+		} else if err := setTTL(tx, t, *ttl); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+	})
+}
+
+// PatchThreadTTL is PatchThread that also sets the thread's TTL, counted
+// from now (the patch is the thread's latest update).
+func (e *Engine) PatchThreadTTL(id string, metadata map[string]any, ttl ThreadTTL) (Thread, error) {
+	if err := ValidTTL(ttl); err != nil {
+		return Thread{}, err
+	}
+	var out Thread
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		if t.Metadata == nil {
+			t.Metadata = map[string]any{}
+		}
+		for k, v := range metadata {
+			t.Metadata[k] = v
+		}
+		t.UpdatedAt = e.now()
+		if err := setTTL(tx, t, ttl); err != nil {
+			return err
+		}
+		out = t.view()
+		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+	})
+	return out, err
+}
+
+// GetThreadTTL returns a thread and its TTL (nil when it has none).
+func (e *Engine) GetThreadTTL(id string) (Thread, *ThreadTTLInfo, error) {
+	var out Thread
+	var info *ThreadTTLInfo
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		out = t.view()
+		if t.TTL != nil {
+			info = &ThreadTTLInfo{Strategy: t.TTL.Strategy, TTLMinutes: t.TTL.Minutes,
+				ExpiresAt: t.UpdatedAt.Add(ttlDuration(t.TTL.Minutes))}
+		}
+		return nil
+	})
+	return out, info, err
+}
+
+// ---- the sweeper -------------------------------------------------------------
+
+// runTTLSweeper sweeps expired threads every sweep interval (TTLTick in
+// tests) until the engine stops.
+func (e *Engine) runTTLSweeper() {
+	defer e.wg.Done()
+	tick := e.TTLTick
+	if tick <= 0 {
+		tick = e.TTL.SweepInterval
+	}
+	if tick <= 0 {
+		tick = 5 * time.Minute
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := e.SweepTTL(); err != nil {
+			e.Log.Error().Err(err).Msg("thread TTL sweep")
+		} else if n > 0 {
+			e.Log.Info().Int("threads", n).Msg("thread TTL sweep")
+		}
+	}
+}
+
+// SweepTTL applies their strategy to threads whose TTL has run out, at
+// most the sweep limit of index entries per call, and returns how many
+// threads it deleted or pruned. Each thread is one transaction (through
+// updateLG: a run's journaled writes reach bbolt before rows go).
+func (e *Engine) SweepTTL() (int, error) {
+	now := e.now()
+	limit := e.TTL.SweepLimit
+	if limit <= 0 {
+		limit = 10000
+	}
+	end := storage.U64(uint64(max(now.UnixNano(), 0)))
+	var due [][]byte
+	err := e.DB.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket([]byte(bThreadTTL)).Cursor()
+		for k, _ := c.First(); k != nil && len(due) < limit; k, _ = c.Next() {
+			if len(k) != 24 || bytes.Compare(k[:8], end) > 0 {
+				break
+			}
+			due = append(due, storage.Copy(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read the TTL index: %w", err)
+	}
+	// A thread that cannot be swept (a record that does not decode) is
+	// reported and skipped: it must not stop the sweep of the others.
+	swept := 0
+	var errs []error
+	for _, k := range due {
+		ok, err := e.sweepOne(k, now)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sweep thread %s: %w", uuid.UUID(k[8:]), err))
+			continue
+		}
+		if ok {
+			swept++
+		}
+	}
+	return swept, errors.Join(errs...)
+}
+
+// sweepOne handles one due index entry: a stale entry goes, a thread
+// updated since its entry was written is re-keyed to its new expiry, a
+// busy one waits, and an expired one is deleted or pruned.
+func (e *Engine) sweepOne(key []byte, now time.Time) (bool, error) {
+	id := uuid.UUID(key[8:]).String()
+	swept := false
+	err := e.updateLG(id, false, func(tx *bolt.Tx) error {
+		idx := tx.Bucket([]byte(bThreadTTL))
+		if idx.Get(key) == nil {
+			return nil // handled meanwhile (a patch, a delete)
+		}
+		if !threadExists(tx, id) {
+			return idx.Delete(key) // the thread is gone
+		}
+		t, err := getThread(tx, id)
+		if err != nil {
+			return err
+		}
+		if t.TTL == nil || !bytes.Equal(ttlKey(t.TTL.Indexed, id), key) {
+			return idx.Delete(key) // its entry is elsewhere
+		}
+		expiry := t.UpdatedAt.Add(ttlDuration(t.TTL.Minutes))
+		if t.TTL.Strategy == TTLKeepLatest && !t.TTL.Pruned.IsZero() && t.TTL.Pruned.Equal(t.UpdatedAt) {
+			// Pruned, and not updated since: look again one TTL from now.
+			expiry = now.Add(ttlDuration(t.TTL.Minutes))
+		}
+		if !expiry.After(now) && t.busy() {
+			return nil // never swept while busy: due again next sweep
+		}
+		if expiry.After(now) {
+			if err := idx.Delete(key); err != nil {
+				return err
+			}
+			t.TTL.Indexed = expiry
+			if err := idx.Put(ttlKey(expiry, id), nil); err != nil {
+				return err
+			}
+			return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+		}
+		swept = true
+		if t.TTL.Strategy == TTLDelete {
+			return deleteThreadAll(tx, id)
+		}
+		if err := keepLatest(tx, t); err != nil {
+			return err
+		}
+		if err := idx.Delete(key); err != nil {
+			return err
+		}
+		next := now.Add(ttlDuration(t.TTL.Minutes))
+		t.TTL.Pruned, t.TTL.Indexed = t.UpdatedAt, next
+		if err := idx.Put(ttlKey(next, id), nil); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+	})
+	return swept, err
+}
+
+// deleteThreadAll is DeleteThread's transaction: the thread's crons, runs,
+// checkpoints and record.
+func deleteThreadAll(tx *bolt.Tx, id string) error {
+	if err := deleteCronsWhere(tx, func(c *Cron) bool { return c.ThreadID != nil && *c.ThreadID == id }); err != nil {
+		return err
+	}
+	return deleteThreadData(tx, id)
+}
+
+// PruneThreads applies a strategy to threads now, whatever their TTL
+// (POST /threads/prune): "delete" deletes them as DELETE /threads/{id}
+// does, "keep_latest" keeps each idle one's latest checkpoints. Unknown
+// threads, and busy ones under keep_latest, are skipped; it returns how
+// many it pruned.
+func (e *Engine) PruneThreads(ids []string, strategy string) (int, error) {
+	if strategy != TTLDelete && strategy != TTLKeepLatest {
+		return 0, fmt.Errorf("%w: Invalid strategy: %s. Expected 'delete' or 'keep_latest'.", ErrInvalid, strategy)
+	}
+	n := 0
+	for _, id := range ids {
+		if strategy == TTLDelete {
+			err := e.DeleteThread(id)
+			if err == nil {
+				n++
+			} else if !errors.Is(err, ErrNotFound) {
+				return n, fmt.Errorf("prune thread %s: %w", id, err)
+			}
+			continue
+		}
+		pruned := false
+		err := e.updateLG(id, false, func(tx *bolt.Tx) error {
+			t, err := getThread(tx, id)
+			if err != nil || t.busy() {
+				return nil
+			}
+			pruned = true
+			return keepLatest(tx, t)
+		})
+		if err != nil {
+			return n, fmt.Errorf("prune thread %s: %w", id, err)
+		}
+		if pruned {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// keepLatest deletes every checkpoint of t but its latest: in the
+// engine's own store the last of its line, in the language-host store
+// the latest of each namespace with the channel values it names and its
+// own pending writes; older checkpoints, their writes, and values no
+// kept checkpoint names go.
+func keepLatest(tx *bolt.Tx, t *threadRecord) error {
+	tid := uuid.MustParse(t.ThreadID)
+	cps := tx.Bucket([]byte(bCheckpoints))
+	var old [][]byte
+	c := cps.Cursor()
+	for k, _ := c.Seek(tid[:]); k != nil && bytes.HasPrefix(k, tid[:]); k, _ = c.Next() {
+		if len(k) == 24 && storage.U64ToInt(k[16:]) < t.Seq {
+			old = append(old, storage.Copy(k))
+		}
+	}
+	for _, k := range old {
+		if err := cps.Delete(k); err != nil {
+			return err
+		}
+	}
+	return keepLatestLG(tx, t.ThreadID)
+}
+
+// keepLatestLG is keepLatest in the lg bucket (key layout in
+// hostcheckpoints.go). Within a namespace the kinds sort b < c < w, so
+// one pass finds each namespace's latest checkpoint (its last c key) and
+// a second picks what goes.
+func keepLatestLG(tx *bolt.Tx, thread string) error {
+	b := tx.Bucket([]byte(bLG))
+	prefix := lgKey(thread, "")
+	type latest struct {
+		id       string
+		versions map[string]string
+	}
+	keep := map[string]*latest{} // namespace → its latest checkpoint
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		parts := strings.SplitN(string(k[len(prefix):]), "\x00", 3)
+		if len(parts) != 3 || parts[1] != lgKindCheckpoint {
+			continue
+		}
+		row, err := decodeCheckpoint(v, false)
+		if err != nil {
+			return fmt.Errorf("decode checkpoint %s: %w", parts[2], err)
+		}
+		keep[parts[0]] = &latest{id: parts[2], versions: row.ChannelVersions} // ids ascend: the last wins
+	}
+	var drop [][]byte
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		parts := strings.SplitN(string(k[len(prefix):]), "\x00", 4)
+		if len(parts) < 3 {
+			continue
+		}
+		l := keep[parts[0]]
+		gone := false
+		switch parts[1] {
+		case lgKindCheckpoint:
+			gone = l == nil || parts[2] != l.id
+		case lgKindWrite:
+			// checkpoint id ‖ 0 ‖ task ‖ 0 ‖ idx: the id is parts[2].
+			gone = l == nil || parts[2] != l.id
+		case lgKindBlob:
+			// channel ‖ 0 ‖ version (a version never holds NUL; the rest is it).
+			gone = l == nil || len(parts) != 4 || l.versions[parts[2]] != parts[3]
+		}
+		if gone {
+			drop = append(drop, storage.Copy(k))
+		}
+	}
+	for _, k := range drop {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ParseTTLConfig reads langgraph.json's checkpointer object (raw may be
+// empty); errors name the field.
+func ParseTTLConfig(raw json.RawMessage) (TTLConfig, error) {
+	var cfg TTLConfig
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return cfg, nil
+	}
+	var cp struct {
+		TTL json.RawMessage `json:"ttl"`
+	}
+	if err := json.Unmarshal(raw, &cp); err != nil {
+		return cfg, fmt.Errorf("checkpointer must be an object")
+	}
+	if len(cp.TTL) == 0 || string(cp.TTL) == "null" {
+		return cfg, nil
+	}
+	var t map[string]json.RawMessage
+	if err := json.Unmarshal(cp.TTL, &t); err != nil {
+		return cfg, fmt.Errorf("checkpointer.ttl must be an object")
+	}
+	for k := range t {
+		switch k {
+		case "strategy", "default_ttl", "sweep_interval_minutes", "sweep_limit":
+		default:
+			return cfg, fmt.Errorf("checkpointer.ttl.%s is not a setting (strategy, default_ttl, sweep_interval_minutes, sweep_limit)", k)
+		}
+	}
+	isNull := func(k string) bool { v, ok := t[k]; return !ok || string(v) == "null" }
+	if !isNull("strategy") {
+		if err := json.Unmarshal(t["strategy"], &cfg.Strategy); err != nil || cfg.Strategy != TTLDelete && cfg.Strategy != TTLKeepLatest {
+			return cfg, fmt.Errorf("checkpointer.ttl.strategy must be %q or %q", TTLDelete, TTLKeepLatest)
+		}
+	}
+	if !isNull("default_ttl") {
+		if err := json.Unmarshal(t["default_ttl"], &cfg.DefaultTTL); err != nil || ValidTTL(ThreadTTL{Strategy: TTLDelete, Minutes: cfg.DefaultTTL}) != nil {
+			return cfg, fmt.Errorf("checkpointer.ttl.default_ttl must be a number of minutes above 0 and at most %d", maxTTLMinutes)
+		}
+	}
+	if !isNull("sweep_interval_minutes") {
+		var m int
+		if err := json.Unmarshal(t["sweep_interval_minutes"], &m); err != nil || m < 1 || m > 7*24*60 {
+			return cfg, fmt.Errorf("checkpointer.ttl.sweep_interval_minutes must be a whole number of minutes from 1 to %d", 7*24*60)
+		}
+		cfg.SweepInterval = time.Duration(m) * time.Minute
+	}
+	if !isNull("sweep_limit") {
+		if err := json.Unmarshal(t["sweep_limit"], &cfg.SweepLimit); err != nil || cfg.SweepLimit < 1 {
+			return cfg, fmt.Errorf("checkpointer.ttl.sweep_limit must be a whole number above 0")
+		}
+	}
+	return cfg, nil
+}
