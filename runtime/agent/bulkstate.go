@@ -36,9 +36,17 @@ type Superstep struct {
 // Unlike the reference (which creates the thread and then reports a
 // failed update with status 201), it is all or nothing: a superstep that
 // cannot be applied leaves no thread and no checkpoint behind.
-func (e *Engine) CreateThreadWithSupersteps(id string, metadata map[string]any, ifExists string, steps []Superstep) (Thread, error) {
+//
+// ttl is the new thread's TTL (nil: the configured default); an existing
+// thread (do_nothing) keeps its own.
+func (e *Engine) CreateThreadWithSupersteps(id string, metadata map[string]any, ifExists string, steps []Superstep, ttl *ThreadTTL) (Thread, error) {
+	if ttl != nil {
+		if err := ValidTTL(*ttl); err != nil {
+			return Thread{}, err
+		}
+	}
 	if len(steps) == 0 {
-		return e.CreateThread(id, metadata, ifExists)
+		return e.createThread(id, metadata, ifExists, ttl)
 	}
 	graphID, _ := metadata["graph_id"].(string)
 	if graphID == "" {
@@ -59,7 +67,7 @@ func (e *Engine) CreateThreadWithSupersteps(id string, metadata map[string]any, 
 		id = storage.NewID().String()
 	}
 	if hg, ok := g.(*HostGraph); ok {
-		return e.hostCreateWithSupersteps(hg, id, metadata, ifExists, steps)
+		return e.hostCreateWithSupersteps(hg, id, metadata, ifExists, steps, ttl)
 	}
 	var out Thread
 	err := e.w.Update(func(tx *bolt.Tx) error {
@@ -67,7 +75,11 @@ func (e *Engine) CreateThreadWithSupersteps(id string, metadata map[string]any, 
 		if err != nil {
 			return err
 		}
-		if t == nil {
+		if t != nil {
+			if err := e.initialTTL(tx, t, ttl); err != nil {
+				return err
+			}
+		} else {
 			// do_nothing on an existing thread: as on the reference, the
 			// supersteps apply to it.
 			if t, err = getThread(tx, id); err != nil {
@@ -124,7 +136,7 @@ func newThreadRecord(tx *bolt.Tx, id string, metadata map[string]any, ifExists s
 // does not know, and no run can be admitted on it meanwhile — then
 // creates the thread with the state the host computed. A failure deletes
 // what the host wrote.
-func (e *Engine) hostCreateWithSupersteps(g *HostGraph, id string, metadata map[string]any, ifExists string, steps []Superstep) (Thread, error) {
+func (e *Engine) hostCreateWithSupersteps(g *HostGraph, id string, metadata map[string]any, ifExists string, steps []Superstep, ttl *ThreadTTL) (Thread, error) {
 	if g.host == nil {
 		return Thread{}, fmt.Errorf("graph %q: its language host is not running", g.ID)
 	}
@@ -180,6 +192,9 @@ func (e *Engine) hostCreateWithSupersteps(g *HostGraph, id string, metadata map[
 				return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 			}
 			if t, err = newThreadRecord(tx, id, metadata, "raise"); err != nil {
+				return err
+			}
+			if err := e.initialTTL(tx, t, ttl); err != nil {
 				return err
 			}
 		}

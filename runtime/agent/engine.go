@@ -357,6 +357,12 @@ func cpKey(thread string, seq uint64) []byte {
 
 // CreateThread creates a thread; with ifExists "do_nothing" an existing one is returned.
 func (e *Engine) CreateThread(id string, metadata map[string]any, ifExists string) (Thread, error) {
+	return e.createThread(id, metadata, ifExists, nil)
+}
+
+// createThread is CreateThread with the new thread's TTL (nil: the
+// configured default), set in the transaction that creates it.
+func (e *Engine) createThread(id string, metadata map[string]any, ifExists string, ttl *ThreadTTL) (Thread, error) {
 	if id == "" {
 		id = storage.NewID().String() // time-ordered: new threads append to the B-trees
 	}
@@ -372,6 +378,9 @@ func (e *Engine) CreateThread(id string, metadata map[string]any, ifExists strin
 		now := e.now()
 		t := threadRecord{Thread: Thread{ThreadID: id, CreatedAt: now, UpdatedAt: now, Metadata: metadata,
 			Status: ThreadIdle, Values: map[string]any{}}}
+		if err := e.initialTTL(tx, &t, ttl); err != nil {
+			return err
+		}
 		out = t.view()
 		return putJSON(tx.Bucket([]byte(bThreads)), id, &t)
 	})

@@ -120,6 +120,15 @@ func setTTL(tx *bolt.Tx, t *threadRecord, p ThreadTTL) error {
 	return idx.Put(ttlKey(expiry, t.ThreadID), nil)
 }
 
+// initialTTL gives a thread being created its TTL: ttl, or the
+// configured default when ttl is nil.
+func (e *Engine) initialTTL(tx *bolt.Tx, t *threadRecord, ttl *ThreadTTL) error {
+	if ttl != nil {
+		return setTTL(tx, t, *ttl)
+	}
+	return e.defaultTTL(tx, t)
+}
+
 // defaultTTL gives a thread being created the configured default TTL, if
 // there is one.
 func (e *Engine) defaultTTL(tx *bolt.Tx, t *threadRecord) error {

@@ -416,7 +416,7 @@ func TestKeepLatestLG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	latest, err := getTuple(state, id, "", "")
+	latest, err := getTuple(e.pend.reader(state, id), id, "", "")
 	state.Rollback()
 	if err != nil || latest == nil {
 		t.Fatal(err)
@@ -431,7 +431,7 @@ func TestKeepLatestLG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := getTuple(tx, id, "", "")
+	after, err := getTuple(e.pend.reader(tx, id), id, "", "")
 	tx.Rollback()
 	if err != nil || !reflect.DeepEqual(after, latest) {
 		t.Fatalf("latest checkpoint changed:\n%+v\nwant\n%+v (%v)", after, latest, err)

@@ -43,16 +43,9 @@ func (a *API) createThread(w http.ResponseWriter, r *http.Request, _ httprouter.
 		}
 		body.ThreadID = id
 	}
-	t, err := a.Engine.CreateThreadWithSupersteps(body.ThreadID, body.Metadata, body.IfExists, body.Supersteps)
-	if err != nil {
-		return err
-	}
-	// The TTL (or the configured default) is set in a transaction of
-	// its own, right after the create.
-	if err := a.Engine.SetThreadTTL(t.ThreadID, ttl); err != nil {
-		return err
-	}
-	return reply(w)(t, nil)
+	// The TTL (or the configured default) is set in the transaction
+	// that creates the thread.
+	return reply(w)(a.Engine.CreateThreadWithSupersteps(body.ThreadID, body.Metadata, body.IfExists, body.Supersteps, ttl))
 }
 
 func (a *API) getThread(w http.ResponseWriter, r *http.Request, _ httprouter.Params, id string) error {
