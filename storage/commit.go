@@ -15,6 +15,10 @@ import (
 // member alone), so it must derive everything from tx and its own inputs.
 type Committer struct {
 	DB *bolt.DB
+	// Prepare, when set, runs first in every transaction (a write-behind
+	// owner applying what it holds); the function it returns runs after
+	// that transaction committed.
+	Prepare func(*bolt.Tx) (func(), error)
 
 	mu      sync.Mutex
 	queue   []*commitCall
@@ -54,9 +58,28 @@ type errGroupFailed struct{}
 
 func (errGroupFailed) Error() string { return "group member failed" }
 
+// update is DB.Update with Prepare first and its follow-up after.
+func (c *Committer) update(fn func(*bolt.Tx) error) error {
+	var after func()
+	err := c.DB.Update(func(tx *bolt.Tx) error {
+		after = nil
+		if c.Prepare != nil {
+			var err error
+			if after, err = c.Prepare(tx); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
+	if err == nil && after != nil {
+		after()
+	}
+	return err
+}
+
 func (c *Committer) commit(group []*commitCall) {
 	if len(group) > 1 {
-		err := c.DB.Update(func(tx *bolt.Tx) error {
+		err := c.update(func(tx *bolt.Tx) error {
 			for _, call := range group {
 				if err := call.fn(tx); err != nil {
 					return errGroupFailed{}
@@ -79,6 +102,6 @@ func (c *Committer) commit(group []*commitCall) {
 		}
 	}
 	for _, call := range group {
-		call.done <- c.DB.Update(call.fn)
+		call.done <- c.update(call.fn)
 	}
 }

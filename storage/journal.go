@@ -21,9 +21,10 @@ import (
 // flushes twice); the owner applies the records to its database later,
 // in commits it makes anyway, and then releases them.
 //
-// Records live in segment files (journal-<n>.log) in one directory. A
-// segment is removed once it is no longer the one appended to and every
-// record in it has been released. On start the owner reads what is left
+// Records live in segment files (journal-<n>.log) in one directory. Each
+// record carries the owner's sequence number; a segment is removed once it
+// is no longer the one appended to and the owner has released every
+// sequence number in it (ReleaseThrough). On start the owner reads what is left
 // (ReadJournal), applies it durably, and only then opens the journal,
 // which removes the old segments.
 //
@@ -38,15 +39,17 @@ type Journal struct {
 	f       *os.File
 	seg     uint64
 	size    int64
-	live    map[uint64]int // segment → records appended and not released
-	queue   []*journalCall
+	maxSeq  map[uint64]uint64 // segment → the greatest sequence number in it
+	queue   []*JournalTicket
 	running bool
 	err     error // a failed write or flush: the journal refuses further appends
 }
 
-type journalCall struct {
+// JournalTicket is an enqueued record; Wait returns once it is durable.
+type JournalTicket struct {
+	j    *Journal
 	rec  []byte
-	seg  uint64
+	seq  uint64
 	done chan error
 }
 
@@ -136,7 +139,7 @@ func OpenJournal(dir string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{dir: dir, maxSize: journalSegBytes, live: map[uint64]int{}}
+	j := &Journal{dir: dir, maxSize: journalSegBytes, maxSeq: map[uint64]uint64{}}
 	next := uint64(1)
 	if len(segs) > 0 {
 		next = segs[len(segs)-1] + 1
@@ -162,15 +165,10 @@ func (j *Journal) rotate(n uint64) error {
 		f.Close()
 		return err
 	}
-	old, oldSeg := j.f, j.seg
-	j.f, j.seg, j.size = f, n, 0
-	if old != nil {
-		old.Close()
-		if j.live[oldSeg] == 0 {
-			delete(j.live, oldSeg)
-			_ = os.Remove(filepath.Join(j.dir, segmentName(oldSeg)))
-		}
+	if j.f != nil {
+		j.f.Close()
 	}
+	j.f, j.seg, j.size = f, n, 0
 	return nil
 }
 
@@ -186,36 +184,57 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// Append makes rec durable and returns the segment holding it, for Release.
-func (j *Journal) Append(rec []byte) (uint64, error) {
-	if len(rec) == 0 || len(rec) > journalMaxRec {
-		return 0, ErrJournalRecord
+// Append makes rec durable; seq orders it for ReleaseThrough.
+func (j *Journal) Append(rec []byte, seq uint64) error {
+	t, err := j.Enqueue(rec, seq)
+	if err != nil {
+		return err
 	}
-	call := &journalCall{rec: rec, done: make(chan error, 1)}
+	return t.Wait()
+}
+
+// Enqueue queues rec behind every record enqueued before it (records
+// reach the file in the order they were enqueued, so a caller holding its
+// own lock around Enqueue orders them as it orders its state); Wait on the
+// ticket makes it durable.
+func (j *Journal) Enqueue(rec []byte, seq uint64) (*JournalTicket, error) {
+	if len(rec) == 0 || len(rec) > journalMaxRec {
+		return nil, ErrJournalRecord
+	}
+	t := &JournalTicket{j: j, rec: rec, seq: seq, done: make(chan error, 1)}
 	j.mu.Lock()
-	j.queue = append(j.queue, call)
+	j.queue = append(j.queue, t)
+	j.mu.Unlock()
+	return t, nil
+}
+
+// Wait returns once the ticket's record is durable (or could not be made
+// so). The first waiter finding no flush in flight writes and flushes
+// everything queued, its own record and others'; records queued meanwhile
+// go in the next flush.
+func (t *JournalTicket) Wait() error {
+	j := t.j
+	j.mu.Lock()
 	if j.running {
 		j.mu.Unlock()
-		err := <-call.done
-		return call.seg, err
+		return <-t.done
 	}
 	j.running = true
 	for len(j.queue) > 0 {
 		group := j.queue
 		j.queue = nil
-		// Written outside the lock, so appends arriving meanwhile queue
-		// for the next flush rather than waiting on this one's lock.
 		err := j.err
 		if err == nil && j.size >= j.maxSize {
 			err = j.rotate(j.seg + 1)
 		}
 		f, seg := j.f, j.seg
-		for _, c := range group {
-			c.seg = seg
-		}
 		if err == nil {
-			j.live[seg] += len(group)
+			for _, c := range group {
+				j.maxSeq[seg] = max(j.maxSeq[seg], c.seq)
+			}
 		}
+		// Written outside the lock, so records queued meanwhile wait for
+		// the next flush rather than for this one's lock.
 		j.mu.Unlock()
 		var n int64
 		if err == nil {
@@ -227,7 +246,6 @@ func (j *Journal) Append(rec []byte) (uint64, error) {
 			// Whatever reached the file is not acknowledged; a later
 			// append must not make it look so.
 			j.err = fmt.Errorf("journal: %w", err)
-			j.live[seg] -= len(group)
 		}
 		for _, c := range group {
 			c.done <- err
@@ -235,11 +253,10 @@ func (j *Journal) Append(rec []byte) (uint64, error) {
 	}
 	j.running = false
 	j.mu.Unlock()
-	err := <-call.done
-	return call.seg, err
+	return <-t.done
 }
 
-func writeGroup(f *os.File, group []*journalCall) (int64, error) {
+func writeGroup(f *os.File, group []*JournalTicket) (int64, error) {
 	size := 0
 	for _, c := range group {
 		size += journalFrame + len(c.rec)
@@ -259,14 +276,17 @@ func writeGroup(f *os.File, group []*journalCall) (int64, error) {
 	return int64(size), nil
 }
 
-// Release says n records of segment seg are applied durably elsewhere.
-func (j *Journal) Release(seg uint64, n int) {
+// ReleaseThrough says every record numbered up to seq is applied durably
+// elsewhere: segments holding only such records, other than the one
+// appended to, are removed.
+func (j *Journal) ReleaseThrough(seq uint64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.live[seg] -= n
-	if j.live[seg] <= 0 && seg != j.seg {
-		delete(j.live, seg)
-		_ = os.Remove(filepath.Join(j.dir, segmentName(seg)))
+	for seg, m := range j.maxSeq {
+		if seg != j.seg && m <= seq {
+			delete(j.maxSeq, seg)
+			_ = os.Remove(filepath.Join(j.dir, segmentName(seg)))
+		}
 	}
 }
 

@@ -17,20 +17,12 @@ func TestJournalAppendReadRelease(t *testing.T) {
 	}
 	j.maxSize = 64 // a new segment every few records
 	// Half the records one after another (a segment fills every few),
-	// half at once (they share flushes).
+	// half at once (they share flushes). Record i has sequence i+1.
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	segOf := map[string]uint64{}
 	appendOne := func(i int) {
-		rec := fmt.Appendf(nil, "record %02d", i)
-		seg, err := j.Append(rec)
-		if err != nil {
+		if err := j.Append(fmt.Appendf(nil, "record %02d", i), uint64(i+1)); err != nil {
 			t.Error(err)
-			return
 		}
-		mu.Lock()
-		segOf[string(rec)] = seg
-		mu.Unlock()
 	}
 	for i := range 20 {
 		appendOne(i)
@@ -57,14 +49,30 @@ func TestJournalAppendReadRelease(t *testing.T) {
 	if len(seen) != 40 {
 		t.Fatalf("records not distinct: %d", len(seen))
 	}
+	// The first 20 went in order: the first records are theirs.
+	if string(recs[0]) != "record 00" || string(recs[19]) != "record 19" {
+		t.Fatalf("order: %q … %q", recs[0], recs[19])
+	}
 	segs, _ := segments(dir)
-	if len(segs) < 2 {
+	if len(segs) < 4 {
 		t.Fatalf("want rotation into several segments, have %v", segs)
 	}
-	// Releasing every record removes every segment but the current one.
-	for _, seg := range segOf {
-		j.Release(seg, 1)
+	// Releasing through 10 removes the segments holding only 1..10.
+	j.ReleaseThrough(10)
+	left, err := ReadJournal(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(left) >= 40 || len(left) < 30 || string(left[len(left)-1]) != string(recs[39]) {
+		t.Fatalf("after releasing through 10: %d records left", len(left))
+	}
+	for _, r := range left[:len(left)-30] {
+		if string(r) > "record 10" {
+			t.Fatalf("a released segment held %q", r)
+		}
+	}
+	// Releasing everything removes every segment but the current one.
+	j.ReleaseThrough(40)
 	segs, _ = segments(dir)
 	if len(segs) != 1 || segs[0] != j.seg {
 		t.Fatalf("after release: segments %v, current %d", segs, j.seg)
@@ -72,7 +80,7 @@ func TestJournalAppendReadRelease(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Append([]byte("late")); err == nil {
+	if err := j.Append([]byte("late"), 41); err == nil {
 		t.Fatal("append after Close succeeded")
 	}
 }
@@ -84,7 +92,7 @@ func TestJournalReopenDropsAppliedSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []string{"a", "b", "c"} {
-		if _, err := j.Append([]byte(r)); err != nil {
+		if err := j.Append([]byte(r), 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,7 +109,7 @@ func TestJournalReopenDropsAppliedSegments(t *testing.T) {
 	if recs, _ := ReadJournal(dir); len(recs) != 0 {
 		t.Fatalf("reopened journal still holds %q", recs)
 	}
-	if _, err := j2.Append([]byte("d")); err != nil {
+	if err := j2.Append([]byte("d"), 1); err != nil {
 		t.Fatal(err)
 	}
 	if recs, _ := ReadJournal(dir); len(recs) != 1 || string(recs[0]) != "d" {
@@ -118,7 +126,7 @@ func TestJournalTornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []string{"first", "second"} {
-		if _, err := j.Append([]byte(r)); err != nil {
+		if err := j.Append([]byte(r), 1); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -142,7 +142,7 @@ func (e *Engine) hostCreateWithSupersteps(g *HostGraph, id string, metadata map[
 	}
 	created := true
 	var cfg map[string]any
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.view(id, func(tx *bolt.Tx) error {
 		t, err := newThreadRecord(tx, id, metadata, ifExists)
 		if err != nil {
 			return err
@@ -173,7 +173,7 @@ func (e *Engine) hostCreateWithSupersteps(g *HostGraph, id string, metadata map[
 		"supersteps": steps}, &out)
 	if callErr != nil {
 		if created {
-			if err := e.updateLG(id, false, func(tx *bolt.Tx) error {
+			if err := e.w.Update(func(tx *bolt.Tx) error {
 				if threadExists(tx, id) {
 					return nil // created by another request meanwhile: its state is its own
 				}
@@ -232,7 +232,7 @@ func (e *Engine) threadConfig(tx *bolt.Tx, t *threadRecord) map[string]any {
 // hostThreadConfig is threadConfig for a thread id, nil when it is gone.
 func (e *Engine) hostThreadConfig(id string) map[string]any {
 	var cfg map[string]any
-	_ = e.DB.View(func(tx *bolt.Tx) error {
+	_ = e.view(id, func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)
 		if err == nil {
 			cfg = e.threadConfig(tx, t)

@@ -64,7 +64,7 @@ const (
 func (e *Engine) CancelMany(ctx context.Context, threadID string, runIDs []string, status, action string) error {
 	type target struct{ thread, run string }
 	var targets []target
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.view(threadID, func(tx *bolt.Tx) error {
 		if status == "" {
 			for _, id := range runIDs {
 				r, err := getRun(tx, id)

@@ -112,6 +112,9 @@ type Engine struct {
 	Clock func() time.Time
 	// CronTick is how often the scheduler looks for due crons; 0 is 1 s.
 	CronTick time.Duration
+	// FlushEvery is how often journaled writes are committed to the
+	// database (writebehind.go); 0 is flushEvery.
+	FlushEvery time.Duration
 	// TTL is langgraph.json's checkpointer.ttl (ttl.go); TTLTick, when
 	// set, replaces its sweep interval (tests sweep with SweepTTL).
 	TTL     TTLConfig
@@ -120,7 +123,7 @@ type Engine struct {
 	httpStreams sync.Map // stream id → *httpExchange of a custom-route request in flight
 
 	w    *storage.Committer
-	pend *lgPending // checkpoint writes journaled, not yet in bbolt
+	pend *pendingWrites // journaled writes not yet in bbolt (writebehind.go)
 	sem  chan struct{}
 	mu   sync.Mutex
 	live map[string]*liveRun // run id → its execution and events
@@ -154,6 +157,8 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err := e.openJournal(); err != nil {
 		return err
 	}
+	e.wg.Add(1)
+	go e.flusher()
 	if err := e.ensureAssistants(); err != nil {
 		return err
 	}
@@ -367,7 +372,7 @@ func (e *Engine) createThread(id string, metadata map[string]any, ifExists strin
 		id = storage.NewID().String() // time-ordered: new threads append to the B-trees
 	}
 	var out Thread
-	err := e.w.Update(func(tx *bolt.Tx) error {
+	create := func(tx *bolt.Tx) error {
 		if t, err := getThread(tx, id); err == nil {
 			if ifExists == "do_nothing" {
 				out = t.view()
@@ -383,14 +388,28 @@ func (e *Engine) createThread(id string, metadata map[string]any, ifExists strin
 		}
 		out = t.view()
 		return putJSON(tx.Bucket([]byte(bThreads)), id, &t)
+	}
+	// A journaled write (writebehind.go) of the thread's record; with a
+	// TTL the TTL index is written too, in a bbolt commit.
+	err := e.hot(id, false, func(tx *bolt.Tx) ([]wbKey, error) {
+		if ttl != nil || e.TTL.DefaultTTL > 0 {
+			return nil, errNotHot
+		}
+		if err := create(tx); err != nil {
+			return nil, err
+		}
+		return []wbKey{{bThreads, []byte(id)}}, nil
 	})
+	if errors.Is(err, errNotHot) {
+		err = e.w.Update(create)
+	}
 	return out, err
 }
 
 // GetThread returns a thread.
 func (e *Engine) GetThread(id string) (Thread, error) {
 	var out Thread
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.view(id, func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
@@ -425,7 +444,10 @@ func (e *Engine) PatchThread(id string, metadata map[string]any) (Thread, error)
 // DeleteThread cancels the thread's runs and deletes it with its runs and checkpoints.
 func (e *Engine) DeleteThread(id string) error {
 	var active string
-	err := e.updateLG(id, true, func(tx *bolt.Tx) error {
+	// The running run's checkpoint writes from now on are fenced (and
+	// refused once the thread is gone).
+	e.pend.disown(id)
+	err := e.w.Update(func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
@@ -501,7 +523,7 @@ func (e *Engine) SearchThreads(f ThreadFilter) ([]Thread, int, error) {
 	for _, id := range f.IDs {
 		ids[id] = true
 	}
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.view("", func(tx *bolt.Tx) error {
 		return tx.Bucket([]byte(bThreads)).ForEach(func(_, v []byte) error {
 			var t threadRecord
 			if err := unmarshalStored(v, &t); err != nil {
@@ -590,7 +612,7 @@ func (e *Engine) GetStateQuery(id string, q StateQuery) (Checkpoint, error) {
 		return e.hostState(g, id, q)
 	}
 	var out Checkpoint
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.view(id, func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
@@ -680,7 +702,7 @@ func (e *Engine) HistoryQuery(id string, q HistoryQuery) ([]Checkpoint, error) {
 		return e.hostHistory(g, id, q)
 	}
 	var out []Checkpoint
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.view(id, func(tx *bolt.Tx) error {
 		if !threadExists(tx, id) {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
@@ -790,7 +812,7 @@ func (e *Engine) UpdateStateAt(id string, values map[string]any, asNode string, 
 // CopyThread makes a new thread with the same metadata and checkpoints.
 func (e *Engine) CopyThread(id string) (Thread, error) {
 	var out Thread
-	err := e.updateLG(id, false, func(tx *bolt.Tx) error {
+	err := e.w.Update(func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)

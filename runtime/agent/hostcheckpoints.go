@@ -213,13 +213,11 @@ func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage
 		if err := json.Unmarshal(p, &in); err != nil {
 			return nil, err
 		}
-		// One thread's list reads its journaled rows laid over bbolt's;
-		// a list of every thread moves them all into bbolt first.
+		// The journaled rows (of one thread, or of all) are laid over
+		// bbolt's.
 		thread := ""
 		if in.ThreadID != nil {
 			thread = *in.ThreadID
-		} else if err := e.flushLG(""); err != nil {
-			return nil, err
 		}
 		var out []*cpTuple
 		err := e.DB.View(func(tx *bolt.Tx) error {
@@ -238,7 +236,7 @@ func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage
 		if err := json.Unmarshal(p, &in); err != nil {
 			return nil, err
 		}
-		return nil, e.updateLG(in.ThreadID, false, func(tx *bolt.Tx) error { return deleteLG(tx, in.ThreadID, "") })
+		return nil, e.w.Update(func(tx *bolt.Tx) error { return deleteLG(tx, in.ThreadID, "") })
 	}
 	if strings.HasPrefix(method, "store.") {
 		return e.hostStore(method, p)
@@ -255,12 +253,12 @@ func (e *Engine) cpPut(in *cpPut) error {
 	if in.ThreadID == "" || in.CheckpointID == "" {
 		return fmt.Errorf("%w: a checkpoint needs a thread_id and an id", ErrInvalid)
 	}
-	rows := make([]lgRow, 0, len(in.Blobs)+1)
+	rows := make([]wbRow, 0, len(in.Blobs)+1)
 	for _, b := range in.Blobs {
 		if err := checkKeyPart("channel", b.Channel); err != nil {
 			return err
 		}
-		rows = append(rows, lgRow{rowPutChanged, lgKey(in.ThreadID, in.NS, lgKindBlob, b.Channel, b.Version),
+		rows = append(rows, wbRow{bLG, rowPutChanged, lgKey(in.ThreadID, in.NS, lgKindBlob, b.Channel, b.Version),
 			encodeBlob(&lgBlob{RunID: in.RunID, Typed: b.Typed})})
 	}
 	row, err := encodeCheckpoint(&lgCheckpoint{RunID: in.RunID, Parent: in.Parent, Checkpoint: in.Checkpoint, Metadata: in.Metadata,
@@ -268,21 +266,21 @@ func (e *Engine) cpPut(in *cpPut) error {
 	if err != nil {
 		return err
 	}
-	rows = append(rows, lgRow{rowPut, lgKey(in.ThreadID, in.NS, lgKindCheckpoint, in.CheckpointID), row})
+	rows = append(rows, wbRow{bLG, rowPut, lgKey(in.ThreadID, in.NS, lgKindCheckpoint, in.CheckpointID), row})
 	return e.putRows(in.ThreadID, in.RunID, rows)
 }
 
 // putRows makes a checkpoint write durable: journaled when its run is the
 // thread's running run, else in a bbolt commit that checks the fence.
-func (e *Engine) putRows(thread, run string, rows []lgRow) error {
-	if done, err := e.pend.journal(thread, run, rows); done {
+func (e *Engine) putRows(thread, run string, rows []wbRow) error {
+	if done, err := e.pend.journalLG(thread, run, rows); done {
 		return err
 	}
 	return e.w.Update(func(tx *bolt.Tx) error {
 		if err := fence(tx, thread, run); err != nil {
 			return err
 		}
-		return applyRows(lgBucket(tx), rows)
+		return applyRows(tx, rows)
 	})
 }
 
@@ -295,7 +293,7 @@ func (e *Engine) cpPutWrites(in *cpPutWrites) error {
 	if in.ThreadID == "" || in.CheckpointID == "" {
 		return fmt.Errorf("%w: writes need a thread_id and a checkpoint_id", ErrInvalid)
 	}
-	rows := make([]lgRow, 0, len(in.Writes))
+	rows := make([]wbRow, 0, len(in.Writes))
 	for _, w := range in.Writes {
 		// A task's regular writes are saved once (a retried task must
 		// not replace them); special writes (error, interrupt, resume…)
@@ -305,7 +303,7 @@ func (e *Engine) cpPutWrites(in *cpPutWrites) error {
 			mode = rowPut
 		}
 		row := lgWrite{RunID: in.RunID, TaskID: in.TaskID, TaskPath: in.TaskPath, Channel: w.Channel, Idx: w.Idx, Typed: w.Typed}
-		rows = append(rows, lgRow{mode, append(lgKey(in.ThreadID, in.NS, lgKindWrite, in.CheckpointID, in.TaskID, ""), idxBytes(w.Idx)...),
+		rows = append(rows, wbRow{bLG, mode, append(lgKey(in.ThreadID, in.NS, lgKindWrite, in.CheckpointID, in.TaskID, ""), idxBytes(w.Idx)...),
 			encodeWrite(&row)})
 	}
 	return e.putRows(in.ThreadID, in.RunID, rows)

@@ -152,7 +152,7 @@ func TestHostCheckpointFencing(t *testing.T) {
 	}
 	var ids []string
 	_ = e.DB.View(func(tx *bolt.Tx) error {
-		list, err := listTuples((*lgPending)(nil).reader(tx, ""), &cpQuery{ThreadID: &th.ThreadID})
+		list, err := listTuples((*pendingWrites)(nil).reader(tx, ""), &cpQuery{ThreadID: &th.ThreadID})
 		for _, c := range list {
 			ids = append(ids, c.CheckpointID)
 		}

@@ -326,7 +326,7 @@ func (g *HostGraph) state(ctx context.Context, p map[string]any) (Checkpoint, er
 // a thread whose state the engine keeps itself.
 func (e *Engine) hostThread(id string) (*HostGraph, error) {
 	var graph string
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.view(id, func(tx *bolt.Tx) error {
 		var t struct {
 			Graph    string         `json:"graph"`
 			Metadata map[string]any `json:"metadata"`
@@ -425,7 +425,7 @@ func (e *Engine) hostHistory(g *HostGraph, id string, q HistoryQuery) ([]Checkpo
 // the host computes after it on the thread.
 func (e *Engine) hostUpdateState(g *HostGraph, id string, values map[string]any, asNode string, at CheckpointRef) (CheckpointRef, error) {
 	busy := false
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.view(id, func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)

@@ -78,7 +78,7 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 	}
 	var ad admission
 	var prepared []string
-	err := e.w.Update(func(tx *bolt.Tx) error {
+	admitIn := func(tx *bolt.Tx) error {
 		var err error
 		if ad, err = e.admit(tx, threadID, rc, temporary, slot); err != nil {
 			return err
@@ -90,7 +90,22 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 		prepared = append(prepared, ad.run.RunID)
 		e.prepareEvents(ad.run.RunID)
 		return nil
+	}
+	// A journaled write (writebehind.go): the thread's record, the run's
+	// and its index row; a thread created with a default TTL also writes
+	// the TTL index, and takes a bbolt commit.
+	err := e.hot(threadID, false, func(tx *bolt.Tx) ([]wbKey, error) {
+		if e.TTL.DefaultTTL > 0 && !threadExists(tx, threadID) {
+			return nil, errNotHot
+		}
+		if err := admitIn(tx); err != nil {
+			return nil, err
+		}
+		return []wbKey{{bThreads, []byte(threadID)}, {bRuns, []byte(ad.run.RunID)}, {bThreadRuns, idxKey(threadID, ad.run.RunID)}}, nil
 	})
+	if errors.Is(err, errNotHot) {
+		err = e.w.Update(admitIn)
+	}
 	e.dropUncommitted(prepared, ad.run.RunID, err)
 	if slot && (err != nil || ad.claimed == nil) {
 		<-e.sem
@@ -324,7 +339,7 @@ func (e *Engine) dispatch(threadID string) {
 func (e *Engine) waitHead(threadID string) bool {
 	for {
 		var wait time.Duration
-		_ = e.DB.View(func(tx *bolt.Tx) error {
+		_ = e.view(threadID, func(tx *bolt.Tx) error {
 			var t struct {
 				Active string   `json:"active"`
 				Queue  []string `json:"queue"`
@@ -362,7 +377,7 @@ func (e *Engine) releaseDispatch(threadID string) {
 // thread's values.
 func (e *Engine) hasQueued(threadID string) bool {
 	q := false
-	_ = e.DB.View(func(tx *bolt.Tx) error {
+	_ = e.view(threadID, func(tx *bolt.Tx) error {
 		var t struct {
 			Active string   `json:"active"`
 			Queue  []string `json:"queue"`
@@ -459,7 +474,7 @@ func (e *Engine) execute(r *runRecord) {
 // values, and the request with the assistant's, thread's and run's
 // config, context and metadata merged.
 func (e *Engine) runRequest(r *runRecord) (graph Graph, values map[string]any, req Request, err error) {
-	err = e.DB.View(func(tx *bolt.Tx) error {
+	err = e.view(r.ThreadID, func(tx *bolt.Tx) error {
 		t, err := getThread(tx, r.ThreadID)
 		if err != nil {
 			return err
@@ -671,14 +686,21 @@ func mergeConfig(layers ...map[string]any) map[string]any {
 // interrupts the host computed from them.
 func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pendingCheckpoint, outcome *hostOutcome) {
 	reported := status
-	// The run's journaled checkpoint writes reach bbolt in the
-	// transaction that ends it, and it journals no more.
-	err := e.updateLG(r.ThreadID, true, func(tx *bolt.Tx) error {
+	// The end of a run is a journaled write (writebehind.go) of its
+	// thread's and its own record, unless it deletes or writes more: a
+	// rollback, a temporary thread, a built-in graph's checkpoints.
+	var keys []wbKey
+	end := func(tx *bolt.Tx, hot bool) error {
+		keys = nil
 		status := cancelledStatus(tx, r.RunID, reported)
 		t, err := getThread(tx, r.ThreadID)
 		if err != nil {
 			return nil // the thread was deleted meanwhile
 		}
+		if hot && (status == "rollback" || len(cps) > 0 || r.Temporary) {
+			return errNotHot
+		}
+		keys = []wbKey{{bThreads, []byte(r.ThreadID)}, {bRuns, []byte(r.RunID)}}
 		if t.Active == r.RunID {
 			t.Active = ""
 		}
@@ -752,7 +774,18 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 			return deleteThreadData(tx, r.ThreadID)
 		}
 		return putJSON(tx.Bucket([]byte(bThreads)), r.ThreadID, t)
+	}
+	// Either way the run's checkpoint writes are journaled no more.
+	err := e.hot(r.ThreadID, true, func(tx *bolt.Tx) ([]wbKey, error) {
+		if err := end(tx, true); err != nil {
+			return nil, err
+		}
+		return keys, nil
 	})
+	if errors.Is(err, errNotHot) {
+		e.pend.disown(r.ThreadID)
+		err = e.w.Update(func(tx *bolt.Tx) error { return end(tx, false) })
+	}
 	if err != nil {
 		e.Log.Error().Err(err).Str("run_id", r.RunID).Msg("record the end of a run")
 	}
@@ -777,7 +810,7 @@ func (e *Engine) cancelLive(runID, action string, cause error) {
 // GetRun returns a run of a thread.
 func (e *Engine) GetRun(threadID, runID string) (Run, error) {
 	var out Run
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.view(threadID, func(tx *bolt.Tx) error {
 		if !threadExists(tx, threadID) {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
 		}
@@ -794,7 +827,7 @@ func (e *Engine) GetRun(threadID, runID string) (Run, error) {
 // ListRuns lists a thread's runs, newest first.
 func (e *Engine) ListRuns(threadID string, limit, offset int, status string) ([]Run, error) {
 	out := []Run{}
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.view(threadID, func(tx *bolt.Tx) error {
 		if !threadExists(tx, threadID) {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
 		}

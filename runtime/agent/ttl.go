@@ -216,7 +216,7 @@ func (e *Engine) PatchThreadTTL(id string, metadata map[string]any, ttl ThreadTT
 func (e *Engine) GetThreadTTL(id string) (Thread, *ThreadTTLInfo, error) {
 	var out Thread
 	var info *ThreadTTLInfo
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.view(id, func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
@@ -272,7 +272,7 @@ func (e *Engine) SweepTTL() (int, error) {
 	}
 	end := storage.U64(uint64(max(now.UnixNano(), 0)))
 	var due [][]byte
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.view("", func(tx *bolt.Tx) error {
 		c := tx.Bucket([]byte(bThreadTTL)).Cursor()
 		for k, _ := c.First(); k != nil && len(due) < limit; k, _ = c.Next() {
 			if len(k) != 24 || bytes.Compare(k[:8], end) > 0 {
@@ -308,7 +308,7 @@ func (e *Engine) SweepTTL() (int, error) {
 func (e *Engine) sweepOne(key []byte, now time.Time) (bool, error) {
 	id := uuid.UUID(key[8:]).String()
 	swept := false
-	err := e.updateLG(id, false, func(tx *bolt.Tx) error {
+	err := e.w.Update(func(tx *bolt.Tx) error {
 		idx := tx.Bucket([]byte(bThreadTTL))
 		if idx.Get(key) == nil {
 			return nil // handled meanwhile (a patch, a delete)
@@ -391,7 +391,7 @@ func (e *Engine) PruneThreads(ids []string, strategy string) (int, error) {
 			continue
 		}
 		pruned := false
-		err := e.updateLG(id, false, func(tx *bolt.Tx) error {
+		err := e.w.Update(func(tx *bolt.Tx) error {
 			t, err := getThread(tx, id)
 			if err != nil || t.busy() {
 				return nil

@@ -32,7 +32,9 @@ func (r *restartable) start() *Engine {
 		r.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &Engine{DB: db, Graphs: map[string]Graph{"echo": Echo{}}, Workers: 1, Timeout: time.Minute, Log: zerolog.Nop()}
+	// No flush on a timer: the test decides when bbolt gets the rows.
+	e := &Engine{DB: db, Graphs: map[string]Graph{"echo": Echo{}}, Workers: 1, Timeout: time.Minute, Log: zerolog.Nop(),
+		FlushEvery: time.Hour}
 	if err := e.Start(ctx); err != nil {
 		cancel()
 		db.Close()
@@ -55,7 +57,7 @@ func bboltIDs(t *testing.T, e *Engine, thread string) []string {
 	t.Helper()
 	var ids []string
 	if err := e.DB.View(func(tx *bolt.Tx) error {
-		list, err := listTuples((*lgPending)(nil).reader(tx, ""), &cpQuery{ThreadID: &thread})
+		list, err := listTuples((*pendingWrites)(nil).reader(tx, ""), &cpQuery{ThreadID: &thread})
 		for _, c := range list {
 			ids = append(ids, c.CheckpointID)
 		}
@@ -156,7 +158,8 @@ func TestJournaledCheckpoints(t *testing.T) {
 	if got := latest(e); got != "1d" {
 		t.Fatalf("host reads %q, want 1d", got)
 	}
-	if err := e.updateLG(thread, true, func(tx *bolt.Tx) error {
+	e.pend.disown(thread)
+	if err := e.w.Update(func(tx *bolt.Tx) error {
 		rec, err := getThread(tx, thread)
 		if err != nil {
 			return err
@@ -253,13 +256,15 @@ func TestLGReadMerge(t *testing.T) {
 // TestJournalOpRoundTrip: a record decodes to the op it encodes; a
 // truncated or extended one is refused.
 func TestJournalOpRoundTrip(t *testing.T) {
-	op := &lgOp{thread: "t", run: "r", rows: []lgRow{{rowPut, []byte("k1"), []byte("v1")}, {rowPutNew, []byte("k2"), nil}, {rowPutChanged, []byte{0, 1}, []byte("x")}}}
+	op := &wbOp{seq: 7, thread: "t", rows: []wbRow{{bLG, rowPut, []byte("k1"), []byte("v1")}, {bThreadRuns, rowPutNew, []byte("k2"), nil},
+		{bThreads, rowDelete, []byte{0, 1}, nil}}}
 	b := op.encode()
 	got, err := decodeOp(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.thread != "t" || got.run != "r" || len(got.rows) != 3 || string(got.rows[2].key) != "\x00\x01" || got.rows[1].mode != rowPutNew {
+	if got.seq != 7 || got.thread != "t" || len(got.rows) != 3 || string(got.rows[2].key) != "\x00\x01" || got.rows[1].mode != rowPutNew ||
+		got.rows[1].bucket != bThreadRuns || got.rows[2].mode != rowDelete {
 		t.Fatalf("decoded %+v", got)
 	}
 	for _, bad := range [][]byte{nil, b[:len(b)-1], append(append([]byte{}, b...), 0), append([]byte{9}, b[1:]...)} {
@@ -270,16 +275,86 @@ func TestJournalOpRoundTrip(t *testing.T) {
 }
 
 func FuzzDecodeJournalOp(f *testing.F) {
-	f.Add((&lgOp{thread: "t", run: "r", rows: []lgRow{{rowPut, []byte("k"), []byte("v")}}}).encode())
-	f.Add([]byte{1, 0, 0, 0})
+	f.Add((&wbOp{seq: 1, thread: "t", rows: []wbRow{{bLG, rowPut, []byte("k"), []byte("v")}}}).encode())
+	f.Add([]byte{2, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		op, err := decodeOp(b)
 		if err != nil {
 			return
 		}
 		again, err := decodeOp(op.encode())
-		if err != nil || again.thread != op.thread || again.run != op.run || len(again.rows) != len(op.rows) {
+		if err != nil || again.seq != op.seq || again.thread != op.thread || len(again.rows) != len(op.rows) {
 			t.Fatalf("re-encoded record does not decode the same: %v", err)
 		}
 	})
+}
+
+// TestHotWritesReplay: a thread's creation and a run's admission are
+// acknowledged from the journal, read back before bbolt has them, survive
+// a crash before any commit, and a later bbolt commit that changed the
+// thread is not undone by the replay of the older record.
+func TestHotWritesReplay(t *testing.T) {
+	r := &restartable{t: t, path: filepath.Join(t.TempDir(), "agent.db")}
+	e := r.start()
+	inBbolt := func(e *Engine, bucket, key string) bool {
+		var ok bool
+		_ = e.DB.View(func(tx *bolt.Tx) error {
+			ok = tx.Bucket([]byte(bucket)).Get([]byte(key)) != nil
+			return nil
+		})
+		return ok
+	}
+	th, err := e.CreateThread("", map[string]any{"a": 1.0}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := th.ThreadID
+	if inBbolt(e, bThreads, id) {
+		t.Fatal("the creation was committed to bbolt; want it journaled")
+	}
+	if got, err := e.GetThread(id); err != nil || got.Metadata["a"] != 1.0 {
+		t.Fatalf("read back: %+v, %v", got, err)
+	}
+	// A run that waits (after_seconds): admitted, not started.
+	run, _, err := e.CreateRun(id, RunCreate{AssistantID: "echo", Input: map[string]any{"messages": []any{"hi"}}, AfterSeconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inBbolt(e, bRuns, run.RunID) {
+		t.Fatal("the admission was committed to bbolt; want it journaled")
+	}
+	if got, err := e.GetRun(id, run.RunID); err != nil || got.Status != RunPending {
+		t.Fatalf("run read back: %+v, %v", got, err)
+	}
+	if runs, err := e.ListRuns(id, 10, 0, ""); err != nil || len(runs) != 1 {
+		t.Fatalf("runs listed: %v, %v", runs, err)
+	}
+
+	// A crash before any commit: the journal brings both back.
+	r.crash()
+	e = r.start()
+	if !inBbolt(e, bThreads, id) || !inBbolt(e, bRuns, run.RunID) {
+		t.Fatal("the journaled creation and admission were not replayed")
+	}
+	if got, err := e.GetRun(id, run.RunID); err != nil || got.Status != RunPending {
+		t.Fatalf("run after replay: %+v, %v", got, err)
+	}
+
+	// A bbolt commit (the patch) takes the thread's journaled record with
+	// it; the replay after the next crash must not apply it again over
+	// the patch.
+	th2, err := e.CreateThread("", map[string]any{"a": 1.0}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.PatchThread(th2.ThreadID, map[string]any{"b": 2.0}); err != nil {
+		t.Fatal(err)
+	}
+	r.crash()
+	e = r.start()
+	got, err := e.GetThread(th2.ThreadID)
+	if err != nil || got.Metadata["a"] != 1.0 || got.Metadata["b"] != 2.0 {
+		t.Fatalf("after the patch and a replay: %+v, %v", got.Metadata, err)
+	}
+	r.crash()
 }

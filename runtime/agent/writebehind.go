@@ -1,0 +1,629 @@
+package agent
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/storage"
+)
+
+// Write-behind: the run path's writes are made durable in a journal and
+// reach bbolt in batches.
+//
+// A run of a small graph used to cost about a dozen bbolt commits: the
+// thread's creation, the run's admission, the end of the run, and a
+// checkpoint or a set of pending writes per superstep. Each commit
+// rewrites whole pages (a leaf and its branches per bucket touched, the
+// root, the freelist, the meta page) and flushes twice, and a run
+// creation's commit queued behind the others'. Now those writes are
+// physical rows (bucket, key, value) appended to a group-committed journal
+// beside the database, one fdatasync of about the rows' own bytes, and
+// acknowledged then; a flusher applies every pending row to bbolt in one
+// commit every flushEvery, as does any other bbolt commit the engine makes
+// (storage.Committer.Prepare), so bbolt always holds a prefix of the
+// journal. The meta bucket's journalHorizon names the last record applied,
+// in the same transaction as the rows.
+//
+// Consistency. Writes on the run path (hot, below) run their usual code in
+// a bbolt write transaction that is rolled back: bbolt's writer lock orders
+// them with every commit, and the transaction first lays the thread's
+// pending rows newer than the horizon over bbolt's, so the code reads what
+// it would read had every write been committed. The rows it wrote are read
+// back and journaled before the lock is released. Readers do the same
+// (view), or, for checkpoints, lay the rows over a read transaction
+// (lgRead). A record newer than the horizon a transaction reads is newer
+// than anything bbolt holds for its keys, because records are numbered
+// under the writer lock or, for checkpoint rows, under pendingWrites.mu
+// together with the fence they passed.
+//
+// Checkpoint writes (cp.put, cp.putWrites) of the thread's running run go
+// to the journal without the writer lock: only that run writes its rows,
+// and whatever deletes them (a rollback, a thread's deletion) first stops
+// journaling for the thread (disown) under the same lock. Any other writer
+// takes the fenced bbolt commit. After a crash the records newer than the
+// horizon are applied in order: the state every acknowledged write saw.
+
+// flushEvery bounds how long rows wait for their bbolt commit (and how
+// many pile up in memory between commits).
+const flushEvery = 250 * time.Millisecond
+
+// journalHorizon is the meta bucket's key for the last journal record
+// applied to bbolt.
+var journalHorizon = []byte("journal_applied")
+
+// wbRow is one row a journaled write puts or deletes.
+type wbRow struct {
+	bucket   string
+	mode     byte
+	key, val []byte
+}
+
+const (
+	rowPut        byte = 'p' // put
+	rowPutNew     byte = 'n' // put unless the key exists (a task's regular writes)
+	rowPutChanged byte = 'c' // put unless the same typed value is stored (channel values)
+	rowDelete     byte = 'd' // delete
+)
+
+// applyRows applies rows to tx as their writers meant them.
+func applyRows(tx *bolt.Tx, rows []wbRow) error {
+	for _, r := range rows {
+		b := tx.Bucket([]byte(r.bucket))
+		if b == nil {
+			return fmt.Errorf("apply journaled row: no bucket %q", r.bucket)
+		}
+		switch r.bucket {
+		case bLG, bThreads, bRuns, bThreadRuns:
+			// Keys are time-ordered and grow at the end: leaves split
+			// full, not in halves (lgBucket).
+			b.FillPercent = 0.9
+		}
+		switch r.mode {
+		case rowDelete:
+			if err := b.Delete(r.key); err != nil {
+				return err
+			}
+			continue
+		case rowPutNew:
+			if b.Get(r.key) != nil {
+				continue
+			}
+		case rowPutChanged:
+			// A value sent again unchanged (a saver sending every
+			// channel, a retried put) is not rewritten: its row, and the
+			// run it names for rollbacks, stay. A different value under
+			// the same version replaces it: JavaScript savers number
+			// versions 1, 2, 3…, so a fork can reuse one.
+			if old := b.Get(r.key); old != nil {
+				prev, err1 := decodeBlob(old)
+				next, err2 := decodeBlob(r.val)
+				if err1 == nil && err2 == nil && prev.T == next.T && bytes.Equal(prev.B, next.B) {
+					continue
+				}
+			}
+		}
+		if err := b.Put(r.key, r.val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wbOp is one journal record: rows of one thread.
+type wbOp struct {
+	seq    uint64
+	thread string
+	rows   []wbRow
+}
+
+const wbOpVersion = 2
+
+func (op *wbOp) encode() []byte {
+	n := 24 + len(op.thread)
+	for _, r := range op.rows {
+		n += 16 + len(r.bucket) + len(r.key) + len(r.val)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, wbOpVersion)
+	b = binary.AppendUvarint(b, op.seq)
+	b = binary.AppendUvarint(b, uint64(len(op.thread)))
+	b = append(b, op.thread...)
+	b = binary.AppendUvarint(b, uint64(len(op.rows)))
+	for _, r := range op.rows {
+		b = binary.AppendUvarint(b, uint64(len(r.bucket)))
+		b = append(b, r.bucket...)
+		b = append(b, r.mode)
+		b = binary.AppendUvarint(b, uint64(len(r.key)))
+		b = append(b, r.key...)
+		b = binary.AppendUvarint(b, uint64(len(r.val)))
+		b = append(b, r.val...)
+	}
+	return b
+}
+
+var errBadOp = errors.New("malformed journal record")
+
+func decodeOp(b []byte) (*wbOp, error) {
+	if len(b) == 0 || b[0] != wbOpVersion {
+		return nil, errBadOp
+	}
+	b = b[1:]
+	uv := func() (uint64, error) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 {
+			return 0, errBadOp
+		}
+		b = b[k:]
+		return n, nil
+	}
+	bytesOf := func() ([]byte, error) {
+		n, err := uv()
+		if err != nil || n > uint64(len(b)) {
+			return nil, errBadOp
+		}
+		v := b[:n:n]
+		b = b[n:]
+		return v, nil
+	}
+	seq, err := uv()
+	if err != nil {
+		return nil, err
+	}
+	thread, err := bytesOf()
+	if err != nil {
+		return nil, err
+	}
+	count, err := uv()
+	if err != nil || count > uint64(len(b)) {
+		return nil, errBadOp
+	}
+	op := &wbOp{seq: seq, thread: string(thread), rows: make([]wbRow, 0, count)}
+	for i := uint64(0); i < count; i++ {
+		bucket, err := bytesOf()
+		if err != nil || len(b) == 0 {
+			return nil, errBadOp
+		}
+		mode := b[0]
+		b = b[1:]
+		switch mode {
+		case rowPut, rowPutNew, rowPutChanged, rowDelete:
+		default:
+			return nil, errBadOp
+		}
+		key, err := bytesOf()
+		if err != nil {
+			return nil, err
+		}
+		val, err := bytesOf()
+		if err != nil {
+			return nil, err
+		}
+		op.rows = append(op.rows, wbRow{bucket: string(bucket), mode: mode, key: key, val: val})
+	}
+	if len(b) != 0 {
+		return nil, errBadOp
+	}
+	return op, nil
+}
+
+// pendingWrites holds journaled records until a bbolt commit applies them.
+type pendingWrites struct {
+	j *storage.Journal
+
+	mu       sync.Mutex
+	next     uint64             // the next record's number
+	ops      []*wbOp            // not yet known applied, in order
+	byThread map[string][]*wbOp // the same, by thread
+	owner    map[string]string  // thread → the run whose checkpoint writes are journaled
+	kick     chan struct{}      // wakes the flusher early
+}
+
+// add numbers and enqueues a record of thread's rows; the caller holds
+// p.mu and waits on the ticket after releasing it.
+func (p *pendingWrites) add(thread string, rows []wbRow) (*storage.JournalTicket, error) {
+	op := &wbOp{seq: p.next, thread: thread, rows: rows}
+	t, err := p.j.Enqueue(op.encode(), op.seq)
+	if err != nil {
+		return nil, fmt.Errorf("journal a write: %w", err)
+	}
+	p.next++
+	p.ops = append(p.ops, op)
+	p.byThread[thread] = append(p.byThread[thread], op)
+	if len(p.ops) == 4096 {
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	}
+	return t, nil
+}
+
+// since returns thread's records numbered above h (every thread's for ""),
+// in order.
+func (p *pendingWrites) since(h uint64, thread string) []*wbOp {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	list := p.ops
+	if thread != "" {
+		list = p.byThread[thread]
+	}
+	i := sort.Search(len(list), func(i int) bool { return list[i].seq > h })
+	return append([]*wbOp(nil), list[i:]...)
+}
+
+// settle drops the records a committed transaction applied and releases
+// their journal segments.
+func (p *pendingWrites) settle(h uint64) {
+	p.mu.Lock()
+	i := sort.Search(len(p.ops), func(i int) bool { return p.ops[i].seq > h })
+	for _, op := range p.ops[:i] {
+		list := p.byThread[op.thread]
+		k := sort.Search(len(list), func(k int) bool { return list[k].seq > h })
+		if k == len(list) {
+			delete(p.byThread, op.thread)
+		} else if k > 0 {
+			p.byThread[op.thread] = append([]*wbOp(nil), list[k:]...)
+		}
+	}
+	p.ops = append([]*wbOp(nil), p.ops[i:]...)
+	p.mu.Unlock()
+	p.j.ReleaseThrough(h)
+}
+
+func horizon(tx *bolt.Tx) uint64 {
+	if v := tx.Bucket([]byte("meta")).Get(journalHorizon); len(v) == 8 {
+		return storage.U64ToInt(v)
+	}
+	return 0
+}
+
+// prepare is the Committer's first step in every transaction: the
+// pending records go to bbolt, in order, with the horizon.
+func (p *pendingWrites) prepare(tx *bolt.Tx) (func(), error) {
+	h := horizon(tx)
+	ops := p.since(h, "")
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	for _, op := range ops {
+		if err := applyRows(tx, op.rows); err != nil {
+			return nil, fmt.Errorf("apply journal record %d: %w", op.seq, err)
+		}
+	}
+	last := ops[len(ops)-1].seq
+	if err := tx.Bucket([]byte("meta")).Put(journalHorizon, storage.U64(last)); err != nil {
+		return nil, err
+	}
+	return func() { p.settle(last) }, nil
+}
+
+// overlay lays thread's records newer than tx's horizon over tx (a write
+// transaction the caller rolls back).
+func (p *pendingWrites) overlay(tx *bolt.Tx, thread string) error {
+	for _, op := range p.since(horizon(tx), thread) {
+		if err := applyRows(tx, op.rows); err != nil {
+			return fmt.Errorf("lay journal record %d over the database: %w", op.seq, err)
+		}
+	}
+	return nil
+}
+
+// own starts journaling run's checkpoint writes to thread.
+func (p *pendingWrites) own(thread, run string) {
+	p.mu.Lock()
+	p.owner[thread] = run
+	p.mu.Unlock()
+}
+
+// disown stops it: what comes after takes the fenced commit.
+func (p *pendingWrites) disown(thread string) {
+	p.mu.Lock()
+	delete(p.owner, thread)
+	p.mu.Unlock()
+}
+
+// journalLG journals checkpoint rows when run is thread's owner; false:
+// the caller commits them to bbolt, fenced.
+func (p *pendingWrites) journalLG(thread, run string, rows []wbRow) (bool, error) {
+	if run == "" {
+		return false, nil
+	}
+	p.mu.Lock()
+	if p.owner[thread] != run {
+		p.mu.Unlock()
+		return false, nil
+	}
+	t, err := p.add(thread, rows)
+	p.mu.Unlock()
+	if err != nil {
+		return true, err
+	}
+	return true, t.Wait()
+}
+
+// wbKey names a row a hot write may have written.
+type wbKey struct {
+	bucket string
+	key    []byte
+}
+
+// errNotHot sends a hot write whose code took a path touching more than
+// the rows it names (a rollback, a temporary thread's deletion) to a bbolt
+// commit instead.
+var errNotHot = errors.New("not a journaled write")
+
+// hot runs fn as a journaled write on thread: in a bbolt write transaction
+// with the thread's pending rows laid over, rolled back after the rows
+// fn names (as it left them) are journaled. end also stops journaling the
+// thread's checkpoint writes, in the same step. fn may return errNotHot;
+// hot then returns it having written nothing.
+func (e *Engine) hot(thread string, end bool, fn func(tx *bolt.Tx) ([]wbKey, error)) error {
+	tx, err := e.DB.Begin(true)
+	if err != nil {
+		return fmt.Errorf("begin a journaled write: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := e.pend.overlay(tx, thread); err != nil {
+		return err
+	}
+	keys, err := fn(tx)
+	if err != nil {
+		return err
+	}
+	rows := make([]wbRow, 0, len(keys))
+	for _, k := range keys {
+		b := tx.Bucket([]byte(k.bucket))
+		if b == nil {
+			return fmt.Errorf("journaled write: no bucket %q", k.bucket)
+		}
+		// A cursor, not Get: index rows have empty values.
+		if ck, v := b.Cursor().Seek(k.key); ck != nil && bytes.Equal(ck, k.key) {
+			rows = append(rows, wbRow{bucket: k.bucket, mode: rowPut, key: storageCopy(k.key), val: storageCopy(v)})
+		} else {
+			rows = append(rows, wbRow{bucket: k.bucket, mode: rowDelete, key: storageCopy(k.key)})
+		}
+	}
+	e.pend.mu.Lock()
+	if end {
+		delete(e.pend.owner, thread)
+	}
+	if len(rows) == 0 {
+		e.pend.mu.Unlock()
+		return nil
+	}
+	t, err := e.pend.add(thread, rows)
+	e.pend.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	// The rows are numbered and listed: the writer lock can go before the
+	// flush, so the next write need not wait for it.
+	_ = tx.Rollback()
+	return t.Wait()
+}
+
+// view runs fn on the database as it stands with every journaled write
+// (thread's only, when thread is not ""), in a write transaction rolled
+// back: reads of the run path see what was acknowledged, not yet in bbolt.
+func (e *Engine) view(thread string, fn func(tx *bolt.Tx) error) error {
+	if e.pend == nil || !e.pend.pending(thread) {
+		return e.DB.View(fn)
+	}
+	tx, err := e.DB.Begin(true)
+	if err != nil {
+		return fmt.Errorf("begin a read: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := e.pend.overlay(tx, thread); err != nil {
+		return err
+	}
+	return fn(tx)
+}
+
+// pending reports whether thread ("": any) may have rows not in bbolt.
+func (p *pendingWrites) pending(thread string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if thread == "" {
+		return len(p.ops) > 0
+	}
+	return len(p.byThread[thread]) > 0
+}
+
+// flusher commits the pending rows every flushEvery (sooner when many
+// pile up), so bbolt stays close behind the journal.
+func (e *Engine) flusher() {
+	defer e.wg.Done()
+	tick := time.NewTicker(cmp.Or(e.FlushEvery, flushEvery))
+	defer tick.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			// What is pending is in the journal: the next start applies it.
+			return
+		case <-tick.C:
+		case <-e.pend.kick:
+		}
+		if !e.pend.pending("") {
+			continue
+		}
+		if err := e.w.Update(func(*bolt.Tx) error { return nil }); err != nil {
+			e.Log.Error().Err(err).Msg("apply the journal to the database")
+		}
+	}
+}
+
+// openJournal applies what the journal holds beyond the database's
+// horizon, in order, then starts it afresh beside the database.
+func (e *Engine) openJournal() error {
+	dir := e.DB.Path() + ".journal"
+	recs, err := storage.ReadJournal(dir)
+	if err != nil {
+		return err
+	}
+	var last uint64
+	err = e.DB.Update(func(tx *bolt.Tx) error {
+		h := horizon(tx)
+		last = h
+		applied, skipped := 0, 0
+		for _, rec := range recs {
+			op, err := decodeOp(rec)
+			if err != nil {
+				skipped++
+				continue
+			}
+			if op.seq <= h {
+				continue
+			}
+			if err := applyRows(tx, op.rows); err != nil {
+				return fmt.Errorf("apply journal record %d: %w", op.seq, err)
+			}
+			last = max(last, op.seq)
+			applied++
+		}
+		if applied > 0 || skipped > 0 {
+			e.Log.Info().Int("applied", applied).Int("skipped", skipped).Msg("journal replayed")
+		}
+		if last == h {
+			return nil
+		}
+		return tx.Bucket([]byte("meta")).Put(journalHorizon, storage.U64(last))
+	})
+	if err != nil {
+		return fmt.Errorf("apply the journal: %w", err)
+	}
+	j, err := storage.OpenJournal(dir)
+	if err != nil {
+		return err
+	}
+	e.pend = &pendingWrites{j: j, next: last + 1, byThread: map[string][]*wbOp{}, owner: map[string]string{}, kick: make(chan struct{}, 1)}
+	e.w.Prepare = e.pend.prepare
+	return nil
+}
+
+// lgRead reads the lg bucket as it stands with a thread's journaled rows:
+// bbolt's rows with those newer than the read's horizon laid over them.
+// Readers (the host's getTuple and list, mostly during the very run that
+// wrote) then need no write transaction.
+type lgRead struct {
+	b    *bolt.Bucket
+	over map[string][]byte
+	keys []string // over's keys, sorted
+}
+
+// reader returns the lg bucket of tx with thread's journaled rows over it
+// (every thread's for "").
+func (p *pendingWrites) reader(tx *bolt.Tx, thread string) *lgRead {
+	r := &lgRead{b: tx.Bucket([]byte(bLG))}
+	if p == nil {
+		return r
+	}
+	ops := p.since(horizon(tx), thread)
+	if len(ops) == 0 {
+		return r
+	}
+	r.over = map[string][]byte{}
+	for _, op := range ops {
+		for _, row := range op.rows {
+			if row.bucket != bLG {
+				continue
+			}
+			k := string(row.key)
+			switch row.mode {
+			case rowDelete:
+				r.over[k] = nil
+				continue
+			case rowPutNew:
+				if v, ok := r.over[k]; ok && v != nil || !ok && r.b.Get(row.key) != nil {
+					continue
+				}
+			}
+			// rowPutChanged keeps the stored row when the value is the
+			// same; the row differs only in the run it names, which
+			// readers do not see.
+			r.over[k] = row.val
+		}
+	}
+	r.keys = make([]string, 0, len(r.over))
+	for k := range r.over {
+		r.keys = append(r.keys, k)
+	}
+	sort.Strings(r.keys)
+	return r
+}
+
+func (r *lgRead) get(k []byte) []byte {
+	if v, ok := r.over[string(k)]; ok {
+		return v
+	}
+	return r.b.Get(k)
+}
+
+// scan calls fn for every row whose key has prefix, in key order, until
+// fn returns false.
+func (r *lgRead) scan(prefix []byte, fn func(k, v []byte) bool) {
+	i := sort.SearchStrings(r.keys, string(prefix))
+	c := r.b.Cursor()
+	k, v := c.Seek(prefix)
+	for {
+		bk := k != nil && bytes.HasPrefix(k, prefix)
+		ok := i < len(r.keys) && strings.HasPrefix(r.keys[i], string(prefix))
+		switch {
+		case !bk && !ok:
+			return
+		case ok && (!bk || r.keys[i] <= string(k)):
+			if bk && r.keys[i] == string(k) {
+				k, v = c.Next() // laid over
+			}
+			if ov := r.over[r.keys[i]]; ov != nil && !fn([]byte(r.keys[i]), ov) {
+				return
+			}
+			i++
+		default:
+			if !fn(k, v) {
+				return
+			}
+			k, v = c.Next()
+		}
+	}
+}
+
+// last returns the row with the greatest key that has prefix, or nils.
+func (r *lgRead) last(prefix []byte) ([]byte, []byte) {
+	var lk, lv []byte
+	r.scanLast(prefix, func(k, v []byte) { lk, lv = k, v })
+	return lk, lv
+}
+
+// scanLast finds the last row under prefix: bbolt's by a seek, unless
+// the overlay has a later key or deleted that one (then by a scan).
+func (r *lgRead) scanLast(prefix []byte, found func(k, v []byte)) {
+	c := r.b.Cursor()
+	k, v := c.Seek(append(storageCopy(prefix), 0xff))
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	if k != nil && !bytes.HasPrefix(k, prefix) {
+		k, v = nil, nil
+	}
+	i := sort.SearchStrings(r.keys, string(prefix)+"\xff") - 1
+	overLast := i >= 0 && strings.HasPrefix(r.keys[i], string(prefix))
+	if _, laid := r.over[string(k)]; !overLast && (k == nil || !laid) {
+		if k != nil {
+			found(k, v)
+		}
+		return
+	}
+	r.scan(prefix, func(k, v []byte) bool { found(k, v); return true })
+}
