@@ -422,6 +422,12 @@ func (e *Engine) GetThread(id string) (Thread, error) {
 
 // PatchThread merges metadata into a thread's.
 func (e *Engine) PatchThread(id string, metadata map[string]any) (Thread, error) {
+	return e.patchThread(id, metadata, nil)
+}
+
+// patchThread is PatchThread that also sets the thread's TTL when ttl is
+// not nil, counted from now (the patch is the thread's latest update).
+func (e *Engine) patchThread(id string, metadata map[string]any, ttl *ThreadTTL) (Thread, error) {
 	var out Thread
 	err := e.w.Update(func(tx *bolt.Tx) error {
 		t, err := getThread(tx, id)
@@ -435,6 +441,11 @@ func (e *Engine) PatchThread(id string, metadata map[string]any) (Thread, error)
 			t.Metadata[k] = v
 		}
 		t.UpdatedAt = e.now()
+		if ttl != nil {
+			if err := setTTL(tx, t, *ttl); err != nil {
+				return err
+			}
+		}
 		out = t.view()
 		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
 	})

@@ -190,26 +190,7 @@ func (e *Engine) PatchThreadTTL(id string, metadata map[string]any, ttl ThreadTT
 	if err := ValidTTL(ttl); err != nil {
 		return Thread{}, err
 	}
-	var out Thread
-	err := e.w.Update(func(tx *bolt.Tx) error {
-		t, err := getThread(tx, id)
-		if err != nil {
-			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
-		}
-		if t.Metadata == nil {
-			t.Metadata = map[string]any{}
-		}
-		for k, v := range metadata {
-			t.Metadata[k] = v
-		}
-		t.UpdatedAt = e.now()
-		if err := setTTL(tx, t, ttl); err != nil {
-			return err
-		}
-		out = t.view()
-		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
-	})
-	return out, err
+	return e.patchThread(id, metadata, &ttl)
 }
 
 // GetThreadTTL returns a thread and its TTL (nil when it has none).

@@ -412,10 +412,19 @@ func (e *Engine) hot(thread string, end bool, fn func(tx *bolt.Tx) ([]wbKey, err
 }
 
 // view runs fn on the database as it stands with every journaled write
-// (thread's only, when thread is not ""), in a write transaction rolled
-// back: reads of the run path see what was acknowledged, not yet in bbolt.
+// acknowledged before it. A read of one thread's records (thread not "")
+// lays that thread's pending rows over bbolt in a write transaction rolled
+// back: short, but it holds the writer lock. Any other read (a search, a
+// scan) commits what is pending first and reads in a read transaction, so
+// a long scan blocks no writer.
 func (e *Engine) view(thread string, fn func(tx *bolt.Tx) error) error {
 	if e.pend == nil || !e.pend.pending(thread) {
+		return e.DB.View(fn)
+	}
+	if thread == "" {
+		if err := e.w.Update(func(*bolt.Tx) error { return nil }); err != nil {
+			return err
+		}
 		return e.DB.View(fn)
 	}
 	tx, err := e.DB.Begin(true)
