@@ -24,6 +24,10 @@
 // times a GET /ok and a 512-byte write with fdatasync: the floor the
 // loaded machine sets under any durable request.
 //
+// -reference may also name a Python virtualenv with langgraph-cli[inmem]
+// (bin/langgraph): the Python reference server, `langgraph dev`, serving
+// the -graph-config file (BENCHMARKS.md, "Admission and bytes per run").
+//
 // The reference is installed with `npm install`, not `npm ci`: where the
 // registry lacks some of its platform-optional packages, npm ci refuses
 // the lock while npm install resolves it.
