@@ -186,7 +186,7 @@ func (e *Engine) CreateCron(cc CronCreate) (Cron, error) {
 // GetCron returns a cron.
 func (e *Engine) GetCron(id string) (Cron, error) {
 	var out Cron
-	err := e.view("", func(tx *bolt.Tx) error {
+	err := e.DB.View(func(tx *bolt.Tx) error {
 		c, err := getCron(tx, id)
 		if err == nil {
 			out = *c
@@ -318,7 +318,7 @@ var CronSortFields = []string{"cron_id", "assistant_id", "thread_id", "next_run_
 // count is the number before paging.
 func (e *Engine) SearchCrons(f CronFilter) ([]Cron, int, error) {
 	var all []Cron
-	err := e.view("", func(tx *bolt.Tx) error {
+	err := e.DB.View(func(tx *bolt.Tx) error {
 		return tx.Bucket([]byte(bCrons)).ForEach(func(_, v []byte) error {
 			var c Cron
 			if err := unmarshalStored(v, &c); err != nil {
@@ -408,10 +408,13 @@ func (e *Engine) runCrons() {
 // a crash can neither lose the fire nor repeat it. The next date is the
 // schedule's first time after now: a cron whose dates passed while the
 // agent was down fires once, not once per missed date.
+//
+// Crons are written only in bbolt commits, never journaled (writebehind.go):
+// their reads need no pending rows.
 func (e *Engine) FireDueCrons() int {
 	now := e.now()
 	var due []string
-	_ = e.view("", func(tx *bolt.Tx) error {
+	_ = e.DB.View(func(tx *bolt.Tx) error {
 		return tx.Bucket([]byte(bCrons)).ForEach(func(k, v []byte) error {
 			var c Cron
 			if unmarshalStored(v, &c) == nil && cronDue(&c, now) {

@@ -253,7 +253,9 @@ func (e *Engine) SweepTTL() (int, error) {
 	}
 	end := storage.U64(uint64(max(now.UnixNano(), 0)))
 	var due [][]byte
-	err := e.view("", func(tx *bolt.Tx) error {
+	// The TTL index is written only in bbolt commits, never journaled:
+	// its scan needs no pending rows (sweepOne's commit applies them).
+	err := e.DB.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket([]byte(bThreadTTL)).Cursor()
 		for k, _ := c.First(); k != nil && len(due) < limit; k, _ = c.Next() {
 			if len(k) != 24 || bytes.Compare(k[:8], end) > 0 {
