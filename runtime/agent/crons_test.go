@@ -77,15 +77,22 @@ func (c *fakeClock) Set(s string) {
 // ticks by itself: the tests fire crons with FireDueCrons on a fake clock.
 func cronEngine(t *testing.T) (*Engine, *fakeClock) {
 	t.Helper()
+	return clockEngine(t, "2026-01-15T10:01:00Z", TTLConfig{})
+}
+
+// clockEngine is an engine on a fresh database and a fake clock set to
+// start, whose cron scheduler and TTL sweeper never tick by themselves.
+func clockEngine(t *testing.T, start string, cfg TTLConfig) (*Engine, *fakeClock) {
+	t.Helper()
 	db, err := storage.Open(filepath.Join(t.TempDir(), "agent.db"), time.Second, Migrations)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	clk := &fakeClock{}
-	clk.Set("2026-01-15T10:01:00Z")
+	clk.Set(start)
 	e := &Engine{DB: db, Graphs: map[string]Graph{"echo": Echo{}}, Workers: 2, Timeout: time.Minute,
-		Log: zerolog.Nop(), Clock: clk.Now, CronTick: time.Hour}
+		Log: zerolog.Nop(), Clock: clk.Now, CronTick: time.Hour, TTLTick: time.Hour, TTL: cfg}
 	if err := e.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -309,15 +309,6 @@ func (e *Engine) cpPutWrites(in *cpPutWrites) error {
 	return e.putRows(in.ThreadID, in.RunID, rows)
 }
 
-// lgBucket is the checkpoint bucket for writing. Its keys grow at the end
-// (thread ids and checkpoint ids are time-ordered), so leaves split full,
-// not in halves: fewer pages hold the same rows, and fewer are rewritten.
-func lgBucket(tx *bolt.Tx) *bolt.Bucket {
-	b := tx.Bucket([]byte(bLG))
-	b.FillPercent = 0.9
-	return b
-}
-
 // getTuple returns a checkpoint (the namespace's latest when id is empty) or nil.
 func getTuple(lg *lgRead, thread, ns, id string) (*cpTuple, error) {
 	var k, v []byte

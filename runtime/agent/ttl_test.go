@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/storage"
@@ -76,19 +75,7 @@ func TestParseTTLConfig(t *testing.T) {
 // sweeper never ticks by itself: the tests sweep with SweepTTL.
 func ttlEngine(t *testing.T, cfg TTLConfig) (*Engine, *fakeClock) {
 	t.Helper()
-	db, err := storage.Open(filepath.Join(t.TempDir(), "agent.db"), time.Second, Migrations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	clk := &fakeClock{}
-	clk.Set("2026-03-01T10:00:00Z")
-	e := &Engine{DB: db, Graphs: map[string]Graph{"echo": Echo{}}, Workers: 2, Timeout: time.Minute,
-		Log: zerolog.Nop(), Clock: clk.Now, CronTick: time.Hour, TTLTick: time.Hour, TTL: cfg}
-	if err := e.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	return e, clk
+	return clockEngine(t, "2026-03-01T10:00:00Z", cfg)
 }
 
 // ttlIndex lists the TTL index as (expiry, thread id) strings.
