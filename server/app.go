@@ -100,7 +100,7 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 		log.Info().Str("mode", i.Mode).Strs("guarantees", i.Guarantees).Strs("missing", i.Missing).
 			Msg("deployment code isolation")
 	}
-	writer := &storage.Committer{DB: db}
+	writer := &storage.Committer{DB: db, Dense: storage.ControlPlaneDense}
 	rec := &track.Recorder{
 		Log:     &audit.Log{Key: sealer.Key(storage.AuditChainPurpose), Version: version},
 		Update:  writer.Update,

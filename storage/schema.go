@@ -36,7 +36,7 @@ import (
 //	api_keys                  key id → APIKey (sha256 of the key, never the key)
 //	idx_api_key_hash          sha256(key) → key id
 //	deployments               deployment id → Deployment (secrets sealed)
-//	idx_ws_deployments        workspace id ‖ deployment id → nil
+//	idx_ws_deployments        workspace id ‖ deployment id → the deployment's name (v11; nil before)
 //	idx_deployment_name       workspace id ‖ name → deployment id
 //	idx_pending_deployments   deployment id → nil: the reconciler has work there (v2)
 //	audit_events              org id ‖ uint64 seq → uint64 time ms ‖ record {b: event facts, prev, mac} (v3);
@@ -76,6 +76,16 @@ import (
 //	                            uint64 seq → LogEntry (phase "agent", its revision and stream)
 //	                            "size"     → uint64 bytes of the entries kept; the oldest go
 //	                                         first when a flush takes it over the bound
+
+// ControlPlaneDense are the control-plane buckets whose keys grow at the
+// end (a UUIDv7 id or a sequence number last, or alone): the writers'
+// Committer splits their leaves full (see Densify).
+var ControlPlaneDense = []string{
+	"orgs", "workspaces", "idx_org_workspaces", "users", "idx_org_users", "api_keys",
+	"deployments", "idx_ws_deployments", "revisions", "idx_deployment_revisions", "revision_logs",
+	"listeners", "idx_ws_listeners", "uploads", "tracing_projects", "roles", "idx_org_roles",
+	"pending_members", "idx_org_pending", "audit_events", "idx_audit_op",
+}
 
 // ControlPlaneMigrations is the ordered history of the control-plane schema.
 // Append only: a released migration never changes.
@@ -176,6 +186,89 @@ var ControlPlaneMigrations = []Migration{
 		// gets its ring on its first line.
 		return CreateBuckets(tx, "agent_logs")
 	}},
+	{Version: 10, Name: "service identities of revoked keys", Apply: removeOrphanServiceUsers},
+	{Version: 11, Name: "deployment names in the workspace index", Apply: func(tx *bolt.Tx) error {
+		// A list filtered by name (the deploy client's lookup) or paged
+		// by offset read every deployment it passed; with the name beside
+		// the id in the workspace's index it reads keys only.
+		idx, deps := tx.Bucket([]byte("idx_ws_deployments")), tx.Bucket([]byte("deployments"))
+		type entry struct{ key, name []byte }
+		var named []entry
+		err := idx.ForEach(func(k, _ []byte) error {
+			if len(k) != 32 {
+				return nil
+			}
+			var d struct {
+				Name string `json:"name"`
+			}
+			v := deps.Get(k[16:])
+			if v == nil {
+				return nil
+			}
+			if err := json.Unmarshal(v, &d); err != nil {
+				return fmt.Errorf("deployment %x: %w", k[16:], err)
+			}
+			named = append(named, entry{Copy(k), []byte(d.Name)})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		idx.FillPercent = 0.9 // keys grow at the end (UUIDv7)
+		for _, e := range named {
+			if err := idx.Put(e.key, e.name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
+}
+
+// removeOrphanServiceUsers deletes the service identities no key names any
+// more: until this version, revoking a workspace service key (or deleting
+// its workspace) left the key's service user behind, one member more per
+// key ever revoked. A service user exists only for its key.
+func removeOrphanServiceUsers(tx *bolt.Tx) error {
+	named := map[string]bool{}
+	err := tx.Bucket([]byte("api_keys")).ForEach(func(k, v []byte) error {
+		var key struct {
+			UserID uuid.UUID `json:"user_id"`
+		}
+		if err := json.Unmarshal(v, &key); err != nil {
+			return fmt.Errorf("api key %x: %w", k, err)
+		}
+		named[string(key.UserID[:])] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var doomed [][]byte // user id ‖ org id: not deleted while iterating
+	users := tx.Bucket([]byte("users"))
+	err = users.ForEach(func(k, v []byte) error {
+		var u struct {
+			OrgID   uuid.UUID `json:"organization_id"`
+			Service bool      `json:"service"`
+		}
+		if err := json.Unmarshal(v, &u); err != nil {
+			return fmt.Errorf("user %x: %w", k, err)
+		}
+		if u.Service && !named[string(k)] {
+			doomed = append(doomed, append(Copy(k), u.OrgID[:]...))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	members := tx.Bucket([]byte("idx_org_users"))
+	for _, d := range doomed {
+		id, org := d[:len(d)-16], d[len(d)-16:]
+		if err := errors.Join(users.Delete(id), members.Delete(append(Copy(org), id...))); err != nil {
+			return fmt.Errorf("remove service user %x: %w", id, err)
+		}
+	}
+	return nil
 }
 
 var instanceKey = []byte("instance_id")

@@ -235,3 +235,97 @@ func TestInstanceID(t *testing.T) {
 		t.Fatalf("upgraded database: instance id %q (other %q)", b, a)
 	}
 }
+
+// TestMigrationV10RemovesOrphanServiceUsers upgrades a version-9 database
+// in which revoked workspace keys left their service identities behind:
+// those go, with their member index entries; a service user whose key
+// still exists stays, and so do people.
+func TestMigrationV10RemovesOrphanServiceUsers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	db, err := Open(path, time.Second, ControlPlaneMigrations[:9])
+	if err != nil {
+		t.Fatal(err)
+	}
+	org := NewID()
+	person, kept, orphanA, orphanB := NewID(), NewID(), NewID(), NewID()
+	user := func(id uuid.UUID, service bool) []byte {
+		s := "false"
+		if service {
+			s = "true"
+		}
+		return []byte(`{"id":"` + id.String() + `","organization_id":"` + org.String() + `","service":` + s + `}`)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for id, service := range map[uuid.UUID]bool{person: false, kept: true, orphanA: true, orphanB: true} {
+			if err := tx.Bucket([]byte("users")).Put(Key(id), user(id, service)); err != nil {
+				return err
+			}
+			if err := tx.Bucket([]byte("idx_org_users")).Put(Key(org, id), nil); err != nil {
+				return err
+			}
+		}
+		key := NewID()
+		return tx.Bucket([]byte("api_keys")).Put(Key(key), []byte(`{"id":"`+key.String()+`","user_id":"`+kept.String()+`"}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db, err = Open(path, time.Second, ControlPlaneMigrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		for id, want := range map[uuid.UUID]bool{person: true, kept: true, orphanA: false, orphanB: false} {
+			got := tx.Bucket([]byte("users")).Get(Key(id)) != nil
+			member := tx.Bucket([]byte("idx_org_users")).Get(Key(org, id)) != nil
+			if got != want || member != want {
+				t.Errorf("user %s: stored %v, member %v; want %v", id, got, member, want)
+			}
+		}
+		return nil
+	})
+}
+
+// TestMigrationV11NamesDeploymentsInTheWorkspaceIndex upgrades a
+// version-10 database: each workspace index entry gets its deployment's
+// name, which name_contains reads instead of the record.
+func TestMigrationV11NamesDeploymentsInTheWorkspaceIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	db, err := Open(path, time.Second, ControlPlaneMigrations[:10])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := NewID()
+	names := map[uuid.UUID]string{NewID(): "alpha", NewID(): "beta-2"}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for id, name := range names {
+			if err := tx.Bucket([]byte("deployments")).Put(Key(id), []byte(`{"id":"`+id.String()+`","name":"`+name+`"}`)); err != nil {
+				return err
+			}
+			if err := tx.Bucket([]byte("idx_ws_deployments")).Put(Key(ws, id), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = Open(path, time.Second, ControlPlaneMigrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		for id, name := range names {
+			if got := string(tx.Bucket([]byte("idx_ws_deployments")).Get(Key(ws, id))); got != name {
+				t.Errorf("deployment %s indexed with name %q, want %q", id, got, name)
+			}
+		}
+		return nil
+	})
+}

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -304,29 +305,32 @@ func (s *Service) listDeployments(w http.ResponseWriter, r *http.Request, _ http
 			ids[id.String()] = true
 		}
 	}
-	nameContains := strings.ToLower(q.Get("name_contains"))
+	after, err := pageCursor(q.Get("cursor"), offset)
+	if err != nil {
+		return err
+	}
 	imageVersion := q.Get("image_version")
-	out := List[Deployment]{Resources: []Deployment{}}
+	query := deploymentQuery{NameContains: strings.ToLower(q.Get("name_contains")), IDs: ids,
+		After: after, Offset: offset, Limit: limit}
+	if statuses != nil || types != nil || imageVersion != "" {
+		query.Match = func(d *deploymentRecord) bool {
+			return (statuses == nil || statuses[d.Status]) &&
+				(types == nil || d.SourceConfig.DeploymentType != nil && types[*d.SourceConfig.DeploymentType]) &&
+				(imageVersion == "" || d.ImageVersion != nil && *d.ImageVersion == imageVersion)
+		}
+	}
+	out := DeploymentList{Resources: []Deployment{}}
 	err = s.DB.View(func(tx *bolt.Tx) error {
-		skipped := 0
-		return eachWorkspaceDeployment(tx, p.WorkspaceID, true, func(d *deploymentRecord) bool {
-			if ids != nil && !ids[d.ID] ||
-				nameContains != "" && !strings.Contains(strings.ToLower(d.Name), nameContains) ||
-				statuses != nil && !statuses[d.Status] ||
-				types != nil && (d.SourceConfig.DeploymentType == nil || !types[*d.SourceConfig.DeploymentType]) ||
-				imageVersion != "" && (d.ImageVersion == nil || *d.ImageVersion != imageVersion) {
-				return true
-			}
-			if skipped < offset {
-				skipped++
-				return true
-			}
-			if len(out.Resources) == limit {
-				return false
-			}
+		page, more, err := workspaceDeploymentPage(tx, p.WorkspaceID, query)
+		for _, d := range page {
 			out.Resources = append(out.Resources, s.present(&d.Deployment))
-			return true
-		})
+		}
+		if more {
+			last := uuid.MustParse(page[len(page)-1].ID)
+			next := base64.RawURLEncoding.EncodeToString(last[:])
+			out.NextCursor = &next
+		}
+		return err
 	})
 	if err != nil {
 		return err
@@ -334,6 +338,24 @@ func (s *Service) listDeployments(w http.ResponseWriter, r *http.Request, _ http
 	out.Offset = offset + len(out.Resources)
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// pageCursor reads the cursor query parameter of a list: the opaque
+// next_cursor of the page before, which names the last deployment it
+// held. A cursor and an offset do not combine (each says where the page
+// starts).
+func pageCursor(raw string, offset int) (uuid.UUID, error) {
+	if raw == "" {
+		return uuid.Nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(raw)
+	if err != nil || len(b) != 16 {
+		return uuid.Nil, httpx.Invalid("value_error", "cursor must be the next_cursor of a previous page", "query", "cursor")
+	}
+	if offset != 0 {
+		return uuid.Nil, httpx.Invalid("value_error", "cursor and offset cannot be used together", "query", "offset")
+	}
+	return uuid.UUID(b), nil
 }
 
 // DeploymentByName returns the id of the workspace's deployment called

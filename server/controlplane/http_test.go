@@ -240,6 +240,40 @@ func TestListDeploymentsPaginationAndFilters(t *testing.T) {
 	if got := s.Do("GET", "/v2/deployments?status=AWAITING_DELETE", nil).Map()["resources"].([]any); len(got) != 0 {
 		t.Fatalf("status filter gave %d", len(got))
 	}
+	// Slipway's cursor: next_cursor walks the same newest-first order,
+	// with a filter too, and is null after the last page.
+	for _, filter := range []string{"", "&name_contains=PAGE-1"} {
+		var walked []string
+		cursor := ""
+		for pages := 0; ; pages++ {
+			r := s.Do("GET", "/v2/deployments?limit=4"+filter+cursor, nil)
+			mustStatus(t, r, 200)
+			for _, x := range r.Map()["resources"].([]any) {
+				walked = append(walked, x.(map[string]any)["id"].(string))
+			}
+			next, _ := r.Map()["next_cursor"].(string)
+			if next == "" {
+				break
+			}
+			cursor = "&cursor=" + next
+			if pages > 10 {
+				t.Fatal("cursor paging never ended")
+			}
+		}
+		var want []string
+		for i := len(ids) - 1; i >= 0; i-- {
+			if filter == "" || i >= 10 && i < 20 {
+				want = append(want, ids[i])
+			}
+		}
+		if fmt.Sprint(walked) != fmt.Sprint(want) {
+			t.Fatalf("cursor paging%s gave %v, want %v", filter, walked, want)
+		}
+	}
+	last := s.Do("GET", "/v2/deployments?limit=25", nil).Map()
+	if last["next_cursor"] != nil {
+		t.Fatalf("a page holding every deployment has next_cursor %v", last["next_cursor"])
+	}
 	for _, tc := range []struct{ query, loc, typ string }{
 		{"limit=0", "limit", "greater_than_equal"},
 		{"limit=101", "limit", "less_than_equal"},
@@ -247,6 +281,8 @@ func TestListDeploymentsPaginationAndFilters(t *testing.T) {
 		{"offset=-1", "offset", "greater_than_equal"},
 		{"status=NOPE", "status", "enum"},
 		{"deployment_ids=nope", "deployment_ids", "uuid_parsing"},
+		{"cursor=not-a-cursor", "cursor", "value_error"},
+		{"cursor=AZrzy4TxdMmnr0rFd8AYkw&offset=3", "offset", "value_error"},
 	} {
 		r := s.Do("GET", "/v2/deployments?"+tc.query, nil)
 		assertLoc(t, r, []any{"query", tc.loc}, tc.typ)

@@ -337,3 +337,13 @@ type List[T any] struct {
 	Resources []T `json:"resources"`
 	Offset    int `json:"offset"`
 }
+
+// DeploymentList is a page of deployments: the hosted shape, and Slipway's
+// next_cursor, which names where the next page starts (null after the
+// last page). Passed back as ?cursor=, it reads the next page at the cost
+// of the page, where a large offset costs the deployments it skips.
+type DeploymentList struct {
+	Resources  []Deployment `json:"resources"`
+	Offset     int          `json:"offset"`
+	NextCursor *string      `json:"next_cursor"`
+}

@@ -1,9 +1,11 @@
 package controlplane
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
@@ -17,7 +19,7 @@ import (
 // the store, which keeps every index in step with its record.
 const (
 	bucketDeployments       = "deployments"
-	idxWorkspaceDeployments = "idx_ws_deployments"      // workspace ‖ deployment → nil
+	idxWorkspaceDeployments = "idx_ws_deployments"      // workspace ‖ deployment → its name (v11)
 	idxDeploymentName       = "idx_deployment_name"     // workspace ‖ name → deployment
 	idxPendingDeployments   = "idx_pending_deployments" // deployment → nil: the reconciler has work there
 )
@@ -97,7 +99,7 @@ func insertDeployment(tx *bolt.Tx, ws uuid.UUID, d *deploymentRecord) error {
 	return errors.Join(
 		putDeployment(tx, d),
 		names.Put(nameKey, storage.Key(id)),
-		tx.Bucket([]byte(idxWorkspaceDeployments)).Put(storage.Key(ws, id), nil),
+		tx.Bucket([]byte(idxWorkspaceDeployments)).Put(storage.Key(ws, id), []byte(d.Name)),
 		markPending(tx, d.ID),
 	)
 }
@@ -105,16 +107,114 @@ func insertDeployment(tx *bolt.Tx, ws uuid.UUID, d *deploymentRecord) error {
 // eachWorkspaceDeployment calls fn with the deployments of ws, newest first
 // when newest is set, until fn returns false.
 func eachWorkspaceDeployment(tx *bolt.Tx, ws uuid.UUID, newest bool, fn func(*deploymentRecord) bool) error {
-	for _, id := range storage.PrefixIDs(tx, idxWorkspaceDeployments, storage.Key(ws), newest) {
-		d, err := readDeployment(tx, id)
-		if err != nil {
-			return fmt.Errorf("deployment %s: %w", id, err)
+	var err error
+	walkWorkspaceDeployments(tx, ws, newest, uuid.Nil, func(id uuid.UUID, _ []byte) bool {
+		var d *deploymentRecord
+		if d, err = readDeployment(tx, id); err != nil {
+			err = fmt.Errorf("deployment %s: %w", id, err)
+			return false
 		}
-		if !fn(d) {
-			return nil
+		return fn(d)
+	})
+	return err
+}
+
+// walkWorkspaceDeployments calls fn with the id and name of each deployment
+// of ws from the workspace index alone, newest first when newest is set,
+// starting after the deployment after (uuid.Nil: from the first), until fn
+// returns false. Nothing is decoded: a page that skips costs key reads.
+func walkWorkspaceDeployments(tx *bolt.Tx, ws uuid.UUID, newest bool, after uuid.UUID, fn func(id uuid.UUID, name []byte) bool) {
+	prefix := storage.Key(ws)
+	c := tx.Bucket([]byte(idxWorkspaceDeployments)).Cursor()
+	// Newest first starts at the last key below a bound (the cursor, or
+	// the end of the workspace's keys); oldest first at the first key
+	// above the cursor (or the workspace's first key).
+	var k, v []byte
+	switch {
+	case newest:
+		bound := storage.Key(ws, uuid.Max)
+		if after != uuid.Nil {
+			bound = storage.Key(ws, after)
+		}
+		if k, v = c.Seek(bound); k == nil {
+			k, v = c.Last()
+		} else if after != uuid.Nil || !bytes.Equal(k, bound) {
+			k, v = c.Prev()
+		}
+	case after != uuid.Nil:
+		if k, v = c.Seek(storage.Key(ws, after)); bytes.Equal(k, storage.Key(ws, after)) {
+			k, v = c.Next()
+		}
+	default:
+		k, v = c.Seek(prefix)
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = step(c, newest) {
+		if len(k) != len(prefix)+16 {
+			continue
+		}
+		if !fn(uuid.UUID(k[len(prefix):]), v) {
+			return
 		}
 	}
-	return nil
+}
+
+func step(c *bolt.Cursor, back bool) ([]byte, []byte) {
+	if back {
+		return c.Prev()
+	}
+	return c.Next()
+}
+
+// deploymentQuery selects a page of a workspace's deployments, newest
+// first.
+type deploymentQuery struct {
+	NameContains string          // lower-case; matched against the index
+	IDs          map[string]bool // nil: any
+	// Match is the filters that need the record (status, type, image);
+	// nil when there are none, so that skipping decodes nothing.
+	Match         func(*deploymentRecord) bool
+	After         uuid.UUID // the previous page's last deployment (a cursor), or uuid.Nil
+	Offset, Limit int
+}
+
+// workspaceDeploymentPage returns the page q selects and whether another
+// deployment matches after it. Its cost is the index keys it passes and
+// the records it returns (and, with record filters, the records it tests).
+func workspaceDeploymentPage(tx *bolt.Tx, ws uuid.UUID, q deploymentQuery) (page []*deploymentRecord, more bool, err error) {
+	skipped := 0
+	walkWorkspaceDeployments(tx, ws, true, q.After, func(id uuid.UUID, name []byte) bool {
+		if q.IDs != nil && !q.IDs[id.String()] ||
+			q.NameContains != "" && !strings.Contains(strings.ToLower(string(name)), q.NameContains) {
+			return true
+		}
+		var d *deploymentRecord
+		if q.Match != nil {
+			if d, err = readDeployment(tx, id); err != nil {
+				err = fmt.Errorf("deployment %s: %w", id, err)
+				return false
+			}
+			if !q.Match(d) {
+				return true
+			}
+		}
+		if skipped < q.Offset {
+			skipped++
+			return true
+		}
+		if len(page) == q.Limit {
+			more = true
+			return false
+		}
+		if d == nil {
+			if d, err = readDeployment(tx, id); err != nil {
+				err = fmt.Errorf("deployment %s: %w", id, err)
+				return false
+			}
+		}
+		page = append(page, d)
+		return true
+	})
+	return page, more, err
 }
 
 // eachDeployment calls fn with every deployment of the install.
@@ -147,7 +247,9 @@ func deploymentIDByName(tx *bolt.Tx, ws uuid.UUID, name string) (uuid.UUID, bool
 // in the caller's transaction (the organization API refuses to delete a
 // workspace that still has some).
 func WorkspaceDeploymentCount(tx *bolt.Tx, ws uuid.UUID) int {
-	return len(storage.PrefixIDs(tx, idxWorkspaceDeployments, storage.Key(ws), false))
+	n := 0
+	walkWorkspaceDeployments(tx, ws, false, uuid.Nil, func(uuid.UUID, []byte) bool { n++; return true })
+	return n
 }
 
 // markPending tells the reconciler, in the same transaction as the change,

@@ -106,7 +106,6 @@ func (s *Store) deleteOrgServiceKey(w http.ResponseWriter, r *http.Request, ps h
 			return denied("Only an Organization Admin can delete keys with the Organization Admin role.")
 		}
 		resp = keyView(tx, k)
-		return errors.Join(deleteKey(tx, k), deleteUserRecord(tx, k.OrgID, k.UserID),
-			track.Success(tx, r, http.StatusOK, audit.Res(k.ID, "service_key")))
+		return errors.Join(deleteKey(tx, k), track.Success(tx, r, http.StatusOK, audit.Res(k.ID, "service_key")))
 	})
 }

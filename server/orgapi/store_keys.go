@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/server/auth"
 	"slipway/storage"
 )
 
@@ -23,12 +24,20 @@ func putKey(tx *bolt.Tx, k *APIKey) error {
 	return tx.Bucket([]byte(idxAPIKeyHash)).Put(k.Hash, storage.Key(k.ID))
 }
 
-// deleteKey deletes a key and its hash index entry.
+// deleteKey deletes a key and its hash index entry, and a service key's
+// service identity with it: that user exists only to name the key in the
+// audit trail and among the members, and no other key shares it, so
+// keeping it would leave a member nobody can act as (and grow the
+// organization's member list with every key ever revoked).
 func deleteKey(tx *bolt.Tx, k *APIKey) error {
-	return errors.Join(
+	err := errors.Join(
 		tx.Bucket([]byte(idxAPIKeyHash)).Delete(k.Hash),
 		storage.Delete(tx, bucketAPIKeys, storage.Key(k.ID)),
 	)
+	if k.Kind == auth.KindServiceKey && k.UserID != uuid.Nil {
+		err = errors.Join(err, deleteUserRecord(tx, k.OrgID, k.UserID))
+	}
+	return err
 }
 
 // getKey reads a key; a missing one is storage.ErrNotFound.
