@@ -3,12 +3,10 @@ package agent
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -1010,79 +1008,3 @@ func (e *Engine) Subscribe(runID string) *EventLog {
 
 // RunResult is the outcome of a run, for /runs/wait.
 func (e *Engine) RunResult(threadID, runID string) (Run, error) { return e.GetRun(threadID, runID) }
-
-// ---- events --------------------------------------------------------------
-
-// EventLog is a run's stream: every event in order, replayable from any
-// id, with waiters woken on each append.
-type EventLog = eventLog
-
-type eventLog struct {
-	mu      sync.Mutex
-	events  []StreamEvent
-	closed  bool
-	wake    chan struct{} // closed and replaced on every append
-	closedC chan struct{} // closed once, when the stream ends
-}
-
-// StreamEvent is one server-sent event of a run.
-type StreamEvent struct {
-	ID    int
-	Event string
-	Data  json.RawMessage
-}
-
-func newEventLog() *eventLog {
-	return &eventLog{wake: make(chan struct{}), closedC: make(chan struct{})}
-}
-
-func (l *eventLog) publish(event string, data any) {
-	raw, err := json.Marshal(data)
-	if err != nil {
-		raw = []byte(`null`)
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return
-	}
-	l.events = append(l.events, StreamEvent{ID: len(l.events) + 1, Event: event, Data: raw})
-	close(l.wake)
-	l.wake = make(chan struct{})
-}
-
-func (l *eventLog) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.closed {
-		l.closed = true
-		close(l.wake)
-		close(l.closedC)
-	}
-}
-
-func (l *eventLog) closedCh() <-chan struct{} { return l.closedC }
-
-// Next returns events after id (waiting for at least one), and whether the
-// stream has ended.
-func (l *eventLog) Next(ctx context.Context, after int) ([]StreamEvent, bool, error) {
-	for {
-		l.mu.Lock()
-		if after < len(l.events) {
-			out := append([]StreamEvent(nil), l.events[after:]...)
-			l.mu.Unlock()
-			return out, false, nil
-		}
-		if l.closed {
-			l.mu.Unlock()
-			return nil, true, nil
-		}
-		wake := l.wake
-		l.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return nil, false, ctx.Err()
-		}
-	}
-}
