@@ -34,21 +34,6 @@ type RunCreate struct {
 	Checkpoint *CheckpointRef `json:"checkpoint"`
 }
 
-// ResolveAssistant accepts an assistant id or a graph id.
-func (e *Engine) ResolveAssistant(tx *bolt.Tx, id string) (*Assistant, error) {
-	var a Assistant
-	if err := getJSON(tx.Bucket([]byte(bAssistants)), id, &a); err == nil {
-		return &a, nil
-	}
-	if _, ok := e.Graphs[id]; ok {
-		if err := getJSON(tx.Bucket([]byte(bAssistants)), AssistantID(id), &a); err == nil {
-			return &a, nil
-		}
-	}
-	// Neither an assistant's id nor a graph's: worded as the reference's.
-	return nil, fmt.Errorf("%w: assistant %s", ErrNotFound, id)
-}
-
 // CreateRun admits a run on thread threadID ("" for a stateless run on a
 // temporary thread). The multitask check and the insert are one
 // transaction, so concurrent requests on a busy thread see each other.
