@@ -288,7 +288,3 @@ func cpKey(thread string, seq uint64) []byte {
 	t := uuid.MustParse(thread)
 	return append(t[:], storage.U64(seq)...)
 }
-
-// ---- threads -------------------------------------------------------------
-
-// ---- state and history ---------------------------------------------------

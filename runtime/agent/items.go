@@ -144,5 +144,3 @@ func (e *Engine) ListNamespaces(prefix []string, maxDepth, limit, offset int) ([
 	}
 	return out, err
 }
-
-// ---- assistants ------------------------------------------------------------
