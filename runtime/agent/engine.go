@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 	"time"
 
@@ -78,16 +77,6 @@ const (
 	bAssistantVersions = "assistant_versions"
 )
 
-// Errors the API maps to statuses.
-var (
-	ErrNotFound = errors.New("not found")
-	ErrConflict = errors.New("conflict")
-	ErrInvalid  = errors.New("invalid")
-	// ErrBadRequest is a request the thread's state cannot serve (the
-	// reference answers these 400, not 422).
-	ErrBadRequest = errors.New("bad request")
-)
-
 // Engine owns the agent database and executes runs.
 type Engine struct {
 	DB      *bolt.DB
@@ -128,13 +117,6 @@ type Engine struct {
 	wg   sync.WaitGroup
 	ctx  context.Context
 }
-
-// cancel causes.
-var (
-	causeInterrupt = errors.New("interrupted by a newer run")
-	causeRollback  = errors.New("rolled back by a newer run")
-	causeCancel    = errors.New("cancelled")
-)
 
 type liveRun struct {
 	cancel context.CancelCauseFunc
