@@ -120,7 +120,7 @@ type Engine struct {
 
 type liveRun struct {
 	cancel context.CancelCauseFunc
-	events *eventLog
+	events *EventLog
 	done   chan struct{}
 	action string // set by Cancel: interrupt or rollback
 }

@@ -8,9 +8,7 @@ import (
 
 // EventLog is a run's stream: every event in order, replayable from any
 // id, with waiters woken on each append.
-type EventLog = eventLog
-
-type eventLog struct {
+type EventLog struct {
 	mu      sync.Mutex
 	events  []StreamEvent
 	closed  bool
@@ -25,11 +23,11 @@ type StreamEvent struct {
 	Data  json.RawMessage
 }
 
-func newEventLog() *eventLog {
-	return &eventLog{wake: make(chan struct{}), closedC: make(chan struct{})}
+func newEventLog() *EventLog {
+	return &EventLog{wake: make(chan struct{}), closedC: make(chan struct{})}
 }
 
-func (l *eventLog) publish(event string, data any) {
+func (l *EventLog) publish(event string, data any) {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		raw = []byte(`null`)
@@ -44,7 +42,7 @@ func (l *eventLog) publish(event string, data any) {
 	l.wake = make(chan struct{})
 }
 
-func (l *eventLog) close() {
+func (l *EventLog) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.closed {
@@ -54,11 +52,11 @@ func (l *eventLog) close() {
 	}
 }
 
-func (l *eventLog) closedCh() <-chan struct{} { return l.closedC }
+func (l *EventLog) closedCh() <-chan struct{} { return l.closedC }
 
 // Next returns events after id (waiting for at least one), and whether the
 // stream has ended.
-func (l *eventLog) Next(ctx context.Context, after int) ([]StreamEvent, bool, error) {
+func (l *EventLog) Next(ctx context.Context, after int) ([]StreamEvent, bool, error) {
 	for {
 		l.mu.Lock()
 		if after < len(l.events) {
