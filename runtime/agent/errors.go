@@ -3,16 +3,21 @@ package agent
 import (
 	"errors"
 	"fmt"
+
+	"slipway/storage/errs"
 )
 
-// Errors the API maps to statuses.
+// Errors the API maps to statuses: the domain vocabulary's kinds
+// (slipway/storage/errs) under the engine's names, the same values, so
+// errors.Is(err, agent.ErrNotFound) and errors.Is(err, errs.NotFound)
+// agree. The engine wraps them with its message ("not found: thread …").
 var (
-	ErrNotFound = errors.New("not found")
-	ErrConflict = errors.New("conflict")
-	ErrInvalid  = errors.New("invalid")
+	ErrNotFound = errs.NotFound
+	ErrConflict = errs.Conflict
+	ErrInvalid  = errs.Invalid
 	// ErrBadRequest is a request the thread's state cannot serve (the
 	// reference answers these 400, not 422).
-	ErrBadRequest = errors.New("bad request")
+	ErrBadRequest = errs.BadRequest
 )
 
 // cancel causes.
