@@ -18,7 +18,7 @@ import (
 // testdata/graphs/js-agent/src/bench.mjs) served by the Python and the
 // JavaScript host, each deployed as a project through the control plane
 // on each runtime and driven through its deployment URL (Slipway's proxy)
-// by the load tool (runtime/agent/agentapi/loadtool): sequential and
+// by the load tool (runtime/agent/loadtool): sequential and
 // 16-client throughput of create-run-plus-join on fresh threads, and
 // run-creation latency p50/p99. BENCH_SEQ and BENCH_CONC_RUNS size the
 // phases (200 and 1000).

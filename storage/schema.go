@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
+
+	"slipway/storage/errs"
 )
 
 // The control-plane database (<data dir>/slipway.db). Every record is JSON;
@@ -294,8 +296,9 @@ func InstanceID(db *bolt.DB) (string, error) {
 	return id, nil
 }
 
-// ErrNotFound is returned by Get when the key is absent.
-var ErrNotFound = errors.New("not found")
+// ErrNotFound is returned by Get when the key is absent: the domain
+// vocabulary's errs.NotFound itself, so one errors.Is check serves both.
+var ErrNotFound = errs.NotFound
 
 // Get decodes the JSON record at bucket/key into v.
 func Get(tx *bolt.Tx, bucket string, key []byte, v any) error {

@@ -112,3 +112,104 @@ func (e *Engine) CancelMany(ctx context.Context, threadID string, runIDs []strin
 	}
 	return nil
 }
+
+// cancelLive stops a running run (or marks a pending one to stop when it starts).
+func (e *Engine) cancelLive(runID, action string, cause error) {
+	e.mu.Lock()
+	lr := e.live[runID]
+	if lr == nil {
+		lr = &liveRun{events: newEventLog(), done: make(chan struct{})}
+		e.live[runID] = lr
+	}
+	lr.action = action
+	cancel := lr.cancel
+	e.mu.Unlock()
+	if cancel != nil {
+		cancel(cause)
+	}
+}
+
+// Cancel stops a run: a running one is interrupted (its progress kept) or
+// rolled back (deleted with what it wrote); a pending one never starts.
+func (e *Engine) Cancel(ctx context.Context, threadID, runID, action string, wait bool) error {
+	if action == "" {
+		action = StrategyInterrupt
+	}
+	running := false
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		running = false
+		r, err := getRun(tx, runID)
+		if err != nil || r.ThreadID != threadID {
+			return fmt.Errorf("%w: run %s", ErrNotFound, runID)
+		}
+		t, err := getThread(tx, threadID)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
+		}
+		switch {
+		case r.Status == RunRunning, r.CancelAction != "" && t.Active == runID:
+			// Recorded interrupted now, though it takes the run a moment to
+			// unwind: a client that reads it right after the cancel sees it
+			// ended, as on the reference servers. A second cancel may turn an
+			// interrupt into a rollback. finish keeps this outcome.
+			running = true
+			if r.CancelAction != StrategyRollback {
+				r.CancelAction = action
+			}
+			r.Status, r.UpdatedAt = RunInterrupted, time.Now().UTC()
+			return putJSON(tx.Bucket([]byte(bRuns)), runID, r)
+		case r.Status == RunPending:
+			q := t.Queue[:0]
+			for _, id := range t.Queue {
+				if id != runID {
+					q = append(q, id)
+				}
+			}
+			t.Queue = q
+			if !t.busy() {
+				t.Status = ThreadIdle
+			}
+			if action == StrategyRollback {
+				if err := tx.Bucket([]byte(bThreadRuns)).Delete(idxKey(threadID, runID)); err != nil {
+					return err
+				}
+				if err := tx.Bucket([]byte(bRuns)).Delete([]byte(runID)); err != nil {
+					return err
+				}
+			} else {
+				r.Status, r.UpdatedAt = RunInterrupted, time.Now().UTC()
+				if err := putJSON(tx.Bucket([]byte(bRuns)), runID, r); err != nil {
+					return err
+				}
+			}
+			return putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
+		}
+		return fmt.Errorf("%w: run %s has already ended (%s)", ErrConflict, runID, r.Status)
+	})
+	if err != nil {
+		return err
+	}
+	if !running {
+		if lr := e.liveRun(runID); lr != nil {
+			lr.events.close()
+		}
+		return nil
+	}
+	cause := causeCancel
+	if action == StrategyRollback {
+		// A rollback after an interrupt: the first cancel's context cause
+		// stays, finish reads the action from the record.
+		cause = causeRollback
+	}
+	e.cancelLive(runID, action, cause)
+	if wait {
+		if lr := e.liveRun(runID); lr != nil {
+			select {
+			case <-lr.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}

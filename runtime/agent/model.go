@@ -37,9 +37,6 @@ const (
 	StrategyEnqueue   = "enqueue"
 )
 
-// ErrBusy is the reject strategy's refusal, with the reference server's words.
-var ErrBusy = fmt.Errorf("Thread is already running a task. Wait for it to finish or choose a different multitask strategy.")
-
 // Assistant is a configured graph.
 type Assistant struct {
 	AssistantID string         `json:"assistant_id"`

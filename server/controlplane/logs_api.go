@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 
 	"slipway/server/auth"
 	"slipway/server/httpx"
+	"slipway/storage/errs"
 )
 
 // logQuery is the body the official deploy client posts to the build_logs
@@ -303,9 +303,11 @@ func (s *Service) revisionLogs(w http.ResponseWriter, r *http.Request, ps httpro
 		})
 }
 
+// isNotFound says err is a not-found the store wrote for the client (a
+// bare storage.ErrNotFound is not: it would be an index out of step).
 func isNotFound(err error) bool {
-	var e errNotFound
-	return errors.As(err, &e)
+	e, ok := errs.As(err)
+	return ok && e.Kind == errs.NotFound
 }
 
 // deploymentLogs: GET /v2/deployments/{id}/logs[?revision_id=] — the

@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -49,24 +48,11 @@ func (s *Service) Routes(rt *httpx.Router, res auth.Resolver, prefix string) {
 	rt.PUT(prefix+"/v2/uploads/:id", httpx.Adapt(withHTTPErrors(s.putUpload)))
 }
 
-// withHTTPErrors answers the store's domain errors in the API's shape:
-// this is the one place where they become HTTP statuses.
+// withHTTPErrors answers the store's domain errors (*errs.Error) in the
+// API's shape, by httpx.FromDomain: the one table where the domain
+// vocabulary becomes HTTP statuses.
 func withHTTPErrors(h httpx.Handle) httpx.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		return httpError(h(w, r, ps))
+		return httpx.FromDomain(h(w, r, ps))
 	}
-}
-
-func httpError(err error) error {
-	var nf errNotFound
-	var c errConflict
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &nf):
-		return httpx.NotFound("%s", nf.Error())
-	case errors.As(err, &c):
-		return httpx.Conflict("%s", c.detail)
-	}
-	return err
 }

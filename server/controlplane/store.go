@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/storage"
+	"slipway/storage/errs"
 )
 
 // The control plane's buckets (their layout is described in
@@ -24,28 +25,21 @@ const (
 	idxPendingDeployments   = "idx_pending_deployments" // deployment → nil: the reconciler has work there
 )
 
-// errNotFound says that a record the caller named does not exist or is not
-// visible to its workspace. Label is how the API names the kind of record
-// ("Deployment ID").
-type errNotFound struct {
-	label string
-	id    uuid.UUID
+// A record the caller named that does not exist or is not visible to its
+// workspace is an errs.NotFound whose message names it ("Deployment ID …
+// not found."); a write that would take a unique name or key another
+// record holds is an errs.Conflict. Both are the domain vocabulary's
+// *errs.Error, answered by httpx.FromDomain (routes.go).
+func notFound(label string, id uuid.UUID) error {
+	return errs.New(errs.NotFound, "%s %s not found.", label, id)
 }
 
-func (e errNotFound) Error() string { return fmt.Sprintf("%s %s not found.", e.label, e.id) }
+func deploymentNotFound(id uuid.UUID) error { return notFound("Deployment ID", id) }
+func revisionNotFound(id uuid.UUID) error   { return notFound("Revision ID", id) }
+func listenerNotFound(id uuid.UUID) error   { return notFound("Listener ID", id) }
+func tracingNotFound(id uuid.UUID) error    { return notFound("Tracing project", id) }
 
-func deploymentNotFound(id uuid.UUID) error { return errNotFound{"Deployment ID", id} }
-func revisionNotFound(id uuid.UUID) error   { return errNotFound{"Revision ID", id} }
-func listenerNotFound(id uuid.UUID) error   { return errNotFound{"Listener ID", id} }
-func tracingNotFound(id uuid.UUID) error    { return errNotFound{"Tracing project", id} }
-
-// errConflict says that a write would take a unique name or key another
-// record holds; it is the whole message for the client.
-type errConflict struct{ detail string }
-
-func (e errConflict) Error() string { return e.detail }
-
-func conflict(format string, args ...any) error { return errConflict{fmt.Sprintf(format, args...)} }
+func conflict(format string, args ...any) error { return errs.New(errs.Conflict, format, args...) }
 
 // readDeployment returns the deployment stored under id, whatever its
 // workspace (storage.ErrNotFound when there is none).
@@ -85,7 +79,7 @@ func putDeployment(tx *bolt.Tx, d *deploymentRecord) error {
 
 // insertDeployment stores a new deployment of workspace ws with its indexes
 // (name, workspace, custom host) and marks it pending for the reconciler.
-// A name or host another deployment holds is an errConflict.
+// A name or host another deployment holds is an errs.Conflict.
 func insertDeployment(tx *bolt.Tx, ws uuid.UUID, d *deploymentRecord) error {
 	id := uuid.MustParse(d.ID)
 	nameKey := storage.Key(ws, d.Name)

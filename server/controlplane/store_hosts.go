@@ -14,7 +14,7 @@ import (
 // host routes to, across the whole install.
 const idxCustomHost = "idx_custom_host"
 
-// claimHost gives host to deployment id, or answers errConflict when
+// claimHost gives host to deployment id, or answers an errs.Conflict when
 // another deployment holds it. The detail names the host only: the holder
 // may be another organization's.
 func claimHost(tx *bolt.Tx, host string, id uuid.UUID) error {

@@ -33,7 +33,7 @@ func loadListener(tx *bolt.Tx, ws, id uuid.UUID) (*Listener, error) {
 }
 
 // insertListener stores a new listener of ws with its indexes; a compute_id
-// another listener of ws holds is an errConflict.
+// another listener of ws holds is an errs.Conflict.
 func insertListener(tx *bolt.Tx, ws uuid.UUID, l *Listener) error {
 	id := uuid.MustParse(l.ID)
 	ck := storage.Key(ws, l.ComputeID)

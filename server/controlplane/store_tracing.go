@@ -67,7 +67,7 @@ func putTracingProject(tx *bolt.Tx, tp *TracingProject) error {
 
 // renameTracingProject moves tp of ws to name in the name index and in tp
 // (written by the caller's putTracingProject); a name another project of
-// ws holds is an errConflict.
+// ws holds is an errs.Conflict.
 func renameTracingProject(tx *bolt.Tx, ws uuid.UUID, tp *TracingProject, name string) error {
 	idx := tx.Bucket([]byte(idxTracingProjectName))
 	if idx.Get(storage.Key(ws, name)) != nil {

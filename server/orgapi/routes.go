@@ -1,7 +1,6 @@
 package orgapi
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -89,24 +88,10 @@ func (s *Store) Routes(rt *httpx.Router, prefix string) {
 	rt.GET(v1+"/audit-logs/operations", req(s.listAuditOperations))
 }
 
-// httpError is the one place the organization API's domain errors become
-// HTTP answers; other errors pass unchanged.
-func httpError(err error) error {
-	var f *failure
-	if !errors.As(err, &f) {
-		return err
-	}
-	switch f.kind {
-	case kindNotFound:
-		return httpx.NotFound("%s", f.msg)
-	case kindConflict:
-		return httpx.Conflict("%s", f.msg)
-	case kindDenied:
-		return httpx.Forbidden("%s", f.msg)
-	default:
-		return httpx.BadRequest("%s", f.msg)
-	}
-}
+// httpError answers the organization API's domain errors (*errs.Error)
+// by httpx.FromDomain, the one table of their statuses; other errors pass
+// unchanged.
+func httpError(err error) error { return httpx.FromDomain(err) }
 
 // mapErrors answers h's domain errors through httpError.
 func mapErrors(h httpx.Handle) httpx.Handle {

@@ -8,40 +8,27 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/storage"
+	"slipway/storage/errs"
 )
 
 // The organization API's store: every bucket it owns is named in a
 // store*.go file and written only by the functions beside it, which keep
 // the bucket's indexes right. They take the caller's transaction, so a
 // change and its audit event commit together, and they return domain
-// errors (failure), which httpError (routes.go) turns into HTTP answers.
+// errors (the domain vocabulary's *errs.Error, a message written for the
+// caller), which httpError (routes.go) turns into HTTP answers.
 
-// failure is a domain error: a request the organization's state refuses.
-// Its message is written for the caller and becomes the answer's detail.
-type failure struct {
-	kind failKind
-	msg  string
-}
+// notFound: the thing named does not exist (404).
+func notFound(format string, args ...any) error { return errs.New(errs.NotFound, format, args...) }
 
-type failKind int
+// conflict: it exists already (409).
+func conflict(format string, args ...any) error { return errs.New(errs.Conflict, format, args...) }
 
-const (
-	kindNotFound failKind = iota // the thing named does not exist (404)
-	kindConflict                 // it exists already (409)
-	kindRefused                  // the state forbids the change (400)
-	kindDenied                   // the caller may not do this (403)
-)
+// refused: the state forbids the change (400).
+func refused(format string, args ...any) error { return errs.New(errs.BadRequest, format, args...) }
 
-func (f *failure) Error() string { return f.msg }
-
-func fail(kind failKind, format string, args ...any) error {
-	return &failure{kind: kind, msg: fmt.Sprintf(format, args...)}
-}
-
-func notFound(format string, args ...any) error { return fail(kindNotFound, format, args...) }
-func conflict(format string, args ...any) error { return fail(kindConflict, format, args...) }
-func refused(format string, args ...any) error  { return fail(kindRefused, format, args...) }
-func denied(format string, args ...any) error   { return fail(kindDenied, format, args...) }
+// denied: the caller may not do this (403).
+func denied(format string, args ...any) error { return errs.New(errs.Forbidden, format, args...) }
 
 // readIndexed reads, in index order, the records of bucket that the index
 // idx lists under org (keys org id ‖ record id); what names a record in

@@ -45,25 +45,29 @@ func (a *API) info(w http.ResponseWriter, r *http.Request, _ httprouter.Params) 
 		"flags": map[string]any{"assistants": true, "crons": true, "langsmith": false}}, nil)
 }
 
-// errors maps engine errors to statuses with a {"detail": ...} body.
+// errors maps engine errors to statuses with a {"detail": ...} body: the
+// agent process's one place for it. The statuses are the domain
+// vocabulary's (httpx.DomainStatus, shared with the serve side); the
+// detail is the engine's message without its kind's prefix ("not found:
+// thread …"), a not-found worded as the reference servers word it.
 func (a *API) errors(fn httpx.Handle) httpx.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 		err := fn(w, r, ps)
-		switch {
-		case err == nil:
+		if err == nil {
 			return nil
-		case errors.Is(err, agent.ErrBusy):
-			return httpx.Conflict("%s", agent.ErrBusy.Error())
-		case errors.Is(err, agent.ErrNotFound):
-			return httpx.NotFound("%s", notFoundDetail(strings.TrimPrefix(err.Error(), "not found: ")))
-		case errors.Is(err, agent.ErrConflict):
-			return httpx.Conflict("%s", strings.TrimPrefix(err.Error(), "conflict: "))
-		case errors.Is(err, agent.ErrBadRequest):
-			return httpx.Errorf(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "bad request: "))
-		case errors.Is(err, agent.ErrInvalid):
-			return httpx.Unprocessable("%s", strings.TrimPrefix(err.Error(), "invalid: "))
 		}
-		return err
+		if errors.Is(err, agent.ErrBusy) {
+			return httpx.Conflict("%s", agent.ErrBusy.Error())
+		}
+		status, kind, ok := httpx.DomainStatus(err)
+		if !ok {
+			return err
+		}
+		detail := strings.TrimPrefix(err.Error(), kind.Error()+": ")
+		if kind == agent.ErrNotFound {
+			detail = notFoundDetail(detail)
+		}
+		return httpx.Errorf(status, "%s", detail)
 	}
 }
 

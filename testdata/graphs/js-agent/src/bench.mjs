@@ -1,4 +1,4 @@
-// The benchmark graph both servers run (runtime/agent/agentapi/loadtool):
+// The benchmark graph both servers run (runtime/agent/loadtool):
 // three nodes, the middle one calling a fake chat model, so a run costs
 // what a small real graph costs (three supersteps, four checkpoints, one
 // model call) without a network.

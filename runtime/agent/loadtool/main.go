@@ -15,7 +15,7 @@
 // LangGraph.js comparison is
 //
 //	(cd runtime/agent/hosts/js/diff && npm ci) && (cd testdata/graphs/js-agent && npm ci)
-//	go build -o /tmp/slipway . && go run ./runtime/agent/agentapi/loadtool -bin /tmp/slipway \
+//	go build -o /tmp/slipway . && go run ./runtime/agent/loadtool -bin /tmp/slipway \
 //	  -graph-config testdata/graphs/js-agent/bench.json -graph bench -reference runtime/agent/hosts/js/diff
 //
 // which also measures time to the first streamed event, slipway's RSS
@@ -32,8 +32,8 @@
 // registry lacks some of its platform-optional packages, npm ci refuses
 // the lock while npm install resolves it.
 //
-//	(cd runtime/agent/agentapi/loadtool/reference && npm install --no-audit --no-fund)
-//	go build -o /tmp/slipway . && go run ./runtime/agent/agentapi/loadtool -bin /tmp/slipway
+//	(cd runtime/agent/loadtool/reference && npm install --no-audit --no-fund)
+//	go build -o /tmp/slipway . && go run ./runtime/agent/loadtool -bin /tmp/slipway
 package main
 
 import (
@@ -97,7 +97,7 @@ func main() {
 	bin := flag.String("bin", "", "slipway binary to start as `slipway agent` (when -url is empty)")
 	url := flag.String("url", "", "an already running slipway agent")
 	pid := flag.Int("pid", 0, "pid of the agent at -url, for RSS")
-	refDir := flag.String("reference", "runtime/agent/agentapi/loadtool/reference", "directory of the reference server to start (after `npm install` there); empty: none")
+	refDir := flag.String("reference", "runtime/agent/loadtool/reference", "directory of the reference server to start (after `npm install` there); empty: none")
 	refURL := flag.String("reference-url", "", "an already running reference server to measure instead of starting one")
 	refPID := flag.Int("reference-pid", 0, "pid of the reference server, for RSS")
 	apiKey := flag.String("api-key", "", "X-Api-Key sent with every request: a deployment URL through `slipway serve` (-url) needs one")

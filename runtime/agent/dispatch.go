@@ -1,0 +1,142 @@
+package agent
+
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// dispatch makes sure a goroutine is working through the thread's queue.
+func (e *Engine) dispatch(threadID string) {
+	e.mu.Lock()
+	if e.disp[threadID] {
+		e.mu.Unlock()
+		return
+	}
+	e.disp[threadID] = true
+	e.mu.Unlock()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		for {
+			if !e.waitHead(threadID) {
+				e.releaseDispatch(threadID)
+				return
+			}
+			select {
+			case e.sem <- struct{}{}:
+			case <-e.ctx.Done():
+				e.releaseDispatch(threadID)
+				return
+			}
+			r, err := e.claimNext(threadID)
+			if err != nil || r == nil {
+				<-e.sem
+				e.mu.Lock()
+				delete(e.disp, threadID)
+				e.mu.Unlock()
+				// A run queued after our last look must not be stranded.
+				if err == nil && e.hasQueued(threadID) {
+					e.dispatch(threadID)
+				}
+				return
+			}
+			e.execute(r)
+			<-e.sem
+		}
+	}()
+}
+
+// waitHead waits, without holding a worker, until the run at the head of
+// the thread's queue may start (after_seconds). It looks again at least
+// every 250 ms, since the head may be cancelled or overtaken meanwhile.
+// It is false when the engine stops.
+func (e *Engine) waitHead(threadID string) bool {
+	for {
+		var wait time.Duration
+		_ = e.view(threadID, func(tx *bolt.Tx) error {
+			var t struct {
+				Active string   `json:"active"`
+				Queue  []string `json:"queue"`
+			}
+			if getJSON(tx.Bucket([]byte(bThreads)), threadID, &t) != nil || t.Active != "" || len(t.Queue) == 0 {
+				return nil
+			}
+			var r struct {
+				NotBefore *time.Time `json:"not_before"`
+			}
+			if getJSON(tx.Bucket([]byte(bRuns)), t.Queue[0], &r) == nil && r.NotBefore != nil {
+				wait = time.Until(*r.NotBefore)
+			}
+			return nil
+		})
+		if wait <= 0 {
+			return true
+		}
+		select {
+		case <-time.After(min(wait, 250*time.Millisecond)):
+		case <-e.ctx.Done():
+			return false
+		}
+	}
+}
+
+func (e *Engine) releaseDispatch(threadID string) {
+	e.mu.Lock()
+	delete(e.disp, threadID)
+	e.mu.Unlock()
+}
+
+// hasQueued reports whether the thread is idle with runs queued. It is
+// asked after every run, so it decodes only the fields it needs, not the
+// thread's values.
+func (e *Engine) hasQueued(threadID string) bool {
+	q := false
+	_ = e.view(threadID, func(tx *bolt.Tx) error {
+		var t struct {
+			Active string   `json:"active"`
+			Queue  []string `json:"queue"`
+		}
+		if err := getJSON(tx.Bucket([]byte(bThreads)), threadID, &t); err == nil {
+			q = t.Active == "" && len(t.Queue) > 0
+		}
+		return nil
+	})
+	return q
+}
+
+// claimNext marks the oldest queued run of an idle thread running.
+//
+// Most calls find nothing to claim: every run claimed at admission ends by
+// calling dispatch, which lands here once. A read transaction answers
+// those; only a claim pays for a durable commit (an fsync'd meta page even
+// when nothing changed). The write transaction checks again, so a run
+// queued or claimed in between is handled either way.
+func (e *Engine) claimNext(threadID string) (*runRecord, error) {
+	if !e.hasQueued(threadID) {
+		return nil, nil
+	}
+	var claimed *runRecord
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		claimed = nil
+		t, err := getThread(tx, threadID)
+		if err != nil || t.Active != "" || len(t.Queue) == 0 {
+			return nil
+		}
+		id := t.Queue[0]
+		t.Queue = t.Queue[1:]
+		r, err := getRun(tx, id)
+		if err != nil {
+			return putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
+		}
+		r.Status, r.UpdatedAt = RunRunning, time.Now().UTC()
+		r.FirstSeq = t.Seq
+		t.Active = id
+		if err := putJSON(tx.Bucket([]byte(bRuns)), id, r); err != nil {
+			return err
+		}
+		claimed = r
+		return putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
+	})
+	return claimed, err
+}

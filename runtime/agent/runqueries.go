@@ -1,0 +1,130 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+)
+
+// GetRun returns a run of a thread.
+func (e *Engine) GetRun(threadID, runID string) (Run, error) {
+	var out Run
+	err := e.view(threadID, func(tx *bolt.Tx) error {
+		if !threadExists(tx, threadID) {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
+		}
+		r, err := getRun(tx, runID)
+		if err != nil || r.ThreadID != threadID {
+			return fmt.Errorf("%w: run %s", ErrNotFound, runID)
+		}
+		out = r.Run
+		return nil
+	})
+	return out, err
+}
+
+// ListRuns lists a thread's runs, newest first.
+func (e *Engine) ListRuns(threadID string, limit, offset int, status string) ([]Run, error) {
+	out := []Run{}
+	err := e.view(threadID, func(tx *bolt.Tx) error {
+		if !threadExists(tx, threadID) {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
+		}
+		tid := uuid.MustParse(threadID)
+		c := tx.Bucket([]byte(bThreadRuns)).Cursor()
+		var all []Run
+		for k, _ := c.Seek(tid[:]); k != nil && strings.HasPrefix(string(k), string(tid[:])); k, _ = c.Next() {
+			r, err := getRun(tx, uuid.UUID(k[16:]).String())
+			if err != nil {
+				continue
+			}
+			if status == "" || r.Status == status {
+				all = append(all, r.Run)
+			}
+		}
+		sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) })
+		for i := offset; i < len(all) && len(out) < limit; i++ {
+			out = append(out, all[i])
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeleteRun deletes a run that is not pending or running.
+func (e *Engine) DeleteRun(threadID, runID string) error {
+	return e.w.Update(func(tx *bolt.Tx) error {
+		r, err := getRun(tx, runID)
+		if err != nil || r.ThreadID != threadID {
+			return fmt.Errorf("%w: run %s", ErrNotFound, runID)
+		}
+		if r.Status == RunPending || r.Status == RunRunning {
+			return fmt.Errorf("%w: run %s is %s; cancel it first", ErrConflict, runID, r.Status)
+		}
+		if t, err := getThread(tx, threadID); err == nil && t.Active == runID {
+			// Cancelled (recorded interrupted) but still unwinding.
+			return fmt.Errorf("%w: run %s is still stopping", ErrConflict, runID)
+		}
+		if err := tx.Bucket([]byte(bThreadRuns)).Delete(idxKey(threadID, runID)); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte(bRuns)).Delete([]byte(runID))
+	})
+}
+
+// Join waits for a run to end and returns the thread's values.
+func (e *Engine) Join(ctx context.Context, threadID, runID string) (map[string]any, error) {
+	if _, err := e.GetRun(threadID, runID); err != nil {
+		return nil, err
+	}
+	if lr := e.liveRun(runID); lr != nil {
+		if err := e.waitEnd(ctx, threadID, runID, lr); err != nil {
+			return nil, err
+		}
+	}
+	st, err := e.GetState(threadID, "")
+	if err != nil {
+		return nil, err
+	}
+	return st.Values, nil
+}
+
+// waitEnd waits until the run is no longer pending or running.
+func (e *Engine) waitEnd(ctx context.Context, threadID, runID string, lr *liveRun) error {
+	for {
+		select {
+		case <-lr.done:
+			return nil
+		case <-lr.events.closedCh():
+			// Closed without running: a pending run was cancelled.
+			r, err := e.GetRun(threadID, runID)
+			if err != nil || (r.Status != RunPending && r.Status != RunRunning) {
+				return nil
+			}
+			select {
+			case <-lr.done:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Subscribe returns the run's event log, or nil when it is not live.
+func (e *Engine) Subscribe(runID string) *EventLog {
+	lr := e.liveRun(runID)
+	if lr == nil {
+		return nil
+	}
+	return lr.events
+}
+
+// RunResult is the outcome of a run, for /runs/wait.
+func (e *Engine) RunResult(threadID, runID string) (Run, error) { return e.GetRun(threadID, runID) }

@@ -1,0 +1,270 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"slipway/storage"
+)
+
+// CreateThread creates a thread; with ifExists "do_nothing" an existing one is returned.
+func (e *Engine) CreateThread(id string, metadata map[string]any, ifExists string) (Thread, error) {
+	return e.createThread(id, metadata, ifExists, nil)
+}
+
+// createThread is CreateThread with the new thread's TTL (nil: the
+// configured default), set in the transaction that creates it.
+func (e *Engine) createThread(id string, metadata map[string]any, ifExists string, ttl *ThreadTTL) (Thread, error) {
+	if id == "" {
+		id = storage.NewID().String() // time-ordered: new threads append to the B-trees
+	}
+	var out Thread
+	create := func(tx *bolt.Tx) error {
+		if t, err := getThread(tx, id); err == nil {
+			if ifExists == "do_nothing" {
+				out = t.view()
+				return nil
+			}
+			return fmt.Errorf("%w: thread %s already exists", ErrConflict, id)
+		}
+		now := e.now()
+		t := threadRecord{Thread: Thread{ThreadID: id, CreatedAt: now, UpdatedAt: now, Metadata: metadata,
+			Status: ThreadIdle, Values: map[string]any{}}}
+		if err := e.initialTTL(tx, &t, ttl); err != nil {
+			return err
+		}
+		out = t.view()
+		return putJSON(tx.Bucket([]byte(bThreads)), id, &t)
+	}
+	// A journaled write (writebehind.go) of the thread's record; with a
+	// TTL the TTL index is written too, in a bbolt commit.
+	err := e.hot(id, false, func(tx *bolt.Tx) ([]wbKey, error) {
+		if ttl != nil || e.TTL.DefaultTTL > 0 {
+			return nil, errNotHot
+		}
+		if err := create(tx); err != nil {
+			return nil, err
+		}
+		return []wbKey{{bThreads, []byte(id)}}, nil
+	})
+	if errors.Is(err, errNotHot) {
+		err = e.w.Update(create)
+	}
+	return out, err
+}
+
+// GetThread returns a thread.
+func (e *Engine) GetThread(id string) (Thread, error) {
+	var out Thread
+	err := e.view(id, func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		out = t.view()
+		return nil
+	})
+	return out, err
+}
+
+// PatchThread merges metadata into a thread's.
+func (e *Engine) PatchThread(id string, metadata map[string]any) (Thread, error) {
+	return e.patchThread(id, metadata, nil)
+}
+
+// patchThread is PatchThread that also sets the thread's TTL when ttl is
+// not nil, counted from now (the patch is the thread's latest update).
+func (e *Engine) patchThread(id string, metadata map[string]any, ttl *ThreadTTL) (Thread, error) {
+	var out Thread
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		if t.Metadata == nil {
+			t.Metadata = map[string]any{}
+		}
+		for k, v := range metadata {
+			t.Metadata[k] = v
+		}
+		t.UpdatedAt = e.now()
+		if ttl != nil {
+			if err := setTTL(tx, t, *ttl); err != nil {
+				return err
+			}
+		}
+		out = t.view()
+		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+	})
+	return out, err
+}
+
+// DeleteThread cancels the thread's runs and deletes it with its runs and checkpoints.
+func (e *Engine) DeleteThread(id string) error {
+	var active string
+	// The running run's checkpoint writes from now on are fenced (and
+	// refused once the thread is gone).
+	e.pend.disown(id)
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		active = t.Active
+		if err := deleteCronsWhere(tx, func(c *Cron) bool { return c.ThreadID != nil && *c.ThreadID == id }); err != nil {
+			return err
+		}
+		return deleteThreadData(tx, id)
+	})
+	if err == nil && active != "" {
+		e.cancelLive(active, "rollback", causeCancel)
+	}
+	return err
+}
+
+func deleteThreadData(tx *bolt.Tx, id string) error {
+	tid := uuid.MustParse(id)
+	for _, b := range []string{bThreadRuns, bCheckpoints} {
+		bk := tx.Bucket([]byte(b))
+		var keys [][]byte
+		c := bk.Cursor()
+		for k, _ := c.Seek(tid[:]); k != nil && strings.HasPrefix(string(k), string(tid[:])); k, _ = c.Next() {
+			keys = append(keys, storage.Copy(k))
+		}
+		for _, k := range keys {
+			if b == bThreadRuns {
+				if err := tx.Bucket([]byte(bRuns)).Delete([]byte(uuid.UUID(k[16:]).String())); err != nil {
+					return err
+				}
+			}
+			if err := bk.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	if err := deleteLG(tx, id, ""); err != nil {
+		return err
+	}
+	if err := dropTTLEntry(tx, id, tx.Bucket([]byte(bThreads)).Get([]byte(id))); err != nil {
+		return err
+	}
+	return tx.Bucket([]byte(bThreads)).Delete([]byte(id))
+}
+
+// ThreadFilter selects threads.
+type ThreadFilter struct {
+	IDs      []string
+	Metadata map[string]any
+	Values   map[string]any
+	Status   string
+	Limit    int
+	Offset   int
+	SortBy   string
+	Desc     bool
+}
+
+func matches(have, want map[string]any) bool {
+	for k, v := range want {
+		a, _ := json.Marshal(have[k])
+		b, _ := json.Marshal(v)
+		if string(a) != string(b) {
+			return false
+		}
+	}
+	return true
+}
+
+// SearchThreads lists threads matching f; count is the number before paging.
+func (e *Engine) SearchThreads(f ThreadFilter) ([]Thread, int, error) {
+	var all []Thread
+	ids := map[string]bool{}
+	for _, id := range f.IDs {
+		ids[id] = true
+	}
+	err := e.view("", func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bThreads)).ForEach(func(_, v []byte) error {
+			var t threadRecord
+			if err := unmarshalStored(v, &t); err != nil {
+				return err
+			}
+			if len(ids) > 0 && !ids[t.ThreadID] || f.Status != "" && t.Status != f.Status ||
+				!matches(t.Metadata, f.Metadata) || !matches(t.Values, f.Values) {
+				return nil
+			}
+			all = append(all, t.view())
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	key := func(t Thread) string {
+		switch f.SortBy {
+		case "thread_id":
+			return t.ThreadID
+		case "updated_at":
+			return t.UpdatedAt.Format(time.RFC3339Nano)
+		case "status":
+			return t.Status
+		}
+		return t.CreatedAt.Format(time.RFC3339Nano)
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if f.Desc {
+			return key(all[i]) > key(all[j])
+		}
+		return key(all[i]) < key(all[j])
+	})
+	n := len(all)
+	if f.Offset > len(all) {
+		f.Offset = len(all)
+	}
+	all = all[f.Offset:]
+	if f.Limit > 0 && len(all) > f.Limit {
+		all = all[:f.Limit]
+	}
+	return all, n, nil
+}
+
+// CopyThread makes a new thread with the same metadata and checkpoints.
+func (e *Engine) CopyThread(id string) (Thread, error) {
+	var out Thread
+	err := e.w.Update(func(tx *bolt.Tx) error {
+		t, err := getThread(tx, id)
+		if err != nil {
+			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
+		}
+		nt := threadRecord{Thread: t.Thread, Seq: t.Seq, Graph: t.Graph}
+		nt.ThreadID = storage.NewID().String()
+		nt.Status = ThreadIdle
+		nt.CreatedAt, nt.UpdatedAt = e.now(), e.now()
+		if err := e.defaultTTL(tx, &nt); err != nil {
+			return err
+		}
+		old := uuid.MustParse(id)
+		c := tx.Bucket([]byte(bCheckpoints)).Cursor()
+		for k, v := c.Seek(old[:]); k != nil && strings.HasPrefix(string(k), string(old[:])); k, v = c.Next() {
+			var cp Checkpoint
+			if err := unmarshalStored(v, &cp); err != nil {
+				return err
+			}
+			cp.Checkpoint.ThreadID = nt.ThreadID
+			if err := putJSON(tx.Bucket([]byte(bCheckpoints)), string(cpKey(nt.ThreadID, storage.U64ToInt(k[16:]))), &cp); err != nil {
+				return err
+			}
+		}
+		if err := copyLG(tx, id, nt.ThreadID); err != nil {
+			return err
+		}
+		out = nt.view()
+		return putJSON(tx.Bucket([]byte(bThreads)), nt.ThreadID, &nt)
+	})
+	return out, err
+}
