@@ -40,6 +40,8 @@ import (
 //	deployments               deployment id → Deployment (secrets sealed)
 //	idx_ws_deployments        workspace id ‖ deployment id → the deployment's name (v11; nil before)
 //	idx_deployment_name       workspace id ‖ name → deployment id
+//	idx_ws_deployment_trigrams workspace id ‖ 3 bytes of the lower-cased name ‖ deployment id → nil:
+//	                          every three-character piece of each name, for name_contains (v11)
 //	idx_pending_deployments   deployment id → nil: the reconciler has work there (v2)
 //	audit_events              org id ‖ uint64 seq → uint64 time ms ‖ record {b: event facts, prev, mac} (v3);
 //	                          org id ‖ 0xFF×8 → the chain head {seq, mac, time, seal (v6)}. Time never
@@ -189,10 +191,12 @@ var ControlPlaneMigrations = []Migration{
 		return CreateBuckets(tx, "agent_logs")
 	}},
 	{Version: 10, Name: "service identities of revoked keys", Apply: removeOrphanServiceUsers},
-	{Version: 11, Name: "deployment names in the workspace index", Apply: func(tx *bolt.Tx) error {
+	{Version: 11, Name: "deployment names in the workspace index, and their trigrams", Apply: func(tx *bolt.Tx) error {
 		// A list filtered by name (the deploy client's lookup) or paged
 		// by offset read every deployment it passed; with the name beside
-		// the id in the workspace's index it reads keys only.
+		// the id in the workspace's index it reads keys only, and with the
+		// name's trigrams a substring finds its deployments without
+		// reading every name.
 		idx, deps := tx.Bucket([]byte("idx_ws_deployments")), tx.Bucket([]byte("deployments"))
 		type entry struct{ key, name []byte }
 		var named []entry
@@ -217,9 +221,22 @@ var ControlPlaneMigrations = []Migration{
 			return err
 		}
 		idx.FillPercent = 0.9 // keys grow at the end (UUIDv7)
+		if err := CreateBuckets(tx, "idx_ws_deployment_trigrams"); err != nil {
+			return err
+		}
+		grams := tx.Bucket([]byte("idx_ws_deployment_trigrams"))
 		for _, e := range named {
 			if err := idx.Put(e.key, e.name); err != nil {
 				return err
+			}
+			// Each three-character piece of the name (see
+			// server/controlplane/store_names.go), for name_contains.
+			name := bytes.ToLower(e.name)
+			for i := 0; i+3 <= len(name); i++ {
+				k := append(append(Copy(e.key[:16]), name[i:i+3]...), e.key[16:]...)
+				if err := grams.Put(k, nil); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

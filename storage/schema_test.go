@@ -291,7 +291,8 @@ func TestMigrationV10RemovesOrphanServiceUsers(t *testing.T) {
 
 // TestMigrationV11NamesDeploymentsInTheWorkspaceIndex upgrades a
 // version-10 database: each workspace index entry gets its deployment's
-// name, which name_contains reads instead of the record.
+// name, which name_contains reads instead of the record, and the name's
+// trigrams.
 func TestMigrationV11NamesDeploymentsInTheWorkspaceIndex(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	db, err := Open(path, time.Second, ControlPlaneMigrations[:10])
@@ -324,6 +325,11 @@ func TestMigrationV11NamesDeploymentsInTheWorkspaceIndex(t *testing.T) {
 		for id, name := range names {
 			if got := string(tx.Bucket([]byte("idx_ws_deployments")).Get(Key(ws, id))); got != name {
 				t.Errorf("deployment %s indexed with name %q, want %q", id, got, name)
+			}
+			for i := 0; i+3 <= len(name); i++ {
+				if tx.Bucket([]byte("idx_ws_deployment_trigrams")).Get(Key(ws, name[i:i+3], id)) == nil {
+					t.Errorf("deployment %s: trigram %q of its name not indexed", id, name[i:i+3])
+				}
 			}
 		}
 		return nil

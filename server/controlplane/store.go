@@ -93,6 +93,7 @@ func insertDeployment(tx *bolt.Tx, ws uuid.UUID, d *deploymentRecord) error {
 	return errors.Join(
 		putDeployment(tx, d),
 		names.Put(nameKey, storage.Key(id)),
+		indexName(tx, ws, id, d.Name, false),
 		tx.Bucket([]byte(idxWorkspaceDeployments)).Put(storage.Key(ws, id), []byte(d.Name)),
 		markPending(tx, d.ID),
 	)
@@ -172,11 +173,13 @@ type deploymentQuery struct {
 }
 
 // workspaceDeploymentPage returns the page q selects and whether another
-// deployment matches after it. Its cost is the index keys it passes and
+// deployment matches after it. Its cost is the index entries it passes
+// (for name_contains of three characters or more, the trigram postings of
+// the name, see store_names.go; otherwise the workspace's index keys) and
 // the records it returns (and, with record filters, the records it tests).
 func workspaceDeploymentPage(tx *bolt.Tx, ws uuid.UUID, q deploymentQuery) (page []*deploymentRecord, more bool, err error) {
 	skipped := 0
-	walkWorkspaceDeployments(tx, ws, true, q.After, func(id uuid.UUID, name []byte) bool {
+	visit := func(id uuid.UUID, name []byte) bool {
 		if q.IDs != nil && !q.IDs[id.String()] ||
 			q.NameContains != "" && !strings.Contains(strings.ToLower(string(name)), q.NameContains) {
 			return true
@@ -207,7 +210,19 @@ func workspaceDeploymentPage(tx *bolt.Tx, ws uuid.UUID, q deploymentQuery) (page
 		}
 		page = append(page, d)
 		return true
-	})
+	}
+	if len(q.NameContains) >= 3 {
+		before := uuid.Max
+		if q.After != uuid.Nil {
+			before = q.After
+		}
+		names := tx.Bucket([]byte(idxWorkspaceDeployments))
+		nameCandidates(tx, ws, q.NameContains, before, func(id uuid.UUID) bool {
+			return visit(id, names.Get(storage.Key(ws, id)))
+		})
+		return page, more, err
+	}
+	walkWorkspaceDeployments(tx, ws, true, q.After, visit)
 	return page, more, err
 }
 
@@ -292,6 +307,7 @@ func removeDeploymentRecords(tx *bolt.Tx, d *deploymentRecord) error {
 		storage.Delete(tx, bucketDeployments, storage.Key(id)),
 		tx.Bucket([]byte(idxDeploymentName)).Delete(storage.Key(ws, d.Name)),
 		tx.Bucket([]byte(idxWorkspaceDeployments)).Delete(storage.Key(ws, id)),
+		indexName(tx, ws, id, d.Name, true),
 	)
 }
 
