@@ -101,8 +101,14 @@ func mustOK(b *testing.B, r *servertest.Response) {
 
 // generate appends 100,000 events to each of 10 organizations (the
 // Default one and 9 others), spread evenly over 30 days, through the same
-// Append code the server uses, 10,000 per transaction.
+// Append code the server uses, 1,000 per organization per transaction.
 func generate(b *testing.B, path string, chainKey []byte, defaultOrg uuid.UUID, base time.Time) {
+	generateRange(b, path, chainKey, defaultOrg, base, 0, 100000)
+}
+
+// generateRange appends the events from..to of each organization's
+// 100,000 (so that a load can grow in steps, its time never going back).
+func generateRange(b *testing.B, path string, chainKey []byte, defaultOrg uuid.UUID, base time.Time, from, to int) {
 	db, err := storage.Open(path, time.Second, storage.ControlPlaneMigrations)
 	if err != nil {
 		b.Fatal(err)
@@ -111,16 +117,16 @@ func generate(b *testing.B, path string, chainKey []byte, defaultOrg uuid.UUID, 
 	db.NoSync = true // bulk load only; the server reopens it with sync on
 	orgs := []uuid.UUID{defaultOrg}
 	for len(orgs) < 10 {
-		orgs = append(orgs, uuid.New())
+		orgs = append(orgs, uuid.NewSHA1(defaultOrg, []byte{byte(len(orgs))}))
 	}
 	ops := []string{"create_deployment", "update_deployment", "delete_deployment", "create_api_key", "update_workspace"}
 	const perOrg = 100000
 	step := 30 * 24 * time.Hour / perOrg
 	var now time.Time
 	l := &audit.Log{Key: chainKey, Version: "bench", Now: func() time.Time { return now }}
-	for i := 0; i < perOrg; i += 1000 {
+	for i := from; i < to; i += 1000 {
 		err := db.Update(func(tx *bolt.Tx) error {
-			for j := i; j < i+1000; j++ {
+			for j := i; j < min(i+1000, to); j++ {
 				now = base.Add(time.Duration(j) * step)
 				for k, org := range orgs {
 					e := audit.Entry{Op: ops[(j+k)%len(ops)], OK: j%17 != 0,

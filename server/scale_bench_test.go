@@ -2,30 +2,39 @@ package server_test
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"net/url"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"slipway/server/servertest"
+	"slipway/storage"
 )
 
 // BenchmarkScaleControlPlane grows one workspace to 100, 1,000 and 10,000
-// deployments (created over HTTP on the fake runtime, 8 clients) and, at
+// deployments (created over HTTP on the fake runtime, 8 clients) and the
+// audit log to 10,000, 100,000 and 1,000,000 events (10 organizations,
+// written through the audit store, as BenchmarkAuditQuery1M does) and, at
 // each step, restarts `slipway serve` on the data directory and measures
 // what grows with it: start-up (exec to the first 200 of GET /ok), RSS
 // right after, and the p50/p99 of the lists a client makes: the first
 // page, the deploy client's name lookup (name_contains with one
 // deployment's name), a status filter, a deep offset and the same depth
 // by cursor, and the organization's members (with a service key revoked
-// per deployment, which used to leave a user behind each time). It prints
+// per deployment, which used to leave a user behind each time), and the
+// last hour of the audit log (100 events). It prints
 // a table and the growth factor between the last two steps. Reproduce:
 //
 //	go test -run '^$' -bench ScaleControlPlane -benchtime 1x -timeout 60m ./server/
@@ -45,10 +54,23 @@ func BenchmarkScaleControlPlane(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	env := map[string]string{"SLIPWAY_DATA_DIR": dir, "SLIPWAY_LOG_LEVEL": "warn", "SLIPWAY_RUNTIME": "fake"}
+	master := make([]byte, 32)
+	for i := range master {
+		master[i] = byte(i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "master.key"), []byte(hex.EncodeToString(master)), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	sealer, _ := storage.NewSealer(master)
+	env := map[string]string{"SLIPWAY_DATA_DIR": dir, "SLIPWAY_LOG_LEVEL": "warn", "SLIPWAY_RUNTIME": "fake",
+		"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"}
 	s := servertest.StartUnmanaged(b, env)
 	key := s.Key
-	have := 0
+	org := uuid.MustParse(s.Do("GET", "/api/v1/orgs/current/members", nil).Map()["organization_id"].(string))
+	// Audit events are loaded after the bootstrap's own, an hour ahead, in
+	// time order (generateRange, audit_bench_test.go).
+	base := time.Now().Add(time.Hour).Truncate(time.Hour)
+	have, events := 0, 0
 	type row struct {
 		n        int
 		startup  time.Duration
@@ -57,11 +79,16 @@ func BenchmarkScaleControlPlane(b *testing.B) {
 		measured map[string][2]time.Duration
 	}
 	var rows []row
-	names := []string{"first page", "name_contains (one name)", "status=READY", "offset n-20", "cursor at n-20", "members"}
+	names := []string{"first page", "name_contains (one name)", "status=READY", "offset n-20", "cursor at n-20", "members", "audit logs, last hour"}
 	for _, n := range steps {
 		grow(b, s, have, n)
 		have = n
 		s.Stop()
+		// 100 audit events per deployment and organization: 1,000,000 in
+		// all at 10,000 deployments.
+		generateRange(b, filepath.Join(dir, "slipway.db"), sealer.Key(storage.AuditChainPurpose), org, base, events, n*10)
+		events = n * 10
+		lastHour := base.Add(time.Duration(events) * (30 * 24 * time.Hour / 100000))
 
 		t0 := time.Now()
 		s = startTimed(b, env)
@@ -102,6 +129,7 @@ func BenchmarkScaleControlPlane(b *testing.B) {
 			"offset n-20":              fmt.Sprintf("/v2/deployments?offset=%d", n-20),
 			"cursor at n-20":           "/v2/deployments?cursor=" + cursor,
 			"members":                  "/api/v1/orgs/current/members",
+			"audit logs, last hour":    "/api/v1/audit-logs?limit=100&start_time=" + url.QueryEscape(lastHour.Add(-time.Hour).Format(time.RFC3339)) + "&end_time=" + url.QueryEscape(lastHour.Format(time.RFC3339)),
 		}
 		got := map[string][2]time.Duration{}
 		for _, q := range names {
@@ -117,29 +145,29 @@ func BenchmarkScaleControlPlane(b *testing.B) {
 	}
 
 	var out strings.Builder
-	fmt.Fprintf(&out, "\n%-28s", "deployments")
+	fmt.Fprintf(&out, "\n%-38s", "deployments (audit events)")
 	for _, r := range rows {
-		fmt.Fprintf(&out, " %16d", r.n)
+		fmt.Fprintf(&out, " %16s", fmt.Sprintf("%d (%d)", r.n, r.n*100))
 	}
 	fmt.Fprintf(&out, " %10s\n", "growth")
 	last := len(rows) - 1
-	fmt.Fprintf(&out, "%-28s", "start-up ms")
+	fmt.Fprintf(&out, "%-38s", "start-up ms")
 	for _, r := range rows {
 		fmt.Fprintf(&out, " %16.1f", float64(r.startup.Microseconds())/1000)
 	}
 	fmt.Fprintf(&out, " %9.2fx\n", ratio(rows[last].startup, rows[max(last-1, 0)].startup))
-	fmt.Fprintf(&out, "%-28s", "restores settled ms")
+	fmt.Fprintf(&out, "%-38s", "restores settled ms")
 	for _, r := range rows {
 		fmt.Fprintf(&out, " %16.1f", float64(r.settled.Microseconds())/1000)
 	}
 	fmt.Fprintf(&out, " %9.2fx\n", ratio(rows[last].settled, rows[max(last-1, 0)].settled))
-	fmt.Fprintf(&out, "%-28s", "RSS after start MB")
+	fmt.Fprintf(&out, "%-38s", "RSS after start MB")
 	for _, r := range rows {
 		fmt.Fprintf(&out, " %16.1f", r.rssMB)
 	}
 	fmt.Fprintf(&out, " %9.2fx\n", rows[last].rssMB/rows[max(last-1, 0)].rssMB)
 	for _, q := range names {
-		fmt.Fprintf(&out, "%-28s", q+" p50/p99 ms")
+		fmt.Fprintf(&out, "%-38s", q+" p50/p99 ms")
 		for _, r := range rows {
 			fmt.Fprintf(&out, " %7.2f/%-8.2f", ms(r.measured[q][0]), ms(r.measured[q][1]))
 		}
