@@ -114,10 +114,15 @@ func BenchmarkScaleControlPlane(b *testing.B) {
 		}
 		r := s.Do("GET", fmt.Sprintf("/v2/deployments?limit=%d&offset=%d", 1, n-21), nil)
 		mustOK(b, r)
-		if err := json.Unmarshal(r.Body, &all); err != nil || all.NextCursor == nil {
+		if err := json.Unmarshal(r.Body, &all); err != nil {
 			b.Fatalf("page at n-21: %s", r.Body)
 		}
-		cursor := *all.NextCursor
+		// A build without next_cursor (to measure the version before it)
+		// leaves the cursor row out.
+		cursor := ""
+		if all.NextCursor != nil {
+			cursor = *all.NextCursor
+		}
 		mid := s.Do("GET", fmt.Sprintf("/v2/deployments?limit=1&offset=%d", n/2), nil)
 		mustOK(b, mid)
 		_ = json.Unmarshal(mid.Body, &all)
@@ -133,6 +138,9 @@ func BenchmarkScaleControlPlane(b *testing.B) {
 		}
 		got := map[string][2]time.Duration{}
 		for _, q := range names {
+			if q == "cursor at n-20" && cursor == "" {
+				continue
+			}
 			got[q] = latencies(b, s.URL+queries[q], key, 300)
 		}
 		rows = append(rows, row{n, startup, startup + settled, float64(rss) / (1 << 20), got})
@@ -168,6 +176,9 @@ func BenchmarkScaleControlPlane(b *testing.B) {
 	fmt.Fprintf(&out, " %9.2fx\n", rows[last].rssMB/rows[max(last-1, 0)].rssMB)
 	for _, q := range names {
 		fmt.Fprintf(&out, "%-38s", q+" p50/p99 ms")
+		if _, ok := rows[last].measured[q]; !ok {
+			continue
+		}
 		for _, r := range rows {
 			fmt.Fprintf(&out, " %7.2f/%-8.2f", ms(r.measured[q][0]), ms(r.measured[q][1]))
 		}
