@@ -55,8 +55,9 @@ type Store interface {
 	// An implementation may make it durable by a cheaper path than
 	// Update (the bbolt store journals the rows, store_writebehind.go).
 	// When the path fn takes writes anything else, fn returns errNotHot
-	// having written nothing that matters, and UpdateThread returns
-	// errNotHot without keeping anything; the caller then uses Update.
+	// (the Tx's other writers return it themselves), and UpdateThread
+	// returns errNotHot without keeping anything; the caller then uses
+	// Update.
 	// end ends the thread's running run's fast checkpoint writes in the
 	// same step (its later writes are fenced, see Fenced).
 	UpdateThread(ctx context.Context, thread string, end bool, fn func(Tx) error) error
@@ -132,6 +133,16 @@ func (t *boltTx) touched(bucket string, key []byte) {
 		}
 	}
 	*t.track = append(*t.track, wbKey{bucket, key})
+}
+
+// unconfined refuses, with errNotHot, a write outside the thread's own
+// rows in a journaled unit of work (UpdateThread), which journals only
+// those: the caller then runs the unit as an Update.
+func (t *boltTx) unconfined() error {
+	if t.track != nil {
+		return errNotHot
+	}
+	return nil
 }
 
 // boltOf is the bbolt transaction under a Tx of the bbolt store.

@@ -84,10 +84,16 @@ func (t *boltTx) GetAssistantVersion(id string, version int) (*Assistant, error)
 }
 
 func (t *boltTx) PutAssistant(a *Assistant) error {
+	if err := t.unconfined(); err != nil {
+		return err
+	}
 	return putJSON(t.tx.Bucket([]byte(bAssistants)), a.AssistantID, a)
 }
 
 func (t *boltTx) PutAssistantVersion(a *Assistant) error {
+	if err := t.unconfined(); err != nil {
+		return err
+	}
 	raw, err := json.Marshal(a)
 	if err != nil {
 		return fmt.Errorf("encode assistant version: %w", err)
@@ -96,6 +102,9 @@ func (t *boltTx) PutAssistantVersion(a *Assistant) error {
 }
 
 func (t *boltTx) DeleteAssistant(id string) error {
+	if err := t.unconfined(); err != nil {
+		return err
+	}
 	all, err := t.AssistantVersions(id)
 	if err != nil {
 		return err

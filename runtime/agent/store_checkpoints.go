@@ -103,6 +103,9 @@ func (t *boltTx) CheckpointsNewestFirst(thread string, fn func(*Checkpoint) (boo
 }
 
 func (t *boltTx) PutCheckpoint(thread string, seq uint64, cp *Checkpoint) error {
+	if err := t.unconfined(); err != nil {
+		return err
+	}
 	if err := putJSON(t.tx.Bucket([]byte(bCheckpoints)), string(cpKey(thread, seq)), cp); err != nil {
 		return fmt.Errorf("put checkpoint: %w", err)
 	}
@@ -110,6 +113,9 @@ func (t *boltTx) PutCheckpoint(thread string, seq uint64, cp *Checkpoint) error 
 }
 
 func (t *boltTx) DeleteCheckpointsBefore(thread string, seq uint64) error {
+	if err := t.unconfined(); err != nil {
+		return err
+	}
 	tid := uuid.MustParse(thread)
 	cps := t.tx.Bucket([]byte(bCheckpoints))
 	var old [][]byte
@@ -128,6 +134,9 @@ func (t *boltTx) DeleteCheckpointsBefore(thread string, seq uint64) error {
 }
 
 func (t *boltTx) DeleteThreadCheckpoints(thread string) error {
+	if err := t.unconfined(); err != nil {
+		return err
+	}
 	tid := uuid.MustParse(thread)
 	bk := t.tx.Bucket([]byte(bCheckpoints))
 	var keys [][]byte

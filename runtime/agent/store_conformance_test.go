@@ -220,7 +220,7 @@ func runStoreConformance(t *testing.T, open func(t *testing.T) Store) {
 				return tx.PutThread(th)
 			})
 		}},
-		{"UpdateThread: acknowledged writes are read, errNotHot keeps nothing", func(t *testing.T, s Store) {
+		{"UpdateThread: acknowledged writes are read, errNotHot and writes outside the thread keep nothing", func(t *testing.T, s Store) {
 			th, r := newThreadRec("hot"), newRunRec("")
 			r.ThreadID = th.ThreadID
 			err := s.UpdateThread(ctx, th.ThreadID, false, func(tx Tx) error {
@@ -266,6 +266,23 @@ func runStoreConformance(t *testing.T, open func(t *testing.T) Store) {
 			mustView(t, s, func(tx ReadTx) error {
 				if tx.ThreadExists(other.ThreadID) {
 					t.Error("a unit refused with errNotHot kept its write")
+				}
+				return nil
+			})
+			// A write outside the thread's own rows is refused in it.
+			item := &Item{Namespace: []string{"n"}, Key: "k", Value: map[string]any{}}
+			err = s.UpdateThread(ctx, other.ThreadID, false, func(tx Tx) error {
+				if err := tx.PutThread(other); err != nil {
+					return err
+				}
+				return tx.PutItem(item)
+			})
+			if !errors.Is(err, errNotHot) {
+				t.Fatalf("UpdateThread writing an item = %v, want errNotHot", err)
+			}
+			mustView(t, s, func(tx ReadTx) error {
+				if _, err := tx.GetItem(item.Namespace, item.Key); !errors.Is(err, ErrNotFound) || tx.ThreadExists(other.ThreadID) {
+					t.Errorf("a unit that wrote outside its thread kept something: item %v, thread %v", err, tx.ThreadExists(other.ThreadID))
 				}
 				return nil
 			})

@@ -41,9 +41,15 @@ func (t *boltTx) ForEachCron(fn func(*Cron, error) error) error {
 }
 
 func (t *boltTx) PutCron(c *Cron) error {
+	if err := t.unconfined(); err != nil {
+		return err
+	}
 	return putJSON(t.tx.Bucket([]byte(bCrons)), c.CronID, c)
 }
 
 func (t *boltTx) DeleteCron(id string) error {
+	if err := t.unconfined(); err != nil {
+		return err
+	}
 	return t.tx.Bucket([]byte(bCrons)).Delete([]byte(id))
 }

@@ -69,6 +69,9 @@ func (t *boltTx) ForEachItemNamespace(fn func([]string) error) error {
 }
 
 func (t *boltTx) PutItem(it *Item) error {
+	if err := t.unconfined(); err != nil {
+		return err
+	}
 	raw, err := json.Marshal(it)
 	if err != nil {
 		return err
@@ -77,5 +80,8 @@ func (t *boltTx) PutItem(it *Item) error {
 }
 
 func (t *boltTx) DeleteItem(ns []string, key string) error {
+	if err := t.unconfined(); err != nil {
+		return err
+	}
 	return t.tx.Bucket([]byte(bStore)).Delete(itemKey(ns, key))
 }

@@ -104,6 +104,9 @@ func (t *boltTx) ScanCheckpointRows(prefix []byte, fn func(k, v []byte) bool) er
 }
 
 func (t *boltTx) PutCheckpointRow(k, v []byte) error {
+	if err := t.unconfined(); err != nil {
+		return err
+	}
 	if err := t.tx.Bucket([]byte(bLG)).Put(k, v); err != nil {
 		return fmt.Errorf("put checkpoint row: %w", err)
 	}
@@ -111,5 +114,8 @@ func (t *boltTx) PutCheckpointRow(k, v []byte) error {
 }
 
 func (t *boltTx) DeleteCheckpointRow(k []byte) error {
+	if err := t.unconfined(); err != nil {
+		return err
+	}
 	return t.tx.Bucket([]byte(bLG)).Delete(k)
 }

@@ -86,7 +86,13 @@ func (t *boltTx) PutThread(r *threadRecord) error {
 
 func (t *boltTx) DeleteThreadRecord(id string) error {
 	b := t.tx.Bucket([]byte(bThreads))
-	if err := dropTTLEntry(t.tx, id, b.Get([]byte(id))); err != nil {
+	raw := b.Get([]byte(id))
+	if raw != nil && bytes.Contains(raw, []byte(`"ttl_policy"`)) {
+		if err := t.unconfined(); err != nil {
+			return err // its TTL entry is not the thread's own row
+		}
+	}
+	if err := dropTTLEntry(t.tx, id, raw); err != nil {
 		return err
 	}
 	t.touched(bThreads, []byte(id))

@@ -69,9 +69,15 @@ func (t *boltTx) HasTTLEntry(e ttlEntry) bool {
 }
 
 func (t *boltTx) PutTTLEntry(e ttlEntry) error {
+	if err := t.unconfined(); err != nil {
+		return err
+	}
 	return t.tx.Bucket([]byte(bThreadTTL)).Put(ttlEntryKey(e), nil)
 }
 
 func (t *boltTx) DeleteTTLEntry(e ttlEntry) error {
+	if err := t.unconfined(); err != nil {
+		return err
+	}
 	return t.tx.Bucket([]byte(bThreadTTL)).Delete(ttlEntryKey(e))
 }
