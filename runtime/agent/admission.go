@@ -2,11 +2,10 @@ package agent
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"slipway/storage"
 )
@@ -56,7 +55,7 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 	}
 	var ad admission
 	var prepared []string
-	admitIn := func(tx *bolt.Tx) error {
+	admitIn := func(tx Tx) error {
 		var err error
 		if ad, err = e.admit(tx, threadID, rc, temporary, slot); err != nil {
 			return err
@@ -69,20 +68,17 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 		e.prepareEvents(ad.run.RunID)
 		return nil
 	}
-	// A journaled write (writebehind.go): the thread's record, the run's
+	// A journaled write (store_writebehind.go): the thread's record, the run's
 	// and its index row; a thread created with a default TTL also writes
 	// the TTL index, and takes a bbolt commit.
-	err := e.hot(threadID, false, func(tx *bolt.Tx) ([]wbKey, error) {
-		if e.TTL.DefaultTTL > 0 && !threadExists(tx, threadID) {
-			return nil, errNotHot
+	err := e.store.UpdateThread(context.Background(), threadID, false, func(tx Tx) error {
+		if e.TTL.DefaultTTL > 0 && !tx.ThreadExists(threadID) {
+			return errNotHot
 		}
-		if err := admitIn(tx); err != nil {
-			return nil, err
-		}
-		return []wbKey{{bThreads, []byte(threadID)}, {bRuns, []byte(ad.run.RunID)}, {bThreadRuns, idxKey(threadID, ad.run.RunID)}}, nil
+		return admitIn(tx)
 	})
 	if errors.Is(err, errNotHot) {
-		err = e.w.Update(admitIn)
+		err = e.store.Update(context.Background(), admitIn)
 	}
 	e.dropUncommitted(prepared, ad.run.RunID, err)
 	if slot && (err != nil || ad.claimed == nil) {
@@ -137,13 +133,13 @@ type admission struct {
 // strategy when the thread is busy, and writes the run, its index entry
 // and the thread. slot says a worker is reserved for the run if it can
 // start at once.
-func (e *Engine) admit(tx *bolt.Tx, threadID string, rc RunCreate, temporary, slot bool) (admission, error) {
+func (e *Engine) admit(tx Tx, threadID string, rc RunCreate, temporary, slot bool) (admission, error) {
 	a, err := e.ResolveAssistant(tx, rc.AssistantID)
 	if err != nil {
 		return admission{}, err
 	}
 	now := e.now()
-	t, err := getThread(tx, threadID)
+	t, err := tx.GetThread(threadID)
 	switch {
 	case err == nil:
 		if !t.busy() {
@@ -198,16 +194,14 @@ func (e *Engine) admit(tx *bolt.Tx, threadID string, rc RunCreate, temporary, sl
 	if len(rc.Config) > 0 {
 		t.Config = mergeConfig(t.Config, rc.Config)
 	}
-	if err := putJSON(tx.Bucket([]byte(bRuns)), r.RunID, &r); err != nil {
+	if err := tx.PutRun(&r); err != nil {
 		return admission{}, err
 	}
-	idx := tx.Bucket([]byte(bThreadRuns))
-	idx.FillPercent = 0.9
-	if err := idx.Put(idxKey(threadID, r.RunID), nil); err != nil {
+	if err := tx.IndexRun(threadID, r.RunID); err != nil {
 		return admission{}, err
 	}
 	ad.run = r.Run
-	return ad, putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
+	return ad, tx.PutThread(t)
 }
 
 func kwargs(rc RunCreate) map[string]any {

@@ -1,15 +1,14 @@
 package agent
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
 )
 
 // AssistantID is the deterministic id of a graph's default assistant.
@@ -23,16 +22,11 @@ func AssistantID(graphID string) string {
 // existed): they would be listed, and answer 404 to a run. Assistants
 // users made for such a graph stay.
 func (e *Engine) ensureAssistants() error {
-	return e.w.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(bAssistants))
+	return e.store.Update(context.Background(), func(tx Tx) error {
 		var stale []string
-		err := b.ForEach(func(k, v []byte) error {
-			var a Assistant
-			if err := unmarshalStored(v, &a); err != nil {
-				return err
-			}
+		err := tx.ForEachAssistant(func(a *Assistant) error {
 			if _, served := e.Graphs[a.GraphID]; !served && a.Metadata["created_by"] == "system" {
-				stale = append(stale, string(k))
+				stale = append(stale, a.AssistantID)
 			}
 			return nil
 		})
@@ -50,11 +44,13 @@ func (e *Engine) ensureAssistants() error {
 			if hg, ok := e.Graphs[id].(*HostGraph); ok && hg.Name != "" {
 				name = hg.Name
 			}
-			if raw := b.Get([]byte(aid)); raw != nil {
-				if err := renameSystemAssistant(tx, raw, name); err != nil {
+			if cur, err := tx.GetAssistant(aid); err == nil {
+				if err := renameSystemAssistant(tx, cur, name); err != nil {
 					return err
 				}
 				continue
+			} else if !errors.Is(err, ErrNotFound) {
+				return err
 			}
 			now := time.Now().UTC()
 			cfg, cx := map[string]any{}, map[string]any{}
@@ -67,10 +63,10 @@ func (e *Engine) ensureAssistants() error {
 			}
 			a := Assistant{AssistantID: aid, GraphID: id, Name: name, Config: cfg, Context: cx,
 				Metadata: map[string]any{"created_by": "system"}, Version: 1, CreatedAt: now, UpdatedAt: now}
-			if err := putJSON(b, aid, &a); err != nil {
+			if err := tx.PutAssistant(&a); err != nil {
 				return err
 			}
-			if err := putVersion(tx, &a); err != nil {
+			if err := tx.PutAssistantVersion(&a); err != nil {
 				return err
 			}
 		}
@@ -79,14 +75,13 @@ func (e *Engine) ensureAssistants() error {
 }
 
 // ResolveAssistant accepts an assistant id or a graph id.
-func (e *Engine) ResolveAssistant(tx *bolt.Tx, id string) (*Assistant, error) {
-	var a Assistant
-	if err := getJSON(tx.Bucket([]byte(bAssistants)), id, &a); err == nil {
-		return &a, nil
+func (e *Engine) ResolveAssistant(tx ReadTx, id string) (*Assistant, error) {
+	if a, err := tx.GetAssistant(id); err == nil {
+		return a, nil
 	}
 	if _, ok := e.Graphs[id]; ok {
-		if err := getJSON(tx.Bucket([]byte(bAssistants)), AssistantID(id), &a); err == nil {
-			return &a, nil
+		if a, err := tx.GetAssistant(AssistantID(id)); err == nil {
+			return a, nil
 		}
 	}
 	// Neither an assistant's id nor a graph's: worded as the reference's.
@@ -114,68 +109,35 @@ func (e *Engine) CreateAssistant(a Assistant, ifExists string) (Assistant, error
 		}
 	}
 	var out Assistant
-	err := e.w.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(bAssistants))
-		var old Assistant
-		if getJSON(b, a.AssistantID, &old) == nil {
+	err := e.store.Update(context.Background(), func(tx Tx) error {
+		if old, err := tx.GetAssistant(a.AssistantID); err == nil {
 			if ifExists == "do_nothing" {
-				out = old
+				out = *old
 				return nil
 			}
 			return fmt.Errorf("%w: assistant %s already exists", ErrConflict, a.AssistantID)
 		}
 		out = a
-		if err := putJSON(b, a.AssistantID, &a); err != nil {
+		if err := tx.PutAssistant(&a); err != nil {
 			return err
 		}
-		return putVersion(tx, &a)
+		return tx.PutAssistantVersion(&a)
 	})
 	return out, err
 }
 
 // versionKey is id ‖ 0x00 ‖ big-endian version: the separator keeps one
 // id's versions apart from a longer id that starts with it.
-func versionKey(id string, v int) []byte {
-	return append([]byte(id+"\x00"), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
-}
-
-// putVersion records a as its version in the assistant's history.
-func putVersion(tx *bolt.Tx, a *Assistant) error {
-	raw, err := json.Marshal(a)
-	if err != nil {
-		return fmt.Errorf("encode assistant version: %w", err)
-	}
-	return tx.Bucket([]byte(bAssistantVersions)).Put(versionKey(a.AssistantID, a.Version), raw)
-}
-
-// versions returns an assistant's versions, newest first.
-func versions(tx *bolt.Tx, id string) ([]Assistant, error) {
-	var out []Assistant
-	prefix := []byte(id + "\x00")
-	c := tx.Bucket([]byte(bAssistantVersions)).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var a Assistant
-		if err := unmarshalStored(v, &a); err != nil {
-			return nil, fmt.Errorf("decode assistant version: %w", err)
-		}
-		out = append(out, a)
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out, nil
-}
-
 // AssistantVersions lists an assistant's versions, newest first, filtered
 // by metadata.
 func (e *Engine) AssistantVersions(id string, metadata map[string]any, limit, offset int) ([]Assistant, error) {
 	var out []Assistant
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
 		a, err := e.ResolveAssistant(tx, id)
 		if err != nil {
 			return err
 		}
-		all, err := versions(tx, a.AssistantID)
+		all, err := tx.AssistantVersions(a.AssistantID)
 		if err != nil {
 			return err
 		}
@@ -203,18 +165,18 @@ func (e *Engine) AssistantVersions(id string, metadata map[string]any, limit, of
 // current one; the history is unchanged.
 func (e *Engine) SetLatestVersion(id string, version int) (Assistant, error) {
 	var out Assistant
-	err := e.w.Update(func(tx *bolt.Tx) error {
+	err := e.store.Update(context.Background(), func(tx Tx) error {
 		a, err := e.ResolveAssistant(tx, id)
 		if err != nil {
 			return err
 		}
-		var v Assistant
-		if err := getJSON(tx.Bucket([]byte(bAssistantVersions)), string(versionKey(a.AssistantID, version)), &v); err != nil {
+		v, err := tx.GetAssistantVersion(a.AssistantID, version)
+		if err != nil {
 			return fmt.Errorf("%w: assistant %s has no version %d", ErrNotFound, a.AssistantID, version)
 		}
 		v.CreatedAt, v.UpdatedAt = a.CreatedAt, time.Now().UTC()
-		out = v
-		return putJSON(tx.Bucket([]byte(bAssistants)), a.AssistantID, &v)
+		out = *v
+		return tx.PutAssistant(v)
 	})
 	return out, err
 }
@@ -222,7 +184,7 @@ func (e *Engine) SetLatestVersion(id string, version int) (Assistant, error) {
 // GetAssistant returns an assistant by id or graph id.
 func (e *Engine) GetAssistant(id string) (Assistant, error) {
 	var out Assistant
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
 		a, err := e.ResolveAssistant(tx, id)
 		if err != nil {
 			return err
@@ -236,7 +198,7 @@ func (e *Engine) GetAssistant(id string) (Assistant, error) {
 // PatchAssistant updates an assistant, bumping its version.
 func (e *Engine) PatchAssistant(id string, patch Assistant) (Assistant, error) {
 	var out Assistant
-	err := e.w.Update(func(tx *bolt.Tx) error {
+	err := e.store.Update(context.Background(), func(tx Tx) error {
 		a, err := e.ResolveAssistant(tx, id)
 		if err != nil {
 			return err
@@ -264,7 +226,7 @@ func (e *Engine) PatchAssistant(id string, patch Assistant) (Assistant, error) {
 		}
 		// The new version follows the newest one, which is not the current
 		// one after SetLatestVersion went back.
-		all, err := versions(tx, a.AssistantID)
+		all, err := tx.AssistantVersions(a.AssistantID)
 		if err != nil {
 			return err
 		}
@@ -274,18 +236,18 @@ func (e *Engine) PatchAssistant(id string, patch Assistant) (Assistant, error) {
 		a.Version++
 		a.UpdatedAt = time.Now().UTC()
 		out = *a
-		if err := putJSON(tx.Bucket([]byte(bAssistants)), a.AssistantID, a); err != nil {
+		if err := tx.PutAssistant(a); err != nil {
 			return err
 		}
-		return putVersion(tx, a)
+		return tx.PutAssistantVersion(a)
 	})
 	return out, err
 }
 
 // DeleteAssistant deletes an assistant.
 func (e *Engine) DeleteAssistant(id string) error {
-	return e.w.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket([]byte(bAssistants)).Get([]byte(id)) == nil {
+	return e.store.Update(context.Background(), func(tx Tx) error {
+		if _, err := tx.GetAssistant(id); errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("%w: assistant %s", ErrNotFound, id)
 		}
 		return deleteAssistant(tx, id)
@@ -294,20 +256,11 @@ func (e *Engine) DeleteAssistant(id string) error {
 
 // deleteAssistant removes assistant id, its versions and its crons (as
 // the reference does) in tx.
-func deleteAssistant(tx *bolt.Tx, id string) error {
-	all, err := versions(tx, id)
-	if err != nil {
-		return err
-	}
+func deleteAssistant(tx Tx, id string) error {
 	if err := deleteCronsWhere(tx, func(c *Cron) bool { return c.AssistantID == id }); err != nil {
 		return err
 	}
-	for _, v := range all {
-		if err := tx.Bucket([]byte(bAssistantVersions)).Delete(versionKey(id, v.Version)); err != nil {
-			return err
-		}
-	}
-	return tx.Bucket([]byte(bAssistants)).Delete([]byte(id))
+	return tx.DeleteAssistant(id)
 }
 
 // AssistantQuery is a search of assistants: the filters, the page, and
@@ -326,16 +279,12 @@ type AssistantQuery struct {
 // metadata, in q's order.
 func (e *Engine) SearchAssistants(q AssistantQuery) ([]Assistant, int, error) {
 	var all []Assistant
-	err := e.DB.View(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(bAssistants)).ForEach(func(_, v []byte) error {
-			var a Assistant
-			if err := unmarshalStored(v, &a); err != nil {
-				return err
-			}
+	err := e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
+		return tx.ForEachAssistant(func(a *Assistant) error {
 			if q.GraphID != "" && a.GraphID != q.GraphID || q.Name != "" && !strings.Contains(strings.ToLower(a.Name), strings.ToLower(q.Name)) || !matches(a.Metadata, q.Metadata) {
 				return nil
 			}
-			all = append(all, a)
+			all = append(all, *a)
 			return nil
 		})
 	})

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"slipway/runtime/agent/hosts"
 	"slipway/storage"
 )
@@ -70,7 +68,7 @@ func (e *Engine) CreateThreadWithSupersteps(id string, metadata map[string]any, 
 		return e.hostCreateWithSupersteps(hg, id, metadata, ifExists, steps, ttl)
 	}
 	var out Thread
-	err := e.w.Update(func(tx *bolt.Tx) error {
+	err := e.store.Update(context.Background(), func(tx Tx) error {
 		t, err := newThreadRecord(tx, id, metadata, ifExists)
 		if err != nil {
 			return err
@@ -82,7 +80,7 @@ func (e *Engine) CreateThreadWithSupersteps(id string, metadata map[string]any, 
 		} else {
 			// do_nothing on an existing thread: as on the reference, the
 			// supersteps apply to it.
-			if t, err = getThread(tx, id); err != nil {
+			if t, err = tx.GetThread(id); err != nil {
 				return err
 			}
 			if t.busy() {
@@ -111,15 +109,15 @@ func (e *Engine) CreateThreadWithSupersteps(id string, metadata map[string]any, 
 		}
 		t.UpdatedAt = time.Now().UTC()
 		out = t.view()
-		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+		return tx.PutThread(t)
 	})
 	return out, err
 }
 
 // newThreadRecord is CreateThread's check inside tx: a new record (not
 // yet stored), nil for an existing thread under do_nothing, or a conflict.
-func newThreadRecord(tx *bolt.Tx, id string, metadata map[string]any, ifExists string) (*threadRecord, error) {
-	if threadExists(tx, id) {
+func newThreadRecord(tx ReadTx, id string, metadata map[string]any, ifExists string) (*threadRecord, error) {
+	if tx.ThreadExists(id) {
 		if ifExists == "do_nothing" {
 			return nil, nil
 		}
@@ -142,14 +140,14 @@ func (e *Engine) hostCreateWithSupersteps(g *HostGraph, id string, metadata map[
 	}
 	created := true
 	var cfg map[string]any
-	err := e.view(id, func(tx *bolt.Tx) error {
+	err := e.store.ViewThread(context.Background(), id, func(tx ReadTx) error {
 		t, err := newThreadRecord(tx, id, metadata, ifExists)
 		if err != nil {
 			return err
 		}
 		if t == nil {
 			created = false
-			old, err := getThread(tx, id)
+			old, err := tx.GetThread(id)
 			if err != nil {
 				return err
 			}
@@ -173,8 +171,8 @@ func (e *Engine) hostCreateWithSupersteps(g *HostGraph, id string, metadata map[
 		"supersteps": steps}, &out)
 	if callErr != nil {
 		if created {
-			if err := e.w.Update(func(tx *bolt.Tx) error {
-				if threadExists(tx, id) {
+			if err := e.store.Update(context.Background(), func(tx Tx) error {
+				if tx.ThreadExists(id) {
 					return nil // created by another request meanwhile: its state is its own
 				}
 				return deleteLG(tx, id, "")
@@ -185,8 +183,8 @@ func (e *Engine) hostCreateWithSupersteps(g *HostGraph, id string, metadata map[
 		return Thread{}, stateUpdateError(id, callErr)
 	}
 	var thread Thread
-	err = e.w.Update(func(tx *bolt.Tx) error {
-		t, err := getThread(tx, id)
+	err = e.store.Update(context.Background(), func(tx Tx) error {
+		t, err := tx.GetThread(id)
 		if err != nil {
 			if !created {
 				return fmt.Errorf("%w: thread %s", ErrNotFound, id)
@@ -207,7 +205,7 @@ func (e *Engine) hostCreateWithSupersteps(g *HostGraph, id string, metadata map[
 			}
 		}
 		thread = t.view()
-		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+		return tx.PutThread(t)
 	})
 	return thread, err
 }
@@ -215,7 +213,7 @@ func (e *Engine) hostCreateWithSupersteps(g *HostGraph, id string, metadata map[
 // threadConfig is the config a thread's graph is built with for reads and
 // updates of its state, as the reference servers keep it on the thread:
 // its assistant's config under the config its runs were given.
-func (e *Engine) threadConfig(tx *bolt.Tx, t *threadRecord) map[string]any {
+func (e *Engine) threadConfig(tx ReadTx, t *threadRecord) map[string]any {
 	var layers []map[string]any
 	if aid, _ := t.Metadata["assistant_id"].(string); aid != "" {
 		if a, err := e.ResolveAssistant(tx, aid); err == nil {
@@ -232,8 +230,8 @@ func (e *Engine) threadConfig(tx *bolt.Tx, t *threadRecord) map[string]any {
 // hostThreadConfig is threadConfig for a thread id, nil when it is gone.
 func (e *Engine) hostThreadConfig(id string) map[string]any {
 	var cfg map[string]any
-	_ = e.view(id, func(tx *bolt.Tx) error {
-		t, err := getThread(tx, id)
+	_ = e.store.ViewThread(context.Background(), id, func(tx ReadTx) error {
+		t, err := tx.GetThread(id)
 		if err == nil {
 			cfg = e.threadConfig(tx, t)
 		}

@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // cancelledStatus is how a run ends given how it reported its end: a run
 // whose cancel was recorded (Cancel) ends as that cancel said — even one
 // that completed before it saw the cancel, since the client was already
 // told it was interrupted.
-func cancelledStatus(tx *bolt.Tx, runID, reported string) string {
-	cur, err := getRun(tx, runID)
+func cancelledStatus(tx Tx, runID, reported string) string {
+	cur, err := tx.GetRun(runID)
 	if err != nil || cur.CancelAction == "" {
 		return reported
 	}
@@ -31,7 +29,7 @@ func cancelledStatus(tx *bolt.Tx, runID, reported string) string {
 // recoverCancelled ends a run that a crash left active after its cancel
 // was recorded: as the cancel said (interrupted, or rolled back with what
 // it wrote). It reports false for a run with no recorded cancel.
-func recoverCancelled(tx *bolt.Tx, r *runRecord, now time.Time) (bool, error) {
+func recoverCancelled(tx Tx, r *runRecord, now time.Time) (bool, error) {
 	switch r.CancelAction {
 	case "":
 		return false, nil
@@ -39,13 +37,10 @@ func recoverCancelled(tx *bolt.Tx, r *runRecord, now time.Time) (bool, error) {
 		if err := deleteLG(tx, r.ThreadID, r.RunID); err != nil {
 			return true, err
 		}
-		if err := tx.Bucket([]byte(bThreadRuns)).Delete(idxKey(r.ThreadID, r.RunID)); err != nil {
-			return true, err
-		}
-		return true, tx.Bucket([]byte(bRuns)).Delete([]byte(r.RunID))
+		return true, tx.DeleteRun(r.ThreadID, r.RunID)
 	}
 	r.Status, r.UpdatedAt = RunInterrupted, now
-	return true, putJSON(tx.Bucket([]byte(bRuns)), r.RunID, r)
+	return true, tx.PutRun(r)
 }
 
 // Cancel statuses of CancelMany.
@@ -64,10 +59,10 @@ const (
 func (e *Engine) CancelMany(ctx context.Context, threadID string, runIDs []string, status, action string) error {
 	type target struct{ thread, run string }
 	var targets []target
-	err := e.view(threadID, func(tx *bolt.Tx) error {
+	err := e.store.ViewThread(context.Background(), threadID, func(tx ReadTx) error {
 		if status == "" {
 			for _, id := range runIDs {
-				r, err := getRun(tx, id)
+				r, err := tx.GetRun(id)
 				if err != nil || r.ThreadID != threadID {
 					return fmt.Errorf("%w: run %s", ErrNotFound, id)
 				}
@@ -75,13 +70,9 @@ func (e *Engine) CancelMany(ctx context.Context, threadID string, runIDs []strin
 			}
 			return nil
 		}
-		return tx.Bucket([]byte(bThreads)).ForEach(func(k, v []byte) error {
-			var t threadRecord
-			if err := unmarshalStored(v, &t); err != nil {
-				return err
-			}
+		return tx.ForEachThread(func(t *threadRecord) error {
 			if t.Active != "" && (status == CancelRunning || status == CancelAll) {
-				if r, err := getRun(tx, t.Active); err == nil && r.CancelAction == "" {
+				if r, err := tx.GetRun(t.Active); err == nil && r.CancelAction == "" {
 					targets = append(targets, target{t.ThreadID, t.Active})
 				}
 			}
@@ -136,13 +127,13 @@ func (e *Engine) Cancel(ctx context.Context, threadID, runID, action string, wai
 		action = StrategyInterrupt
 	}
 	running := false
-	err := e.w.Update(func(tx *bolt.Tx) error {
+	err := e.store.Update(context.Background(), func(tx Tx) error {
 		running = false
-		r, err := getRun(tx, runID)
+		r, err := tx.GetRun(runID)
 		if err != nil || r.ThreadID != threadID {
 			return fmt.Errorf("%w: run %s", ErrNotFound, runID)
 		}
-		t, err := getThread(tx, threadID)
+		t, err := tx.GetThread(threadID)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
 		}
@@ -157,7 +148,7 @@ func (e *Engine) Cancel(ctx context.Context, threadID, runID, action string, wai
 				r.CancelAction = action
 			}
 			r.Status, r.UpdatedAt = RunInterrupted, time.Now().UTC()
-			return putJSON(tx.Bucket([]byte(bRuns)), runID, r)
+			return tx.PutRun(r)
 		case r.Status == RunPending:
 			q := t.Queue[:0]
 			for _, id := range t.Queue {
@@ -170,19 +161,16 @@ func (e *Engine) Cancel(ctx context.Context, threadID, runID, action string, wai
 				t.Status = ThreadIdle
 			}
 			if action == StrategyRollback {
-				if err := tx.Bucket([]byte(bThreadRuns)).Delete(idxKey(threadID, runID)); err != nil {
-					return err
-				}
-				if err := tx.Bucket([]byte(bRuns)).Delete([]byte(runID)); err != nil {
+				if err := tx.DeleteRun(threadID, runID); err != nil {
 					return err
 				}
 			} else {
 				r.Status, r.UpdatedAt = RunInterrupted, time.Now().UTC()
-				if err := putJSON(tx.Bucket([]byte(bRuns)), runID, r); err != nil {
+				if err := tx.PutRun(r); err != nil {
 					return err
 				}
 			}
-			return putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
+			return tx.PutThread(t)
 		}
 		return fmt.Errorf("%w: run %s has already ended (%s)", ErrConflict, runID, r.Status)
 	})

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -8,13 +9,9 @@ import (
 	_ "time/tzdata"
 
 	"github.com/robfig/cron/v3"
-	bolt "go.etcd.io/bbolt"
 
 	"slipway/storage"
 )
-
-// bCrons holds cron id → Cron.
-const bCrons = "crons"
 
 // Cron is a schedule of runs, shaped as on the reference servers.
 type Cron struct {
@@ -111,12 +108,12 @@ func (e *Engine) now() time.Time {
 	return time.Now().UTC()
 }
 
-func getCron(tx *bolt.Tx, id string) (*Cron, error) {
-	var c Cron
-	if err := getJSON(tx.Bucket([]byte(bCrons)), id, &c); err != nil {
+func getCron(tx ReadTx, id string) (*Cron, error) {
+	c, err := tx.GetCron(id)
+	if err != nil {
 		return nil, fmt.Errorf("%w: cron %s", ErrNotFound, id)
 	}
-	return &c, nil
+	return c, nil
 }
 
 // cronPayload sets config.configurable.cron_id in p, as the reference
@@ -147,7 +144,7 @@ func (e *Engine) CreateCron(cc CronCreate) (Cron, error) {
 		return Cron{}, err
 	}
 	var out Cron
-	err = e.w.Update(func(tx *bolt.Tx) error {
+	err = e.store.Update(context.Background(), func(tx Tx) error {
 		aid, _ := cc.Payload["assistant_id"].(string)
 		a, err := e.ResolveAssistant(tx, aid)
 		if err != nil {
@@ -163,7 +160,7 @@ func (e *Engine) CreateCron(cc CronCreate) (Cron, error) {
 			c.Timezone = &cc.Timezone
 		}
 		if cc.ThreadID != "" {
-			if !threadExists(tx, cc.ThreadID) {
+			if !tx.ThreadExists(cc.ThreadID) {
 				return fmt.Errorf("%w: thread %s", ErrNotFound, cc.ThreadID)
 			}
 			c.ThreadID = &cc.ThreadID
@@ -177,7 +174,7 @@ func (e *Engine) CreateCron(cc CronCreate) (Cron, error) {
 		cc.Payload["assistant_id"] = a.AssistantID
 		c.Payload = cronPayload(cc.Payload, c.CronID)
 		out = c
-		return putJSON(tx.Bucket([]byte(bCrons)), c.CronID, &c)
+		return tx.PutCron(&c)
 	})
 	return out, err
 }
@@ -185,7 +182,7 @@ func (e *Engine) CreateCron(cc CronCreate) (Cron, error) {
 // GetCron returns a cron.
 func (e *Engine) GetCron(id string) (Cron, error) {
 	var out Cron
-	err := e.DB.View(func(tx *bolt.Tx) error {
+	err := e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
 		c, err := getCron(tx, id)
 		if err == nil {
 			out = *c
@@ -199,7 +196,7 @@ func (e *Engine) GetCron(id string) (Cron, error) {
 // run from now.
 func (e *Engine) UpdateCron(id string, p CronPatch) (Cron, error) {
 	var out Cron
-	err := e.w.Update(func(tx *bolt.Tx) error {
+	err := e.store.Update(context.Background(), func(tx Tx) error {
 		c, err := getCron(tx, id)
 		if err != nil {
 			return err
@@ -257,41 +254,39 @@ func (e *Engine) UpdateCron(id string, p CronPatch) (Cron, error) {
 		}
 		c.UpdatedAt = now
 		out = *c
-		return putJSON(tx.Bucket([]byte(bCrons)), id, c)
+		return tx.PutCron(c)
 	})
 	return out, err
 }
 
 // DeleteCron deletes a cron; it fires no more.
 func (e *Engine) DeleteCron(id string) error {
-	return e.w.Update(func(tx *bolt.Tx) error {
+	return e.store.Update(context.Background(), func(tx Tx) error {
 		if _, err := getCron(tx, id); err != nil {
 			return err
 		}
-		return tx.Bucket([]byte(bCrons)).Delete([]byte(id))
+		return tx.DeleteCron(id)
 	})
 }
 
 // deleteCronsWhere deletes, in tx, the crons del selects: as on the
 // reference, deleting a thread or an assistant deletes its crons.
-func deleteCronsWhere(tx *bolt.Tx, del func(c *Cron) bool) error {
-	b := tx.Bucket([]byte(bCrons))
-	var ids [][]byte
-	err := b.ForEach(func(k, v []byte) error {
-		var c Cron
-		if err := unmarshalStored(v, &c); err != nil {
+func deleteCronsWhere(tx Tx, del func(c *Cron) bool) error {
+	var ids []string
+	err := tx.ForEachCron(func(c *Cron, err error) error {
+		if err != nil {
 			return err
 		}
-		if del(&c) {
-			ids = append(ids, storage.Copy(k))
+		if del(c) {
+			ids = append(ids, c.CronID)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, k := range ids {
-		if err := b.Delete(k); err != nil {
+	for _, id := range ids {
+		if err := tx.DeleteCron(id); err != nil {
 			return err
 		}
 	}
@@ -317,10 +312,9 @@ var CronSortFields = []string{"cron_id", "assistant_id", "thread_id", "next_run_
 // count is the number before paging.
 func (e *Engine) SearchCrons(f CronFilter) ([]Cron, int, error) {
 	var all []Cron
-	err := e.DB.View(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(bCrons)).ForEach(func(_, v []byte) error {
-			var c Cron
-			if err := unmarshalStored(v, &c); err != nil {
+	err := e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
+		return tx.ForEachCron(func(c *Cron, err error) error {
+			if err != nil {
 				return err
 			}
 			if f.AssistantID != "" && c.AssistantID != f.AssistantID ||
@@ -328,7 +322,7 @@ func (e *Engine) SearchCrons(f CronFilter) ([]Cron, int, error) {
 				f.Enabled != nil && c.Enabled != *f.Enabled || !matches(c.Metadata, f.Metadata) {
 				return nil
 			}
-			all = append(all, c)
+			all = append(all, *c)
 			return nil
 		})
 	})

@@ -1,11 +1,10 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"slipway/storage"
 )
@@ -37,16 +36,15 @@ func (e *Engine) runCrons() {
 // schedule's first time after now: a cron whose dates passed while the
 // agent was down fires once, not once per missed date.
 //
-// Crons are written only in bbolt commits, never journaled (writebehind.go):
+// Crons are written only in bbolt commits, never journaled (store_writebehind.go):
 // their reads need no pending rows.
 func (e *Engine) FireDueCrons() int {
 	now := e.now()
 	var due []string
-	_ = e.DB.View(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(bCrons)).ForEach(func(k, v []byte) error {
-			var c Cron
-			if unmarshalStored(v, &c) == nil && cronDue(&c, now) {
-				due = append(due, string(k))
+	_ = e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
+		return tx.ForEachCron(func(c *Cron, err error) error {
+			if err == nil && cronDue(c, now) {
+				due = append(due, c.CronID)
 			}
 			return nil
 		})
@@ -73,7 +71,7 @@ func (e *Engine) fireCron(id string, now time.Time) bool {
 		c        *Cron
 		prepared []string
 	)
-	err := e.w.Update(func(tx *bolt.Tx) error {
+	err := e.store.Update(context.Background(), func(tx Tx) error {
 		var err error
 		if c, err = getCron(tx, id); err != nil || !cronDue(c, now) {
 			c = nil
@@ -104,7 +102,7 @@ func (e *Engine) fireCron(id string, now time.Time) bool {
 		// gone, a reject strategy on a busy thread): this date is
 		// skipped, so a broken cron does not retry every tick.
 		e.Log.Warn().Err(err).Str("cron_id", id).Msg("cron run not started")
-		_ = e.w.Update(func(tx *bolt.Tx) error {
+		_ = e.store.Update(context.Background(), func(tx Tx) error {
 			c, err := getCron(tx, id)
 			if err != nil || !cronDue(c, now) {
 				return nil
@@ -123,7 +121,7 @@ func (e *Engine) fireCron(id string, now time.Time) bool {
 
 // advanceCron sets the cron's next run date to the schedule's first time
 // after now, in tx.
-func (e *Engine) advanceCron(tx *bolt.Tx, c *Cron, now time.Time) error {
+func (e *Engine) advanceCron(tx Tx, c *Cron, now time.Time) error {
 	tz := ""
 	if c.Timezone != nil {
 		tz = *c.Timezone
@@ -133,7 +131,7 @@ func (e *Engine) advanceCron(tx *bolt.Tx, c *Cron, now time.Time) error {
 		return err
 	}
 	c.NextRunDate = next
-	return putJSON(tx.Bucket([]byte(bCrons)), c.CronID, c)
+	return tx.PutCron(c)
 }
 
 type cronRunCreate struct {

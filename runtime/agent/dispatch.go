@@ -1,9 +1,8 @@
 package agent
 
 import (
+	"context"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // dispatch makes sure a goroutine is working through the thread's queue.
@@ -54,19 +53,13 @@ func (e *Engine) dispatch(threadID string) {
 func (e *Engine) waitHead(threadID string) bool {
 	for {
 		var wait time.Duration
-		_ = e.view(threadID, func(tx *bolt.Tx) error {
-			var t struct {
-				Active string   `json:"active"`
-				Queue  []string `json:"queue"`
-			}
-			if getJSON(tx.Bucket([]byte(bThreads)), threadID, &t) != nil || t.Active != "" || len(t.Queue) == 0 {
+		_ = e.store.ViewThread(context.Background(), threadID, func(tx ReadTx) error {
+			active, queue, err := tx.ThreadQueue(threadID)
+			if err != nil || active != "" || len(queue) == 0 {
 				return nil
 			}
-			var r struct {
-				NotBefore *time.Time `json:"not_before"`
-			}
-			if getJSON(tx.Bucket([]byte(bRuns)), t.Queue[0], &r) == nil && r.NotBefore != nil {
-				wait = time.Until(*r.NotBefore)
+			if nb, err := tx.RunNotBefore(queue[0]); err == nil && nb != nil {
+				wait = time.Until(*nb)
 			}
 			return nil
 		})
@@ -92,13 +85,9 @@ func (e *Engine) releaseDispatch(threadID string) {
 // thread's values.
 func (e *Engine) hasQueued(threadID string) bool {
 	q := false
-	_ = e.view(threadID, func(tx *bolt.Tx) error {
-		var t struct {
-			Active string   `json:"active"`
-			Queue  []string `json:"queue"`
-		}
-		if err := getJSON(tx.Bucket([]byte(bThreads)), threadID, &t); err == nil {
-			q = t.Active == "" && len(t.Queue) > 0
+	_ = e.store.ViewThread(context.Background(), threadID, func(tx ReadTx) error {
+		if active, queue, err := tx.ThreadQueue(threadID); err == nil {
+			q = active == "" && len(queue) > 0
 		}
 		return nil
 	})
@@ -117,26 +106,11 @@ func (e *Engine) claimNext(threadID string) (*runRecord, error) {
 		return nil, nil
 	}
 	var claimed *runRecord
-	err := e.w.Update(func(tx *bolt.Tx) error {
-		claimed = nil
-		t, err := getThread(tx, threadID)
-		if err != nil || t.Active != "" || len(t.Queue) == 0 {
-			return nil
-		}
-		id := t.Queue[0]
-		t.Queue = t.Queue[1:]
-		r, err := getRun(tx, id)
-		if err != nil {
-			return putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
-		}
-		r.Status, r.UpdatedAt = RunRunning, time.Now().UTC()
-		r.FirstSeq = t.Seq
-		t.Active = id
-		if err := putJSON(tx.Bucket([]byte(bRuns)), id, r); err != nil {
-			return err
-		}
-		claimed = r
-		return putJSON(tx.Bucket([]byte(bThreads)), threadID, t)
+	err := e.store.Update(context.Background(), func(tx Tx) error {
+		// One process: the claim holds until the run ends (Lease 0).
+		var err error
+		claimed, err = tx.ClaimNextRun(threadID, runClaim{Now: time.Now().UTC()})
+		return err
 	})
 	return claimed, err
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"slipway/runtime/agent/hosts"
 	"slipway/storage"
 )
@@ -34,7 +32,7 @@ func (e *Engine) execute(r *runRecord) {
 		cps     []pendingCheckpoint
 	)
 	if hg, ok := graph.(*HostGraph); ok && err == nil {
-		e.pend.own(r.ThreadID, r.RunID)
+		e.store.OpenFence(r.ThreadID, r.RunID)
 		outcome, err = hg.runHost(ctx, r, req)
 		if err != nil && ctx.Err() == nil && !errors.Is(err, hosts.ErrHostDied) {
 			// The run failed in the graph: the thread shows the state it
@@ -60,8 +58,8 @@ func (e *Engine) execute(r *runRecord) {
 // values, and the request with the assistant's, thread's and run's
 // config, context and metadata merged.
 func (e *Engine) runRequest(r *runRecord) (graph Graph, values map[string]any, req Request, err error) {
-	err = e.view(r.ThreadID, func(tx *bolt.Tx) error {
-		t, err := getThread(tx, r.ThreadID)
+	err = e.store.ViewThread(context.Background(), r.ThreadID, func(tx ReadTx) error {
+		t, err := tx.GetThread(r.ThreadID)
 		if err != nil {
 			return err
 		}
@@ -272,21 +270,18 @@ func mergeConfig(layers ...map[string]any) map[string]any {
 // interrupts the host computed from them.
 func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pendingCheckpoint, outcome *hostOutcome) {
 	reported := status
-	// The end of a run is a journaled write (writebehind.go) of its
+	// The end of a run is a journaled write (store_writebehind.go) of its
 	// thread's and its own record, unless it deletes or writes more: a
 	// rollback, a temporary thread, a built-in graph's checkpoints.
-	var keys []wbKey
-	end := func(tx *bolt.Tx, hot bool) error {
-		keys = nil
+	end := func(tx Tx, hot bool) error {
 		status := cancelledStatus(tx, r.RunID, reported)
-		t, err := getThread(tx, r.ThreadID)
+		t, err := tx.GetThread(r.ThreadID)
 		if err != nil {
 			return nil // the thread was deleted meanwhile
 		}
 		if hot && (status == "rollback" || len(cps) > 0 || r.Temporary) {
 			return errNotHot
 		}
-		keys = []wbKey{{bThreads, []byte(r.ThreadID)}, {bRuns, []byte(r.RunID)}}
 		if t.Active == r.RunID {
 			t.Active = ""
 		}
@@ -295,10 +290,7 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 			if err := deleteLG(tx, r.ThreadID, r.RunID); err != nil {
 				return err
 			}
-			if err := tx.Bucket([]byte(bRuns)).Delete([]byte(r.RunID)); err != nil {
-				return err
-			}
-			if err := tx.Bucket([]byte(bThreadRuns)).Delete(idxKey(r.ThreadID, r.RunID)); err != nil {
+			if err := tx.DeleteRun(r.ThreadID, r.RunID); err != nil {
 				return err
 			}
 		} else {
@@ -307,7 +299,7 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 					return err
 				}
 			}
-			cur, err := getRun(tx, r.RunID)
+			cur, err := tx.GetRun(r.RunID)
 			if err != nil {
 				cur = r
 			}
@@ -315,7 +307,7 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 			if runErr != nil && status != RunInterrupted {
 				cur.Error = runErr.Error()
 			}
-			if err := putJSON(tx.Bucket([]byte(bRuns)), r.RunID, cur); err != nil {
+			if err := tx.PutRun(cur); err != nil {
 				return err
 			}
 		}
@@ -359,18 +351,13 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 		if r.Temporary && !t.busy() {
 			return deleteThreadData(tx, r.ThreadID)
 		}
-		return putJSON(tx.Bucket([]byte(bThreads)), r.ThreadID, t)
+		return tx.PutThread(t)
 	}
 	// Either way the run's checkpoint writes are journaled no more.
-	err := e.hot(r.ThreadID, true, func(tx *bolt.Tx) ([]wbKey, error) {
-		if err := end(tx, true); err != nil {
-			return nil, err
-		}
-		return keys, nil
-	})
+	err := e.store.UpdateThread(context.Background(), r.ThreadID, true, func(tx Tx) error { return end(tx, true) })
 	if errors.Is(err, errNotHot) {
-		e.pend.disown(r.ThreadID)
-		err = e.w.Update(func(tx *bolt.Tx) error { return end(tx, false) })
+		e.store.CloseFence(r.ThreadID)
+		err = e.store.Update(context.Background(), func(tx Tx) error { return end(tx, false) })
 	}
 	if err != nil {
 		e.Log.Error().Err(err).Str("run_id", r.RunID).Msg("record the end of a run")

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -9,14 +8,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Checkpoints of language-host graphs. The host's checkpointer (a
 // LangGraph BaseCheckpointSaver) calls back into the engine over the host
-// channel; everything it saves lives here, in the agent database, in one
-// bucket (lg) so that a thread's rows share pages:
+// channel; everything it saves lives in the agent store's checkpoint rows
+// (store_lg.go), keyed so that a thread's rows sort together:
 //
 //	thread ‖ 0 ‖ ns ‖ 0 ‖ c ‖ 0 ‖ checkpoint id                    → lgCheckpoint
 //	thread ‖ 0 ‖ ns ‖ 0 ‖ b ‖ 0 ‖ channel ‖ 0 ‖ version            → lgBlob
@@ -32,15 +29,6 @@ import (
 // from a run that is no longer its thread's active run is refused (fencing).
 // Values are the host serializer's typed bytes; the engine never decodes
 // them, except the metadata's JSON copy, which list filters read.
-const (
-	// Before schema 5, three buckets (see mergeLGBuckets).
-	bLGCheckpoints = "lg_checkpoints"
-	bLGBlobs       = "lg_blobs"
-	bLGWrites      = "lg_writes"
-
-	bLG = "lg"
-)
-
 // Typed is a value as the host's serializer wrote it: a type tag and bytes
 // (base64 on the wire).
 type Typed struct {
@@ -96,25 +84,21 @@ func checkKeyPart(name, v string) error {
 // while the thread has no run. Threads the engine does not know (a
 // checkpointer used outside a run, as the conformance suite does) take
 // writes outside runs only.
-func fence(tx *bolt.Tx, threadID, runID string) error {
-	raw := tx.Bucket([]byte(bThreads)).Get([]byte(threadID))
-	if raw == nil {
+func fence(tx Tx, threadID, runID string) error {
+	active, queue, err := tx.ThreadQueue(threadID)
+	if errors.Is(err, ErrNotFound) {
 		if runID != "" {
 			return fmt.Errorf("%w: thread %s no longer exists", ErrFenced, threadID)
 		}
 		return nil
 	}
-	var t struct {
-		Active string   `json:"active"`
-		Queue  []string `json:"queue"`
-	}
-	if err := json.Unmarshal(raw, &t); err != nil {
+	if err != nil {
 		return err
 	}
 	switch {
-	case runID != "" && t.Active != runID:
+	case runID != "" && active != runID:
 		return fmt.Errorf("%w: run %s is no longer the active run of thread %s", ErrFenced, runID, threadID)
-	case runID == "" && (t.Active != "" || len(t.Queue) > 0):
+	case runID == "" && (active != "" || len(queue) > 0):
 		return fmt.Errorf("%w: thread %s has a pending or running run", ErrFenced, threadID)
 	}
 	return nil
@@ -202,9 +186,9 @@ func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage
 			return nil, err
 		}
 		var out *cpTuple
-		err := e.DB.View(func(tx *bolt.Tx) error {
+		err := e.store.ViewCheckpointRows(context.Background(), in.ThreadID, func(lg checkpointRows) error {
 			var err error
-			out, err = getTuple(e.pend.reader(tx, in.ThreadID), in.ThreadID, in.NS, in.CheckpointID)
+			out, err = getTuple(lg, in.ThreadID, in.NS, in.CheckpointID)
 			return err
 		})
 		return out, err
@@ -213,16 +197,15 @@ func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage
 		if err := json.Unmarshal(p, &in); err != nil {
 			return nil, err
 		}
-		// The journaled rows (of one thread, or of all) are laid over
-		// bbolt's.
+		// With every acknowledged write of one thread, or of all.
 		thread := ""
 		if in.ThreadID != nil {
 			thread = *in.ThreadID
 		}
 		var out []*cpTuple
-		err := e.DB.View(func(tx *bolt.Tx) error {
+		err := e.store.ViewCheckpointRows(context.Background(), thread, func(lg checkpointRows) error {
 			var err error
-			out, err = listTuples(e.pend.reader(tx, thread), &in)
+			out, err = listTuples(lg, &in)
 			return err
 		})
 		if out == nil {
@@ -236,7 +219,7 @@ func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage
 		if err := json.Unmarshal(p, &in); err != nil {
 			return nil, err
 		}
-		return nil, e.w.Update(func(tx *bolt.Tx) error { return deleteLG(tx, in.ThreadID, "") })
+		return nil, e.store.Update(context.Background(), func(tx Tx) error { return deleteLG(tx, in.ThreadID, "") })
 	}
 	if strings.HasPrefix(method, "store.") {
 		return e.hostStore(method, p)
@@ -253,12 +236,12 @@ func (e *Engine) cpPut(in *cpPut) error {
 	if in.ThreadID == "" || in.CheckpointID == "" {
 		return fmt.Errorf("%w: a checkpoint needs a thread_id and an id", ErrInvalid)
 	}
-	rows := make([]wbRow, 0, len(in.Blobs)+1)
+	rows := make([]cpRow, 0, len(in.Blobs)+1)
 	for _, b := range in.Blobs {
 		if err := checkKeyPart("channel", b.Channel); err != nil {
 			return err
 		}
-		rows = append(rows, wbRow{bLG, rowPutChanged, lgKey(in.ThreadID, in.NS, lgKindBlob, b.Channel, b.Version),
+		rows = append(rows, cpRow{rowPutChanged, lgKey(in.ThreadID, in.NS, lgKindBlob, b.Channel, b.Version),
 			encodeBlob(&lgBlob{RunID: in.RunID, Typed: b.Typed})})
 	}
 	row, err := encodeCheckpoint(&lgCheckpoint{RunID: in.RunID, Parent: in.Parent, Checkpoint: in.Checkpoint, Metadata: in.Metadata,
@@ -266,22 +249,8 @@ func (e *Engine) cpPut(in *cpPut) error {
 	if err != nil {
 		return err
 	}
-	rows = append(rows, wbRow{bLG, rowPut, lgKey(in.ThreadID, in.NS, lgKindCheckpoint, in.CheckpointID), row})
-	return e.putRows(in.ThreadID, in.RunID, rows)
-}
-
-// putRows makes a checkpoint write durable: journaled when its run is the
-// thread's running run, else in a bbolt commit that checks the fence.
-func (e *Engine) putRows(thread, run string, rows []wbRow) error {
-	if done, err := e.pend.journalLG(thread, run, rows); done {
-		return err
-	}
-	return e.w.Update(func(tx *bolt.Tx) error {
-		if err := fence(tx, thread, run); err != nil {
-			return err
-		}
-		return applyRows(tx, rows)
-	})
+	rows = append(rows, cpRow{rowPut, lgKey(in.ThreadID, in.NS, lgKindCheckpoint, in.CheckpointID), row})
+	return e.store.PutCheckpointRows(context.Background(), in.ThreadID, in.RunID, rows)
 }
 
 func (e *Engine) cpPutWrites(in *cpPutWrites) error {
@@ -293,7 +262,7 @@ func (e *Engine) cpPutWrites(in *cpPutWrites) error {
 	if in.ThreadID == "" || in.CheckpointID == "" {
 		return fmt.Errorf("%w: writes need a thread_id and a checkpoint_id", ErrInvalid)
 	}
-	rows := make([]wbRow, 0, len(in.Writes))
+	rows := make([]cpRow, 0, len(in.Writes))
 	for _, w := range in.Writes {
 		// A task's regular writes are saved once (a retried task must
 		// not replace them); special writes (error, interrupt, resume…)
@@ -303,14 +272,14 @@ func (e *Engine) cpPutWrites(in *cpPutWrites) error {
 			mode = rowPut
 		}
 		row := lgWrite{RunID: in.RunID, TaskID: in.TaskID, TaskPath: in.TaskPath, Channel: w.Channel, Idx: w.Idx, Typed: w.Typed}
-		rows = append(rows, wbRow{bLG, mode, append(lgKey(in.ThreadID, in.NS, lgKindWrite, in.CheckpointID, in.TaskID, ""), idxBytes(w.Idx)...),
+		rows = append(rows, cpRow{mode, append(lgKey(in.ThreadID, in.NS, lgKindWrite, in.CheckpointID, in.TaskID, ""), idxBytes(w.Idx)...),
 			encodeWrite(&row)})
 	}
-	return e.putRows(in.ThreadID, in.RunID, rows)
+	return e.store.PutCheckpointRows(context.Background(), in.ThreadID, in.RunID, rows)
 }
 
 // getTuple returns a checkpoint (the namespace's latest when id is empty) or nil.
-func getTuple(lg *lgRead, thread, ns, id string) (*cpTuple, error) {
+func getTuple(lg checkpointRows, thread, ns, id string) (*cpTuple, error) {
 	var k, v []byte
 	if id != "" {
 		k = lgKey(thread, ns, lgKindCheckpoint, id)
@@ -328,7 +297,7 @@ func getTuple(lg *lgRead, thread, ns, id string) (*cpTuple, error) {
 
 func storageCopy(b []byte) []byte { return append([]byte(nil), b...) }
 
-func assemble(lg *lgRead, thread, ns, id string, raw []byte) (*cpTuple, error) {
+func assemble(lg checkpointRows, thread, ns, id string, raw []byte) (*cpTuple, error) {
 	row, err := decodeCheckpoint(raw, false)
 	if err != nil {
 		return nil, fmt.Errorf("decode checkpoint %s: %w", id, err)
@@ -372,7 +341,7 @@ func assemble(lg *lgRead, thread, ns, id string, raw []byte) (*cpTuple, error) {
 }
 
 // listTuples lists checkpoints newest first (by id) as BaseCheckpointSaver.list does.
-func listTuples(lg *lgRead, q *cpQuery) ([]*cpTuple, error) {
+func listTuples(lg checkpointRows, q *cpQuery) ([]*cpTuple, error) {
 	type hit struct {
 		thread, ns, id string
 		raw            []byte
@@ -428,21 +397,22 @@ func listTuples(lg *lgRead, q *cpQuery) ([]*cpTuple, error) {
 
 // deleteLG deletes a thread's host checkpoints: all of them, or only
 // those a run wrote (a rollback).
-func deleteLG(tx *bolt.Tx, thread, runID string) error {
-	prefix := lgKey(thread, "")
-	b := tx.Bucket([]byte(bLG))
+func deleteLG(tx Tx, thread, runID string) error {
 	var keys [][]byte
-	c := b.Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	err := tx.ScanCheckpointRows(lgKey(thread, ""), func(k, v []byte) bool {
 		if runID != "" {
 			if id, err := rowRunID(v); err != nil || id != runID {
-				continue
+				return true
 			}
 		}
 		keys = append(keys, storageCopy(k))
+		return true
+	})
+	if err != nil {
+		return err
 	}
 	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
+		if err := tx.DeleteCheckpointRow(k); err != nil {
 			return err
 		}
 	}
@@ -450,17 +420,19 @@ func deleteLG(tx *bolt.Tx, thread, runID string) error {
 }
 
 // copyLG copies a thread's host checkpoints to another thread.
-func copyLG(tx *bolt.Tx, from, to string) error {
+func copyLG(tx Tx, from, to string) error {
 	prefix := lgKey(from, "")
-	b := tx.Bucket([]byte(bLG))
 	type kv struct{ k, v []byte }
 	var rows []kv
-	c := b.Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	err := tx.ScanCheckpointRows(prefix, func(k, v []byte) bool {
 		rows = append(rows, kv{append(lgKey(to, ""), k[len(prefix):]...), storageCopy(v)})
+		return true
+	})
+	if err != nil {
+		return err
 	}
 	for _, r := range rows {
-		if err := b.Put(r.k, r.v); err != nil {
+		if err := tx.PutCheckpointRow(r.k, r.v); err != nil {
 			return err
 		}
 	}

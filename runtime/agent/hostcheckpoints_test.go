@@ -113,8 +113,8 @@ func TestHostCheckpointFencing(t *testing.T) {
 		t.Fatal(err)
 	}
 	setActive := func(run string) {
-		if err := e.w.Update(func(tx *bolt.Tx) error {
-			rec, err := getThread(tx, th.ThreadID)
+		if err := e.bolt().w.Update(func(tx *bolt.Tx) error {
+			rec, err := (&boltTx{tx: tx}).GetThread(th.ThreadID)
 			if err != nil {
 				return err
 			}
@@ -147,7 +147,7 @@ func TestHostCheckpointFencing(t *testing.T) {
 	if err := cp("1e", "run-b"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.w.Update(func(tx *bolt.Tx) error { return deleteLG(tx, th.ThreadID, "run-b") }); err != nil {
+	if err := e.bolt().w.Update(func(tx *bolt.Tx) error { return deleteLG(&boltTx{tx: tx}, th.ThreadID, "run-b") }); err != nil {
 		t.Fatal(err)
 	}
 	var ids []string

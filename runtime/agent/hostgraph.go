@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"slipway/runtime/agent/hosts"
 	"slipway/runtime/agent/hosts/js"
 	"slipway/runtime/agent/hosts/py"
@@ -326,16 +324,13 @@ func (g *HostGraph) state(ctx context.Context, p map[string]any) (Checkpoint, er
 // a thread whose state the engine keeps itself.
 func (e *Engine) hostThread(id string) (*HostGraph, error) {
 	var graph string
-	err := e.view(id, func(tx *bolt.Tx) error {
-		var t struct {
-			Graph    string         `json:"graph"`
-			Metadata map[string]any `json:"metadata"`
-		}
-		if err := getJSON(tx.Bucket([]byte(bThreads)), id, &t); err != nil {
+	err := e.store.ViewThread(context.Background(), id, func(tx ReadTx) error {
+		g, metadata, err := tx.ThreadGraph(id)
+		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
-		graph = t.Graph
-		if gid, _ := t.Metadata["graph_id"].(string); graph == "" && gid != "" {
+		graph = g
+		if gid, _ := metadata["graph_id"].(string); graph == "" && gid != "" {
 			// A thread that never ran but names a host graph (created
 			// with graph_id): its state is that graph's, as on the
 			// reference servers.
@@ -425,8 +420,8 @@ func (e *Engine) hostHistory(g *HostGraph, id string, q HistoryQuery) ([]Checkpo
 // the host computes after it on the thread.
 func (e *Engine) hostUpdateState(g *HostGraph, id string, values map[string]any, asNode string, at CheckpointRef) (CheckpointRef, error) {
 	busy := false
-	err := e.view(id, func(tx *bolt.Tx) error {
-		t, err := getThread(tx, id)
+	err := e.store.ViewThread(context.Background(), id, func(tx ReadTx) error {
+		t, err := tx.GetThread(id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
@@ -453,8 +448,8 @@ func (e *Engine) hostUpdateState(g *HostGraph, id string, values map[string]any,
 		"checkpoint_id": at.CheckpointID, "checkpoint_ns": at.CheckpointNS, "config": e.hostThreadConfig(id)}, &out); err != nil {
 		return CheckpointRef{}, stateUpdateError(id, err)
 	}
-	err = e.w.Update(func(tx *bolt.Tx) error {
-		t, err := getThread(tx, id)
+	err = e.store.Update(context.Background(), func(tx Tx) error {
+		t, err := tx.GetThread(id)
 		if err != nil {
 			return nil // deleted meanwhile
 		}
@@ -468,7 +463,7 @@ func (e *Engine) hostUpdateState(g *HostGraph, id string, values map[string]any,
 				t.Status = ThreadInterrupted
 			}
 		}
-		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+		return tx.PutThread(t)
 	})
 	return out.Checkpoint, err
 }

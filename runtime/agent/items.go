@@ -1,19 +1,14 @@
 package agent
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
-
-func itemKey(ns []string, key string) []byte {
-	return []byte(strings.Join(ns, "\x1f") + "\x00" + key)
-}
 
 // ValidNamespace checks a store namespace.
 func ValidNamespace(ns []string) error {
@@ -36,35 +31,32 @@ func (e *Engine) PutItem(ns []string, key string, value map[string]any) error {
 	if key == "" {
 		return fmt.Errorf("%w: key must not be empty", ErrInvalid)
 	}
-	return e.w.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(bStore))
-		k := itemKey(ns, key)
+	return e.store.Update(context.Background(), func(tx Tx) error {
 		if value == nil {
-			return b.Delete(k)
+			return tx.DeleteItem(ns, key)
 		}
 		now := time.Now().UTC()
 		it := Item{Namespace: ns, Key: key, Value: value, CreatedAt: now, UpdatedAt: now}
-		var old Item
-		if raw := b.Get(k); raw != nil && unmarshalStored(raw, &old) == nil {
+		if old, err := tx.GetItem(ns, key); err == nil {
 			it.CreatedAt = old.CreatedAt
 		}
-		raw, err := json.Marshal(&it)
-		if err != nil {
-			return err
-		}
-		return b.Put(k, raw)
+		return tx.PutItem(&it)
 	})
 }
 
 // GetItem returns an item.
 func (e *Engine) GetItem(ns []string, key string) (Item, error) {
 	var it Item
-	err := e.DB.View(func(tx *bolt.Tx) error {
-		raw := tx.Bucket([]byte(bStore)).Get(itemKey(ns, key))
-		if raw == nil {
+	err := e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
+		got, err := tx.GetItem(ns, key)
+		if errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("%w: item %s in %s", ErrNotFound, key, strings.Join(ns, "."))
 		}
-		return unmarshalStored(raw, &it)
+		if err != nil {
+			return err
+		}
+		it = *got
+		return nil
 	})
 	return it, err
 }
@@ -75,38 +67,28 @@ func (e *Engine) DeleteItem(ns []string, key string) error { return e.PutItem(ns
 // SearchItems lists items under a namespace prefix whose values match filter.
 func (e *Engine) SearchItems(prefix []string, filter map[string]any, query string, limit, offset int) ([]Item, error) {
 	out := []Item{}
-	err := e.DB.View(func(tx *bolt.Tx) error {
-		p := []byte(strings.Join(prefix, "\x1f"))
-		c := tx.Bucket([]byte(bStore)).Cursor()
+	err := e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
 		skipped := 0
-		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			rest := k[len(p):]
-			if len(prefix) > 0 && len(rest) > 0 && rest[0] != 0x1f && rest[0] != 0 {
-				continue // "ab" is not under the prefix "a"
-			}
-			var it Item
-			if err := unmarshalStored(v, &it); err != nil {
-				return err
-			}
+		return tx.ScanItems(prefix, func(it *Item) (bool, error) {
 			if !matches(it.Value, filter) {
-				continue
+				return true, nil
 			}
 			if query != "" {
 				raw, _ := json.Marshal(it.Value)
 				if !strings.Contains(strings.ToLower(string(raw)), strings.ToLower(query)) {
-					continue
+					return true, nil
 				}
 			}
 			if skipped < offset {
 				skipped++
-				continue
+				return true, nil
 			}
 			if len(out) == limit {
-				break
+				return false, nil
 			}
-			out = append(out, it)
-		}
-		return nil
+			out = append(out, *it)
+			return true, nil
+		})
 	})
 	return out, err
 }
@@ -114,10 +96,8 @@ func (e *Engine) SearchItems(prefix []string, filter map[string]any, query strin
 // ListNamespaces lists distinct namespaces (optionally under a prefix, up to maxDepth labels).
 func (e *Engine) ListNamespaces(prefix []string, maxDepth, limit, offset int) ([][]string, error) {
 	seen := map[string][]string{}
-	err := e.DB.View(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(bStore)).ForEach(func(k, _ []byte) error {
-			nsPart, _, _ := bytes.Cut(k, []byte{0})
-			ns := strings.Split(string(nsPart), "\x1f")
+	err := e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
+		return tx.ForEachItemNamespace(func(ns []string) error {
 			if len(ns) < len(prefix) {
 				return nil
 			}

@@ -9,10 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"sync"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Rows of language-host checkpoints are stored in a compact binary form:
@@ -283,56 +280,3 @@ const (
 	lgKindCheckpoint = "c"
 	lgKindWrite      = "w"
 )
-
-// mergeLGBuckets moves the rows of the three buckets language-host
-// checkpoints used to live in (lg_checkpoints, lg_blobs, lg_writes) into
-// the one lg bucket, values unchanged (JSON rows stay readable). One
-// bucket keyed by thread first keeps a thread's checkpoint, its new
-// channel values and its pending writes on the same pages: a commit of a
-// superstep rewrites one path of the tree, not three.
-func mergeLGBuckets(tx *bolt.Tx) error {
-	lg, err := tx.CreateBucketIfNotExists([]byte(bLG))
-	if err != nil {
-		return err
-	}
-	// Rows are put in key order into leaves filled full: appending is
-	// bbolt's cheap case, and the new tree is as small as it can be. The
-	// values stay in the old pages (valid until the commit) until put.
-	type row struct{ k, v []byte }
-	var rows []row
-	var old [][]byte
-	for _, o := range []struct{ name, kind string }{
-		{bLGCheckpoints, lgKindCheckpoint}, {bLGBlobs, lgKindBlob}, {bLGWrites, lgKindWrite},
-	} {
-		b := tx.Bucket([]byte(o.name))
-		if b == nil {
-			continue
-		}
-		old = append(old, []byte(o.name))
-		err := b.ForEach(func(k, v []byte) error {
-			// thread ‖ 0 ‖ ns ‖ 0 ‖ rest: neither thread nor ns has a NUL.
-			parts := strings.SplitN(string(k), "\x00", 3)
-			if len(parts) != 3 {
-				return fmt.Errorf("%s: malformed key", o.name)
-			}
-			rows = append(rows, row{append(lgKey(parts[0], parts[1], o.kind, ""), parts[2]...), v})
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	sort.Slice(rows, func(i, j int) bool { return bytes.Compare(rows[i].k, rows[j].k) < 0 })
-	lg.FillPercent = 1
-	for _, r := range rows {
-		if err := lg.Put(r.k, r.v); err != nil {
-			return err
-		}
-	}
-	for _, name := range old {
-		if err := tx.DeleteBucket(name); err != nil {
-			return err
-		}
-	}
-	return nil
-}

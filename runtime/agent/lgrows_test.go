@@ -84,10 +84,10 @@ func TestHostCheckpointsFromSchema4(t *testing.T) {
 	if len(list) != 2 || list[0].CheckpointID != "1c" || list[1].CheckpointID != "1b" {
 		t.Fatalf("filtered list over both formats: %s", raw)
 	}
-	if err := e.w.Update(func(tx *bolt.Tx) error { return copyLG(tx, "t1", "t2") }); err != nil {
+	if err := e.bolt().w.Update(func(tx *bolt.Tx) error { return copyLG(&boltTx{tx: tx}, "t1", "t2") }); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.w.Update(func(tx *bolt.Tx) error { return deleteLG(tx, "t1", "run-b") }); err != nil {
+	if err := e.bolt().w.Update(func(tx *bolt.Tx) error { return deleteLG(&boltTx{tx: tx}, "t1", "run-b") }); err != nil {
 		t.Fatal(err)
 	}
 	if tup := get(""); tup.CheckpointID != "1c" || len(tup.Blobs) != 2 {
@@ -116,8 +116,8 @@ func TestHostCheckpointValueWrittenOnce(t *testing.T) {
 	}
 	setActive := func(run string) {
 		t.Helper()
-		if err := e.w.Update(func(tx *bolt.Tx) error {
-			rec, err := getThread(tx, th.ThreadID)
+		if err := e.bolt().w.Update(func(tx *bolt.Tx) error {
+			rec, err := (&boltTx{tx: tx}).GetThread(th.ThreadID)
 			if err != nil {
 				return err
 			}
@@ -152,7 +152,7 @@ func TestHostCheckpointValueWrittenOnce(t *testing.T) {
 	// run-b's checkpoint: b changed, a did not but is sent again.
 	setActive("run-b")
 	cp("1b", "1a", "run-b", map[string]string{"a": "1", "b": "2"}, blob("a", "1", `"a1"`), blob("b", "2", `"b2"`))
-	if err := e.w.Update(func(tx *bolt.Tx) error { return deleteLG(tx, th.ThreadID, "run-b") }); err != nil {
+	if err := e.bolt().w.Update(func(tx *bolt.Tx) error { return deleteLG(&boltTx{tx: tx}, th.ThreadID, "run-b") }); err != nil {
 		t.Fatal(err)
 	}
 	if tup := get("1a"); len(tup.Blobs) != 1 || string(tup.Blobs[0].B) != `"a1"` {

@@ -121,6 +121,9 @@ type runRecord struct {
 	// FirstSeq is the thread's checkpoint sequence before this run, so a
 	// rollback can delete what the run wrote.
 	FirstSeq uint64 `json:"first_seq"`
+	// Lease is the claim the run runs under when it expires (store_queue.go);
+	// nil for a claim held until the run ends.
+	Lease *runLease `json:"lease,omitempty"`
 	// NotBefore is when a run created with after_seconds may start; it
 	// waits in the thread's queue until then.
 	NotBefore *time.Time `json:"not_before,omitempty"`

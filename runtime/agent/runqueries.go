@@ -4,20 +4,16 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
-
-	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
 )
 
 // GetRun returns a run of a thread.
 func (e *Engine) GetRun(threadID, runID string) (Run, error) {
 	var out Run
-	err := e.view(threadID, func(tx *bolt.Tx) error {
-		if !threadExists(tx, threadID) {
+	err := e.store.ViewThread(context.Background(), threadID, func(tx ReadTx) error {
+		if !tx.ThreadExists(threadID) {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
 		}
-		r, err := getRun(tx, runID)
+		r, err := tx.GetRun(runID)
 		if err != nil || r.ThreadID != threadID {
 			return fmt.Errorf("%w: run %s", ErrNotFound, runID)
 		}
@@ -30,15 +26,17 @@ func (e *Engine) GetRun(threadID, runID string) (Run, error) {
 // ListRuns lists a thread's runs, newest first.
 func (e *Engine) ListRuns(threadID string, limit, offset int, status string) ([]Run, error) {
 	out := []Run{}
-	err := e.view(threadID, func(tx *bolt.Tx) error {
-		if !threadExists(tx, threadID) {
+	err := e.store.ViewThread(context.Background(), threadID, func(tx ReadTx) error {
+		if !tx.ThreadExists(threadID) {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
 		}
-		tid := uuid.MustParse(threadID)
-		c := tx.Bucket([]byte(bThreadRuns)).Cursor()
+		ids, err := tx.ThreadRunIDs(threadID)
+		if err != nil {
+			return err
+		}
 		var all []Run
-		for k, _ := c.Seek(tid[:]); k != nil && strings.HasPrefix(string(k), string(tid[:])); k, _ = c.Next() {
-			r, err := getRun(tx, uuid.UUID(k[16:]).String())
+		for _, id := range ids {
+			r, err := tx.GetRun(id)
 			if err != nil {
 				continue
 			}
@@ -57,22 +55,19 @@ func (e *Engine) ListRuns(threadID string, limit, offset int, status string) ([]
 
 // DeleteRun deletes a run that is not pending or running.
 func (e *Engine) DeleteRun(threadID, runID string) error {
-	return e.w.Update(func(tx *bolt.Tx) error {
-		r, err := getRun(tx, runID)
+	return e.store.Update(context.Background(), func(tx Tx) error {
+		r, err := tx.GetRun(runID)
 		if err != nil || r.ThreadID != threadID {
 			return fmt.Errorf("%w: run %s", ErrNotFound, runID)
 		}
 		if r.Status == RunPending || r.Status == RunRunning {
 			return fmt.Errorf("%w: run %s is %s; cancel it first", ErrConflict, runID, r.Status)
 		}
-		if t, err := getThread(tx, threadID); err == nil && t.Active == runID {
+		if t, err := tx.GetThread(threadID); err == nil && t.Active == runID {
 			// Cancelled (recorded interrupted) but still unwinding.
 			return fmt.Errorf("%w: run %s is still stopping", ErrConflict, runID)
 		}
-		if err := tx.Bucket([]byte(bThreadRuns)).Delete(idxKey(threadID, runID)); err != nil {
-			return err
-		}
-		return tx.Bucket([]byte(bRuns)).Delete([]byte(runID))
+		return tx.DeleteRun(threadID, runID)
 	})
 }
 

@@ -1,25 +1,18 @@
 package agent
 
 import (
+	"context"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
 
 	"slipway/storage"
 )
 
-func (e *Engine) latestCheckpoint(tx *bolt.Tx, t *threadRecord) (*Checkpoint, error) {
+func (e *Engine) latestCheckpoint(tx ReadTx, t *threadRecord) (*Checkpoint, error) {
 	if t.Seq == 0 {
 		return nil, nil
 	}
-	var cp Checkpoint
-	if err := getJSON(tx.Bucket([]byte(bCheckpoints)), string(cpKey(t.ThreadID, t.Seq)), &cp); err != nil {
-		return nil, err
-	}
-	return &cp, nil
+	return tx.GetCheckpoint(t.ThreadID, t.Seq)
 }
 
 // emptyState is the state of a thread without checkpoints.
@@ -53,8 +46,8 @@ func (e *Engine) GetStateQuery(id string, q StateQuery) (Checkpoint, error) {
 		return e.hostState(g, id, q)
 	}
 	var out Checkpoint
-	err := e.view(id, func(tx *bolt.Tx) error {
-		t, err := getThread(tx, id)
+	err := e.store.ViewThread(context.Background(), id, func(tx ReadTx) error {
+		t, err := tx.GetThread(id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
@@ -86,32 +79,21 @@ func (e *Engine) GetStateQuery(id string, q StateQuery) (Checkpoint, error) {
 }
 
 // history lists a thread's checkpoints newest first.
-func history(tx *bolt.Tx, id string, limit int, before string) ([]Checkpoint, error) {
-	tid := uuid.MustParse(id)
+func history(tx ReadTx, id string, limit int, before string) ([]Checkpoint, error) {
 	var out []Checkpoint
-	c := tx.Bucket([]byte(bCheckpoints)).Cursor()
-	k, v := c.Seek(append(tid[:], storage.U64(^uint64(0))...))
-	if k == nil {
-		k, v = c.Last()
-	} else if !strings.HasPrefix(string(k), string(tid[:])) || len(k) == 24 {
-		k, v = c.Prev()
-	}
 	skipping := before != ""
-	for ; k != nil && strings.HasPrefix(string(k), string(tid[:])); k, v = c.Prev() {
-		var cp Checkpoint
-		if err := unmarshalStored(v, &cp); err != nil {
-			return nil, err
-		}
+	err := tx.CheckpointsNewestFirst(id, func(cp *Checkpoint) (bool, error) {
 		if skipping {
 			if cp.Checkpoint.CheckpointID == before {
 				skipping = false
 			}
-			continue
+			return true, nil
 		}
-		out = append(out, cp)
-		if limit > 0 && len(out) == limit {
-			break
-		}
+		out = append(out, *cp)
+		return limit <= 0 || len(out) < limit, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -143,8 +125,8 @@ func (e *Engine) HistoryQuery(id string, q HistoryQuery) ([]Checkpoint, error) {
 		return e.hostHistory(g, id, q)
 	}
 	var out []Checkpoint
-	err := e.view(id, func(tx *bolt.Tx) error {
-		if !threadExists(tx, id) {
+	err := e.store.ViewThread(context.Background(), id, func(tx ReadTx) error {
+		if !tx.ThreadExists(id) {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
 		var err error
@@ -172,7 +154,7 @@ func (e *Engine) HistoryQuery(id string, q HistoryQuery) ([]Checkpoint, error) {
 }
 
 // writeCheckpoint appends a checkpoint to the thread (in the caller's tx).
-func writeCheckpoint(tx *bolt.Tx, t *threadRecord, values map[string]any, source string, step int, writes any, interrupts []any) (Checkpoint, error) {
+func writeCheckpoint(tx Tx, t *threadRecord, values map[string]any, source string, step int, writes any, interrupts []any) (Checkpoint, error) {
 	if interrupts == nil {
 		interrupts = []any{}
 	}
@@ -180,11 +162,8 @@ func writeCheckpoint(tx *bolt.Tx, t *threadRecord, values map[string]any, source
 	if t.Seq > 0 {
 		// Only the parent's id is needed: decoding its values would
 		// allocate the whole conversation again for every checkpoint.
-		var prev struct {
-			Checkpoint CheckpointRef `json:"checkpoint"`
-		}
-		if err := getJSON(tx.Bucket([]byte(bCheckpoints)), string(cpKey(t.ThreadID, t.Seq)), &prev); err == nil {
-			parent = &prev.Checkpoint
+		if ref, err := tx.CheckpointRefAt(t.ThreadID, t.Seq); err == nil {
+			parent = ref
 		}
 	}
 	t.Seq++
@@ -193,7 +172,7 @@ func writeCheckpoint(tx *bolt.Tx, t *threadRecord, values map[string]any, source
 		Metadata:   map[string]any{"source": source, "step": step, "writes": writes},
 		CreatedAt:  time.Now().UTC(), ParentConfig: parent, Interrupts: interrupts}
 	t.Values = values
-	return cp, putJSON(tx.Bucket([]byte(bCheckpoints)), string(cpKey(t.ThreadID, t.Seq)), &cp)
+	return cp, tx.PutCheckpoint(t.ThreadID, t.Seq, &cp)
 }
 
 // UpdateState applies values to the thread's state as node asNode; refused
@@ -217,8 +196,8 @@ func (e *Engine) UpdateStateAt(id string, values map[string]any, asNode string, 
 		return CheckpointRef{}, fmt.Errorf("%w: this thread's graph keeps one line of checkpoints; update_state on a checkpoint needs a LangGraph graph", ErrInvalid)
 	}
 	var ref CheckpointRef
-	err := e.w.Update(func(tx *bolt.Tx) error {
-		t, err := getThread(tx, id)
+	err := e.store.Update(context.Background(), func(tx Tx) error {
+		t, err := tx.GetThread(id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
@@ -245,7 +224,7 @@ func (e *Engine) UpdateStateAt(id string, values map[string]any, asNode string, 
 		}
 		ref = cp.Checkpoint
 		t.UpdatedAt = e.now()
-		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+		return tx.PutThread(t)
 	})
 	return ref, err
 }

@@ -1,15 +1,12 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
-
-	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
 
 	"slipway/storage"
 )
@@ -26,8 +23,8 @@ func (e *Engine) createThread(id string, metadata map[string]any, ifExists strin
 		id = storage.NewID().String() // time-ordered: new threads append to the B-trees
 	}
 	var out Thread
-	create := func(tx *bolt.Tx) error {
-		if t, err := getThread(tx, id); err == nil {
+	create := func(tx Tx) error {
+		if t, err := tx.GetThread(id); err == nil {
 			if ifExists == "do_nothing" {
 				out = t.view()
 				return nil
@@ -41,21 +38,18 @@ func (e *Engine) createThread(id string, metadata map[string]any, ifExists strin
 			return err
 		}
 		out = t.view()
-		return putJSON(tx.Bucket([]byte(bThreads)), id, &t)
+		return tx.PutThread(&t)
 	}
-	// A journaled write (writebehind.go) of the thread's record; with a
+	// A journaled write (store_writebehind.go) of the thread's record; with a
 	// TTL the TTL index is written too, in a bbolt commit.
-	err := e.hot(id, false, func(tx *bolt.Tx) ([]wbKey, error) {
+	err := e.store.UpdateThread(context.Background(), id, false, func(tx Tx) error {
 		if ttl != nil || e.TTL.DefaultTTL > 0 {
-			return nil, errNotHot
+			return errNotHot
 		}
-		if err := create(tx); err != nil {
-			return nil, err
-		}
-		return []wbKey{{bThreads, []byte(id)}}, nil
+		return create(tx)
 	})
 	if errors.Is(err, errNotHot) {
-		err = e.w.Update(create)
+		err = e.store.Update(context.Background(), create)
 	}
 	return out, err
 }
@@ -63,8 +57,8 @@ func (e *Engine) createThread(id string, metadata map[string]any, ifExists strin
 // GetThread returns a thread.
 func (e *Engine) GetThread(id string) (Thread, error) {
 	var out Thread
-	err := e.view(id, func(tx *bolt.Tx) error {
-		t, err := getThread(tx, id)
+	err := e.store.ViewThread(context.Background(), id, func(tx ReadTx) error {
+		t, err := tx.GetThread(id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
@@ -83,8 +77,8 @@ func (e *Engine) PatchThread(id string, metadata map[string]any) (Thread, error)
 // not nil, counted from now (the patch is the thread's latest update).
 func (e *Engine) patchThread(id string, metadata map[string]any, ttl *ThreadTTL) (Thread, error) {
 	var out Thread
-	err := e.w.Update(func(tx *bolt.Tx) error {
-		t, err := getThread(tx, id)
+	err := e.store.Update(context.Background(), func(tx Tx) error {
+		t, err := tx.GetThread(id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
@@ -101,7 +95,7 @@ func (e *Engine) patchThread(id string, metadata map[string]any, ttl *ThreadTTL)
 			}
 		}
 		out = t.view()
-		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+		return tx.PutThread(t)
 	})
 	return out, err
 }
@@ -111,9 +105,9 @@ func (e *Engine) DeleteThread(id string) error {
 	var active string
 	// The running run's checkpoint writes from now on are fenced (and
 	// refused once the thread is gone).
-	e.pend.disown(id)
-	err := e.w.Update(func(tx *bolt.Tx) error {
-		t, err := getThread(tx, id)
+	e.store.CloseFence(id)
+	err := e.store.Update(context.Background(), func(tx Tx) error {
+		t, err := tx.GetThread(id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
@@ -129,33 +123,17 @@ func (e *Engine) DeleteThread(id string) error {
 	return err
 }
 
-func deleteThreadData(tx *bolt.Tx, id string) error {
-	tid := uuid.MustParse(id)
-	for _, b := range []string{bThreadRuns, bCheckpoints} {
-		bk := tx.Bucket([]byte(b))
-		var keys [][]byte
-		c := bk.Cursor()
-		for k, _ := c.Seek(tid[:]); k != nil && strings.HasPrefix(string(k), string(tid[:])); k, _ = c.Next() {
-			keys = append(keys, storage.Copy(k))
-		}
-		for _, k := range keys {
-			if b == bThreadRuns {
-				if err := tx.Bucket([]byte(bRuns)).Delete([]byte(uuid.UUID(k[16:]).String())); err != nil {
-					return err
-				}
-			}
-			if err := bk.Delete(k); err != nil {
-				return err
-			}
-		}
+func deleteThreadData(tx Tx, id string) error {
+	if err := tx.DeleteThreadRuns(id); err != nil {
+		return err
+	}
+	if err := tx.DeleteThreadCheckpoints(id); err != nil {
+		return err
 	}
 	if err := deleteLG(tx, id, ""); err != nil {
 		return err
 	}
-	if err := dropTTLEntry(tx, id, tx.Bucket([]byte(bThreads)).Get([]byte(id))); err != nil {
-		return err
-	}
-	return tx.Bucket([]byte(bThreads)).Delete([]byte(id))
+	return tx.DeleteThreadRecord(id)
 }
 
 // ThreadFilter selects threads.
@@ -188,12 +166,8 @@ func (e *Engine) SearchThreads(f ThreadFilter) ([]Thread, int, error) {
 	for _, id := range f.IDs {
 		ids[id] = true
 	}
-	err := e.view("", func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(bThreads)).ForEach(func(_, v []byte) error {
-			var t threadRecord
-			if err := unmarshalStored(v, &t); err != nil {
-				return err
-			}
+	err := e.store.View(context.Background(), func(tx ReadTx) error {
+		return tx.ForEachThread(func(t *threadRecord) error {
 			if len(ids) > 0 && !ids[t.ThreadID] || f.Status != "" && t.Status != f.Status ||
 				!matches(t.Metadata, f.Metadata) || !matches(t.Values, f.Values) {
 				return nil
@@ -236,8 +210,8 @@ func (e *Engine) SearchThreads(f ThreadFilter) ([]Thread, int, error) {
 // CopyThread makes a new thread with the same metadata and checkpoints.
 func (e *Engine) CopyThread(id string) (Thread, error) {
 	var out Thread
-	err := e.w.Update(func(tx *bolt.Tx) error {
-		t, err := getThread(tx, id)
+	err := e.store.Update(context.Background(), func(tx Tx) error {
+		t, err := tx.GetThread(id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
@@ -248,23 +222,18 @@ func (e *Engine) CopyThread(id string) (Thread, error) {
 		if err := e.defaultTTL(tx, &nt); err != nil {
 			return err
 		}
-		old := uuid.MustParse(id)
-		c := tx.Bucket([]byte(bCheckpoints)).Cursor()
-		for k, v := c.Seek(old[:]); k != nil && strings.HasPrefix(string(k), string(old[:])); k, v = c.Next() {
-			var cp Checkpoint
-			if err := unmarshalStored(v, &cp); err != nil {
-				return err
-			}
+		err = tx.ForEachCheckpoint(id, func(seq uint64, cp *Checkpoint) error {
 			cp.Checkpoint.ThreadID = nt.ThreadID
-			if err := putJSON(tx.Bucket([]byte(bCheckpoints)), string(cpKey(nt.ThreadID, storage.U64ToInt(k[16:]))), &cp); err != nil {
-				return err
-			}
+			return tx.PutCheckpoint(nt.ThreadID, seq, cp)
+		})
+		if err != nil {
+			return err
 		}
 		if err := copyLG(tx, id, nt.ThreadID); err != nil {
 			return err
 		}
 		out = nt.view()
-		return putJSON(tx.Bucket([]byte(bThreads)), nt.ThreadID, &nt)
+		return tx.PutThread(&nt)
 	})
 	return out, err
 }

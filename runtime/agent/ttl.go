@@ -3,15 +3,11 @@ package agent
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
-
-	"slipway/storage"
 )
 
 // Thread time-to-live, as the hosted LangGraph server offers it
@@ -23,16 +19,13 @@ import (
 // but the latest of each namespace ("keep_latest"). A busy thread is never
 // swept.
 //
-// The sweeper does not read every thread: bThreadTTL indexes the threads
-// that have a TTL by the expiry they had when the entry was written,
-//
-//	expiry (unix ns, big-endian uint64) ‖ thread id (16 bytes) → nil
-//
-// and the thread record remembers that key (ttlPolicy.Indexed). Runs on
+// The sweeper does not read every thread: the TTL index (store_ttl.go)
+// holds the threads that have a TTL by the expiry they had when the entry
+// was written, and the thread record remembers that entry
+// (ttlPolicy.Indexed). Runs on
 // a thread move its updated_at but not its entry (no index write on the
 // run path): the sweeper re-keys an entry it finds due whose thread was
 // updated since, and sweeps only those still expired.
-const bThreadTTL = "idx_thread_ttl"
 
 // TTL strategies.
 const (
@@ -72,7 +65,7 @@ type ThreadTTLInfo struct {
 type ttlPolicy struct {
 	Strategy string  `json:"strategy"`
 	Minutes  float64 `json:"minutes"`
-	// Indexed is the expiry of the thread's bThreadTTL entry.
+	// Indexed is the expiry of the thread's TTL index entry.
 	Indexed time.Time `json:"indexed"`
 	// Pruned is the updated_at of the thread when keep_latest last
 	// pruned it: a thread not updated since has nothing more to prune.
@@ -99,28 +92,22 @@ func ttlDuration(minutes float64) time.Duration {
 	return time.Duration(minutes * float64(time.Minute))
 }
 
-func ttlKey(expiry time.Time, thread string) []byte {
-	tid := uuid.MustParse(thread)
-	return append(storage.U64(uint64(max(expiry.UnixNano(), 0))), tid[:]...)
-}
-
 // setTTL gives t (stored by the caller) the TTL p, expiring ttl minutes
 // after its updated_at, and moves its index entry there.
-func setTTL(tx *bolt.Tx, t *threadRecord, p ThreadTTL) error {
-	idx := tx.Bucket([]byte(bThreadTTL))
+func setTTL(tx Tx, t *threadRecord, p ThreadTTL) error {
 	if t.TTL != nil {
-		if err := idx.Delete(ttlKey(t.TTL.Indexed, t.ThreadID)); err != nil {
+		if err := tx.DeleteTTLEntry(ttlEntryOf(t.TTL.Indexed, t.ThreadID)); err != nil {
 			return err
 		}
 	}
 	expiry := t.UpdatedAt.Add(ttlDuration(p.Minutes))
 	t.TTL = &ttlPolicy{Strategy: p.Strategy, Minutes: p.Minutes, Indexed: expiry}
-	return idx.Put(ttlKey(expiry, t.ThreadID), nil)
+	return tx.PutTTLEntry(ttlEntryOf(expiry, t.ThreadID))
 }
 
 // initialTTL gives a thread being created its TTL: ttl, or the
 // configured default when ttl is nil.
-func (e *Engine) initialTTL(tx *bolt.Tx, t *threadRecord, ttl *ThreadTTL) error {
+func (e *Engine) initialTTL(tx Tx, t *threadRecord, ttl *ThreadTTL) error {
 	if ttl != nil {
 		return setTTL(tx, t, *ttl)
 	}
@@ -129,26 +116,11 @@ func (e *Engine) initialTTL(tx *bolt.Tx, t *threadRecord, ttl *ThreadTTL) error 
 
 // defaultTTL gives a thread being created the configured default TTL, if
 // there is one.
-func (e *Engine) defaultTTL(tx *bolt.Tx, t *threadRecord) error {
+func (e *Engine) defaultTTL(tx Tx, t *threadRecord) error {
 	if e.TTL.DefaultTTL <= 0 || t.TTL != nil {
 		return nil
 	}
 	return setTTL(tx, t, ThreadTTL{Strategy: cmp.Or(e.TTL.Strategy, TTLDelete), Minutes: e.TTL.DefaultTTL})
-}
-
-// dropTTLEntry deletes the index entry of a thread about to be deleted
-// (raw is its record). Records without a TTL are not decoded.
-func dropTTLEntry(tx *bolt.Tx, id string, raw []byte) error {
-	if raw == nil || !bytes.Contains(raw, []byte(`"ttl_policy"`)) {
-		return nil
-	}
-	var r struct {
-		TTL *ttlPolicy `json:"ttl_policy"`
-	}
-	if err := unmarshalStored(raw, &r); err != nil || r.TTL == nil {
-		return err
-	}
-	return tx.Bucket([]byte(bThreadTTL)).Delete(ttlKey(r.TTL.Indexed, id))
 }
 
 // SetThreadTTL sets a thread's TTL (ttl nil: the configured default, and
@@ -163,8 +135,8 @@ func (e *Engine) SetThreadTTL(id string, ttl *ThreadTTL) error {
 			return err
 		}
 	}
-	return e.w.Update(func(tx *bolt.Tx) error {
-		t, err := getThread(tx, id)
+	return e.store.Update(context.Background(), func(tx Tx) error {
+		t, err := tx.GetThread(id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
@@ -178,7 +150,7 @@ func (e *Engine) SetThreadTTL(id string, ttl *ThreadTTL) error {
 		} else if err := setTTL(tx, t, *ttl); err != nil {
 			return err
 		}
-		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+		return tx.PutThread(t)
 	})
 }
 
@@ -195,8 +167,8 @@ func (e *Engine) PatchThreadTTL(id string, metadata map[string]any, ttl ThreadTT
 func (e *Engine) GetThreadTTL(id string) (Thread, *ThreadTTLInfo, error) {
 	var out Thread
 	var info *ThreadTTLInfo
-	err := e.view(id, func(tx *bolt.Tx) error {
-		t, err := getThread(tx, id)
+	err := e.store.ViewThread(context.Background(), id, func(tx ReadTx) error {
+		t, err := tx.GetThread(id)
 		if err != nil {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}

@@ -403,7 +403,7 @@ func TestKeepLatestLG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	latest, err := getTuple(e.pend.reader(state, id), id, "", "")
+	latest, err := getTuple(e.bolt().pend.reader(state, id), id, "", "")
 	state.Rollback()
 	if err != nil || latest == nil {
 		t.Fatal(err)
@@ -418,7 +418,7 @@ func TestKeepLatestLG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := getTuple(e.pend.reader(tx, id), id, "", "")
+	after, err := getTuple(e.bolt().pend.reader(tx, id), id, "", "")
 	tx.Rollback()
 	if err != nil || !reflect.DeepEqual(after, latest) {
 		t.Fatalf("latest checkpoint changed:\n%+v\nwant\n%+v (%v)", after, latest, err)

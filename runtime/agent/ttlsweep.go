@@ -1,14 +1,11 @@
 package agent
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
-	bolt "go.etcd.io/bbolt"
 
 	"slipway/storage"
 )
@@ -50,19 +47,13 @@ func (e *Engine) SweepTTL() (int, error) {
 	if limit <= 0 {
 		limit = 10000
 	}
-	end := storage.U64(uint64(max(now.UnixNano(), 0)))
-	var due [][]byte
+	var due []ttlEntry
 	// The TTL index is written only in bbolt commits, never journaled:
 	// its scan needs no pending rows (sweepOne's commit applies them).
-	err := e.DB.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket([]byte(bThreadTTL)).Cursor()
-		for k, _ := c.First(); k != nil && len(due) < limit; k, _ = c.Next() {
-			if len(k) != 24 || bytes.Compare(k[:8], end) > 0 {
-				break
-			}
-			due = append(due, storage.Copy(k))
-		}
-		return nil
+	err := e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
+		var err error
+		due, err = tx.DueTTLEntries(now, limit)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("read the TTL index: %w", err)
@@ -74,7 +65,7 @@ func (e *Engine) SweepTTL() (int, error) {
 	for _, k := range due {
 		ok, err := e.sweepOne(k, now)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("sweep thread %s: %w", uuid.UUID(k[8:]), err))
+			errs = append(errs, fmt.Errorf("sweep thread %s: %w", k.Thread, err))
 			continue
 		}
 		if ok {
@@ -87,23 +78,22 @@ func (e *Engine) SweepTTL() (int, error) {
 // sweepOne handles one due index entry: a stale entry goes, a thread
 // updated since its entry was written is re-keyed to its new expiry, a
 // busy one waits, and an expired one is deleted or pruned.
-func (e *Engine) sweepOne(key []byte, now time.Time) (bool, error) {
-	id := uuid.UUID(key[8:]).String()
+func (e *Engine) sweepOne(key ttlEntry, now time.Time) (bool, error) {
+	id := key.Thread
 	swept := false
-	err := e.w.Update(func(tx *bolt.Tx) error {
-		idx := tx.Bucket([]byte(bThreadTTL))
-		if idx.Get(key) == nil {
+	err := e.store.Update(context.Background(), func(tx Tx) error {
+		if !tx.HasTTLEntry(key) {
 			return nil // handled meanwhile (a patch, a delete)
 		}
-		if !threadExists(tx, id) {
-			return idx.Delete(key) // the thread is gone
+		if !tx.ThreadExists(id) {
+			return tx.DeleteTTLEntry(key) // the thread is gone
 		}
-		t, err := getThread(tx, id)
+		t, err := tx.GetThread(id)
 		if err != nil {
 			return err
 		}
-		if t.TTL == nil || !bytes.Equal(ttlKey(t.TTL.Indexed, id), key) {
-			return idx.Delete(key) // its entry is elsewhere
+		if t.TTL == nil || ttlEntryOf(t.TTL.Indexed, id) != key {
+			return tx.DeleteTTLEntry(key) // its entry is elsewhere
 		}
 		expiry := t.UpdatedAt.Add(ttlDuration(t.TTL.Minutes))
 		if t.TTL.Strategy == TTLKeepLatest && !t.TTL.Pruned.IsZero() && t.TTL.Pruned.Equal(t.UpdatedAt) {
@@ -114,14 +104,14 @@ func (e *Engine) sweepOne(key []byte, now time.Time) (bool, error) {
 			return nil // never swept while busy: due again next sweep
 		}
 		if expiry.After(now) {
-			if err := idx.Delete(key); err != nil {
+			if err := tx.DeleteTTLEntry(key); err != nil {
 				return err
 			}
 			t.TTL.Indexed = expiry
-			if err := idx.Put(ttlKey(expiry, id), nil); err != nil {
+			if err := tx.PutTTLEntry(ttlEntryOf(expiry, id)); err != nil {
 				return err
 			}
-			return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+			return tx.PutThread(t)
 		}
 		swept = true
 		if t.TTL.Strategy == TTLDelete {
@@ -130,22 +120,22 @@ func (e *Engine) sweepOne(key []byte, now time.Time) (bool, error) {
 		if err := keepLatest(tx, t); err != nil {
 			return err
 		}
-		if err := idx.Delete(key); err != nil {
+		if err := tx.DeleteTTLEntry(key); err != nil {
 			return err
 		}
 		next := now.Add(ttlDuration(t.TTL.Minutes))
 		t.TTL.Pruned, t.TTL.Indexed = t.UpdatedAt, next
-		if err := idx.Put(ttlKey(next, id), nil); err != nil {
+		if err := tx.PutTTLEntry(ttlEntryOf(next, id)); err != nil {
 			return err
 		}
-		return putJSON(tx.Bucket([]byte(bThreads)), id, t)
+		return tx.PutThread(t)
 	})
 	return swept, err
 }
 
 // deleteThreadAll is DeleteThread's transaction: the thread's crons, runs,
 // checkpoints and record.
-func deleteThreadAll(tx *bolt.Tx, id string) error {
+func deleteThreadAll(tx Tx, id string) error {
 	if err := deleteCronsWhere(tx, func(c *Cron) bool { return c.ThreadID != nil && *c.ThreadID == id }); err != nil {
 		return err
 	}
@@ -173,8 +163,8 @@ func (e *Engine) PruneThreads(ids []string, strategy string) (int, error) {
 			continue
 		}
 		pruned := false
-		err := e.w.Update(func(tx *bolt.Tx) error {
-			t, err := getThread(tx, id)
+		err := e.store.Update(context.Background(), func(tx Tx) error {
+			t, err := tx.GetThread(id)
 			if err != nil || t.busy() {
 				return nil
 			}
@@ -196,53 +186,49 @@ func (e *Engine) PruneThreads(ids []string, strategy string) (int, error) {
 // the latest of each namespace with the channel values it names and its
 // own pending writes; older checkpoints, their writes, and values no
 // kept checkpoint names go.
-func keepLatest(tx *bolt.Tx, t *threadRecord) error {
-	tid := uuid.MustParse(t.ThreadID)
-	cps := tx.Bucket([]byte(bCheckpoints))
-	var old [][]byte
-	c := cps.Cursor()
-	for k, _ := c.Seek(tid[:]); k != nil && bytes.HasPrefix(k, tid[:]); k, _ = c.Next() {
-		if len(k) == 24 && storage.U64ToInt(k[16:]) < t.Seq {
-			old = append(old, storage.Copy(k))
-		}
-	}
-	for _, k := range old {
-		if err := cps.Delete(k); err != nil {
-			return err
-		}
+func keepLatest(tx Tx, t *threadRecord) error {
+	if err := tx.DeleteCheckpointsBefore(t.ThreadID, t.Seq); err != nil {
+		return err
 	}
 	return keepLatestLG(tx, t.ThreadID)
 }
 
-// keepLatestLG is keepLatest in the lg bucket (key layout in
+// keepLatestLG is keepLatest in the checkpoint rows (key layout in
 // hostcheckpoints.go). Within a namespace the kinds sort b < c < w, so
 // one pass finds each namespace's latest checkpoint (its last c key) and
 // a second picks what goes.
-func keepLatestLG(tx *bolt.Tx, thread string) error {
-	b := tx.Bucket([]byte(bLG))
+func keepLatestLG(tx Tx, thread string) error {
 	prefix := lgKey(thread, "")
 	type latest struct {
 		id       string
 		versions map[string]string
 	}
 	keep := map[string]*latest{} // namespace → its latest checkpoint
-	c := b.Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	var derr error
+	err := tx.ScanCheckpointRows(prefix, func(k, v []byte) bool {
 		parts := strings.SplitN(string(k[len(prefix):]), "\x00", 3)
 		if len(parts) != 3 || parts[1] != lgKindCheckpoint {
-			continue
+			return true
 		}
 		row, err := decodeCheckpoint(v, false)
 		if err != nil {
-			return fmt.Errorf("decode checkpoint %s: %w", parts[2], err)
+			derr = fmt.Errorf("decode checkpoint %s: %w", parts[2], err)
+			return false
 		}
 		keep[parts[0]] = &latest{id: parts[2], versions: row.ChannelVersions} // ids ascend: the last wins
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	if err != nil {
+		return err
 	}
 	var drop [][]byte
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+	err = tx.ScanCheckpointRows(prefix, func(k, _ []byte) bool {
 		parts := strings.SplitN(string(k[len(prefix):]), "\x00", 4)
 		if len(parts) < 3 {
-			continue
+			return true
 		}
 		l := keep[parts[0]]
 		gone := false
@@ -259,9 +245,13 @@ func keepLatestLG(tx *bolt.Tx, thread string) error {
 		if gone {
 			drop = append(drop, storage.Copy(k))
 		}
+		return true
+	})
+	if err != nil {
+		return err
 	}
 	for _, k := range drop {
-		if err := b.Delete(k); err != nil {
+		if err := tx.DeleteCheckpointRow(k); err != nil {
 			return err
 		}
 	}

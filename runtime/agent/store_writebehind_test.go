@@ -47,7 +47,7 @@ func (r *restartable) start() *Engine {
 func (r *restartable) crash() {
 	r.cancel()
 	r.e.Wait()
-	r.e.pend.j.Close()
+	r.e.bolt().pend.j.Close()
 	r.e.DB.Close()
 }
 
@@ -81,8 +81,8 @@ func TestJournaledCheckpoints(t *testing.T) {
 	}
 	thread := th.ThreadID
 	setActive := func(e *Engine, run string) {
-		if err := e.w.Update(func(tx *bolt.Tx) error {
-			rec, err := getThread(tx, thread)
+		if err := e.bolt().w.Update(func(tx *bolt.Tx) error {
+			rec, err := (&boltTx{tx: tx}).GetThread(thread)
 			if err != nil {
 				return err
 			}
@@ -114,7 +114,7 @@ func TestJournaledCheckpoints(t *testing.T) {
 	}
 
 	setActive(e, "r1")
-	e.pend.own(thread, "r1")
+	e.bolt().pend.own(thread, "r1")
 	for _, id := range []string{"1a", "1b"} {
 		if err := cp(e, id, "r1"); err != nil {
 			t.Fatal(err)
@@ -142,7 +142,7 @@ func TestJournaledCheckpoints(t *testing.T) {
 
 	// r1 runs again, writes, and is rolled back by the transaction that
 	// ends it; the journal still holds the write, which must not return.
-	e.pend.own(thread, "r1")
+	e.bolt().pend.own(thread, "r1")
 	if err := cp(e, "1d", "r1"); err != nil {
 		t.Fatal(err)
 	}
@@ -158,9 +158,9 @@ func TestJournaledCheckpoints(t *testing.T) {
 	if got := latest(e); got != "1d" {
 		t.Fatalf("host reads %q, want 1d", got)
 	}
-	e.pend.disown(thread)
-	if err := e.w.Update(func(tx *bolt.Tx) error {
-		rec, err := getThread(tx, thread)
+	e.bolt().pend.disown(thread)
+	if err := e.bolt().w.Update(func(tx *bolt.Tx) error {
+		rec, err := (&boltTx{tx: tx}).GetThread(thread)
 		if err != nil {
 			return err
 		}
@@ -168,7 +168,7 @@ func TestJournaledCheckpoints(t *testing.T) {
 		if err := putJSON(tx.Bucket([]byte(bThreads)), thread, rec); err != nil {
 			return err
 		}
-		return deleteLG(tx, thread, "r1")
+		return deleteLG(&boltTx{tx: tx}, thread, "r1")
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -358,3 +358,7 @@ func TestHotWritesReplay(t *testing.T) {
 	}
 	r.crash()
 }
+
+// bolt is the engine's bbolt store, for tests that reach its committer
+// and journal.
+func (e *Engine) bolt() *boltStore { return e.store.(*boltStore) }

@@ -3,11 +3,11 @@ package agent
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -367,13 +367,13 @@ var errNotHot = errors.New("not a journaled write")
 // fn names (as it left them) are journaled. end also stops journaling the
 // thread's checkpoint writes, in the same step. fn may return errNotHot;
 // hot then returns it having written nothing.
-func (e *Engine) hot(thread string, end bool, fn func(tx *bolt.Tx) ([]wbKey, error)) error {
-	tx, err := e.DB.Begin(true)
+func (s *boltStore) hot(thread string, end bool, fn func(tx *bolt.Tx) ([]wbKey, error)) error {
+	tx, err := s.db.Begin(true)
 	if err != nil {
 		return fmt.Errorf("begin a journaled write: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := e.pend.overlay(tx, thread); err != nil {
+	if err := s.pend.overlay(tx, thread); err != nil {
 		return err
 	}
 	keys, err := fn(tx)
@@ -393,16 +393,16 @@ func (e *Engine) hot(thread string, end bool, fn func(tx *bolt.Tx) ([]wbKey, err
 			rows = append(rows, wbRow{bucket: k.bucket, mode: rowDelete, key: storageCopy(k.key)})
 		}
 	}
-	e.pend.mu.Lock()
+	s.pend.mu.Lock()
 	if end {
-		delete(e.pend.owner, thread)
+		delete(s.pend.owner, thread)
 	}
 	if len(rows) == 0 {
-		e.pend.mu.Unlock()
+		s.pend.mu.Unlock()
 		return nil
 	}
-	t, err := e.pend.add(thread, rows)
-	e.pend.mu.Unlock()
+	t, err := s.pend.add(thread, rows)
+	s.pend.mu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -418,22 +418,22 @@ func (e *Engine) hot(thread string, end bool, fn func(tx *bolt.Tx) ([]wbKey, err
 // back: short, but it holds the writer lock. Any other read (a search, a
 // scan) commits what is pending first and reads in a read transaction, so
 // a long scan blocks no writer.
-func (e *Engine) view(thread string, fn func(tx *bolt.Tx) error) error {
-	if e.pend == nil || !e.pend.pending(thread) {
-		return e.DB.View(fn)
+func (s *boltStore) view(thread string, fn func(tx *bolt.Tx) error) error {
+	if s.pend == nil || !s.pend.pending(thread) {
+		return s.db.View(fn)
 	}
 	if thread == "" {
-		if err := e.w.Update(func(*bolt.Tx) error { return nil }); err != nil {
+		if err := s.w.Update(func(*bolt.Tx) error { return nil }); err != nil {
 			return err
 		}
-		return e.DB.View(fn)
+		return s.db.View(fn)
 	}
-	tx, err := e.DB.Begin(true)
+	tx, err := s.db.Begin(true)
 	if err != nil {
 		return fmt.Errorf("begin a read: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := e.pend.overlay(tx, thread); err != nil {
+	if err := s.pend.overlay(tx, thread); err != nil {
 		return err
 	}
 	return fn(tx)
@@ -451,37 +451,36 @@ func (p *pendingWrites) pending(thread string) bool {
 
 // flusher commits the pending rows every flushEvery (sooner when many
 // pile up), so bbolt stays close behind the journal.
-func (e *Engine) flusher() {
-	defer e.wg.Done()
-	tick := time.NewTicker(cmp.Or(e.FlushEvery, flushEvery))
+func (s *boltStore) flusher(ctx context.Context, every time.Duration, logErr func(error)) {
+	tick := time.NewTicker(cmp.Or(every, flushEvery))
 	defer tick.Stop()
 	for {
 		select {
-		case <-e.ctx.Done():
+		case <-ctx.Done():
 			// What is pending is in the journal: the next start applies it.
 			return
 		case <-tick.C:
-		case <-e.pend.kick:
+		case <-s.pend.kick:
 		}
-		if !e.pend.pending("") {
+		if !s.pend.pending("") {
 			continue
 		}
-		if err := e.w.Update(func(*bolt.Tx) error { return nil }); err != nil {
-			e.Log.Error().Err(err).Msg("apply the journal to the database")
+		if err := s.w.Update(func(*bolt.Tx) error { return nil }); err != nil {
+			logErr(err)
 		}
 	}
 }
 
 // openJournal applies what the journal holds beyond the database's
 // horizon, in order, then starts it afresh beside the database.
-func (e *Engine) openJournal() error {
-	dir := e.DB.Path() + ".journal"
+func (s *boltStore) openJournal(logReplay func(applied, skipped int)) error {
+	dir := s.db.Path() + ".journal"
 	recs, err := storage.ReadJournal(dir)
 	if err != nil {
 		return err
 	}
 	var last uint64
-	err = e.DB.Update(func(tx *bolt.Tx) error {
+	err = s.db.Update(func(tx *bolt.Tx) error {
 		h := horizon(tx)
 		last = h
 		applied, skipped := 0, 0
@@ -500,8 +499,8 @@ func (e *Engine) openJournal() error {
 			last = max(last, op.seq)
 			applied++
 		}
-		if applied > 0 || skipped > 0 {
-			e.Log.Info().Int("applied", applied).Int("skipped", skipped).Msg("journal replayed")
+		if (applied > 0 || skipped > 0) && logReplay != nil {
+			logReplay(applied, skipped)
 		}
 		if last == h {
 			return nil
@@ -515,125 +514,7 @@ func (e *Engine) openJournal() error {
 	if err != nil {
 		return err
 	}
-	e.pend = &pendingWrites{j: j, next: last + 1, byThread: map[string][]*wbOp{}, owner: map[string]string{}, kick: make(chan struct{}, 1)}
-	e.w.Prepare = e.pend.prepare
+	s.pend = &pendingWrites{j: j, next: last + 1, byThread: map[string][]*wbOp{}, owner: map[string]string{}, kick: make(chan struct{}, 1)}
+	s.w.Prepare = s.pend.prepare
 	return nil
-}
-
-// lgRead reads the lg bucket as it stands with a thread's journaled rows:
-// bbolt's rows with those newer than the read's horizon laid over them.
-// Readers (the host's getTuple and list, mostly during the very run that
-// wrote) then need no write transaction.
-type lgRead struct {
-	b    *bolt.Bucket
-	over map[string][]byte
-	keys []string // over's keys, sorted
-}
-
-// reader returns the lg bucket of tx with thread's journaled rows over it
-// (every thread's for "").
-func (p *pendingWrites) reader(tx *bolt.Tx, thread string) *lgRead {
-	r := &lgRead{b: tx.Bucket([]byte(bLG))}
-	if p == nil {
-		return r
-	}
-	ops := p.since(horizon(tx), thread)
-	if len(ops) == 0 {
-		return r
-	}
-	r.over = map[string][]byte{}
-	for _, op := range ops {
-		for _, row := range op.rows {
-			if row.bucket != bLG {
-				continue
-			}
-			k := string(row.key)
-			switch row.mode {
-			case rowDelete:
-				r.over[k] = nil
-				continue
-			case rowPutNew:
-				if v, ok := r.over[k]; ok && v != nil || !ok && r.b.Get(row.key) != nil {
-					continue
-				}
-			}
-			// rowPutChanged keeps the stored row when the value is the
-			// same; the row differs only in the run it names, which
-			// readers do not see.
-			r.over[k] = row.val
-		}
-	}
-	r.keys = make([]string, 0, len(r.over))
-	for k := range r.over {
-		r.keys = append(r.keys, k)
-	}
-	sort.Strings(r.keys)
-	return r
-}
-
-func (r *lgRead) get(k []byte) []byte {
-	if v, ok := r.over[string(k)]; ok {
-		return v
-	}
-	return r.b.Get(k)
-}
-
-// scan calls fn for every row whose key has prefix, in key order, until
-// fn returns false.
-func (r *lgRead) scan(prefix []byte, fn func(k, v []byte) bool) {
-	i := sort.SearchStrings(r.keys, string(prefix))
-	c := r.b.Cursor()
-	k, v := c.Seek(prefix)
-	for {
-		bk := k != nil && bytes.HasPrefix(k, prefix)
-		ok := i < len(r.keys) && strings.HasPrefix(r.keys[i], string(prefix))
-		switch {
-		case !bk && !ok:
-			return
-		case ok && (!bk || r.keys[i] <= string(k)):
-			if bk && r.keys[i] == string(k) {
-				k, v = c.Next() // laid over
-			}
-			if ov := r.over[r.keys[i]]; ov != nil && !fn([]byte(r.keys[i]), ov) {
-				return
-			}
-			i++
-		default:
-			if !fn(k, v) {
-				return
-			}
-			k, v = c.Next()
-		}
-	}
-}
-
-// last returns the row with the greatest key that has prefix, or nils.
-func (r *lgRead) last(prefix []byte) ([]byte, []byte) {
-	var lk, lv []byte
-	r.scanLast(prefix, func(k, v []byte) { lk, lv = k, v })
-	return lk, lv
-}
-
-// scanLast finds the last row under prefix: bbolt's by a seek, unless
-// the overlay has a later key or deleted that one (then by a scan).
-func (r *lgRead) scanLast(prefix []byte, found func(k, v []byte)) {
-	c := r.b.Cursor()
-	k, v := c.Seek(append(storageCopy(prefix), 0xff))
-	if k == nil {
-		k, v = c.Last()
-	} else {
-		k, v = c.Prev()
-	}
-	if k != nil && !bytes.HasPrefix(k, prefix) {
-		k, v = nil, nil
-	}
-	i := sort.SearchStrings(r.keys, string(prefix)+"\xff") - 1
-	overLast := i >= 0 && strings.HasPrefix(r.keys[i], string(prefix))
-	if _, laid := r.over[string(k)]; !overLast && (k == nil || !laid) {
-		if k != nil {
-			found(k, v)
-		}
-		return
-	}
-	r.scan(prefix, func(k, v []byte) bool { found(k, v); return true })
 }

@@ -1,0 +1,127 @@
+package agent
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// lgRead reads the lg bucket as it stands with a thread's journaled rows:
+// bbolt's rows with those newer than the read's horizon laid over them.
+// Readers (the host's getTuple and list, mostly during the very run that
+// wrote) then need no write transaction.
+type lgRead struct {
+	b    *bolt.Bucket
+	over map[string][]byte
+	keys []string // over's keys, sorted
+}
+
+// reader returns the lg bucket of tx with thread's journaled rows over it
+// (every thread's for "").
+func (p *pendingWrites) reader(tx *bolt.Tx, thread string) *lgRead {
+	r := &lgRead{b: tx.Bucket([]byte(bLG))}
+	if p == nil {
+		return r
+	}
+	ops := p.since(horizon(tx), thread)
+	if len(ops) == 0 {
+		return r
+	}
+	r.over = map[string][]byte{}
+	for _, op := range ops {
+		for _, row := range op.rows {
+			if row.bucket != bLG {
+				continue
+			}
+			k := string(row.key)
+			switch row.mode {
+			case rowDelete:
+				r.over[k] = nil
+				continue
+			case rowPutNew:
+				if v, ok := r.over[k]; ok && v != nil || !ok && r.b.Get(row.key) != nil {
+					continue
+				}
+			}
+			// rowPutChanged keeps the stored row when the value is the
+			// same; the row differs only in the run it names, which
+			// readers do not see.
+			r.over[k] = row.val
+		}
+	}
+	r.keys = make([]string, 0, len(r.over))
+	for k := range r.over {
+		r.keys = append(r.keys, k)
+	}
+	sort.Strings(r.keys)
+	return r
+}
+
+func (r *lgRead) get(k []byte) []byte {
+	if v, ok := r.over[string(k)]; ok {
+		return v
+	}
+	return r.b.Get(k)
+}
+
+// scan calls fn for every row whose key has prefix, in key order, until
+// fn returns false.
+func (r *lgRead) scan(prefix []byte, fn func(k, v []byte) bool) {
+	i := sort.SearchStrings(r.keys, string(prefix))
+	c := r.b.Cursor()
+	k, v := c.Seek(prefix)
+	for {
+		bk := k != nil && bytes.HasPrefix(k, prefix)
+		ok := i < len(r.keys) && strings.HasPrefix(r.keys[i], string(prefix))
+		switch {
+		case !bk && !ok:
+			return
+		case ok && (!bk || r.keys[i] <= string(k)):
+			if bk && r.keys[i] == string(k) {
+				k, v = c.Next() // laid over
+			}
+			if ov := r.over[r.keys[i]]; ov != nil && !fn([]byte(r.keys[i]), ov) {
+				return
+			}
+			i++
+		default:
+			if !fn(k, v) {
+				return
+			}
+			k, v = c.Next()
+		}
+	}
+}
+
+// last returns the row with the greatest key that has prefix, or nils.
+func (r *lgRead) last(prefix []byte) ([]byte, []byte) {
+	var lk, lv []byte
+	r.scanLast(prefix, func(k, v []byte) { lk, lv = k, v })
+	return lk, lv
+}
+
+// scanLast finds the last row under prefix: bbolt's by a seek, unless
+// the overlay has a later key or deleted that one (then by a scan).
+func (r *lgRead) scanLast(prefix []byte, found func(k, v []byte)) {
+	c := r.b.Cursor()
+	k, v := c.Seek(append(storageCopy(prefix), 0xff))
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	if k != nil && !bytes.HasPrefix(k, prefix) {
+		k, v = nil, nil
+	}
+	i := sort.SearchStrings(r.keys, string(prefix)+"\xff") - 1
+	overLast := i >= 0 && strings.HasPrefix(r.keys[i], string(prefix))
+	if _, laid := r.over[string(k)]; !overLast && (k == nil || !laid) {
+		if k != nil {
+			found(k, v)
+		}
+		return
+	}
+	r.scan(prefix, func(k, v []byte) bool { found(k, v); return true })
+}

@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+const bThreads = "threads"
+
+// threadReads are a unit of work's reads of threads. A thread's record
+// carries its run queue (Active, Queue): admission, dispatch and the end
+// of a run change it in the same unit of work as the runs they touch.
+type threadReads interface {
+	// GetThread returns the thread's record, or an error wrapping
+	// ErrNotFound.
+	GetThread(id string) (*threadRecord, error)
+	// ThreadExists reports whether the thread exists, without decoding
+	// its record (whose values grow with the conversation).
+	ThreadExists(id string) bool
+	// ThreadQueue returns the thread's running run ("" when idle) and its
+	// queued runs in order, without decoding the rest of the record (the
+	// dispatcher asks after every run); ErrNotFound when it is missing.
+	ThreadQueue(id string) (active string, queue []string, err error)
+	// ThreadGraph returns the host graph holding the thread's state (""
+	// before its first run of one) and its metadata, without decoding its
+	// values; ErrNotFound when it is missing.
+	ThreadGraph(id string) (graph string, metadata map[string]any, err error)
+	// ForEachThread calls fn for every thread, in id order (ids are
+	// UUIDv7: creation order), until fn returns an error, which it
+	// returns.
+	ForEachThread(fn func(*threadRecord) error) error
+}
+
+// threadWrites are a unit of work's writes of threads.
+type threadWrites interface {
+	// PutThread creates or replaces the thread's record.
+	PutThread(t *threadRecord) error
+	// DeleteThreadRecord deletes the thread's record and its TTL entry (a
+	// missing thread is no error). Its runs and checkpoints are deleted
+	// by their own methods.
+	DeleteThreadRecord(id string) error
+}
+
+func (t *boltTx) GetThread(id string) (*threadRecord, error) {
+	var r threadRecord
+	if err := getJSON(t.tx.Bucket([]byte(bThreads)), id, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func (t *boltTx) ThreadExists(id string) bool {
+	return t.tx.Bucket([]byte(bThreads)).Get([]byte(id)) != nil
+}
+
+func (t *boltTx) ThreadQueue(id string) (string, []string, error) {
+	var q struct {
+		Active string   `json:"active"`
+		Queue  []string `json:"queue"`
+	}
+	if err := getJSON(t.tx.Bucket([]byte(bThreads)), id, &q); err != nil {
+		return "", nil, err
+	}
+	return q.Active, q.Queue, nil
+}
+
+func (t *boltTx) ForEachThread(fn func(*threadRecord) error) error {
+	return t.tx.Bucket([]byte(bThreads)).ForEach(func(_, v []byte) error {
+		var r threadRecord
+		if err := unmarshalStored(v, &r); err != nil {
+			return err
+		}
+		return fn(&r)
+	})
+}
+
+func (t *boltTx) PutThread(r *threadRecord) error {
+	if err := putJSON(t.tx.Bucket([]byte(bThreads)), r.ThreadID, r); err != nil {
+		return fmt.Errorf("put thread: %w", err)
+	}
+	t.touched(bThreads, []byte(r.ThreadID))
+	return nil
+}
+
+func (t *boltTx) DeleteThreadRecord(id string) error {
+	b := t.tx.Bucket([]byte(bThreads))
+	raw := b.Get([]byte(id))
+	if raw != nil && bytes.Contains(raw, []byte(`"ttl_policy"`)) {
+		if err := t.unconfined(); err != nil {
+			return err // its TTL entry is not the thread's own row
+		}
+	}
+	if err := dropTTLEntry(t.tx, id, raw); err != nil {
+		return err
+	}
+	t.touched(bThreads, []byte(id))
+	return b.Delete([]byte(id))
+}
+
+// dropTTLEntry deletes the index entry of a thread about to be deleted
+// (raw is its record). Records without a TTL are not decoded.
+func dropTTLEntry(tx *bolt.Tx, id string, raw []byte) error {
+	if raw == nil || !bytes.Contains(raw, []byte(`"ttl_policy"`)) {
+		return nil
+	}
+	var r struct {
+		TTL *ttlPolicy `json:"ttl_policy"`
+	}
+	if err := unmarshalStored(raw, &r); err != nil || r.TTL == nil {
+		return err
+	}
+	return tx.Bucket([]byte(bThreadTTL)).Delete(ttlKey(r.TTL.Indexed, id))
+}
+
+func (t *boltTx) ThreadGraph(id string) (string, map[string]any, error) {
+	var r struct {
+		Graph    string         `json:"graph"`
+		Metadata map[string]any `json:"metadata"`
+	}
+	if err := getJSON(t.tx.Bucket([]byte(bThreads)), id, &r); err != nil {
+		return "", nil, err
+	}
+	return r.Graph, r.Metadata, nil
+}
