@@ -236,3 +236,48 @@ func TestLGScanBack(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHistoryBeforeUnorderedIDs: checkpoint ids out of step with their
+// numbers (a clock stepped back) defeat the binary search for before;
+// the scan behind it still finds each page.
+func TestHistoryBeforeUnorderedIDs(t *testing.T) {
+	e := startEngine(t)
+	id, ids := builtinThread(t, e, 1) // oldest first
+	err := e.store.Update(context.Background(), func(tx Tx) error {
+		rec, err := tx.GetThread(id)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < 50; i++ {
+			cp, err := writeCheckpoint(tx, rec, map[string]any{"n": i}, "loop", i, nil, nil)
+			if err != nil {
+				return err
+			}
+			cp.Checkpoint.CheckpointID = uuid.NewString() // random: unordered
+			if err := tx.PutCheckpoint(id, rec.Seq, &cp); err != nil {
+				return err
+			}
+			ids = append(ids, cp.Checkpoint.CheckpointID)
+		}
+		return tx.PutThread(rec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int{50, 30, 7, 2, 1} {
+		got, err := e.HistoryQuery(id, HistoryQuery{Limit: 3, Before: ids[at]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gotIDs, want []string
+		for _, cp := range got {
+			gotIDs = append(gotIDs, cp.Checkpoint.CheckpointID)
+		}
+		for i := at - 1; i >= 0 && len(want) < 3; i-- {
+			want = append(want, ids[i])
+		}
+		if fmt.Sprint(gotIDs) != fmt.Sprint(want) {
+			t.Errorf("before #%d: %v, want %v", at, gotIDs, want)
+		}
+	}
+}
