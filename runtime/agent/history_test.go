@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -279,5 +280,29 @@ func TestHistoryBeforeUnorderedIDs(t *testing.T) {
 		if fmt.Sprint(gotIDs) != fmt.Sprint(want) {
 			t.Errorf("before #%d: %v, want %v", at, gotIDs, want)
 		}
+	}
+}
+
+// TestStateAtCheckpointSeeks: the state at a checkpoint of a long
+// built-in-graph thread is found by a seek on its id (O(log n) rows
+// read), and an unknown id is not found.
+func TestStateAtCheckpointSeeks(t *testing.T) {
+	e := startEngine(t)
+	id, ids := builtinThread(t, e, historyCheckpoints)
+	for _, at := range []int{0, 500, historyCheckpoints - 1} {
+		before := checkpointRowsRead.Load()
+		cp, err := e.GetState(id, ids[at])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if read := checkpointRowsRead.Load() - before; read > 2*11+1 {
+			t.Errorf("state at #%d read %d checkpoint rows", at, read)
+		}
+		if cp.Checkpoint.CheckpointID != ids[at] || fmt.Sprint(cp.Values["n"]) != fmt.Sprint(at) {
+			t.Errorf("state at #%d: %s %v", at, cp.Checkpoint.CheckpointID, cp.Values)
+		}
+	}
+	if _, err := e.GetState(id, uuid.NewString()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown checkpoint: %v, want ErrNotFound", err)
 	}
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -52,14 +53,12 @@ func (e *Engine) GetStateQuery(id string, q StateQuery) (Checkpoint, error) {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
 		if checkpointID != "" {
-			found := false
-			err := tx.CheckpointsNewestFirst(id, func(cp *Checkpoint) (bool, error) {
-				if cp.Checkpoint.CheckpointID == checkpointID {
-					out, found = *cp, true
-				}
-				return !found, nil
-			})
-			if err != nil || found {
+			cp, err := tx.CheckpointByID(id, checkpointID)
+			if err == nil {
+				out = *cp
+				return nil
+			}
+			if !errors.Is(err, ErrNotFound) {
 				return err
 			}
 			return fmt.Errorf("%w: checkpoint %s", ErrNotFound, checkpointID)

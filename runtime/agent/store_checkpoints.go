@@ -35,6 +35,9 @@ type checkpointReads interface {
 	// than by reading the newer ones; none when the thread has no such
 	// checkpoint.
 	CheckpointsBefore(thread, before string, fn func(cp *Checkpoint) (bool, error)) error
+	// CheckpointByID returns the thread's checkpoint whose id is id, found
+	// by a seek, or an error wrapping ErrNotFound.
+	CheckpointByID(thread, id string) (*Checkpoint, error)
 }
 
 // checkpointWrites are a unit of work's writes of those checkpoints.
@@ -131,6 +134,17 @@ func (t *boltTx) CheckpointsBefore(thread, before string, fn func(*Checkpoint) (
 		return err
 	}
 	return t.checkpointsBelow(thread, seq, fn)
+}
+
+func (t *boltTx) CheckpointByID(thread, id string) (*Checkpoint, error) {
+	seq, ok, err := t.checkpointSeq(thread, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: checkpoint %s", ErrNotFound, id)
+	}
+	return t.GetCheckpoint(thread, seq)
 }
 
 // checkpointSeq finds the number of the thread's checkpoint id. Ids are
