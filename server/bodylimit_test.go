@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 )
 
@@ -95,7 +96,7 @@ func TestBodyLimitAppliesToEveryMethod(t *testing.T) {
 // archive over the default 1 MiB API cap but under SLIPWAY_MAX_UPLOAD_MB
 // is read whole (the upload then fails on content, not on size).
 func TestUploadRouteKeepsItsOwnCap(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "big-upload", "source": "internal_source",
 		"source_config": map[string]any{}, "source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
 	if d.Status != 201 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 )
 
@@ -47,7 +48,7 @@ func echoDeployment(t *testing.T, s *servertest.Server, name, endpoint string, s
 // deployment that opted in with the slipway.dev/forward-authorization
 // annotation.
 func TestProxyStripsSlipwayCredentials(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	echo := headerEcho(t)
 	dep := echoDeployment(t, s, "echo", echo, nil)
 	ws := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["tenant_id"].(string)
@@ -173,7 +174,7 @@ func TestProxyStripsSlipwayCredentials(t *testing.T) {
 // /agents/ is sandboxed, since it shares the dashboard's origin; on its
 // custom_url it is not.
 func TestProxyDropsDashboardCookies(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	echoDeployment(t, s, "echo", headerEcho(t), nil)
 	r := s.Do("POST", "/ui/session", map[string]any{"api_key": s.Key}, "X-Api-Key", "")
 	if r.Status != 200 {

@@ -7,8 +7,6 @@ package apptest
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -33,17 +31,8 @@ func NewUnmanaged(t testing.TB, env map[string]string) *servertest.Server {
 	return servertest.StartUnmanagedWith(t, env, Factory)
 }
 
-// Factory builds the App for env, logging as `slipway serve` does (JSON
-// lines at SLIPWAY_LOG_LEVEL) to logs.
-func Factory(env map[string]string, logs io.Writer) (servertest.App, error) {
-	cfg, err := config.LoadServe(env)
-	if err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
-	}
-	lvl, err := zerolog.ParseLevel(cfg.LogLevel)
-	if err != nil {
-		lvl = zerolog.InfoLevel
-	}
-	log := zerolog.New(logs).Level(lvl).With().Timestamp().Logger()
+// Factory builds the App for env with server.New, logging as `slipway
+// serve` does to logs.
+var Factory = servertest.ServeFactory(func(cfg config.Serve, log zerolog.Logger) (servertest.App, error) {
 	return server.New(context.Background(), cfg, log, "dev") // what an unstamped build reports
-}
+})

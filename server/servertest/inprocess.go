@@ -1,12 +1,17 @@
 package servertest
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"testing"
+
+	"github.com/rs/zerolog"
+
+	"slipway/config"
 )
 
 // App is a control plane running in the test's own process (server.App):
@@ -21,6 +26,24 @@ type App interface {
 // one that wires server.New; it lives apart because servertest must not
 // import the server packages whose tests use it.
 type Factory func(env map[string]string, logs io.Writer) (App, error)
+
+// ServeFactory is the Factory of an App that build makes from the
+// configuration `slipway serve` would load from env, with a logger like
+// its own (JSON lines at SLIPWAY_LOG_LEVEL) writing to logs. build is
+// server.New (package apptest; package server's own tests pass it too).
+func ServeFactory(build func(cfg config.Serve, log zerolog.Logger) (App, error)) Factory {
+	return func(env map[string]string, logs io.Writer) (App, error) {
+		cfg, err := config.LoadServe(env)
+		if err != nil {
+			return nil, fmt.Errorf("configuration: %w", err)
+		}
+		lvl, err := zerolog.ParseLevel(cfg.LogLevel)
+		if err != nil {
+			lvl = zerolog.InfoLevel
+		}
+		return build(cfg, zerolog.New(logs).Level(lvl).With().Timestamp().Logger())
+	}
+}
 
 // StartWith is Start backed by an App that factory builds in this process
 // instead of a `slipway serve` process: the same Server (URL, Key, DataDir,
@@ -93,6 +116,21 @@ func (s *Server) startInProcess(ln net.Listener) {
 	s.hs.Listener.Close()
 	s.hs.Listener = ln
 	s.hs.Start()
+	if addr := s.Env["SLIPWAY_AGENTS_ADDR"]; addr != "" {
+		// The agents' own origin, served as `slipway serve` serves it.
+		ag, ok := app.(interface{ AgentsHandler() http.Handler })
+		if !ok {
+			t.Fatal("servertest: SLIPWAY_AGENTS_ADDR is set but the App has no AgentsHandler")
+		}
+		aln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.agentsHS = httptest.NewUnstartedServer(ag.AgentsHandler())
+		s.agentsHS.Listener.Close()
+		s.agentsHS.Listener = aln
+		s.agentsHS.Start()
+	}
 	checkAPI(s.URL)
 	s.afterStart()
 }
@@ -107,5 +145,8 @@ func (s *Server) stopInProcess() {
 		s.t.Errorf("close slipway: %v", err)
 	}
 	s.hs.Close()
-	s.app, s.hs = nil, nil
+	if s.agentsHS != nil {
+		s.agentsHS.Close()
+	}
+	s.app, s.hs, s.agentsHS = nil, nil, nil
 }

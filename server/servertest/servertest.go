@@ -97,6 +97,8 @@ type Server struct {
 	factory Factory
 	app     App
 	hs      *httptest.Server
+	// agentsHS serves SLIPWAY_AGENTS_ADDR when the env names one.
+	agentsHS *httptest.Server
 }
 
 // StartAs is Start running bin (a copy of Binary that the user can
