@@ -215,31 +215,6 @@ func TestAdminOrganizations(t *testing.T) {
 	}
 }
 
-// TestAdminStaleSocket: a socket left by a crashed server is replaced.
-func TestAdminStaleSocket(t *testing.T) {
-	dir := t.TempDir()
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "admin.sock"), Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.SetUnlinkOnClose(false)
-	ln.Close()
-	_, errOut, code := runAdmin(t, dir, "org", "list")
-	if code != 1 || !strings.Contains(errOut, "not running") {
-		t.Fatalf("stale socket, no server: exit %d, %q", code, errOut)
-	}
-	s := servertest.Start(t, map[string]string{"SLIPWAY_DATA_DIR": dir})
-	if out := mustAdmin(t, s.DataDir, "org", "list"); !strings.Contains(out, "Default") {
-		t.Fatalf("org list: %s", out)
-	}
-	// A crash leaves the socket; the next start replaces it.
-	s.Kill()
-	s2 := servertest.Start(t, map[string]string{"SLIPWAY_DATA_DIR": dir})
-	if out := mustAdmin(t, s2.DataDir, "org", "list"); !strings.Contains(out, "Default") {
-		t.Fatalf("org list after a crash: %s", out)
-	}
-}
-
 // copyDir copies the files of a stopped server's data directory.
 func copyDir(t *testing.T, src string) string {
 	t.Helper()

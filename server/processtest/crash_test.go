@@ -1,6 +1,7 @@
-package controlplane_test
+package processtest_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -102,4 +103,11 @@ func TestAcknowledgedWritesSurviveKill9(t *testing.T) {
 		break
 	}
 	t.Logf("%d deployments and %d patches acknowledged before SIGKILL, all present after restart", len(created), len(patched))
+}
+
+func decode(resp *http.Response) map[string]any {
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return m
 }

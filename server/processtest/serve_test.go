@@ -1,4 +1,4 @@
-package server_test
+package processtest_test
 
 import (
 	"bytes"
