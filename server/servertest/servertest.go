@@ -44,9 +44,14 @@ func RepoRoot() string {
 	}
 }
 
-// Binary builds ./ (the slipway command) once and returns its path.
+// Binary builds ./ (the slipway command) once and returns its path. Under
+// -short it skips the test instead: every test that runs the binary (a
+// `slipway serve` or `slipway agent` process, the CLI, the sandbox) is an
+// end-to-end test, left out of the fast loop; the HTTP suites run
+// in-process (package apptest) and stay in it.
 func Binary(t testing.TB) string {
 	t.Helper()
+	SkipShort(t, "a test that runs the slipway binary")
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "slipway-bin-")
 		if err != nil {
