@@ -96,7 +96,7 @@ func TestAgentsOriginByHost(t *testing.T) {
 	_, port, _ := net.SplitHostPort(addr)
 	agentsHost := "agents.example.test:" + port
 	s := apptest.New(t, map[string]string{"SLIPWAY_ADDR": addr, "SLIPWAY_AGENTS_URL": "http://" + agentsHost + "/"})
-	dep := echoDeployment(t, s, "planter", cookiePlanter(t), nil)
+	dep := servertest.EchoDeployment(t, s, "planter", cookiePlanter(t), nil)
 	if u, _ := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string); u != "http://"+agentsHost+"/agents/planter" {
 		t.Errorf("deployment url %q, want it on the agents origin", u)
 	}
@@ -167,7 +167,7 @@ func TestAgentsOriginByHost(t *testing.T) {
 func TestAgentsOriginOwnListener(t *testing.T) {
 	agentsAddr := servertest.FreeAddr(t)
 	s := apptest.New(t, map[string]string{"SLIPWAY_AGENTS_ADDR": agentsAddr})
-	dep := echoDeployment(t, s, "planter", cookiePlanter(t), nil)
+	dep := servertest.EchoDeployment(t, s, "planter", cookiePlanter(t), nil)
 	if u, _ := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string); u != "http://"+agentsAddr+"/agents/planter" {
 		t.Errorf("deployment url %q, want it on the agents listener", u)
 	}
@@ -194,7 +194,7 @@ func TestAgentsOriginOwnListener(t *testing.T) {
 // and its own cookies pass.
 func TestDashboardOriginDropsSlipwayCookies(t *testing.T) {
 	s := apptest.New(t, nil)
-	echoDeployment(t, s, "planter", cookiePlanter(t), nil)
+	servertest.EchoDeployment(t, s, "planter", cookiePlanter(t), nil)
 	cookies := signInCookies(t, s)
 	resp, body := send(t, "GET", s.URL+"/agents/planter/x", "", "Cookie", cookies, "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document")
 	if resp.StatusCode != 200 {

@@ -32,7 +32,7 @@ func TestCORSThroughServe(t *testing.T) {
 	}))
 	t.Cleanup(agent.Close)
 	s := apptest.New(t, map[string]string{"SLIPWAY_CORS_ALLOW_ORIGINS": allowed + ", https://smith.langchain.com"})
-	echoDeployment(t, s, "corsy", agent.URL, nil)
+	servertest.EchoDeployment(t, s, "corsy", agent.URL, nil)
 	agentSaw := func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), seen...) }
 	before := len(agentSaw())
 
@@ -128,7 +128,7 @@ func TestCORSDeploymentPolicyOnCustomHost(t *testing.T) {
 	}))
 	t.Cleanup(agent.Close)
 	s := apptest.New(t, nil)
-	echoDeployment(t, s, "own-cors", agent.URL, map[string]any{"custom_url": "https://" + host})
+	servertest.EchoDeployment(t, s, "own-cors", agent.URL, map[string]any{"custom_url": "https://" + host})
 
 	send := func(method, path, hostHeader string, headers ...string) *http.Response {
 		t.Helper()

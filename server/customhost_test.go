@@ -84,7 +84,7 @@ func TestCustomHostCannotBeTakenOver(t *testing.T) {
 			"source_revision_config": map[string]any{"image_uri": image}, "secrets": []any{}}
 	}
 
-	depA := echoDeployment(t, s, "agent-a", namedAgent(t, "agent A"), map[string]any{"custom_url": "https://agent-a.example.com"})
+	depA := servertest.EchoDeployment(t, s, "agent-a", namedAgent(t, "agent A"), map[string]any{"custom_url": "https://agent-a.example.com"})
 	if code, body := byHostAs(t, s, "agent-a.example.com", "X-Api-Key", s.Key); code != 200 || body != "agent A" {
 		t.Fatalf("by host: %d %q", code, body)
 	}

@@ -13,47 +13,14 @@ import (
 )
 
 // processStarters are the test files outside this folder that may start
-// `slipway serve` as a process, each for the reason given. Everything
-// else starts the control plane in-process (apptest.New). They are the
-// end-to-end suites still to move here: they share helpers and testdata
-// with the server package's other tests.
+// `slipway serve` as a process, each for the reason given. Everything else
+// starts the control plane in-process (apptest.New) or lives here.
 var processStarters = map[string]string{
-	// Agents on the process or docker runtime: the runtime runs the
-	// slipway binary as the agent and as the sandbox launcher.
-	"server/runtime_e2e_test.go":               "process/docker runtime",
-	"server/runtime_docker_test.go":            "docker runtime",
-	"server/runtime_instances_test.go":         "docker runtime",
-	"server/runtime_containment_test.go":       "docker runtime",
-	"server/runtime_python_test.go":            "process/docker runtime",
-	"server/runtime_poetry_test.go":            "process/docker runtime",
-	"server/runtime_health_test.go":            "process/docker runtime",
-	"server/runtime_bench_test.go":             "process/docker runtime",
-	"server/runtime_graph_bench_test.go":       "process/docker runtime",
-	"server/runtime_python_bench_test.go":      "process/docker runtime",
-	"server/containment_bench_test.go":         "process runtime",
-	"server/sandbox_e2e_test.go":               "the sandbox: root and another user",
-	"server/jsdeploy_test.go":                  "process runtime",
-	"server/jsdeploy_docker_test.go":           "docker runtime",
-	"server/langgraph_deploy_test.go":          "process runtime",
-	"server/logs_follow_test.go":               "process/docker runtime",
-	"server/revision_race_test.go":             "process runtime",
-	"server/images_test.go":                    "docker runtime",
-	"server/images_base_test.go":               "docker runtime",
-	"server/corpus_test.go":                    "process/docker runtime",
-	"server/soak_test.go":                      "process/docker runtime",
-	"server/dashboard/browser_test.go":         "process runtime",
-	"server/dashboard/cookies_browser_test.go": "process runtime",
-	// A real agent process behind the proxy, driven by a browser.
-	"server/proxy_ui_test.go":            "agent process",
-	"server/ui_browser_test.go":          "agent process",
-	"server/cors_browser_test.go":        "agent process",
-	"server/docs_browser_test.go":        "agent process",
-	"server/golden_test.go":              "a database an older binary wrote, opened by the binary",
-	"server/bodylimit_test.go":           "the server process's memory (RSS)",
-	"server/bench_test.go":               "process-level numbers for BENCHMARKS.md",
-	"server/audit_bench_test.go":         "process-level numbers for BENCHMARKS.md",
-	"server/cli/e2e_test.go":             "the CLI binary against a server, as users run it",
-	"server/cli/logs_follow_e2e_test.go": "the CLI binary against a server, as users run it",
+	// Suites of their own packages, with their own helpers and testdata.
+	"server/cli/e2e_test.go":                   "the CLI binary against a server, as users run it",
+	"server/cli/logs_follow_e2e_test.go":       "the CLI binary against a server, as users run it",
+	"server/dashboard/browser_test.go":         "the dashboard in a browser, deployments on the process runtime",
+	"server/dashboard/cookies_browser_test.go": "the dashboard in a browser, deployments on the process runtime",
 }
 
 var startsProcess = regexp.MustCompile(`servertest\.(Start|StartAs|StartUnmanaged)\(`)
