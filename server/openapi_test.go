@@ -296,6 +296,7 @@ func chromium(t *testing.T) string {
 // not one flat colour and the DOM Chromium built holds the operations.
 // The PNG is kept in $SLIPWAY_ARTIFACTS when set.
 func TestDocsScreenshot(t *testing.T) {
+	servertest.SkipShort(t, "the /docs page in a browser")
 	bin := chromium(t)
 	s := startApp(t, nil)
 	dir := os.Getenv("SLIPWAY_ARTIFACTS")
