@@ -123,7 +123,7 @@ func listenAgents(cfg config.Serve, h http.Handler, log zerolog.Logger, base fun
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (SLIPWAY_AGENTS_ADDR): %w", cfg.AgentsAddr, err)
 	}
-	srv := &http.Server{Handler: httpx.Chain(h, log), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, BaseContext: base}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, BaseContext: base}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error().Err(err).Msg("agents listener stopped")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 )
 
@@ -94,8 +95,8 @@ func TestAgentsOriginByHost(t *testing.T) {
 	addr := servertest.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	agentsHost := "agents.example.test:" + port
-	s := servertest.Start(t, map[string]string{"SLIPWAY_ADDR": addr, "SLIPWAY_AGENTS_URL": "http://" + agentsHost + "/"})
-	dep := echoDeployment(t, s, "planter", cookiePlanter(t), nil)
+	s := apptest.New(t, map[string]string{"SLIPWAY_ADDR": addr, "SLIPWAY_AGENTS_URL": "http://" + agentsHost + "/"})
+	dep := servertest.EchoDeployment(t, s, "planter", cookiePlanter(t), nil)
 	if u, _ := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string); u != "http://"+agentsHost+"/agents/planter" {
 		t.Errorf("deployment url %q, want it on the agents origin", u)
 	}
@@ -165,8 +166,8 @@ func TestAgentsOriginByHost(t *testing.T) {
 // dashboard host's cookies, which must not authenticate there).
 func TestAgentsOriginOwnListener(t *testing.T) {
 	agentsAddr := servertest.FreeAddr(t)
-	s := servertest.Start(t, map[string]string{"SLIPWAY_AGENTS_ADDR": agentsAddr})
-	dep := echoDeployment(t, s, "planter", cookiePlanter(t), nil)
+	s := apptest.New(t, map[string]string{"SLIPWAY_AGENTS_ADDR": agentsAddr})
+	dep := servertest.EchoDeployment(t, s, "planter", cookiePlanter(t), nil)
 	if u, _ := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string); u != "http://"+agentsAddr+"/agents/planter" {
 		t.Errorf("deployment url %q, want it on the agents listener", u)
 	}
@@ -192,8 +193,8 @@ func TestAgentsOriginOwnListener(t *testing.T) {
 // every Slipway cookie a deployment answers under /agents/ is dropped,
 // and its own cookies pass.
 func TestDashboardOriginDropsSlipwayCookies(t *testing.T) {
-	s := servertest.Start(t, nil)
-	echoDeployment(t, s, "planter", cookiePlanter(t), nil)
+	s := apptest.New(t, nil)
+	servertest.EchoDeployment(t, s, "planter", cookiePlanter(t), nil)
 	cookies := signInCookies(t, s)
 	resp, body := send(t, "GET", s.URL+"/agents/planter/x", "", "Cookie", cookies, "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document")
 	if resp.StatusCode != 200 {

@@ -1,14 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"net/http"
-	"os"
-	"os/exec"
 	"sort"
 	"strings"
 	"testing"
 
 	"slipway/runtime/fake"
+	"slipway/server/admin"
 	"slipway/server/controlplane"
 	"slipway/server/httpx"
 	"slipway/server/orgapi"
@@ -145,7 +145,7 @@ func servedRoutes(t *testing.T) []httpx.Route {
 // kind of credential and compares the outcomes with authzMatrix.
 func TestAuthorizationMatrix(t *testing.T) {
 	routes := servedRoutes(t)
-	s := servertest.Start(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
+	s := startApp(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
 	creds := matrixCredentials(t, s)
 
 	// Logging out ends the session: those routes go last, each with a
@@ -298,20 +298,14 @@ func matrixCredentials(t *testing.T, s *servertest.Server) *matrixCreds {
 	}
 	c.login()
 
-	cmd := exec.Command(servertest.Binary(t), "admin", "org", "create", "--name", "Elsewhere")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "SLIPWAY_DATA_DIR=" + s.DataDir}
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("admin org create: %v", err)
+	var out, other, errb bytes.Buffer
+	if code := admin.Main([]string{"org", "create", "--name", "Elsewhere"}, s.DataDir, &out, &errb); code != 0 {
+		t.Fatalf("admin org create: exit %d: %s", code, errb.String())
 	}
-	cmd = exec.Command(servertest.Binary(t), "admin", "org", "create-admin-key", strings.TrimSpace(string(out)))
-	cmd.Env = cmd.Env[:0]
-	cmd.Env = append(cmd.Env, "PATH="+os.Getenv("PATH"), "SLIPWAY_DATA_DIR="+s.DataDir)
-	other, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("admin org create-admin-key: %v", err)
+	if code := admin.Main([]string{"org", "create-admin-key", strings.TrimSpace(out.String())}, s.DataDir, &other, &errb); code != 0 {
+		t.Fatalf("admin org create-admin-key: exit %d: %s", code, errb.String())
 	}
-	c.headers["other-org"] = []string{"X-Api-Key", strings.TrimSpace(string(other)), "X-Tenant-Id", ws}
+	c.headers["other-org"] = []string{"X-Api-Key", strings.TrimSpace(other.String()), "X-Tenant-Id", ws}
 	for _, kind := range authzKinds {
 		if _, ok := c.headers[kind]; !ok {
 			t.Fatalf("no credential of kind %s", kind)

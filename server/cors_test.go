@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"slipway/server/apptest"
 	"slipway/server/cors"
 	"slipway/server/servertest"
 )
@@ -30,8 +31,8 @@ func TestCORSThroughServe(t *testing.T) {
 		_, _ = w.Write([]byte(`{"thread_id":"t1"}`))
 	}))
 	t.Cleanup(agent.Close)
-	s := servertest.Start(t, map[string]string{"SLIPWAY_CORS_ALLOW_ORIGINS": allowed + ", https://smith.langchain.com"})
-	echoDeployment(t, s, "corsy", agent.URL, nil)
+	s := apptest.New(t, map[string]string{"SLIPWAY_CORS_ALLOW_ORIGINS": allowed + ", https://smith.langchain.com"})
+	servertest.EchoDeployment(t, s, "corsy", agent.URL, nil)
 	agentSaw := func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), seen...) }
 	before := len(agentSaw())
 
@@ -126,8 +127,8 @@ func TestCORSDeploymentPolicyOnCustomHost(t *testing.T) {
 		})).ServeHTTP(w, r)
 	}))
 	t.Cleanup(agent.Close)
-	s := servertest.Start(t, nil)
-	echoDeployment(t, s, "own-cors", agent.URL, map[string]any{"custom_url": "https://" + host})
+	s := apptest.New(t, nil)
+	servertest.EchoDeployment(t, s, "own-cors", agent.URL, map[string]any{"custom_url": "https://" + host})
 
 	send := func(method, path, hostHeader string, headers ...string) *http.Response {
 		t.Helper()

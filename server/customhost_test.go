@@ -5,12 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"slipway/server/admin"
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 )
 
@@ -29,12 +29,9 @@ func namedAgent(t *testing.T, name string) string {
 func secondOrg(t *testing.T, s *servertest.Server, name string) (key, ws string) {
 	t.Helper()
 	admin := func(args ...string) string {
-		cmd := exec.Command(servertest.Binary(t), append([]string{"admin"}, args...)...)
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SLIPWAY_DATA_DIR=" + s.DataDir}
 		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("slipway admin %v: %v\n%s", args, err, errb.String())
+		if code := admin.Main(args, s.DataDir, &out, &errb); code != 0 {
+			t.Fatalf("slipway admin %v: exit %d\n%s", args, code, errb.String())
 		}
 		return strings.TrimSpace(out.String())
 	}
@@ -75,7 +72,7 @@ func byHostAs(t *testing.T, s *servertest.Server, host string, headers ...string
 // with the first claim; the host is free again once its holder moves or is
 // deleted.
 func TestCustomHostCannotBeTakenOver(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	keyB, wsB := secondOrg(t, s, "Other")
 	asB := []string{"X-Api-Key", keyB, "X-Tenant-Id", wsB}
 	ext := func(name, custom, image string) map[string]any {
@@ -87,7 +84,7 @@ func TestCustomHostCannotBeTakenOver(t *testing.T) {
 			"source_revision_config": map[string]any{"image_uri": image}, "secrets": []any{}}
 	}
 
-	depA := echoDeployment(t, s, "agent-a", namedAgent(t, "agent A"), map[string]any{"custom_url": "https://agent-a.example.com"})
+	depA := servertest.EchoDeployment(t, s, "agent-a", namedAgent(t, "agent A"), map[string]any{"custom_url": "https://agent-a.example.com"})
 	if code, body := byHostAs(t, s, "agent-a.example.com", "X-Api-Key", s.Key); code != 200 || body != "agent A" {
 		t.Fatalf("by host: %d %q", code, body)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 )
 
@@ -31,7 +32,7 @@ func validationLoc(t *testing.T, r *servertest.Response) (loc, msg string) {
 // key keeps the last value, invalid UTF-8 becomes U+FFFD) or that nest too
 // deeply: each is a 422 naming where, and nothing is stored or changed.
 func TestAPIsRefuseAmbiguousJSON(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	create := `{"name":"ok-agent","source":"internal_source","source_config":{},` +
 		`"source_revision_config":{"graph_config_path":"langgraph.json"},"secrets":[{"name":"A","value":"v"}]}`
 	deep := strings.Repeat(`{"a":`, 300) + "1" + strings.Repeat("}", 300)

@@ -6,14 +6,13 @@ import (
 	"testing"
 
 	"slipway/server/auth"
-	"slipway/server/servertest"
 )
 
 // TestOpenAPISessionCookie: the document's cookie scheme names the
 // cookie the dashboard's sign-in sets on a secure origin (here loopback),
 // and its description the CSRF cookie's name and the plain-http names.
 func TestOpenAPISessionCookie(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := startApp(t, nil)
 	var doc struct {
 		Components struct {
 			SecuritySchemes map[string]struct {

@@ -35,7 +35,7 @@ func servedDocument(t *testing.T, s *servertest.Server) []byte {
 // TestOpenAPIDocumentIsValid checks the served document against the
 // OpenAPI 3.1 specification (its JSON Schema).
 func TestOpenAPIDocumentIsValid(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := startApp(t, nil)
 	spec := servedDocument(t, s)
 	doc, err := libopenapi.NewDocument(spec)
 	if err != nil {
@@ -254,7 +254,7 @@ func TestOpenAPIAlignedWithHostedControlPlane(t *testing.T) {
 // operation is on the page, under a CSP that allows no script and no
 // outside asset.
 func TestDocsPage(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := startApp(t, nil)
 	r := s.Do("GET", "/docs", nil, "X-Api-Key", "")
 	if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("GET /docs: %d %s", r.Status, r.Header.Get("Content-Type"))
@@ -296,8 +296,9 @@ func chromium(t *testing.T) string {
 // not one flat colour and the DOM Chromium built holds the operations.
 // The PNG is kept in $SLIPWAY_ARTIFACTS when set.
 func TestDocsScreenshot(t *testing.T) {
+	servertest.SkipShort(t, "the /docs page in a browser")
 	bin := chromium(t)
-	s := servertest.Start(t, nil)
+	s := startApp(t, nil)
 	dir := os.Getenv("SLIPWAY_ARTIFACTS")
 	if dir == "" {
 		dir = t.TempDir()
@@ -378,7 +379,7 @@ func (r *errRecorder) Helper() {}
 // TestExchangeCheckCatchesMismatches feeds the shared client's check
 // answers the document does not allow, and one it does.
 func TestExchangeCheckCatchesMismatches(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := startApp(t, nil)
 	dep := "/v2/deployments/0199a1c2-0000-7000-8000-000000000001"
 	h := http.Header{"X-Api-Key": {s.Key}}
 	for _, c := range []struct {

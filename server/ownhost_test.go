@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestCustomURLNamingSlipwayRefused(t *testing.T) {
 	addr := servertest.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
-	s := servertest.Start(t, map[string]string{"SLIPWAY_ADDR": addr, "SLIPWAY_PUBLIC_URL": "http://slipway.example.test:" + port,
+	s := apptest.New(t, map[string]string{"SLIPWAY_ADDR": addr, "SLIPWAY_PUBLIC_URL": "http://slipway.example.test:" + port,
 		"SLIPWAY_AGENTS_URL": "https://agents.example.test"})
 	ext := func(name, custom string) map[string]any {
 		return map[string]any{"name": name, "source": "external_docker", "source_config": map[string]any{"custom_url": custom},
@@ -59,7 +60,7 @@ func TestCustomURLNamingSlipwayRefused(t *testing.T) {
 			t.Skipf("the machine has no host name of its own (%q, %v)", name, err)
 		}
 		_, port, _ := net.SplitHostPort(servertest.FreeAddr(t))
-		w := servertest.Start(t, map[string]string{"SLIPWAY_ADDR": "0.0.0.0:" + port, "SLIPWAY_PUBLIC_URL": "https://slipway.example.test"})
+		w := apptest.New(t, map[string]string{"SLIPWAY_ADDR": "0.0.0.0:" + port, "SLIPWAY_PUBLIC_URL": "https://slipway.example.test"})
 		refused(t, w.Do("POST", "/v2/deployments", ext("machine", "http://"+name+":"+port)), name)
 	})
 }

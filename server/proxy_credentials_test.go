@@ -3,41 +3,12 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 )
-
-// headerEcho is a deployment's agent that answers with the headers it got.
-func headerEcho(t *testing.T) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(r.Header)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-// echoDeployment creates an external_docker deployment whose agent (with
-// the fake runtime) is the server at endpoint, and waits until it serves.
-func echoDeployment(t *testing.T, s *servertest.Server, name, endpoint string, sourceConfig map[string]any, headers ...string) string {
-	t.Helper()
-	if sourceConfig == nil {
-		sourceConfig = map[string]any{}
-	}
-	d := s.Do("POST", "/v2/deployments", map[string]any{"name": name, "source": "external_docker",
-		"source_config": sourceConfig, "source_revision_config": map[string]any{"image_uri": endpoint},
-		"secrets": []any{}}, headers...)
-	if d.Status != 201 {
-		t.Fatalf("create %s: %d %s", name, d.Status, d.Body)
-	}
-	dep := d.Map()["id"].(string)
-	waitRevision(t, s, dep, d.Map()["latest_revision_id"].(string), "DEPLOYED")
-	return dep
-}
 
 // TestProxyStripsSlipwayCredentials: whatever credential the caller used
 // with Slipway (an API key with workspace and organization headers, a
@@ -47,9 +18,9 @@ func echoDeployment(t *testing.T, s *servertest.Server, name, endpoint string, s
 // deployment that opted in with the slipway.dev/forward-authorization
 // annotation.
 func TestProxyStripsSlipwayCredentials(t *testing.T) {
-	s := servertest.Start(t, nil)
-	echo := headerEcho(t)
-	dep := echoDeployment(t, s, "echo", echo, nil)
+	s := apptest.New(t, nil)
+	echo := servertest.HeaderEcho(t)
+	dep := servertest.EchoDeployment(t, s, "echo", echo, nil)
 	ws := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["tenant_id"].(string)
 
 	pat := s.Do("POST", "/api/v1/orgs/current/personal-access-tokens", map[string]any{"description": "ci"})
@@ -150,7 +121,7 @@ func TestProxyStripsSlipwayCredentials(t *testing.T) {
 	if r := s.Do("PATCH", "/v2/deployments/"+dep, optIn); r.Status != 200 {
 		t.Fatalf("opt in: %d %s", r.Status, r.Body)
 	}
-	waitRevision(t, s, dep, s.Do("GET", "/v2/deployments/"+dep, nil).Map()["latest_revision_id"].(string), "DEPLOYED")
+	servertest.WaitRevision(t, s, dep, s.Do("GET", "/v2/deployments/"+dep, nil).Map()["latest_revision_id"].(string), "DEPLOYED")
 	if h := received(t, "X-Api-Key", s.Key, "X-Tenant-Id", ws, "Authorization", "Bearer agent-token"); h.Get("Authorization") != "Bearer agent-token" || len(leaked(h, s.Key, ws)) > 0 {
 		t.Fatalf("opted in: the agent got Authorization %q and %v", h.Get("Authorization"), leaked(h, s.Key, ws))
 	}
@@ -173,8 +144,8 @@ func TestProxyStripsSlipwayCredentials(t *testing.T) {
 // /agents/ is sandboxed, since it shares the dashboard's origin; on its
 // custom_url it is not.
 func TestProxyDropsDashboardCookies(t *testing.T) {
-	s := servertest.Start(t, nil)
-	echoDeployment(t, s, "echo", headerEcho(t), nil)
+	s := apptest.New(t, nil)
+	servertest.EchoDeployment(t, s, "echo", servertest.HeaderEcho(t), nil)
 	r := s.Do("POST", "/ui/session", map[string]any{"api_key": s.Key}, "X-Api-Key", "")
 	if r.Status != 200 {
 		t.Fatalf("sign in: %d %s", r.Status, r.Body)
@@ -205,7 +176,7 @@ func TestProxyDropsDashboardCookies(t *testing.T) {
 	}
 	// On its custom_url a deployment has an origin of its own: its pages
 	// are not sandboxed.
-	echoDeployment(t, s, "own-host", headerEcho(t), map[string]any{"custom_url": "https://own-host.example.com"})
+	servertest.EchoDeployment(t, s, "own-host", servertest.HeaderEcho(t), map[string]any{"custom_url": "https://own-host.example.com"})
 	req, err := http.NewRequest("GET", s.URL+"/whoami", nil)
 	if err != nil {
 		t.Fatal(err)

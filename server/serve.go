@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"slipway/config"
-	"slipway/server/httpx"
 	"slipway/server/orgapi"
 	"slipway/storage"
 )
@@ -35,59 +34,29 @@ func masterKey(cfg config.Serve) ([]byte, error) {
 }
 
 // Serve runs the control plane until ctx ends, then shuts down gracefully:
-// stop accepting, let in-flight requests finish, close the database.
+// stop accepting, let in-flight requests finish, close the database. The
+// control plane itself is New's; Serve adds the listeners and systemd.
 func Serve(ctx context.Context, cfg config.Serve, log zerolog.Logger, version string) error {
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
-	}
-	master, err := masterKey(cfg)
-	if err != nil {
-		return err
-	}
-	sealer, err := storage.NewSealer(master)
-	if err != nil {
-		return err
-	}
-	// The migrations seal the audit chains, with a key derived from the master key.
-	db, err := storage.OpenKeyed(filepath.Join(cfg.DataDir, "slipway.db"), 3*time.Second, storage.ControlPlaneMigrations, sealer.Key)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-
-	app, err := newApp(cfg, db, sealer, log, version)
+	app, err := New(ctx, cfg, log, version)
 	if err != nil {
 		return err
 	}
 	defer app.Close()
-	// Background work ends with Serve, whichever way it returns.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := bootstrap(cfg, app.orgs, log); err != nil {
-		return err
-	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (SLIPWAY_ADDR): %w", cfg.Addr, err)
 	}
 	srv := &http.Server{
-		Handler:           httpx.Chain(app.Handler(), log),
+		Handler:           app.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	app.Start(ctx)
-	stopAdmin, err := app.adminServer().Listen(ctx, cfg.DataDir)
-	if err != nil {
-		_ = ln.Close()
-		return err
-	}
-	defer stopAdmin()
 	// HTTP is served last: a server that answers on its port also has its
 	// admin socket and token in place (what `slipway admin`, the tests and
-	// systemd's READY=1 count on).
-	stopAgents, err := listenAgents(cfg, app.agents, log, srv.BaseContext)
+	// systemd's READY=1 count on); New put them there.
+	stopAgents, err := listenAgents(cfg, app.AgentsHandler(), log, srv.BaseContext)
 	if err != nil {
 		_ = ln.Close()
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/server/apptest"
 	"slipway/server/audit/ocsftest"
 	"slipway/server/servertest"
 	"slipway/storage"
@@ -48,7 +49,7 @@ func adminEvents(t *testing.T, s *servertest.Server, key, org string) []map[stri
 // credential), service slipway-admin, the host's name as source, the
 // socket route and status; none lands in another organization's chain.
 func TestAdminOperationsAudited(t *testing.T) {
-	s := servertest.Start(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
+	s := apptest.New(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
 	id := strings.TrimSpace(mustAdmin(t, s.DataDir, "org", "create", "--name", "Acme", "--plan", "enterprise"))
 	key := strings.TrimSpace(mustAdmin(t, s.DataDir, "org", "create-admin-key", id))
 	var keyID string
@@ -159,7 +160,7 @@ func defaultOrg(t *testing.T, dataDir string) string {
 // `slipway admin audit reindex` repairs the index, which verify then
 // passes, and records that it did.
 func TestAdminAuditVerifyIndex(t *testing.T) {
-	s := servertest.Start(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
+	s := apptest.New(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
 	for i := 1; i <= 3; i++ {
 		createDeployment(t, s, s.Key, fmt.Sprintf("d%d", i))
 	}
@@ -209,7 +210,7 @@ func TestAdminAuditVerifyIndex(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyDir(t, s.DataDir)
 			editTx(t, dir, func(tx *bolt.Tx) error { return tc.mutate(tx.Bucket([]byte("idx_audit_op"))) })
-			c := servertest.Start(t, map[string]string{"SLIPWAY_DATA_DIR": dir, "DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
+			c := apptest.New(t, map[string]string{"SLIPWAY_DATA_DIR": dir, "DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
 			out, errOut, code := runAdmin(t, dir, "audit", "verify")
 			if tc.want == "" {
 				if code != 0 || !strings.Contains(out, "intact") {

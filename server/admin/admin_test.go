@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,24 +20,19 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/server/admin"
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 	"slipway/storage"
 )
 
-// runAdmin runs `slipway admin args...` against the server using dataDir.
+// runAdmin runs `slipway admin args...` against the server using dataDir:
+// the command's own entry point, in this process (main only loads
+// SLIPWAY_DATA_DIR before calling it).
 func runAdmin(t *testing.T, dataDir string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(servertest.Binary(t), append([]string{"admin"}, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SLIPWAY_DATA_DIR=" + dataDir}
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code = 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	code = admin.Main(args, dataDir, &out, &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -90,7 +84,7 @@ func listOrgs(t *testing.T, dataDir string) map[string]orgView {
 }
 
 func TestAdminOrganizations(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	sock := filepath.Join(s.DataDir, "admin", "admin.sock")
 	fi, err := os.Stat(sock)
 	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
@@ -221,31 +215,6 @@ func TestAdminOrganizations(t *testing.T) {
 	}
 }
 
-// TestAdminStaleSocket: a socket left by a crashed server is replaced.
-func TestAdminStaleSocket(t *testing.T) {
-	dir := t.TempDir()
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "admin.sock"), Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.SetUnlinkOnClose(false)
-	ln.Close()
-	_, errOut, code := runAdmin(t, dir, "org", "list")
-	if code != 1 || !strings.Contains(errOut, "not running") {
-		t.Fatalf("stale socket, no server: exit %d, %q", code, errOut)
-	}
-	s := servertest.Start(t, map[string]string{"SLIPWAY_DATA_DIR": dir})
-	if out := mustAdmin(t, s.DataDir, "org", "list"); !strings.Contains(out, "Default") {
-		t.Fatalf("org list: %s", out)
-	}
-	// A crash leaves the socket; the next start replaces it.
-	s.Kill()
-	s2 := servertest.Start(t, map[string]string{"SLIPWAY_DATA_DIR": dir})
-	if out := mustAdmin(t, s2.DataDir, "org", "list"); !strings.Contains(out, "Default") {
-		t.Fatalf("org list after a crash: %s", out)
-	}
-}
-
 // copyDir copies the files of a stopped server's data directory.
 func copyDir(t *testing.T, src string) string {
 	t.Helper()
@@ -314,7 +283,7 @@ func verifyJSON(t *testing.T, dir string) (verifyReport, int) {
 // untouched copy, and passes again once retention pruning has removed the
 // broken part.
 func TestAdminAuditVerifyTamper(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	for i := 1; i <= 6; i++ {
 		createDeployment(t, s, s.Key, fmt.Sprintf("d%d", i))
 	}
@@ -363,7 +332,7 @@ func TestAdminAuditVerifyTamper(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyDir(t, s.DataDir)
 			editDB(t, dir, tc.mutate)
-			c := servertest.Start(t, map[string]string{"SLIPWAY_DATA_DIR": dir})
+			c := apptest.New(t, map[string]string{"SLIPWAY_DATA_DIR": dir})
 			out, errOut, code := runAdmin(t, dir, "audit", "verify")
 			if tc.wantSeq == 0 {
 				if code != 0 || !strings.Contains(out, "intact") {
@@ -403,7 +372,7 @@ func TestAdminAuditVerifyTamper(t *testing.T) {
 		})
 	}
 	// A cutoff in the future is refused.
-	s2 := servertest.Start(t, map[string]string{"SLIPWAY_DATA_DIR": copyDir(t, s.DataDir)})
+	s2 := apptest.New(t, map[string]string{"SLIPWAY_DATA_DIR": copyDir(t, s.DataDir)})
 	_, errOut, code := runAdmin(t, s2.DataDir, "audit", "prune", "--before", time.Now().Add(time.Hour).Format(time.RFC3339))
 	if code != 1 || !strings.Contains(errOut, "future") {
 		t.Fatalf("future cutoff: exit %d, %q", code, errOut)
@@ -506,7 +475,7 @@ func TestAuditForwardingSurvivesFailuresAndRestart(t *testing.T) {
 	rc := &collector{fail: 3, uids: map[string]int{}}
 	recv := httptest.NewServer(rc)
 	defer recv.Close()
-	s := servertest.Start(t, map[string]string{
+	s := apptest.New(t, map[string]string{
 		"SLIPWAY_AUDIT_FORWARD_URL":              recv.URL + "/audit?token=secret",
 		"SLIPWAY_AUDIT_FORWARD_INTERVAL":         "1s",
 		"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true",
@@ -604,7 +573,7 @@ func TestAuditForwardingSurvivesFailuresAndRestart(t *testing.T) {
 // TestAuditForwardingToFile forwards to a file:// destination as JSON Lines.
 func TestAuditForwardingToFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	s := servertest.Start(t, map[string]string{
+	s := apptest.New(t, map[string]string{
 		"SLIPWAY_AUDIT_FORWARD_URL":              "file://" + path,
 		"SLIPWAY_AUDIT_FORWARD_INTERVAL":         "1s",
 		"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true",
@@ -650,7 +619,7 @@ func TestAuditForwardingToFile(t *testing.T) {
 // shares the server's uid (a non-root server) but cannot read the data
 // directory (Landlock) must not administer the host.
 func TestAdminSocketNeedsToken(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	sock := filepath.Join(s.DataDir, "admin", "admin.sock")
 	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer

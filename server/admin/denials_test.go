@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"slipway/server/servertest"
+	"slipway/server/apptest"
 )
 
 // TestAuditLogEnvDefaultAndRoleDenialsOverHTTP covers, against a real
@@ -14,7 +14,7 @@ import (
 // to false still wins over it, and a person whose only admin role is a
 // workspace role is refused for lack of organization:manage.
 func TestAuditLogEnvDefaultAndRoleDenialsOverHTTP(t *testing.T) {
-	s := servertest.Start(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
+	s := apptest.New(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
 	orgKey := func(args ...string) (id, key string) {
 		t.Helper()
 		id = strings.TrimSpace(mustAdmin(t, s.DataDir, append([]string{"org", "create"}, args...)...))

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
-	"slipway/server/servertest"
+	"slipway/server/apptest"
 	"slipway/storage"
 )
 
@@ -40,7 +40,7 @@ func deleteOrgKeys(tx *bolt.Tx, org uuid.UUID, buckets ...string) error {
 // deleted whole; the manifest deleted. `slipway admin audit verify` exits
 // 1 naming each; the untouched, restarted and pruned database verifies.
 func TestAdminAuditVerifyTruncation(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	acme := strings.TrimSpace(mustAdmin(t, s.DataDir, "org", "create", "--name", "Acme", "--plan", "enterprise"))
 	acmeKey := strings.TrimSpace(mustAdmin(t, s.DataDir, "org", "create-admin-key", acme))
 	var org string
@@ -128,7 +128,7 @@ func TestAdminAuditVerifyTruncation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyDir(t, s.DataDir)
 			editTx(t, dir, tc.mutate)
-			c := servertest.Start(t, map[string]string{"SLIPWAY_DATA_DIR": dir})
+			c := apptest.New(t, map[string]string{"SLIPWAY_DATA_DIR": dir})
 			out, errOut, code := runAdmin(t, dir, "audit", "verify")
 			if tc.want == nil {
 				if code != 0 || !strings.Contains(out, "intact") {

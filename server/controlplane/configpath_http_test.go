@@ -1,8 +1,10 @@
-package controlplane
+package controlplane_test
 
 import (
 	"testing"
 
+	"slipway/server/apptest"
+	"slipway/server/controlplane"
 	"slipway/server/servertest"
 )
 
@@ -10,7 +12,7 @@ import (
 // langgraph_config_path) that is absolute or climbs out of the source is a
 // 422 at its loc, on create and on PATCH, and nothing is stored.
 func TestGraphConfigPathMustStayInTheSource(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	create := func(key, path string) *servertest.Response {
 		return s.Do("POST", "/v2/deployments", map[string]any{"name": "cfg-path", "source": "internal_source",
 			"source_config": map[string]any{}, "source_revision_config": map[string]any{key: path}, "secrets": []any{}})
@@ -18,7 +20,7 @@ func TestGraphConfigPathMustStayInTheSource(t *testing.T) {
 	bad := []string{"../../../../../master.key", "/etc/passwd", `..\..\master.key`, "agent/../../x.json", "C:/langgraph.json", "."}
 	for _, key := range []string{"graph_config_path", "langgraph_config_path"} {
 		for _, p := range bad {
-			got := httpErrs(t, create(key, p))
+			got := controlplane.HTTPErrs(t, create(key, p))
 			if len(got) != 1 || got[0] != "body.source_revision_config."+key+"|value_error" {
 				t.Fatalf("create with %s %q: %v", key, p, got)
 			}
@@ -36,7 +38,7 @@ func TestGraphConfigPathMustStayInTheSource(t *testing.T) {
 	before := s.Do("GET", "/v2/deployments/"+id, nil).Map()["latest_revision_id"]
 	for _, p := range bad {
 		r := s.Do("PATCH", "/v2/deployments/"+id, map[string]any{"source_revision_config": map[string]any{"graph_config_path": p}})
-		if got := httpErrs(t, r); len(got) != 1 || got[0] != "body.source_revision_config.graph_config_path|value_error" {
+		if got := controlplane.HTTPErrs(t, r); len(got) != 1 || got[0] != "body.source_revision_config.graph_config_path|value_error" {
 			t.Fatalf("patch with %q: %v", p, got)
 		}
 	}

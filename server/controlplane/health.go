@@ -51,15 +51,26 @@ func (rc *Reconciler) startWatcher(ctx context.Context) {
 	}()
 }
 
-// deploymentsGen counts committed deployment writes; the target cache
-// below is rebuilt when it moved. Counting on commit (not on write) keeps
-// a reader from caching what a rolled-back write would change.
-var deploymentsGen atomic.Uint64
+// deploymentGens counts committed deployment writes, per database (one
+// per control plane; tests run several in one process); a target cache is
+// rebuilt when its database's count moved. Counting on commit (not on
+// write) keeps a reader from caching what a rolled-back write would change.
+var deploymentGens sync.Map // *bolt.DB → *atomic.Uint64
+
+// deploymentsGen is db's count of committed deployment writes.
+func deploymentsGen(db *bolt.DB) *atomic.Uint64 {
+	if v, ok := deploymentGens.Load(db); ok {
+		return v.(*atomic.Uint64)
+	}
+	v, _ := deploymentGens.LoadOrStore(db, new(atomic.Uint64))
+	return v.(*atomic.Uint64)
+}
 
 // deploymentsChanged is called by every transaction that writes or deletes
 // a deployment record.
 func deploymentsChanged(tx *bolt.Tx) {
-	tx.OnCommit(func() { deploymentsGen.Add(1) })
+	gen := deploymentsGen(tx.DB())
+	tx.OnCommit(func() { gen.Add(1) })
 }
 
 // targetCache keeps the deployments with an active revision between
@@ -75,7 +86,7 @@ type targetCache struct {
 func (rc *Reconciler) healthTargets() []runtime.Target {
 	c := &rc.targets
 	c.mu.Lock()
-	gen := deploymentsGen.Load()
+	gen := deploymentsGen(rc.DB).Load()
 	if !c.ok || c.gen != gen {
 		active := map[string]string{}
 		err := rc.DB.View(func(tx *bolt.Tx) error {

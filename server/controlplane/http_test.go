@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 )
 
@@ -65,7 +66,7 @@ func assertOnlyRevision(t *testing.T, s *servertest.Server, dep, placeholder, re
 // TestRecommendedFlow drives the spec's documented flow end to end:
 // create → get → poll the latest revision until DEPLOYED → PATCH → poll → DELETE.
 func TestRecommendedFlow(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	r := s.Do("POST", "/v2/deployments", dockerDeployment("flow-agent"))
 	mustStatus(t, r, 201)
 	d := r.Map()
@@ -151,7 +152,7 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func TestFailedRevisionKeepsActive(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	d := s.Do("POST", "/v2/deployments", dockerDeployment("keeps-active")).Map()
 	id, rev1 := d["id"].(string), d["latest_revision_id"].(string)
 	waitRevision(t, s, id, rev1)
@@ -171,7 +172,7 @@ func TestFailedRevisionKeepsActive(t *testing.T) {
 }
 
 func TestSupersededRevisionIsSkipped(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	d := s.Do("POST", "/v2/deployments", dockerDeployment("skips")).Map()
 	id := d["id"].(string)
 	var revs []string
@@ -191,7 +192,7 @@ func TestSupersededRevisionIsSkipped(t *testing.T) {
 }
 
 func TestListDeploymentsPaginationAndFilters(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	var ids []string
 	for i := 0; i < 25; i++ {
 		r := s.Do("POST", "/v2/deployments", dockerDeployment(fmt.Sprintf("page-%02d", i)))
@@ -308,7 +309,7 @@ func assertLoc(t *testing.T, r *servertest.Response, loc []any, typ string) {
 }
 
 func TestGetDeploymentErrors(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	assertLoc(t, s.Do("GET", "/v2/deployments/not-a-uuid", nil), []any{"path", "deployment_id"}, "uuid_parsing")
 	id := "0190f0f0-0000-7000-8000-000000000000"
 	r := s.Do("GET", "/v2/deployments/"+id, nil)
@@ -325,7 +326,7 @@ func TestGetDeploymentErrors(t *testing.T) {
 }
 
 func TestDuplicateNameConflicts(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	mustStatus(t, s.Do("POST", "/v2/deployments", dockerDeployment("twin")), 201)
 	r := s.Do("POST", "/v2/deployments", dockerDeployment("twin"))
 	mustStatus(t, r, 409)
@@ -335,7 +336,7 @@ func TestDuplicateNameConflicts(t *testing.T) {
 }
 
 func TestAPIHostPrefix(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	r := s.Do("POST", "/api-host/v2/deployments", dockerDeployment("prefixed"))
 	mustStatus(t, r, 201)
 	mustStatus(t, s.Do("GET", "/api-host/v2/deployments/"+r.Map()["id"].(string), nil), 200)
@@ -366,7 +367,7 @@ func tarGz(t *testing.T, files map[string]string) []byte {
 // TestSourceUploadFlow follows the official deploy client: create, ask for
 // an upload URL, PUT the archive without credentials, PATCH the object path.
 func TestSourceUploadFlow(t *testing.T) {
-	s := servertest.Start(t, map[string]string{"SLIPWAY_MAX_UPLOAD_MB": "1"})
+	s := apptest.New(t, map[string]string{"SLIPWAY_MAX_UPLOAD_MB": "1"})
 	r := s.Do("POST", "/v2/deployments", map[string]any{
 		"name": "src-agent", "source": "internal_source", "source_config": map[string]any{},
 		"source_revision_config": map[string]any{"langgraph_config_path": "langgraph.json"}, "secrets": []any{},
@@ -430,7 +431,7 @@ func TestSourceUploadFlow(t *testing.T) {
 }
 
 func TestTracingProjectFollowsDeployment(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	count := func(name string) int { return len(s.Do("GET", "/api/v1/sessions?name="+name, nil).JSON().([]any)) }
 	keep := s.Do("POST", "/v2/deployments", dockerDeployment("traced-keep")).Map()["id"].(string)
 	drop := s.Do("POST", "/v2/deployments", dockerDeployment("traced-drop")).Map()["id"].(string)
@@ -448,7 +449,7 @@ func TestTracingProjectFollowsDeployment(t *testing.T) {
 }
 
 func TestListeners(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	body := map[string]any{"compute_type": "k8s", "compute_id": "cluster-a", "compute_config": map[string]any{"k8s_namespaces": []any{"agents"}}}
 	r := s.Do("POST", "/v2/listeners", body)
 	mustStatus(t, r, 201)
@@ -473,7 +474,7 @@ func TestListeners(t *testing.T) {
 }
 
 func TestGithubIntegrations(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	r := s.Do("GET", "/v1/integrations/github/install", nil)
 	mustStatus(t, r, 200)
 	if strings.TrimSpace(string(r.Body)) != "[]" {
@@ -487,7 +488,7 @@ func TestGithubIntegrations(t *testing.T) {
 }
 
 func TestMalformedBodies(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	cases := []struct {
 		name string
 		body string
@@ -528,7 +529,7 @@ func decode(resp *http.Response) map[string]any {
 // source_revision_config, PATCH with revision_source and image_uri, take the
 // newest revision, poll it.
 func TestOfficialDeployClientFlow(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	r := s.Do("GET", "/v2/deployments?name_contains=client-agent", nil, "X-Tenant-ID", "")
 	mustStatus(t, r, 200)
 	r = s.Do("POST", "/v2/deployments", map[string]any{"name": "client-agent", "source": "internal_docker",
@@ -551,7 +552,7 @@ func TestOfficialDeployClientFlow(t *testing.T) {
 }
 
 func TestListenerReference(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	body := func(listener string) map[string]any {
 		return map[string]any{"name": "ext-" + listener[:4], "source": "external_docker",
 			"source_config":          map[string]any{"listener_id": listener, "listener_config": map[string]any{"k8s_namespace": "agents"}},
@@ -569,7 +570,7 @@ func TestListenerReference(t *testing.T) {
 // TestRevisionLogs reads build and deploy logs the way the official deploy
 // client does, and follows them as a person tailing a deploy would.
 func TestRevisionLogs(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	d := s.Do("POST", "/v2/deployments", dockerDeployment("logged")).Map()
 	id, rev := d["id"].(string), d["latest_revision_id"].(string)
 	if st := waitRevision(t, s, id, rev); st != "DEPLOYED" {
@@ -628,7 +629,7 @@ func TestRevisionLogs(t *testing.T) {
 // read DEPLOYED (the spec has no superseded status), and is_active is true
 // for exactly the deployment's active_revision_id.
 func TestRevisionListTellsWhichServes(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	d := s.Do("POST", "/v2/deployments", dockerDeployment("rolled-back")).Map()
 	id, rev1 := d["id"].(string), d["latest_revision_id"].(string)
 	if st := waitRevision(t, s, id, rev1); st != "DEPLOYED" {

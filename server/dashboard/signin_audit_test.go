@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"slipway/server/apptest"
 	"slipway/server/audit/ocsftest"
 	"slipway/server/auth"
 	"slipway/server/servertest"
@@ -46,7 +47,7 @@ func signedIn(t *testing.T, r *servertest.Response) (cookies, csrf string) {
 // key's id as credential for the API key (null for the password sessions);
 // the unknown key is in Slipway's log only, without the key.
 func TestDashboardSignInAndOutAudited(t *testing.T) {
-	s := servertest.Start(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
+	s := apptest.New(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
 	roles := map[string]string{}
 	for _, r := range s.Do("GET", "/api/v1/orgs/current/roles", nil).JSON().([]any) {
 		roles[r.(map[string]any)["display_name"].(string)] = r.(map[string]any)["id"].(string)

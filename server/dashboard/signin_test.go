@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 )
 
@@ -38,7 +39,7 @@ func signInAt(t *testing.T, s *servertest.Server, host, body string) (int, []str
 // host it sets the unprefixed names, without Secure, which the browser
 // would drop there.
 func TestSignInCookieNames(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	body := `{"api_key": "` + s.Key + `"}`
 	_, port, _ := strings.Cut(strings.TrimPrefix(s.URL, "http://"), ":")
 	for _, tc := range []struct {
@@ -78,7 +79,7 @@ func TestSignInCookieNames(t *testing.T) {
 // Retry-After once the address's attempts are spent, even for a right
 // key from that address; a right key before then costs nothing.
 func TestAPIKeySignInThrottled(t *testing.T) {
-	s := servertest.Start(t, map[string]string{"SLIPWAY_LOGIN_ATTEMPTS": "3", "SLIPWAY_LOGIN_WINDOW": "1h"})
+	s := apptest.New(t, map[string]string{"SLIPWAY_LOGIN_ATTEMPTS": "3", "SLIPWAY_LOGIN_WINDOW": "1h"})
 	good := `{"api_key": "` + s.Key + `"}`
 	for i := 0; i < 5; i++ {
 		if code, _, _ := signInAt(t, s, "", good); code != 200 {

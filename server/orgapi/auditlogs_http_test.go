@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 )
 
 func auditServer(t *testing.T) *servertest.Server {
-	return servertest.Start(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
+	return apptest.New(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
 }
 
 func window() (string, string) {
@@ -128,7 +129,7 @@ func TestAuditLogDenials(t *testing.T) {
 	}
 	mustStatus(t, s.Do("GET", q, nil), 200)
 
-	off := servertest.Start(t, nil) // flag unset, no env default
+	off := apptest.New(t, nil) // flag unset, no env default
 	r = off.Do("GET", q, nil)
 	mustStatus(t, r, 403)
 	if !strings.Contains(detail(t, r), "not enabled") {

@@ -3,6 +3,7 @@ package orgapi_test
 import (
 	"testing"
 
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 )
 
@@ -21,7 +22,7 @@ func basicUser(t *testing.T, s *servertest.Server, roles map[string]string, emai
 // and changed its owner's password. Every non-GET route refuses a
 // read-only credential with 403, and nothing it tried is stored.
 func TestReadOnlyCredentialCannotEscalate(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	roles := roleIDs(t, s)
 	const ownerPW = "owner-correct-horse-battery"
 	basicUser(t, s, roles, "owner@example.com", "Organization Admin", ownerPW)
@@ -72,7 +73,7 @@ func TestReadOnlyCredentialCannotEscalate(t *testing.T) {
 // TestCredentialsMintOnlyWithinTheirRights: a credential creates others
 // only within its own rights.
 func TestCredentialsMintOnlyWithinTheirRights(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	roles := roleIDs(t, s)
 	key := func(body map[string]any, as ...string) string {
 		t.Helper()
@@ -127,7 +128,7 @@ func TestCredentialsMintOnlyWithinTheirRights(t *testing.T) {
 // organization roles come from organization:manage, Admin from Admins,
 // also when an invitation is taken up.
 func TestWorkspaceRoutesGrantNoOrganizationRole(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	roles := roleIDs(t, s)
 	const pw = "workspace-admin-password"
 	wsAdminID := basicUser(t, s, roles, "wsadmin@example.com", "Organization User", pw)

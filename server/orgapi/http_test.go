@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 )
 
@@ -29,7 +30,7 @@ func deployment(name string) map[string]any {
 }
 
 func TestAuthentication(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	cases := []struct {
 		name    string
 		headers []string
@@ -57,7 +58,7 @@ func TestAuthentication(t *testing.T) {
 // TestKeysAndIsolation: workspace service keys see only their workspace;
 // another workspace's resources are answered as missing, never 403.
 func TestKeysAndIsolation(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	r := s.Do("POST", "/api/v1/workspaces", map[string]any{"display_name": "Team B"})
 	mustStatus(t, r, 200)
 	wsB := r.Map()["id"].(string)
@@ -144,7 +145,7 @@ func mustForbidden(t *testing.T, r *servertest.Response) *servertest.Response {
 // TestPersonalAccessTokens: PATs are shown once, work as Bearer and X-Api-Key,
 // and are listed and revoked per user.
 func TestPersonalAccessTokens(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	r := s.Do("POST", "/api/v1/api-key/current", map[string]any{"description": "laptop"})
 	mustStatus(t, r, 200)
 	pat, id := r.Map()["key"].(string), r.Map()["id"].(string)
@@ -174,7 +175,7 @@ func TestPersonalAccessTokens(t *testing.T) {
 
 func TestBootstrapKeyFromEnvironment(t *testing.T) {
 	key := "slw_sk_" + strings.Repeat("ab", 20)
-	s := servertest.Start(t, map[string]string{"SLIPWAY_BOOTSTRAP_API_KEY": key})
+	s := apptest.New(t, map[string]string{"SLIPWAY_BOOTSTRAP_API_KEY": key})
 	mustStatus(t, s.Do("GET", "/v2/deployments", nil, "X-Api-Key", key), 200)
 	if strings.Contains(s.Logs(), key) {
 		t.Fatal("bootstrap key logged")
@@ -183,7 +184,7 @@ func TestBootstrapKeyFromEnvironment(t *testing.T) {
 
 // TestInitialKeyShownOnce: the generated key is logged at first start only.
 func TestInitialKeyShownOnce(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	if !strings.Contains(s.Logs(), s.Key) {
 		t.Fatal("initial key not shown at first start")
 	}

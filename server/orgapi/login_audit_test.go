@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"slipway/server/apptest"
 	"slipway/server/audit/ocsftest"
 	"slipway/server/servertest"
 )
@@ -140,7 +141,7 @@ func TestLoginsAudited(t *testing.T) {
 // are in Slipway's log), so the chain grows by at most the account's
 // attempts plus one per window however long the attack lasts.
 func TestThrottledLoginsCannotFloodTheChain(t *testing.T) {
-	s := servertest.Start(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true",
+	s := apptest.New(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true",
 		"SLIPWAY_LOGIN_ATTEMPTS": "1000", "SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS": "3", "SLIPWAY_LOGIN_WINDOW": "60s"})
 	adaID := basicUser(t, s, roleIDs(t, s), "ada@example.com", "Organization User", "ada-correct-horse-battery")
 	try := func() *servertest.Response {

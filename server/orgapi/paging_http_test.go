@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 )
 
@@ -27,7 +28,7 @@ func TestAuditCursorPagingOverHTTPWithConcurrentInserts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "master.key"), []byte(hex.EncodeToString(master)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := servertest.Start(t, map[string]string{"SLIPWAY_DATA_DIR": dir, "DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
+	s := apptest.New(t, map[string]string{"SLIPWAY_DATA_DIR": dir, "DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
 	members := s.Do("GET", "/api/v1/orgs/current/members", nil)
 	mustStatus(t, members, 200)
 	org := uuid.MustParse(members.Map()["organization_id"].(string))

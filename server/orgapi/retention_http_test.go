@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,8 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/server/admin"
+	"slipway/server/apptest"
 	"slipway/server/audit"
 	"slipway/server/servertest"
 	"slipway/storage"
@@ -93,12 +94,9 @@ func eventuallyAges(t *testing.T, s *servertest.Server, what string, want ...tim
 
 func verifyChain(t *testing.T, dataDir string) string {
 	t.Helper()
-	cmd := exec.Command(servertest.Binary(t), "admin", "audit", "verify")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SLIPWAY_DATA_DIR=" + dataDir}
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("slipway admin audit verify: %v\n%s", err, out.String())
+	if code := admin.Main([]string{"audit", "verify"}, dataDir, &out, &out); code != 0 {
+		t.Fatalf("slipway admin audit verify: exit %d\n%s", code, out.String())
 	}
 	return out.String()
 }
@@ -114,7 +112,7 @@ func TestAuditRetentionOverHTTP(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "master.key"), []byte(hex.EncodeToString(master)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := servertest.Start(t, map[string]string{"SLIPWAY_DATA_DIR": dir, "DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
+	s := apptest.New(t, map[string]string{"SLIPWAY_DATA_DIR": dir, "DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true"})
 	members := s.Do("GET", "/api/v1/orgs/current/members", nil)
 	mustStatus(t, members, 200)
 	org := uuid.MustParse(members.Map()["organization_id"].(string))

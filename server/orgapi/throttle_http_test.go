@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"slipway/server/apptest"
 	"slipway/server/servertest"
 )
 
@@ -20,7 +21,7 @@ import (
 // window too. The window is long enough that no bucket refills during the
 // test; TestLoginLockoutEnds uses a short one.
 func TestLoginThrottling(t *testing.T) {
-	s := servertest.Start(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true",
+	s := apptest.New(t, map[string]string{"DEFAULT_ORG_FEATURE_CAN_USE_AUDIT_LOGS": "true",
 		"SLIPWAY_TRUSTED_PROXIES": "127.0.0.1", "SLIPWAY_LOGIN_ATTEMPTS": "3",
 		"SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS": "4", "SLIPWAY_LOGIN_WINDOW": "60s"})
 	roles := roleIDs(t, s)
@@ -95,7 +96,7 @@ func TestLoginThrottling(t *testing.T) {
 // TestLoginLockoutEnds: a throttled account's owner logs in with the right
 // password once Retry-After has passed.
 func TestLoginLockoutEnds(t *testing.T) {
-	s := servertest.Start(t, map[string]string{"SLIPWAY_LOGIN_ATTEMPTS": "2",
+	s := apptest.New(t, map[string]string{"SLIPWAY_LOGIN_ATTEMPTS": "2",
 		"SLIPWAY_LOGIN_ACCOUNT_ATTEMPTS": "2", "SLIPWAY_LOGIN_WINDOW": "2s"})
 	const adaPW = "ada-correct-horse-battery"
 	basicUser(t, s, roleIDs(t, s), "ada@example.com", "Organization User", adaPW)

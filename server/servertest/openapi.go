@@ -2,6 +2,7 @@ package servertest
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,14 +29,24 @@ import (
 
 type docCheck struct {
 	once sync.Once
+	doc  *docValidator // shared by every server serving the same document
+	err  error
+}
+
+// docValidator is the validator of one document. Building it takes a
+// good part of a second, longer than starting an in-process server, so
+// the servers of a test binary, which serve the same document, share it.
+type docValidator struct {
+	once sync.Once
 	v    validator.Validator
 	err  error
 	mu   sync.Mutex // the validator's caches are not meant for parallel use
 }
 
 var (
-	checksMu sync.Mutex
-	checks   = map[string]*docCheck{} // base URL → its document's validator
+	checksMu   sync.Mutex
+	checks     = map[string]*docCheck{}       // base URL → its document's validator
+	validators = map[[32]byte]*docValidator{} // the document's SHA-256 → its validator
 )
 
 // checkAPI registers base (a server's URL) for validation with the
@@ -63,17 +74,32 @@ func (c *docCheck) load(base string) {
 			c.err = fmt.Errorf("GET /openapi.json: %d %s", resp.StatusCode, spec)
 			return
 		}
+		sum := sha256.Sum256(spec)
+		checksMu.Lock()
+		d := validators[sum]
+		if d == nil {
+			d = &docValidator{}
+			validators[sum] = d
+		}
+		checksMu.Unlock()
+		d.build(spec)
+		c.doc, c.err = d, d.err
+	})
+}
+
+func (d *docValidator) build(spec []byte) {
+	d.once.Do(func() {
 		doc, err := libopenapi.NewDocument(spec)
 		if err != nil {
-			c.err = fmt.Errorf("parsing the served document: %w", err)
+			d.err = fmt.Errorf("parsing the served document: %w", err)
 			return
 		}
 		v, errs := validator.NewValidator(doc, config.WithFormatAssertions(), config.WithoutSecurityValidation())
 		if len(errs) > 0 {
-			c.err = fmt.Errorf("the served document: %v", errs)
+			d.err = fmt.Errorf("the served document: %v", errs)
 			return
 		}
-		c.v = v
+		d.v = v
 	})
 }
 
@@ -122,14 +148,14 @@ func CheckExchange(t testing.TB, method, rawURL string, reqHeader http.Header, r
 		return req
 	}
 	resp := &http.Response{StatusCode: status, Header: respHeader.Clone(), Body: io.NopCloser(bytes.NewReader(respBody)), Request: mkReq()}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.doc.mu.Lock()
+	defer c.doc.mu.Unlock()
 	var problems []*verrors.ValidationError
-	if ok, errs := c.v.ValidateHttpResponse(mkReq(), resp); !ok {
+	if ok, errs := c.doc.v.ValidateHttpResponse(mkReq(), resp); !ok {
 		problems = append(problems, errs...)
 	}
 	if status/100 == 2 {
-		if ok, errs := c.v.ValidateHttpRequest(mkReq()); !ok {
+		if ok, errs := c.doc.v.ValidateHttpRequest(mkReq()); !ok {
 			problems = append(problems, errs...)
 		}
 	}

@@ -1,6 +1,8 @@
-// Package servertest starts real `slipway` processes for HTTP-level tests:
-// it builds the binary once per test binary, runs it with a given
-// environment on a free port, and offers small JSON request helpers.
+// Package servertest starts `slipway serve` for HTTP-level tests and offers
+// small JSON request helpers. A Server runs either in the test's process
+// (StartWith, with the factory of package apptest: no build, no exec) or,
+// for what needs a real process (signals, crashes, the sandbox, docker,
+// other users), as the binary, built once per test binary (Start).
 package servertest
 
 import (
@@ -10,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,9 +44,14 @@ func RepoRoot() string {
 	}
 }
 
-// Binary builds ./ (the slipway command) once and returns its path.
+// Binary builds ./ (the slipway command) once and returns its path. Under
+// -short it skips the test instead: every test that runs the binary (a
+// `slipway serve` or `slipway agent` process, the CLI, the sandbox) is an
+// end-to-end test, left out of the fast loop; the HTTP suites run
+// in-process (package apptest) and stay in it.
 func Binary(t testing.TB) string {
 	t.Helper()
+	SkipShort(t, "a test that runs the slipway binary")
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "slipway-bin-")
 		if err != nil {
@@ -89,6 +97,13 @@ type Server struct {
 	t          testing.TB
 	bin        string              // the binary to run; Binary(t) when empty
 	cred       *syscall.Credential // run as another user (the test is root)
+	// factory, when set, builds the control plane in this process
+	// (StartWith) instead of exec'ing the binary; app and hs serve it.
+	factory Factory
+	app     App
+	hs      *httptest.Server
+	// agentsHS serves SLIPWAY_AGENTS_ADDR when the env names one.
+	agentsHS *httptest.Server
 }
 
 // StartAs is Start running bin (a copy of Binary that the user can
@@ -178,6 +193,10 @@ func unmanaged(t testing.TB) bool {
 func (s *Server) start() {
 	t := s.t
 	t.Helper()
+	if s.factory != nil {
+		s.startInProcess(nil)
+		return
+	}
 	s.logs = &SyncBuffer{}
 	bin := s.bin
 	if bin == "" {
@@ -186,6 +205,14 @@ func (s *Server) start() {
 	s.cmd = launch(t, bin, "serve", s.Env, s.cred, s.logs)
 	checkAPI(s.URL)
 	waitReady(t, s.cmd, s.URL, "slipway", s.logs)
+	s.afterStart()
+}
+
+// afterStart learns what a started server reports about itself: its
+// instance id and its initial key.
+func (s *Server) afterStart() {
+	t := s.t
+	t.Helper()
 	if r, err := http.Get(s.URL + "/info"); err == nil {
 		var info struct {
 			InstanceID string `json:"instance_id"`
@@ -228,14 +255,23 @@ func Started(t testing.TB) []*Server {
 // Logs returns everything the process printed so far.
 func (s *Server) Logs() string { return s.logs.String() }
 
-// Stop sends SIGTERM and waits for the process to exit.
+// Stop sends SIGTERM and waits for the process to exit (an in-process
+// server: closes its App).
 func (s *Server) Stop() {
+	if s.factory != nil {
+		s.stopInProcess()
+		return
+	}
 	terminate(s.cmd, 25*time.Second)
 	s.cmd = nil
 }
 
-// Kill sends SIGKILL (a crash) and waits for the process to die.
+// Kill sends SIGKILL (a crash) and waits for the process to die. Only a
+// real process can crash: an in-process server fails the test.
 func (s *Server) Kill() {
+	if s.factory != nil {
+		s.t.Fatal("servertest: Kill needs a server started as a process (Start), not in-process")
+	}
 	kill(s.cmd)
 	s.cmd = nil
 }
@@ -393,7 +429,7 @@ func Do(t testing.TB, method, url string, body any, headers ...string) *Response
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
 }
 
-// PID is the server's process id (0 when stopped).
+// PID is the server's process id (0 when stopped or in-process).
 func (s *Server) PID() int {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return 0

@@ -1,0 +1,209 @@
+package processtest_test
+
+import (
+	"context"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"slipway/runtime/docker"
+	"slipway/server/servertest"
+)
+
+// drivers are the real runtimes the end-to-end tests run against.
+var drivers = []string{"process", "docker"}
+
+// requireRuntime skips (or, in CI, fails) a docker test when no engine
+// answers; the process runtime needs nothing.
+func requireRuntime(t testing.TB, driver string) {
+	t.Helper()
+	if driver != "docker" {
+		return
+	}
+	e := engine(t)
+	// Containers outlive the server: whatever the installs this test
+	// started leave behind (it failed half-way) goes, as if no deployment
+	// were on record. Objects of any other install on the engine (a
+	// developer's own serve, another test binary) carry another instance
+	// id and stay.
+	t.Cleanup(func() { cleanupInstalls(t, e) })
+}
+
+// cleanupInstalls removes every docker object of the installs t started,
+// and only those: each carries its install's instance id.
+func cleanupInstalls(t testing.TB, e *client.Client) {
+	t.Helper()
+	for _, s := range servertest.Started(t) {
+		if s.InstanceID == "" {
+			continue
+		}
+		d := &docker.Driver{Client: e, Root: t.TempDir(), Instance: s.InstanceID}
+		if err := d.Reconcile(context.Background(), map[string]string{}); err != nil {
+			t.Logf("clean up docker objects of install %s: %v", s.InstanceID, err)
+		}
+		// Its agent images too; the shared cache of root filesystems
+		// stays (the prune's cache is elsewhere).
+		d.ImageCache = t.TempDir()
+		if _, err := d.PruneImages(context.Background()); err != nil {
+			t.Logf("prune the images of install %s: %v", s.InstanceID, err)
+		}
+	}
+}
+
+var (
+	engineOnce sync.Once
+	engineCli  *client.Client
+	engineErr  error
+)
+
+// engine is a client of the local Docker engine, for inspecting what the
+// docker runtime created.
+func engine(t testing.TB) *client.Client {
+	t.Helper()
+	engineOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		engineCli, _, engineErr = docker.Connect(ctx)
+	})
+	if engineErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the docker runtime tests need a Docker engine (CI starts dockerd): %v", engineErr)
+		}
+		t.Skipf("skipping: the docker runtime tests need a Docker engine (on Debian: apt-get install docker.io, then start dockerd as root); under CI=true this fails instead: %v", engineErr)
+	}
+	return engineCli
+}
+
+var (
+	counterOnce sync.Once
+	counterBin  []byte
+	counterErr  error
+)
+
+// counterBinary is testdata/graphs/counter built static, to ship inside
+// source archives as a command graph (the agent image has no libc).
+func counterBinary(t testing.TB) string {
+	t.Helper()
+	counterOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "counter-")
+		if err != nil {
+			counterErr = err
+			return
+		}
+		out := filepath.Join(dir, "counter")
+		cmd := osexec.Command("go", "build", "-o", out, "./testdata/graphs/counter")
+		cmd.Dir = servertest.RepoRoot()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			counterErr = err
+			counterBin = b
+			return
+		}
+		counterBin, counterErr = os.ReadFile(out)
+		os.RemoveAll(dir)
+	})
+	if counterErr != nil {
+		t.Fatalf("build the counter graph: %v\n%s", counterErr, counterBin)
+	}
+	return string(counterBin)
+}
+
+// appFiles is a source tree with the echo built-in (as "agent", and as
+// "echo" for the SDK suite) and the counter command graph; files under
+// bin/ are packed executable.
+func appFiles(t testing.TB, extraGraphs string) map[string]string {
+	return map[string]string{
+		"langgraph.json": `{"graphs": {"agent": {"builtin": "echo"}, "echo": {"builtin": "echo"}, "counter": {"command": ["./bin/counter"]}` + extraGraphs + `}}`,
+		"bin/counter":    counterBinary(t),
+	}
+}
+
+// leftovers lists what of a deployment remains in the runtime: docker
+// objects carrying its label, or its process-runtime files.
+func leftovers(t *testing.T, s *servertest.Server, driver, dep string) []string {
+	t.Helper()
+	var out []string
+	for _, dir := range []string{filepath.Join(s.DataDir, "deployments", dep), filepath.Join(s.DataDir, "builds", dep),
+		filepath.Join(s.DataDir, "uploads", dep)} {
+		if _, err := os.Stat(dir); err == nil {
+			out = append(out, "file "+dir)
+		}
+	}
+	for _, pid := range agentProcesses(t, filepath.Join(s.DataDir, "deployments", dep)) {
+		out = append(out, "process "+pid)
+	}
+	if driver != "docker" {
+		return out
+	}
+	e := engine(t)
+	ctx := context.Background()
+	f := client.Filters{}.Add("label", docker.LabelDeployment+"="+dep)
+	cs, err := e.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs.Items {
+		out = append(out, "container "+c.Names[0])
+	}
+	vs, err := e.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs.Items {
+		out = append(out, "volume "+v.Name)
+	}
+	ns, err := e.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns.Items {
+		out = append(out, "network "+n.Name)
+	}
+	is, err := e.ImageList(ctx, client.ImageListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range is.Items {
+		out = append(out, "image "+i.ID)
+	}
+	return out
+}
+
+// agentContainers lists a deployment's containers by role.
+func agentContainers(t *testing.T, dep, role string) []string {
+	t.Helper()
+	f := client.Filters{}.Add("label", docker.LabelDeployment+"="+dep).Add("label", docker.LabelRole+"="+role)
+	cs, err := engine(t).ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range cs.Items {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+// agentProcesses lists the pids of processes working in dir or below it:
+// the process runtime runs each agent from its revision's directory.
+func agentProcesses(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []string
+	for _, e := range entries {
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil &&
+			(cwd == dir || strings.HasPrefix(cwd, dir+string(filepath.Separator))) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
