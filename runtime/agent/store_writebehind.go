@@ -493,7 +493,7 @@ func (s *boltStore) openJournal(logReplay func(applied, skipped int)) error {
 			if op.seq <= h {
 				continue
 			}
-			if err := applyRows(tx, op.rows); err != nil {
+			if err := replayThreadRows(tx, op.rows); err != nil {
 				return fmt.Errorf("apply journal record %d: %w", op.seq, err)
 			}
 			last = max(last, op.seq)
