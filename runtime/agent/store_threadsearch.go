@@ -29,15 +29,19 @@ import (
 // too long): those are tested on the records the indexed filters select,
 // at most maxResidualScan of them per request; a search that would decode
 // more is refused (ErrInvalid) instead of scanning the database.
-const (
-	collectBound    = 4096
-	maxResidualScan = 10_000
-)
+// maxResidualScan is a var so tests can reach it on a small database.
+var maxResidualScan = 10_000
+
+// collectBound is a var so tests can take the walking path on a small
+// database.
+var collectBound = 4096
 
 // errResidualScan is a filter no index serves scanning too far.
-var errResidualScan = fmt.Errorf("%w: the values filter (or a metadata filter on an object, array, null or long value) "+
-	"would read more than %d threads; narrow the search with status or metadata filters on strings, numbers or booleans",
-	ErrInvalid, maxResidualScan)
+func errResidualScan() error {
+	return fmt.Errorf("%w: the values filter (or a metadata filter on an object, array, null or long value) "+
+		"would read more than %d threads; narrow the search with status or metadata filters on strings, numbers or booleans",
+		ErrInvalid, maxResidualScan)
+}
 
 // posting is a range of index keys sharing prefix, read in one direction;
 // a doc is what follows the prefix (created ‖ id in every posting).
@@ -353,7 +357,7 @@ func (q *threadQuery) sortedIntersection(fn func(id []byte) bool) error {
 // residualOK decodes a candidate and tests the filters no index serves.
 func (q *threadQuery) residualOK(id []byte) (*threadRecord, bool, error) {
 	if q.decoded++; q.decoded > maxResidualScan {
-		return nil, false, errResidualScan
+		return nil, false, errResidualScan()
 	}
 	r, err := q.record(string(id))
 	if err != nil || r == nil {
