@@ -21,7 +21,7 @@ import (
 
 // openIndexStore is a bbolt store on a fresh database with every
 // migration, its journal flushed every 10 ms.
-func openIndexStore(t *testing.T) (*boltStore, *bolt.DB) {
+func openIndexStore(t testing.TB) (*boltStore, *bolt.DB) {
 	t.Helper()
 	db, err := storage.Open(filepath.Join(t.TempDir(), "agent.db"), time.Second, Migrations)
 	if err != nil {
@@ -497,4 +497,52 @@ func TestRecoveryReadsOnlyBusyThreads(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// BenchmarkThreadSearch: a limit-10 search (default sort, and by status
+// with a metadata filter) and a count at 1,000, 10,000 and 100,000
+// threads; the time per search should not grow with the threads.
+func BenchmarkThreadSearch(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		s, _ := openIndexStore(b)
+		recs := genThreads(n, 7)
+		for i := 0; i < len(recs); i += 10_000 {
+			if err := s.Update(context.Background(), func(tx Tx) error {
+				for _, r := range recs[i:min(i+10_000, len(recs))] {
+					if err := tx.PutThread(r); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, c := range []struct {
+			name string
+			f    ThreadFilter
+		}{
+			{"default", ThreadFilter{Limit: 10, Desc: true}},
+			{"status+meta", ThreadFilter{Limit: 10, Desc: true, SortBy: "status", Status: ThreadIdle, Metadata: map[string]any{"user": "u1"}}},
+			{"updated+meta", ThreadFilter{Limit: 10, Desc: true, SortBy: "updated_at", Metadata: map[string]any{"user": "u1"}}},
+		} {
+			b.Run(fmt.Sprintf("%s/%d", c.name, n), func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					if err := s.View(context.Background(), func(tx ReadTx) error { _, err := tx.SearchThreads(c.f); return err }); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		b.Run(fmt.Sprintf("count-status/%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if err := s.View(context.Background(), func(tx ReadTx) error {
+					_, err := tx.CountThreads(ThreadFilter{Status: ThreadIdle})
+					return err
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
