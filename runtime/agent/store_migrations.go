@@ -25,6 +25,7 @@ import (
 //	crons             cron id → Cron (crons.go)
 //	idx_thread_ttl    expiry ‖ thread id → nil, threads with a TTL (ttl.go)
 //	idx_threads_*     thread search, count and busy indexes (store_threadindex.go)
+//	idx_assistants_*  assistant search and count indexes (store_assistantindex.go)
 var Migrations = []storage.Migration{
 	{Version: 1, Name: "initial buckets", Apply: func(tx *bolt.Tx) error {
 		return storage.CreateBuckets(tx, bAssistants, bThreads, bRuns, bThreadRuns, bCheckpoints, bStore)
@@ -64,6 +65,7 @@ var Migrations = []storage.Migration{
 		return storage.CreateBuckets(tx, bThreadTTL)
 	}},
 	{Version: 7, Name: "thread search and busy indexes", Apply: buildThreadIndexes},
+	{Version: 8, Name: "assistant search indexes", Apply: buildAssistantIndexes},
 }
 
 // mergeLGBuckets moves the rows of the three buckets language-host
