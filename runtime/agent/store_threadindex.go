@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -25,8 +26,10 @@ import (
 //	idx_threads_meta     metaPrefix(key, value) ‖ created ‖ id → nil, for
 //	                     top-level metadata values that are strings,
 //	                     numbers or booleans (metaIndexable)
-//	idx_threads_attr     id → created ‖ updated ‖ status, what a search
-//	                     walking another order tests without decoding
+//	idx_threads_attr     id → created ‖ updated ‖ busy ‖ status ‖ metadata
+//	                     prefixes (encodeThreadAttr): what a search walking
+//	                     another order tests, and what a write reads to
+//	                     replace the rows, without decoding the record
 //	idx_threads_busy     id → nil, threads with a running or queued run
 //
 // Times are 8-byte big-endian keys (timeKey), so byte order is time order.
@@ -148,21 +151,92 @@ func cat(parts ...[]byte) []byte {
 // threadIndexRows are the index rows of x.
 func threadIndexRows(x *threadIndexed) []idxRow {
 	id := []byte(x.ThreadID)
-	created, updated := timeKey(x.CreatedAt), timeKey(x.UpdatedAt)
-	doc := cat(created, id)
-	rows := []idxRow{
-		{bThreadsCreated, doc, nil},
-		{bThreadsUpdated, cat(updated, id), nil},
-		{bThreadsStatus, cat([]byte(x.Status), []byte{0}, doc), nil},
-		{bThreadsAttr, id, cat(created, updated, []byte(x.Status))},
-	}
-	if x.Active != "" || len(x.Queue) > 0 {
-		rows = append(rows, idxRow{bThreadsBusy, id, nil})
-	}
+	var metas [][]byte
 	for k, v := range x.Metadata {
 		if enc, ok := metaIndexable(k, v); ok {
-			rows = append(rows, idxRow{bThreadsMeta, cat(metaPrefix(k, enc), doc), nil})
+			metas = append(metas, metaPrefix(k, enc))
 		}
+	}
+	slices.SortFunc(metas, bytes.Compare) // the attributes row is the same for the same thread
+	busy := x.Active != "" || len(x.Queue) > 0
+	return rowsFromAttr(id, encodeThreadAttr(timeKey(x.CreatedAt), timeKey(x.UpdatedAt), busy, x.Status, metas))
+}
+
+// encodeThreadAttr is a thread's attributes row: created ‖ updated ‖
+// busy (1 byte) ‖ uvarint len ‖ status ‖ (uvarint len ‖ metadata posting
+// prefix)*. Everything its index rows are made of, so a write replaces
+// them without decoding the old record (whose values grow with the
+// conversation).
+func encodeThreadAttr(created, updated []byte, busy bool, status string, metas [][]byte) []byte {
+	b := cat(created, updated)
+	if busy {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = append(binary.AppendUvarint(b, uint64(len(status))), status...)
+	for _, m := range metas {
+		b = append(binary.AppendUvarint(b, uint64(len(m))), m...)
+	}
+	return b
+}
+
+// threadAttr is a decoded attributes row.
+type threadAttr struct {
+	created, updated []byte
+	busy             bool
+	status           string
+	metas            [][]byte
+}
+
+func decodeThreadAttr(v []byte) (threadAttr, bool) {
+	if len(v) < 17 {
+		return threadAttr{}, false
+	}
+	a := threadAttr{created: v[:8], updated: v[8:16], busy: v[16] == 1}
+	rest := v[17:]
+	next := func() ([]byte, bool) {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || uint64(len(rest)-k) < n {
+			return nil, false
+		}
+		b := rest[k : k+int(n)]
+		rest = rest[k+int(n):]
+		return b, true
+	}
+	st, ok := next()
+	if !ok {
+		return threadAttr{}, false
+	}
+	a.status = string(st)
+	for len(rest) > 0 {
+		m, ok := next()
+		if !ok {
+			return threadAttr{}, false
+		}
+		a.metas = append(a.metas, m)
+	}
+	return a, true
+}
+
+// rowsFromAttr are the index rows of thread id whose attributes row is v.
+func rowsFromAttr(id, v []byte) []idxRow {
+	a, ok := decodeThreadAttr(v)
+	if !ok {
+		return nil
+	}
+	doc := cat(a.created, id)
+	rows := []idxRow{
+		{bThreadsCreated, doc, nil},
+		{bThreadsUpdated, cat(a.updated, id), nil},
+		{bThreadsStatus, cat([]byte(a.status), []byte{0}, doc), nil},
+		{bThreadsAttr, id, v},
+	}
+	if a.busy {
+		rows = append(rows, idxRow{bThreadsBusy, id, nil})
+	}
+	for _, m := range a.metas {
+		rows = append(rows, idxRow{bThreadsMeta, cat(m, doc), nil})
 	}
 	return rows
 }
@@ -179,40 +253,29 @@ func oldIndexed(raw []byte) (*threadIndexed, error) {
 	return &x, nil
 }
 
-// storedIndexed is what the indexes hold of thread id, whose stored
-// record is raw (nil: none). A record that no longer decodes is still
-// replaced or deleted: its rows are found from its attributes row, all
-// but its metadata postings (which then name a thread a search skips).
-func (t *boltTx) storedIndexed(id string, raw []byte) *threadIndexed {
+// storedRows are the index rows of thread id as stored, read from its
+// attributes row (raw, its record, nil when there is none, is decoded
+// only when that row is missing).
+func (t *boltTx) storedRows(id string, raw []byte) ([]idxRow, error) {
 	if raw == nil {
-		return nil
+		return nil, nil
 	}
-	if x, err := oldIndexed(raw); err == nil {
-		return x
+	if v := t.tx.Bucket([]byte(bThreadsAttr)).Get([]byte(id)); v != nil {
+		if rows := rowsFromAttr([]byte(id), v); rows != nil {
+			return rows, nil
+		}
 	}
-	x := &threadIndexed{ThreadID: id}
-	v := t.tx.Bucket([]byte(bThreadsAttr)).Get([]byte(id))
-	if len(v) < 16 {
-		return x
+	x, err := oldIndexed(raw)
+	if err != nil {
+		return nil, err
 	}
-	x.CreatedAt, x.UpdatedAt, x.Status = fromTimeKey(v[:8]), fromTimeKey(v[8:16]), string(v[16:])
-	x.Active = "?" // its busy row, if any, goes too
-	return x
+	return threadIndexRows(x), nil
 }
 
-// fromTimeKey inverts timeKey.
-func fromTimeKey(b []byte) time.Time {
-	return time.Unix(0, int64(binary.BigEndian.Uint64(b)^1<<63)).UTC()
-}
-
-// reindexThread replaces the index rows of a thread whose record was old
-// (nil: it did not exist) by those of next (nil: it is deleted), writing
-// only the rows that change.
-func (t *boltTx) reindexThread(old, next *threadIndexed) error {
-	var before, after []idxRow
-	if old != nil {
-		before = threadIndexRows(old)
-	}
+// reindexThread replaces a thread's index rows, before, by those of next
+// (nil: it is deleted), writing only the rows that change.
+func (t *boltTx) reindexThread(before []idxRow, next *threadIndexed) error {
+	var after []idxRow
 	if next != nil {
 		after = threadIndexRows(next)
 	}

@@ -108,7 +108,10 @@ func (t *boltTx) ForEachBusyThread(fn func(*threadRecord) error) error {
 }
 
 func (t *boltTx) PutThread(r *threadRecord) error {
-	old := t.storedIndexed(r.ThreadID, t.tx.Bucket([]byte(bThreads)).Get([]byte(r.ThreadID)))
+	old, err := t.storedRows(r.ThreadID, t.tx.Bucket([]byte(bThreads)).Get([]byte(r.ThreadID)))
+	if err != nil {
+		return fmt.Errorf("put thread: %w", err)
+	}
 	if err := t.reindexThread(old, indexedOf(r)); err != nil {
 		return fmt.Errorf("put thread: %w", err)
 	}
@@ -130,7 +133,11 @@ func (t *boltTx) DeleteThreadRecord(id string) error {
 	if err := dropTTLEntry(t.tx, id, raw); err != nil {
 		return err
 	}
-	if err := t.reindexThread(t.storedIndexed(id, raw), nil); err != nil {
+	old, err := t.storedRows(id, raw)
+	if err != nil {
+		return fmt.Errorf("delete thread: %w", err)
+	}
+	if err := t.reindexThread(old, nil); err != nil {
 		return fmt.Errorf("delete thread: %w", err)
 	}
 	t.touched(bThreads, []byte(id))

@@ -208,11 +208,8 @@ func sortKey(by string, id string, created, updated []byte, status string) []byt
 
 // attrs reads a thread's index attributes.
 func (q *threadQuery) attrs(id []byte) (created, updated []byte, status string, ok bool) {
-	v := q.tx.Bucket([]byte(bThreadsAttr)).Get(id)
-	if len(v) < 16 {
-		return nil, nil, "", false
-	}
-	return v[:8], v[8:16], string(v[16:]), true
+	a, ok := decodeThreadAttr(q.tx.Bucket([]byte(bThreadsAttr)).Get(id))
+	return a.created, a.updated, a.status, ok
 }
 
 // has reports whether an index key exists (index rows have empty values,
