@@ -255,7 +255,7 @@ func (e *Engine) DeleteAssistant(id string) error {
 // deleteAssistant removes assistant id, its versions and its crons (as
 // the reference does) in tx.
 func deleteAssistant(tx Tx, id string) error {
-	if err := deleteCronsWhere(tx, func(c *Cron) bool { return c.AssistantID == id }); err != nil {
+	if err := deleteCronsOf(tx, id, ""); err != nil {
 		return err
 	}
 	return tx.DeleteAssistant(id)

@@ -110,7 +110,7 @@ func (e *Engine) DeleteThread(id string) error {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
 		active = t.Active
-		if err := deleteCronsWhere(tx, func(c *Cron) bool { return c.ThreadID != nil && *c.ThreadID == id }); err != nil {
+		if err := deleteCronsOf(tx, "", id); err != nil {
 			return err
 		}
 		return deleteThreadData(tx, id)
