@@ -304,8 +304,8 @@ func writeIndexDiff(tx *bolt.Tx, before, after []idxRow, touched func(string, []
 			continue
 		}
 		b := tx.Bucket([]byte(r.bucket))
-		if r.bucket == bThreadsCreated {
-			b.FillPercent = 0.9 // appended in creation order
+		if r.bucket == bThreadsCreated || r.bucket == bThreadsUpdated {
+			b.FillPercent = 0.9 // appended in time order
 		}
 		if err := b.Put(r.key, r.val); err != nil {
 			return fmt.Errorf("put %s row: %w", r.bucket, err)

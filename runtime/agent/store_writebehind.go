@@ -82,7 +82,7 @@ func applyRows(tx *bolt.Tx, rows []wbRow) error {
 			return fmt.Errorf("apply journaled row: no bucket %q", r.bucket)
 		}
 		switch r.bucket {
-		case bLG, bThreads, bRuns, bThreadRuns:
+		case bLG, bThreads, bRuns, bThreadRuns, bThreadsCreated, bThreadsUpdated:
 			// Keys are time-ordered (thread, run and checkpoint ids) and
 			// grow at the end: leaves split full, not in halves, so fewer
 			// pages hold the same rows and fewer are rewritten.
