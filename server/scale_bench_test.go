@@ -175,10 +175,10 @@ func BenchmarkScaleControlPlane(b *testing.B) {
 	}
 	fmt.Fprintf(&out, " %9.2fx\n", rows[last].rssMB/rows[max(last-1, 0)].rssMB)
 	for _, q := range names {
-		fmt.Fprintf(&out, "%-38s", q+" p50/p99 ms")
 		if _, ok := rows[last].measured[q]; !ok {
 			continue
 		}
+		fmt.Fprintf(&out, "%-38s", q+" p50/p99 ms")
 		for _, r := range rows {
 			fmt.Fprintf(&out, " %7.2f/%-8.2f", ms(r.measured[q][0]), ms(r.measured[q][1]))
 		}

@@ -342,6 +342,9 @@ func assemble(lg checkpointRows, thread, ns, id string, raw []byte) (*cpTuple, e
 
 // listTuples lists checkpoints newest first (by id) as BaseCheckpointSaver.list does.
 func listTuples(lg checkpointRows, q *cpQuery) ([]*cpTuple, error) {
+	if q.ThreadID != nil && q.NS != nil && q.CheckpointID == "" {
+		return listNamespace(lg, *q.ThreadID, *q.NS, q)
+	}
 	type hit struct {
 		thread, ns, id string
 		raw            []byte
@@ -393,6 +396,41 @@ func listTuples(lg checkpointRows, q *cpQuery) ([]*cpTuple, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// listNamespace lists one namespace's checkpoints (a thread's history):
+// its checkpoint rows sort by id, so the page is read newest first by a
+// reverse seek from before, stopping at limit rows that match the
+// filter, instead of loading the thread's rows and sorting them.
+func listNamespace(lg checkpointRows, thread, ns string, q *cpQuery) ([]*cpTuple, error) {
+	prefix := lgKey(thread, ns, lgKindCheckpoint, "")
+	var below []byte
+	if q.Before != "" {
+		below = lgKey(thread, ns, lgKindCheckpoint, q.Before)
+	}
+	out := []*cpTuple{}
+	var serr error
+	lg.scanBack(prefix, below, func(k, v []byte) bool {
+		id := string(k[len(prefix):])
+		if len(q.Filter) > 0 {
+			row, err := decodeCheckpoint(v, true)
+			if err != nil {
+				serr = err
+				return false
+			}
+			if !matches(row.MetadataJSON, q.Filter) {
+				return true
+			}
+		}
+		t, err := assemble(lg, thread, ns, id, storageCopy(v))
+		if err != nil {
+			serr = err
+			return false
+		}
+		out = append(out, t)
+		return q.Limit <= 0 || len(out) < q.Limit
+	})
+	return out, serr
 }
 
 // deleteLG deletes a thread's host checkpoints: all of them, or only

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -52,15 +53,13 @@ func (e *Engine) GetStateQuery(id string, q StateQuery) (Checkpoint, error) {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
 		if checkpointID != "" {
-			hist, err := history(tx, id, 0, "")
-			if err != nil {
-				return err
+			cp, err := tx.CheckpointByID(id, checkpointID)
+			if err == nil {
+				out = *cp
+				return nil
 			}
-			for _, cp := range hist {
-				if cp.Checkpoint.CheckpointID == checkpointID {
-					out = cp
-					return nil
-				}
+			if !errors.Is(err, ErrNotFound) {
+				return err
 			}
 			return fmt.Errorf("%w: checkpoint %s", ErrNotFound, checkpointID)
 		}
@@ -76,26 +75,6 @@ func (e *Engine) GetStateQuery(id string, q StateQuery) (Checkpoint, error) {
 		return nil
 	})
 	return out, err
-}
-
-// history lists a thread's checkpoints newest first.
-func history(tx ReadTx, id string, limit int, before string) ([]Checkpoint, error) {
-	var out []Checkpoint
-	skipping := before != ""
-	err := tx.CheckpointsNewestFirst(id, func(cp *Checkpoint) (bool, error) {
-		if skipping {
-			if cp.Checkpoint.CheckpointID == before {
-				skipping = false
-			}
-			return true, nil
-		}
-		out = append(out, *cp)
-		return limit <= 0 || len(out) < limit, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // HistoryQuery selects checkpoints of a thread, newest first: up to
@@ -129,23 +108,20 @@ func (e *Engine) HistoryQuery(id string, q HistoryQuery) ([]Checkpoint, error) {
 		if !tx.ThreadExists(id) {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
-		var err error
-		out, err = history(tx, id, 0, before)
-		if err != nil {
-			return err
-		}
-		// The engine's own checkpoints are few per thread: filter, then page.
-		kept := out[:0]
-		for _, cp := range out {
+		// Newest first by key order, stopping at limit matches: a page
+		// reads the checkpoints it returns (and, with a filter, those it
+		// skips), not the thread's whole history.
+		out = []Checkpoint{}
+		keep := func(cp *Checkpoint) (bool, error) {
 			if matches(cp.Metadata, q.Filter) {
-				kept = append(kept, cp)
+				out = append(out, *cp)
 			}
-			if limit > 0 && len(kept) == limit {
-				break
-			}
+			return limit <= 0 || len(out) < limit, nil
 		}
-		out = kept
-		return nil
+		if before != "" {
+			return tx.CheckpointsBefore(id, before, keep)
+		}
+		return tx.CheckpointsNewestFirst(id, keep)
 	})
 	if out == nil {
 		out = []Checkpoint{}

@@ -37,6 +37,10 @@ type checkpointRows interface {
 	scan(prefix []byte, fn func(k, v []byte) bool)
 	// last returns the row with the greatest key that has prefix, or nils.
 	last(prefix []byte) ([]byte, []byte)
+	// scanBack calls fn for every row whose key has prefix and is below
+	// below (nil: every such row), in reverse key order, until fn
+	// returns false: a page of the newest rows seeks and stops.
+	scanBack(prefix, below []byte, fn func(k, v []byte) bool)
 }
 
 // checkpointRowWrites are a unit of work's reads and writes of checkpoint

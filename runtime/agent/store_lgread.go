@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -66,12 +67,77 @@ func (r *lgRead) get(k []byte) []byte {
 	return r.b.Get(k)
 }
 
+// lgRowsVisited counts the rows scans handed out (a test hook: a page of
+// history must read only the rows it returns).
+var lgRowsVisited atomic.Int64
+
+// prefixEnd is the least key above every key with prefix (nil: none).
+func prefixEnd(prefix []byte) []byte {
+	end := storageCopy(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+func (r *lgRead) scanBack(prefix, below []byte, fn func(k, v []byte) bool) {
+	if end := prefixEnd(prefix); below == nil || end != nil && bytes.Compare(end, below) < 0 {
+		below = end
+	}
+	c := r.b.Cursor()
+	var k, v []byte
+	if below == nil {
+		k, v = c.Last()
+	} else if k, _ = c.Seek(below); k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	i := len(r.keys) - 1
+	if below != nil {
+		i = sort.SearchStrings(r.keys, string(below)) - 1
+	}
+	visit := func(k, v []byte) bool {
+		lgRowsVisited.Add(1)
+		return fn(k, v)
+	}
+	for {
+		bk := k != nil && bytes.HasPrefix(k, prefix)
+		ok := i >= 0 && strings.HasPrefix(r.keys[i], string(prefix))
+		switch {
+		case !bk && !ok:
+			return
+		case ok && (!bk || r.keys[i] >= string(k)):
+			if bk && r.keys[i] == string(k) {
+				k, v = c.Prev() // laid over
+			}
+			if ov := r.over[r.keys[i]]; ov != nil && !visit([]byte(r.keys[i]), ov) {
+				return
+			}
+			i--
+		default:
+			if !visit(k, v) {
+				return
+			}
+			k, v = c.Prev()
+		}
+	}
+}
+
 // scan calls fn for every row whose key has prefix, in key order, until
 // fn returns false.
 func (r *lgRead) scan(prefix []byte, fn func(k, v []byte) bool) {
 	i := sort.SearchStrings(r.keys, string(prefix))
 	c := r.b.Cursor()
 	k, v := c.Seek(prefix)
+	fn0 := fn
+	fn = func(k, v []byte) bool {
+		lgRowsVisited.Add(1)
+		return fn0(k, v)
+	}
 	for {
 		bk := k != nil && bytes.HasPrefix(k, prefix)
 		ok := i < len(r.keys) && strings.HasPrefix(r.keys[i], string(prefix))

@@ -58,19 +58,6 @@ func (p *posting) doc(k []byte) ([]byte, bool) {
 	return k[len(p.prefix):], true
 }
 
-// prefixEnd is the least key greater than every key with prefix p (nil:
-// none).
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
-}
-
 func (p *posting) first() ([]byte, bool) {
 	if !p.desc {
 		k, _ := p.c.Seek(p.prefix)
