@@ -89,23 +89,22 @@ func assistantIndexRows(x *assistantIndexed) []idxRow {
 }
 
 // storedAssistantRows are the index rows of the stored record raw (nil:
-// none).
-func storedAssistantRows(raw []byte) ([]idxRow, error) {
+// none). A record that does not decode has none: the migration leaves it
+// out (no search listed it before either) and it can still be replaced
+// or deleted.
+func storedAssistantRows(raw []byte) []idxRow {
 	if raw == nil {
-		return nil, nil
+		return nil
 	}
 	var x assistantIndexed
 	if err := unmarshalStored(raw, &x); err != nil {
-		return nil, fmt.Errorf("decode assistant index fields: %w", err)
+		return nil
 	}
-	return assistantIndexRows(&x), nil
+	return assistantIndexRows(&x)
 }
 
 func (t *boltTx) reindexAssistant(id string, next *Assistant) error {
-	before, err := storedAssistantRows(t.tx.Bucket([]byte(bAssistants)).Get([]byte(id)))
-	if err != nil {
-		return err
-	}
+	before := storedAssistantRows(t.tx.Bucket([]byte(bAssistants)).Get([]byte(id)))
 	var after []idxRow
 	if next != nil {
 		after = assistantIndexRows(&assistantIndexed{AssistantID: next.AssistantID, GraphID: next.GraphID, Name: next.Name,
@@ -122,11 +121,7 @@ func buildAssistantIndexes(tx *bolt.Tx) error {
 		}
 	}
 	return tx.Bucket([]byte(bAssistants)).ForEach(func(_, v []byte) error {
-		rows, err := storedAssistantRows(v)
-		if err != nil {
-			return err
-		}
-		return writeIndexDiff(tx, nil, rows, func(string, []byte) {})
+		return writeIndexDiff(tx, nil, storedAssistantRows(v), func(string, []byte) {})
 	})
 }
 

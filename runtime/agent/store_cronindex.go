@@ -172,7 +172,7 @@ func storedCronRows(tx *bolt.Tx, id string) ([]idxRow, error) {
 	}
 	var c Cron
 	if err := unmarshalStored(raw, &c); err != nil {
-		return nil, fmt.Errorf("decode cron index fields: %w", err)
+		return nil, nil // unindexed (buildCronIndexes): nothing to replace
 	}
 	return cronIndexRows([]byte(id), cronAttrOf(&c)), nil
 }

@@ -253,23 +253,24 @@ func oldIndexed(raw []byte) (*threadIndexed, error) {
 	return &x, nil
 }
 
-// storedRows are the index rows of thread id as stored, read from its
-// attributes row (raw, its record, nil when there is none, is decoded
-// only when that row is missing).
-func (t *boltTx) storedRows(id string, raw []byte) ([]idxRow, error) {
+// storedThreadRows are the index rows of thread id as stored, read from
+// its attributes row; raw, its record (nil when there is none), is
+// decoded only when that row is missing. A record that does not decode
+// and has no attributes row has no index rows (the migration skipped
+// it), so it can still be replaced or deleted.
+func storedThreadRows(tx *bolt.Tx, id string, raw []byte) []idxRow {
 	if raw == nil {
-		return nil, nil
+		return nil
 	}
-	if v := t.tx.Bucket([]byte(bThreadsAttr)).Get([]byte(id)); v != nil {
+	if v := tx.Bucket([]byte(bThreadsAttr)).Get([]byte(id)); v != nil {
 		if rows := rowsFromAttr([]byte(id), v); rows != nil {
-			return rows, nil
+			return rows
 		}
 	}
-	x, err := oldIndexed(raw)
-	if err != nil {
-		return nil, err
+	if x, err := oldIndexed(raw); err == nil {
+		return threadIndexRows(x)
 	}
-	return threadIndexRows(x), nil
+	return nil
 }
 
 // reindexThread replaces a thread's index rows, before, by those of next
@@ -316,20 +317,16 @@ func writeIndexDiff(tx *bolt.Tx, before, after []idxRow, touched func(string, []
 }
 
 // buildThreadIndexes creates the index buckets and fills them from every
-// thread record (the migration, and replay of records journaled without
-// them, below).
+// thread record (the migration). A record that does not decode is left
+// out: no search could list it before either (it failed them all).
 func buildThreadIndexes(tx *bolt.Tx) error {
 	for _, name := range threadIndexBuckets {
 		if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
 	}
-	return tx.Bucket([]byte(bThreads)).ForEach(func(_, v []byte) error {
-		x, err := oldIndexed(v)
-		if err != nil {
-			return err
-		}
-		return writeIndexDiff(tx, nil, threadIndexRows(x), func(string, []byte) {})
+	return tx.Bucket([]byte(bThreads)).ForEach(func(k, v []byte) error {
+		return writeIndexDiff(tx, nil, storedThreadRows(tx, string(k), v), func(string, []byte) {})
 	})
 }
 
@@ -339,39 +336,30 @@ func buildThreadIndexes(tx *bolt.Tx) error {
 // for one written since, deriving them again changes nothing.
 func replayThreadRows(tx *bolt.Tx, rows []wbRow) error {
 	threads := tx.Bucket([]byte(bThreads))
-	old := map[string]*threadIndexed{}
-	seen := map[string]bool{}
+	old := map[string][]idxRow{}
 	for _, r := range rows {
-		if r.bucket != bThreads || seen[string(r.key)] {
+		if r.bucket != bThreads {
 			continue
 		}
-		seen[string(r.key)] = true
-		x, err := oldIndexed(threads.Get(r.key))
-		if err != nil {
-			return err
+		if _, ok := old[string(r.key)]; !ok {
+			old[string(r.key)] = storedThreadRows(tx, string(r.key), threads.Get(r.key))
 		}
-		old[string(r.key)] = x
 	}
 	if err := applyRows(tx, rows); err != nil {
 		return err
 	}
-	for id := range seen {
-		next, err := oldIndexed(threads.Get([]byte(id)))
-		if err != nil {
-			return err
+	for id, before := range old {
+		var after []idxRow
+		if raw := threads.Get([]byte(id)); raw != nil {
+			if x, err := oldIndexed(raw); err == nil {
+				after = threadIndexRows(x)
+			}
 		}
 		// The rows just applied may hold these index rows already; the
 		// diff deletes and puts them again, to the same end.
-		if err := writeIndexDiff(tx, rowsOf(old[id]), rowsOf(next), func(string, []byte) {}); err != nil {
+		if err := writeIndexDiff(tx, before, after, func(string, []byte) {}); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func rowsOf(x *threadIndexed) []idxRow {
-	if x == nil {
-		return nil
-	}
-	return threadIndexRows(x)
 }

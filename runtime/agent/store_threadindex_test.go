@@ -546,3 +546,49 @@ func BenchmarkThreadSearch(b *testing.B) {
 		})
 	}
 }
+
+// TestThreadIndexMigrationSkipsUndecodable: a thread record that does not
+// decode does not stop migration 7 (the agent would not start); it is
+// left out of the indexes and can still be deleted.
+func TestThreadIndexMigrationSkipsUndecodable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent.db")
+	old, err := storage.Open(path, time.Second, Migrations[:6])
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := genThreads(3, 8)
+	bad := uuid.NewString()
+	if err := old.Update(func(tx *bolt.Tx) error {
+		for _, r := range good {
+			if err := putJSON(tx.Bucket([]byte(bThreads)), r.ThreadID, r); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket([]byte(bThreads)).Put([]byte(bad), []byte(`{"thread_id": 7}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := storage.Migrate(old, Migrations, nil); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	s, err := openBoltStore(old, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.pend.j.Close(); _ = old.Close() }()
+	mustView(t, s, func(tx ReadTx) error {
+		if n, err := tx.CountThreads(ThreadFilter{}); err != nil || n != len(good) {
+			return fmt.Errorf("count: %d %v, want %d", n, err, len(good))
+		}
+		return nil
+	})
+	mustUpdate(t, s, func(tx Tx) error { return tx.DeleteThreadRecord(bad) })
+	if err := old.View(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte(bThreads)).Get([]byte(bad)) != nil {
+			return errors.New("the undecodable thread is still there")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -108,10 +108,7 @@ func (t *boltTx) ForEachBusyThread(fn func(*threadRecord) error) error {
 }
 
 func (t *boltTx) PutThread(r *threadRecord) error {
-	old, err := t.storedRows(r.ThreadID, t.tx.Bucket([]byte(bThreads)).Get([]byte(r.ThreadID)))
-	if err != nil {
-		return fmt.Errorf("put thread: %w", err)
-	}
+	old := storedThreadRows(t.tx, r.ThreadID, t.tx.Bucket([]byte(bThreads)).Get([]byte(r.ThreadID)))
 	if err := t.reindexThread(old, indexedOf(r)); err != nil {
 		return fmt.Errorf("put thread: %w", err)
 	}
@@ -133,11 +130,7 @@ func (t *boltTx) DeleteThreadRecord(id string) error {
 	if err := dropTTLEntry(t.tx, id, raw); err != nil {
 		return err
 	}
-	old, err := t.storedRows(id, raw)
-	if err != nil {
-		return fmt.Errorf("delete thread: %w", err)
-	}
-	if err := t.reindexThread(old, nil); err != nil {
+	if err := t.reindexThread(storedThreadRows(t.tx, id, raw), nil); err != nil {
 		return fmt.Errorf("delete thread: %w", err)
 	}
 	t.touched(bThreads, []byte(id))
