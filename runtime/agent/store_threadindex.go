@@ -31,6 +31,9 @@ import (
 //	                     another order tests, and what a write reads to
 //	                     replace the rows, without decoding the record
 //	idx_threads_busy     id → nil, threads with a running or queued run
+//	idx_threads_count    "total" and "status:<status>" → int64 counters, what
+//	                     an unfiltered or status-only count reads; a
+//	                     journaled unit journals their deltas (rowAdd)
 //
 // Times are 8-byte big-endian keys (timeKey), so byte order is time order.
 // Status and metadata postings are in created ‖ id order, the default
@@ -42,9 +45,78 @@ const (
 	bThreadsMeta    = "idx_threads_meta"
 	bThreadsAttr    = "idx_threads_attr"
 	bThreadsBusy    = "idx_threads_busy"
+	bThreadsCount   = "idx_threads_count"
 )
 
-var threadIndexBuckets = []string{bThreadsCreated, bThreadsUpdated, bThreadsStatus, bThreadsMeta, bThreadsAttr, bThreadsBusy}
+var threadIndexBuckets = []string{bThreadsCreated, bThreadsUpdated, bThreadsStatus, bThreadsMeta, bThreadsAttr, bThreadsBusy, bThreadsCount}
+
+// The counters' keys: every thread, and the threads of one status.
+var countTotal = []byte("total")
+
+func countStatus(status string) []byte { return []byte("status:" + status) }
+
+// addCounter adds d to the int64 counter at key (absent: 0).
+func addCounter(b *bolt.Bucket, key []byte, d int64) error {
+	var n int64
+	if v := b.Get(key); len(v) == 8 {
+		n = int64(binary.BigEndian.Uint64(v))
+	}
+	if n+d == 0 {
+		// Absent is zero: a status no thread has leaves no row.
+		if err := b.Delete(key); err != nil {
+			return fmt.Errorf("count threads: %w", err)
+		}
+		return nil
+	}
+	if err := b.Put(key, binary.BigEndian.AppendUint64(nil, uint64(n+d))); err != nil {
+		return fmt.Errorf("count threads: %w", err)
+	}
+	return nil
+}
+
+// readCounter reads the counter at key (0 when absent).
+func readCounter(tx *bolt.Tx, key []byte) int {
+	if v := tx.Bucket([]byte(bThreadsCount)).Get(key); len(v) == 8 {
+		return int(int64(binary.BigEndian.Uint64(v)))
+	}
+	return 0
+}
+
+// countDeltas are the counter changes from a thread's index rows before
+// to after (nil: no thread).
+func countDeltas(before, after []idxRow) map[string]int64 {
+	d := map[string]int64{}
+	for _, side := range []struct {
+		rows []idxRow
+		sign int64
+	}{{before, -1}, {after, 1}} {
+		for _, r := range side.rows {
+			if r.bucket != bThreadsAttr {
+				continue
+			}
+			if a, ok := decodeThreadAttr(r.val); ok {
+				d[string(countTotal)] += side.sign
+				d[string(countStatus(a.status))] += side.sign
+			}
+		}
+	}
+	return d
+}
+
+// applyCounts adds the deltas to the counters, reporting each to added.
+func applyCounts(tx *bolt.Tx, d map[string]int64, added func(string, []byte, int64)) error {
+	b := tx.Bucket([]byte(bThreadsCount))
+	for k, v := range d {
+		if v == 0 {
+			continue
+		}
+		if err := addCounter(b, []byte(k), v); err != nil {
+			return err
+		}
+		added(bThreadsCount, []byte(k), v)
+	}
+	return nil
+}
 
 // Metadata entries longer than these are not indexed (a bbolt key is at
 // most 32 KiB, and long values make every posting key long); a filter on
@@ -280,7 +352,10 @@ func (t *boltTx) reindexThread(before []idxRow, next *threadIndexed) error {
 	if next != nil {
 		after = threadIndexRows(next)
 	}
-	return writeIndexDiff(t.tx, before, after, t.touched)
+	if err := writeIndexDiff(t.tx, before, after, t.touched); err != nil {
+		return err
+	}
+	return applyCounts(t.tx, countDeltas(before, after), t.added)
 }
 
 func writeIndexDiff(tx *bolt.Tx, before, after []idxRow, touched func(string, []byte)) error {
@@ -325,9 +400,18 @@ func buildThreadIndexes(tx *bolt.Tx) error {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
 	}
-	return tx.Bucket([]byte(bThreads)).ForEach(func(k, v []byte) error {
-		return writeIndexDiff(tx, nil, storedThreadRows(tx, string(k), v), func(string, []byte) {})
+	counts := map[string]int64{}
+	err := tx.Bucket([]byte(bThreads)).ForEach(func(k, v []byte) error {
+		rows := storedThreadRows(tx, string(k), v)
+		for c, d := range countDeltas(nil, rows) {
+			counts[c] += d
+		}
+		return writeIndexDiff(tx, nil, rows, func(string, []byte) {})
 	})
+	if err != nil {
+		return err
+	}
+	return applyCounts(tx, counts, func(string, []byte, int64) {})
 }
 
 // replayThreadRows applies a journal record's rows and re-derives the
@@ -337,6 +421,13 @@ func buildThreadIndexes(tx *bolt.Tx) error {
 func replayThreadRows(tx *bolt.Tx, rows []wbRow) error {
 	threads := tx.Bucket([]byte(bThreads))
 	old := map[string][]idxRow{}
+	// A record journaled with its index rows carries its counters'
+	// deltas too (rowAdd) when they change; one journaled before the
+	// indexes has neither, and gets both derived here.
+	counted := false
+	for _, r := range rows {
+		counted = counted || r.mode == rowAdd
+	}
 	for _, r := range rows {
 		if r.bucket != bThreads {
 			continue
@@ -359,6 +450,11 @@ func replayThreadRows(tx *bolt.Tx, rows []wbRow) error {
 		// diff deletes and puts them again, to the same end.
 		if err := writeIndexDiff(tx, before, after, func(string, []byte) {}); err != nil {
 			return err
+		}
+		if !counted {
+			if err := applyCounts(tx, countDeltas(before, after), func(string, []byte, int64) {}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

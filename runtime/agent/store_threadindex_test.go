@@ -394,6 +394,9 @@ func TestThreadIndexJournaled(t *testing.T) {
 	if got, err := e.FindThreads(ThreadFilter{Metadata: map[string]any{"user": "journaled"}}); err != nil || len(got) != 1 {
 		t.Fatalf("search after a journaled creation: %v, %v", got, err)
 	}
+	if n, err := e.CountThreads(ThreadFilter{Status: ThreadIdle}); err != nil || n != 1 {
+		t.Fatalf("idle count (a counter) after a journaled creation: %d, %v", n, err)
+	}
 	th2, err := e.CreateThread("", map[string]any{"user": "journaled"}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -402,6 +405,10 @@ func TestThreadIndexJournaled(t *testing.T) {
 	e = r.start()
 	if n, err := e.CountThreads(ThreadFilter{Metadata: map[string]any{"user": "journaled"}}); err != nil || n != 2 {
 		t.Fatalf("count after replay: %d, %v", n, err)
+	}
+	// The second creation's counter delta was only in the journal.
+	if n, err := e.CountThreads(ThreadFilter{}); err != nil || n != 2 {
+		t.Fatalf("total count (a counter) after replay: %d, %v", n, err)
 	}
 	sameDump(t, "after replay", func() (d map[string][]string) {
 		_ = e.DB.View(func(tx *bolt.Tx) error { d = indexDump(t, tx); return nil })

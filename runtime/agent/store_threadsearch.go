@@ -428,6 +428,13 @@ func (t *boltTx) SearchThreads(f ThreadFilter) ([]*threadRecord, error) {
 
 func (t *boltTx) CountThreads(f ThreadFilter) (int, error) {
 	q := newThreadQuery(t.tx, f)
+	if len(f.IDs) == 0 && len(q.metas) == 0 && !q.hasResidual() {
+		// Unfiltered or by status alone: a counter.
+		if f.Status == "" {
+			return readCounter(t.tx, countTotal), nil
+		}
+		return readCounter(t.tx, countStatus(f.Status)), nil
+	}
 	if len(f.IDs) > 0 {
 		all, err := q.byIDs()
 		return len(all), err
