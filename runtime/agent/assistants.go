@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -257,7 +255,7 @@ func (e *Engine) DeleteAssistant(id string) error {
 // deleteAssistant removes assistant id, its versions and its crons (as
 // the reference does) in tx.
 func deleteAssistant(tx Tx, id string) error {
-	if err := deleteCronsWhere(tx, func(c *Cron) bool { return c.AssistantID == id }); err != nil {
+	if err := deleteCronsOf(tx, id, ""); err != nil {
 		return err
 	}
 	return tx.DeleteAssistant(id)
@@ -278,42 +276,36 @@ type AssistantQuery struct {
 // case-insensitive substring, as the reference servers match it) and
 // metadata, in q's order.
 func (e *Engine) SearchAssistants(q AssistantQuery) ([]Assistant, int, error) {
+	all, err := e.FindAssistants(q)
+	if err != nil {
+		return all, 0, err
+	}
+	n, err := e.CountAssistants(q)
+	return all, n, err
+}
+
+// FindAssistants returns the page of assistants q selects, in its order,
+// read through the assistant indexes (store_assistantindex.go).
+func (e *Engine) FindAssistants(q AssistantQuery) ([]Assistant, error) {
 	var all []Assistant
 	err := e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
-		return tx.ForEachAssistant(func(a *Assistant) error {
-			if q.GraphID != "" && a.GraphID != q.GraphID || q.Name != "" && !strings.Contains(strings.ToLower(a.Name), strings.ToLower(q.Name)) || !matches(a.Metadata, q.Metadata) {
-				return nil
-			}
-			all = append(all, *a)
-			return nil
-		})
+		var err error
+		all, err = tx.SearchAssistants(q)
+		return err
 	})
-	// As the reference: names and graph ids compare case-insensitively.
-	less := map[string]func(a, b Assistant) int{
-		"assistant_id": func(a, b Assistant) int { return strings.Compare(a.AssistantID, b.AssistantID) },
-		"graph_id": func(a, b Assistant) int {
-			return strings.Compare(strings.ToLower(a.GraphID), strings.ToLower(b.GraphID))
-		},
-		"name":       func(a, b Assistant) int { return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)) },
-		"updated_at": func(a, b Assistant) int { return a.UpdatedAt.Compare(b.UpdatedAt) },
-	}[q.SortBy]
-	if less == nil {
-		less = func(a, b Assistant) int { return a.CreatedAt.Compare(b.CreatedAt) }
-	}
-	slices.SortStableFunc(all, func(a, b Assistant) int {
-		if q.Desc {
-			return less(b, a)
-		}
-		return less(a, b)
-	})
-	n := len(all)
-	offset := min(q.Offset, len(all))
-	all = all[offset:]
-	if q.Limit > 0 && len(all) > q.Limit {
-		all = all[:q.Limit]
-	}
 	if all == nil {
 		all = []Assistant{}
 	}
-	return all, n, err
+	return all, err
+}
+
+// CountAssistants counts the assistants q selects, from the indexes.
+func (e *Engine) CountAssistants(q AssistantQuery) (int, error) {
+	var n int
+	err := e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
+		var err error
+		n, err = tx.CountAssistants(q)
+		return err
+	})
+	return n, err
 }

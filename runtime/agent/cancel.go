@@ -70,7 +70,7 @@ func (e *Engine) CancelMany(ctx context.Context, threadID string, runIDs []strin
 			}
 			return nil
 		}
-		return tx.ForEachThread(func(t *threadRecord) error {
+		return tx.ForEachBusyThread(func(t *threadRecord) error {
 			if t.Active != "" && (status == CancelRunning || status == CancelAll) {
 				if r, err := tx.GetRun(t.Active); err == nil && r.CancelAction == "" {
 					targets = append(targets, target{t.ThreadID, t.Active})

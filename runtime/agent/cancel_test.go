@@ -124,7 +124,8 @@ func TestRestartEndsACancelledRunAsItsCancelSaid(t *testing.T) {
 				tr := threadRecord{Thread: Thread{ThreadID: tid, CreatedAt: now, UpdatedAt: now, Status: ThreadBusy}, Active: rid}
 				rr := runRecord{Run: Run{RunID: rid, ThreadID: tid, AssistantID: AssistantID("echo"), CreatedAt: now, UpdatedAt: now,
 					Status: RunInterrupted}, CancelAction: tc.action}
-				if err := putJSON(tx.Bucket([]byte(bThreads)), tid, &tr); err != nil {
+				// Through the store: its busy index is what the restart reads.
+				if err := (&boltTx{tx: tx}).PutThread(&tr); err != nil {
 					return err
 				}
 				if err := tx.Bucket([]byte(bThreadRuns)).Put(idxKey(tid, rid), nil); err != nil {

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 	_ "time/tzdata"
@@ -269,19 +268,11 @@ func (e *Engine) DeleteCron(id string) error {
 	})
 }
 
-// deleteCronsWhere deletes, in tx, the crons del selects: as on the
+// deleteCronsOf deletes, in tx, the crons of a thread (thread not "")
+// or else of an assistant, found by the cron indexes: as on the
 // reference, deleting a thread or an assistant deletes its crons.
-func deleteCronsWhere(tx Tx, del func(c *Cron) bool) error {
-	var ids []string
-	err := tx.ForEachCron(func(c *Cron, err error) error {
-		if err != nil {
-			return err
-		}
-		if del(c) {
-			ids = append(ids, c.CronID)
-		}
-		return nil
-	})
+func deleteCronsOf(tx Tx, assistant, thread string) error {
+	ids, err := tx.CronsOf(assistant, thread)
 	if err != nil {
 		return err
 	}
@@ -311,64 +302,43 @@ var CronSortFields = []string{"cron_id", "assistant_id", "thread_id", "next_run_
 // SearchCrons lists crons matching f (newest first unless f.SortBy); the
 // count is the number before paging.
 func (e *Engine) SearchCrons(f CronFilter) ([]Cron, int, error) {
-	var all []Cron
+	var (
+		all []Cron
+		n   int
+	)
+	// Crons are written only in bbolt commits: no journaled rows to flush.
 	err := e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
-		return tx.ForEachCron(func(c *Cron, err error) error {
-			if err != nil {
-				return err
-			}
-			if f.AssistantID != "" && c.AssistantID != f.AssistantID ||
-				f.ThreadID != "" && (c.ThreadID == nil || *c.ThreadID != f.ThreadID) ||
-				f.Enabled != nil && c.Enabled != *f.Enabled || !matches(c.Metadata, f.Metadata) {
-				return nil
-			}
-			all = append(all, *c)
-			return nil
-		})
+		var err error
+		if all, err = tx.SearchCrons(f); err != nil {
+			return err
+		}
+		n, err = tx.CountCrons(f)
+		return err
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	ts := func(t *time.Time) string {
-		if t == nil {
-			return ""
-		}
-		return t.UTC().Format("2006-01-02T15:04:05.000000000Z")
-	}
-	key := func(c Cron) string {
-		switch f.SortBy {
-		case "cron_id":
-			return c.CronID
-		case "assistant_id":
-			return c.AssistantID
-		case "thread_id":
-			if c.ThreadID == nil {
-				return ""
-			}
-			return *c.ThreadID
-		case "next_run_date":
-			return ts(&c.NextRunDate)
-		case "end_time":
-			return ts(c.EndTime)
-		case "updated_at":
-			return ts(&c.UpdatedAt)
-		}
-		return ts(&c.CreatedAt)
-	}
-	desc := f.Desc || f.SortBy == ""
-	// Ties (crons created in the same instant) are ordered by id, which
-	// is time-ordered too.
-	sort.SliceStable(all, func(i, j int) bool {
-		ki, kj := key(all[i])+"\x00"+all[i].CronID, key(all[j])+"\x00"+all[j].CronID
-		if desc {
-			return ki > kj
-		}
-		return ki < kj
-	})
-	n := len(all)
-	all = all[min(f.Offset, len(all)):]
-	if f.Limit > 0 && len(all) > f.Limit {
-		all = all[:f.Limit]
-	}
 	return all, n, nil
+}
+
+// CountCrons counts the crons f selects, from the indexes.
+func (e *Engine) CountCrons(f CronFilter) (int, error) {
+	var n int
+	err := e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
+		var err error
+		n, err = tx.CountCrons(f)
+		return err
+	})
+	return n, err
+}
+
+// FindCrons returns the page of crons f selects, in its order.
+func (e *Engine) FindCrons(f CronFilter) ([]Cron, error) {
+	var all []Cron
+	err := e.store.ViewCommitted(context.Background(), func(tx ReadTx) error {
+		var err error
+		all, err = tx.SearchCrons(f)
+		return err
+	})
+	return all, err
 }

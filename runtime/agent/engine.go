@@ -109,7 +109,9 @@ func (e *Engine) recover() ([]string, []string, error) {
 	err := e.store.Update(context.Background(), func(tx Tx) error {
 		queued, pending = queued[:0], pending[:0]
 		var recs []threadRecord
-		err := tx.ForEachThread(func(t *threadRecord) error {
+		// The busy index lists exactly these: start-up reads O(active
+		// runs) records, not every thread.
+		err := tx.ForEachBusyThread(func(t *threadRecord) error {
 			if t.Active != "" || len(t.Queue) > 0 {
 				recs = append(recs, *t)
 			}

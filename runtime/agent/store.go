@@ -132,7 +132,23 @@ func (t *boltTx) touched(bucket string, key []byte) {
 			return // journaled once, as it stands when the unit ends
 		}
 	}
-	*t.track = append(*t.track, wbKey{bucket, key})
+	*t.track = append(*t.track, wbKey{bucket: bucket, key: key})
+}
+
+// added records, in a journaled unit, a delta added to a counter row: the
+// journal carries the delta, not the value, because the unit sees only
+// its own thread's pending rows, not the other threads' deltas.
+func (t *boltTx) added(bucket string, key []byte, delta int64) {
+	if t.track == nil {
+		return
+	}
+	for i, k := range *t.track {
+		if k.add && k.bucket == bucket && string(k.key) == string(key) {
+			(*t.track)[i].delta += delta
+			return
+		}
+	}
+	*t.track = append(*t.track, wbKey{bucket: bucket, key: key, add: true, delta: delta})
 }
 
 // unconfined refuses, with errNotHot, a write outside the thread's own

@@ -24,6 +24,11 @@ type assistantReads interface {
 	AssistantVersions(id string) ([]Assistant, error)
 	// GetAssistantVersion returns one version, or ErrNotFound.
 	GetAssistantVersion(id string, version int) (*Assistant, error)
+	// SearchAssistants returns the page of assistants q selects, in its
+	// order (store_assistantindex.go says what is indexed).
+	SearchAssistants(q AssistantQuery) ([]Assistant, error)
+	// CountAssistants counts them (q's limit and offset ignored).
+	CountAssistants(q AssistantQuery) (int, error)
 }
 
 // assistantWrites are a unit of work's writes of assistants.
@@ -87,6 +92,9 @@ func (t *boltTx) PutAssistant(a *Assistant) error {
 	if err := t.unconfined(); err != nil {
 		return err
 	}
+	if err := t.reindexAssistant(a.AssistantID, a); err != nil {
+		return fmt.Errorf("put assistant: %w", err)
+	}
 	return putJSON(t.tx.Bucket([]byte(bAssistants)), a.AssistantID, a)
 }
 
@@ -113,6 +121,9 @@ func (t *boltTx) DeleteAssistant(id string) error {
 		if err := t.tx.Bucket([]byte(bAssistantVersions)).Delete(versionKey(id, v.Version)); err != nil {
 			return err
 		}
+	}
+	if err := t.reindexAssistant(id, nil); err != nil {
+		return fmt.Errorf("delete assistant: %w", err)
 	}
 	return t.tx.Bucket([]byte(bAssistants)).Delete([]byte(id))
 }

@@ -1,5 +1,7 @@
 package agent
 
+import "fmt"
+
 // bCrons holds cron id → Cron.
 const bCrons = "crons"
 
@@ -12,6 +14,14 @@ type cronReads interface {
 	// passed as a nil cron with its error: fn decides whether the scan
 	// stops (a search) or goes on (the scheduler looking for due crons).
 	ForEachCron(fn func(c *Cron, err error) error) error
+	// SearchCrons returns the page of crons f selects, in its order
+	// (store_cronindex.go says what is indexed).
+	SearchCrons(f CronFilter) ([]Cron, error)
+	// CountCrons counts them (f's limit and offset ignored).
+	CountCrons(f CronFilter) (int, error)
+	// CronsOf returns the ids of the crons of a thread (thread not "")
+	// or else of an assistant.
+	CronsOf(assistant, thread string) ([]string, error)
 }
 
 // cronWrites are a unit of work's writes of crons.
@@ -44,12 +54,18 @@ func (t *boltTx) PutCron(c *Cron) error {
 	if err := t.unconfined(); err != nil {
 		return err
 	}
+	if err := t.reindexCron(c.CronID, c); err != nil {
+		return fmt.Errorf("put cron: %w", err)
+	}
 	return putJSON(t.tx.Bucket([]byte(bCrons)), c.CronID, c)
 }
 
 func (t *boltTx) DeleteCron(id string) error {
 	if err := t.unconfined(); err != nil {
 		return err
+	}
+	if err := t.reindexCron(id, nil); err != nil {
+		return fmt.Errorf("delete cron: %w", err)
 	}
 	return t.tx.Bucket([]byte(bCrons)).Delete([]byte(id))
 }

@@ -24,6 +24,9 @@ import (
 //	lg                language-host graphs' checkpoints (hostcheckpoints.go)
 //	crons             cron id → Cron (crons.go)
 //	idx_thread_ttl    expiry ‖ thread id → nil, threads with a TTL (ttl.go)
+//	idx_threads_*     thread search, count and busy indexes (store_threadindex.go)
+//	idx_assistants_*  assistant search and count indexes (store_assistantindex.go)
+//	idx_crons_*       cron search, count, schedule indexes (store_cronindex.go)
 var Migrations = []storage.Migration{
 	{Version: 1, Name: "initial buckets", Apply: func(tx *bolt.Tx) error {
 		return storage.CreateBuckets(tx, bAssistants, bThreads, bRuns, bThreadRuns, bCheckpoints, bStore)
@@ -62,6 +65,9 @@ var Migrations = []storage.Migration{
 	{Version: 6, Name: "thread TTL index", Apply: func(tx *bolt.Tx) error {
 		return storage.CreateBuckets(tx, bThreadTTL)
 	}},
+	{Version: 7, Name: "thread search and busy indexes", Apply: buildThreadIndexes},
+	{Version: 8, Name: "assistant search indexes", Apply: buildAssistantIndexes},
+	{Version: 9, Name: "cron search and schedule indexes", Apply: buildCronIndexes},
 }
 
 // mergeLGBuckets moves the rows of the three buckets language-host

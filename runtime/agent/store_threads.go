@@ -31,6 +31,15 @@ type threadReads interface {
 	// UUIDv7: creation order), until fn returns an error, which it
 	// returns.
 	ForEachThread(fn func(*threadRecord) error) error
+	// ForEachBusyThread calls fn for every thread with a running or
+	// queued run, reading only those (start-up recovery, bulk cancels).
+	ForEachBusyThread(fn func(*threadRecord) error) error
+	// SearchThreads returns the page of threads f selects, in its order
+	// (store_threadsearch.go says which filters and sorts are indexed).
+	SearchThreads(f ThreadFilter) ([]*threadRecord, error)
+	// CountThreads counts the threads f selects (its limit and offset
+	// ignored).
+	CountThreads(f ThreadFilter) (int, error)
 }
 
 // threadWrites are a unit of work's writes of threads.
@@ -44,11 +53,11 @@ type threadWrites interface {
 }
 
 func (t *boltTx) GetThread(id string) (*threadRecord, error) {
-	var r threadRecord
-	if err := getJSON(t.tx.Bucket([]byte(bThreads)), id, &r); err != nil {
-		return nil, err
+	raw := t.tx.Bucket([]byte(bThreads)).Get([]byte(id))
+	if raw == nil {
+		return nil, ErrNotFound
 	}
-	return &r, nil
+	return decodeThread(raw)
 }
 
 func (t *boltTx) ThreadExists(id string) bool {
@@ -68,15 +77,41 @@ func (t *boltTx) ThreadQueue(id string) (string, []string, error) {
 
 func (t *boltTx) ForEachThread(fn func(*threadRecord) error) error {
 	return t.tx.Bucket([]byte(bThreads)).ForEach(func(_, v []byte) error {
-		var r threadRecord
-		if err := unmarshalStored(v, &r); err != nil {
+		r, err := decodeThread(v)
+		if err != nil {
 			return err
 		}
-		return fn(&r)
+		return fn(r)
 	})
 }
 
+func (t *boltTx) ForEachBusyThread(fn func(*threadRecord) error) error {
+	// Ids first: fn may write the threads it is given (recovery does).
+	var ids []string
+	err := t.tx.Bucket([]byte(bThreadsBusy)).ForEach(func(k, _ []byte) error {
+		ids = append(ids, string(k))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		r, err := t.GetThread(id)
+		if err != nil {
+			return fmt.Errorf("busy thread %s: %w", id, err)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (t *boltTx) PutThread(r *threadRecord) error {
+	old := storedThreadRows(t.tx, r.ThreadID, t.tx.Bucket([]byte(bThreads)).Get([]byte(r.ThreadID)))
+	if err := t.reindexThread(old, indexedOf(r)); err != nil {
+		return fmt.Errorf("put thread: %w", err)
+	}
 	if err := putJSON(t.tx.Bucket([]byte(bThreads)), r.ThreadID, r); err != nil {
 		return fmt.Errorf("put thread: %w", err)
 	}
@@ -94,6 +129,9 @@ func (t *boltTx) DeleteThreadRecord(id string) error {
 	}
 	if err := dropTTLEntry(t.tx, id, raw); err != nil {
 		return err
+	}
+	if err := t.reindexThread(storedThreadRows(t.tx, id, raw), nil); err != nil {
+		return fmt.Errorf("delete thread: %w", err)
 	}
 	t.touched(bThreads, []byte(id))
 	return b.Delete([]byte(id))

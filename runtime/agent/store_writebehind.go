@@ -72,6 +72,7 @@ const (
 	rowPutNew     byte = 'n' // put unless the key exists (a task's regular writes)
 	rowPutChanged byte = 'c' // put unless the same typed value is stored (channel values)
 	rowDelete     byte = 'd' // delete
+	rowAdd        byte = 'a' // add val (a big-endian int64) to the counter at key
 )
 
 // applyRows applies rows to tx as their writers meant them.
@@ -82,13 +83,21 @@ func applyRows(tx *bolt.Tx, rows []wbRow) error {
 			return fmt.Errorf("apply journaled row: no bucket %q", r.bucket)
 		}
 		switch r.bucket {
-		case bLG, bThreads, bRuns, bThreadRuns:
+		case bLG, bThreads, bRuns, bThreadRuns, bThreadsCreated, bThreadsUpdated:
 			// Keys are time-ordered (thread, run and checkpoint ids) and
 			// grow at the end: leaves split full, not in halves, so fewer
 			// pages hold the same rows and fewer are rewritten.
 			b.FillPercent = 0.9
 		}
 		switch r.mode {
+		case rowAdd:
+			if len(r.val) != 8 {
+				return fmt.Errorf("apply journaled row: a counter delta of %d bytes", len(r.val))
+			}
+			if err := addCounter(b, r.key, int64(binary.BigEndian.Uint64(r.val))); err != nil {
+				return err
+			}
+			continue
 		case rowDelete:
 			if err := b.Delete(r.key); err != nil {
 				return err
@@ -196,7 +205,7 @@ func decodeOp(b []byte) (*wbOp, error) {
 		mode := b[0]
 		b = b[1:]
 		switch mode {
-		case rowPut, rowPutNew, rowPutChanged, rowDelete:
+		case rowPut, rowPutNew, rowPutChanged, rowDelete, rowAdd:
 		default:
 			return nil, errBadOp
 		}
@@ -355,6 +364,8 @@ func (p *pendingWrites) journalLG(thread, run string, rows []wbRow) (bool, error
 type wbKey struct {
 	bucket string
 	key    []byte
+	add    bool // a counter's delta (boltTx.added), journaled as rowAdd
+	delta  int64
 }
 
 // errNotHot sends a hot write whose code took a path touching more than
@@ -385,6 +396,13 @@ func (s *boltStore) hot(thread string, end bool, fn func(tx *bolt.Tx) ([]wbKey, 
 		b := tx.Bucket([]byte(k.bucket))
 		if b == nil {
 			return fmt.Errorf("journaled write: no bucket %q", k.bucket)
+		}
+		if k.add {
+			if k.delta != 0 {
+				rows = append(rows, wbRow{bucket: k.bucket, mode: rowAdd, key: storageCopy(k.key),
+					val: binary.BigEndian.AppendUint64(nil, uint64(k.delta))})
+			}
+			continue
 		}
 		// A cursor, not Get: index rows have empty values.
 		if ck, v := b.Cursor().Seek(k.key); ck != nil && bytes.Equal(ck, k.key) {
@@ -493,7 +511,7 @@ func (s *boltStore) openJournal(logReplay func(applied, skipped int)) error {
 			if op.seq <= h {
 				continue
 			}
-			if err := applyRows(tx, op.rows); err != nil {
+			if err := replayThreadRows(tx, op.rows); err != nil {
 				return fmt.Errorf("apply journal record %d: %w", op.seq, err)
 			}
 			last = max(last, op.seq)

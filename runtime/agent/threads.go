@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"time"
 
 	"slipway/storage"
 )
@@ -112,7 +110,7 @@ func (e *Engine) DeleteThread(id string) error {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, id)
 		}
 		active = t.Active
-		if err := deleteCronsWhere(tx, func(c *Cron) bool { return c.ThreadID != nil && *c.ThreadID == id }); err != nil {
+		if err := deleteCronsOf(tx, "", id); err != nil {
 			return err
 		}
 		return deleteThreadData(tx, id)
@@ -159,52 +157,46 @@ func matches(have, want map[string]any) bool {
 	return true
 }
 
-// SearchThreads lists threads matching f; count is the number before paging.
+// SearchThreads lists threads matching f; count is the number before
+// paging. It costs FindThreads plus CountThreads.
 func (e *Engine) SearchThreads(f ThreadFilter) ([]Thread, int, error) {
-	var all []Thread
-	ids := map[string]bool{}
-	for _, id := range f.IDs {
-		ids[id] = true
-	}
-	err := e.store.View(context.Background(), func(tx ReadTx) error {
-		return tx.ForEachThread(func(t *threadRecord) error {
-			if len(ids) > 0 && !ids[t.ThreadID] || f.Status != "" && t.Status != f.Status ||
-				!matches(t.Metadata, f.Metadata) || !matches(t.Values, f.Values) {
-				return nil
-			}
-			all = append(all, t.view())
-			return nil
-		})
-	})
+	page, err := e.FindThreads(f)
 	if err != nil {
 		return nil, 0, err
 	}
-	key := func(t Thread) string {
-		switch f.SortBy {
-		case "thread_id":
-			return t.ThreadID
-		case "updated_at":
-			return t.UpdatedAt.Format(time.RFC3339Nano)
-		case "status":
-			return t.Status
+	n, err := e.CountThreads(f)
+	return page, n, err
+}
+
+// FindThreads returns the page of threads f selects, in its order, read
+// through the thread indexes (store_threadsearch.go).
+func (e *Engine) FindThreads(f ThreadFilter) ([]Thread, error) {
+	var out []Thread
+	// View: a search reads committed state (journaled rows are flushed
+	// first), index rows included.
+	err := e.store.View(context.Background(), func(tx ReadTx) error {
+		recs, err := tx.SearchThreads(f)
+		out = make([]Thread, 0, len(recs))
+		for _, r := range recs {
+			out = append(out, r.view())
 		}
-		return t.CreatedAt.Format(time.RFC3339Nano)
-	}
-	sort.SliceStable(all, func(i, j int) bool {
-		if f.Desc {
-			return key(all[i]) > key(all[j])
-		}
-		return key(all[i]) < key(all[j])
+		return err
 	})
-	n := len(all)
-	if f.Offset > len(all) {
-		f.Offset = len(all)
+	if err != nil {
+		return nil, err
 	}
-	all = all[f.Offset:]
-	if f.Limit > 0 && len(all) > f.Limit {
-		all = all[:f.Limit]
-	}
-	return all, n, nil
+	return out, nil
+}
+
+// CountThreads counts the threads f selects, from the indexes.
+func (e *Engine) CountThreads(f ThreadFilter) (int, error) {
+	var n int
+	err := e.store.View(context.Background(), func(tx ReadTx) error {
+		var err error
+		n, err = tx.CountThreads(f)
+		return err
+	})
+	return n, err
 }
 
 // CopyThread makes a new thread with the same metadata and checkpoints.

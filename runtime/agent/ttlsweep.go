@@ -136,7 +136,7 @@ func (e *Engine) sweepOne(key ttlEntry, now time.Time) (bool, error) {
 // deleteThreadAll is DeleteThread's transaction: the thread's crons, runs,
 // checkpoints and record.
 func deleteThreadAll(tx Tx, id string) error {
-	if err := deleteCronsWhere(tx, func(c *Cron) bool { return c.ThreadID != nil && *c.ThreadID == id }); err != nil {
+	if err := deleteCronsOf(tx, "", id); err != nil {
 		return err
 	}
 	return deleteThreadData(tx, id)

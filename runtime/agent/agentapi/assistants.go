@@ -101,9 +101,14 @@ func (a *API) searchAssistants(w http.ResponseWriter, r *http.Request, count boo
 	if err := oneOf(b.SortOrder, "sort_order", "asc", "desc"); err != nil {
 		return err
 	}
-	list, n, err := a.Engine.SearchAssistants(agent.AssistantQuery{GraphID: b.GraphID, Name: b.Name, Metadata: b.Metadata,
-		Limit: b.Limit, Offset: b.Offset, SortBy: b.SortBy, Desc: b.SortOrder != "asc"})
-	return replyCount(w, count, list, n, err)
+	q := agent.AssistantQuery{GraphID: b.GraphID, Name: b.Name, Metadata: b.Metadata,
+		Limit: b.Limit, Offset: b.Offset, SortBy: b.SortBy, Desc: b.SortOrder != "asc"}
+	if count {
+		n, err := a.Engine.CountAssistants(q)
+		return replyCount[agent.Assistant](w, true, nil, n, err)
+	}
+	list, err := a.Engine.FindAssistants(q)
+	return replyCount(w, false, list, 0, err)
 }
 
 // assistantGraph describes the graph's nodes: a language host's graph as

@@ -253,9 +253,13 @@ func (a *API) searchCrons(w http.ResponseWriter, r *http.Request, count bool) er
 		// The reference's count ignores paging and enabled.
 		f.Limit, f.Offset, f.Enabled = 0, 0, nil
 	}
-	list, n, err := a.Engine.SearchCrons(f)
-	if err != nil || count || len(req.Select) == 0 {
-		return replyCount(w, count, list, n, err)
+	if count {
+		n, err := a.Engine.CountCrons(f)
+		return replyCount[agent.Cron](w, true, nil, n, err)
+	}
+	list, err := a.Engine.FindCrons(f)
+	if err != nil || len(req.Select) == 0 {
+		return replyCount(w, false, list, 0, err)
 	}
 	out := make([]map[string]any, 0, len(list))
 	for _, c := range list {

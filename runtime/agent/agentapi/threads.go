@@ -103,10 +103,11 @@ func (a *API) searchThreads(w http.ResponseWriter, r *http.Request, count bool) 
 	f := agent.ThreadFilter{IDs: body.IDs, Metadata: body.Metadata, Values: body.Values, Status: body.Status,
 		Limit: body.Limit, Offset: body.Offset, SortBy: body.SortBy, Desc: body.SortOrder != "asc"}
 	if count {
-		f.Limit, f.Offset = 0, 0
+		n, err := a.Engine.CountThreads(f)
+		return replyCount[agent.Thread](w, true, nil, n, err)
 	}
-	ts, n, err := a.Engine.SearchThreads(f)
-	return replyCount(w, count, ts, n, err)
+	ts, err := a.Engine.FindThreads(f)
+	return replyCount(w, false, ts, 0, err)
 }
 
 func (a *API) getState(w http.ResponseWriter, r *http.Request, ps httprouter.Params, id string) error {
