@@ -145,7 +145,7 @@ var hostedSchemaFor = map[string]string{
 	"DeploymentCreateRequest": "CreateRequest", "DeploymentPatchRequest": "PatchRequest",
 	"ListenerCreateRequest": "ListenerCreateRequest", "ListenerPatchRequest": "ListenerPatchRequest",
 	"HTTPValidationError": "HTTPValidationError", "ValidationError": "ValidationError",
-	"DeploymentsList": "ListDeployment", "RevisionsList": "ListRevisionView", "ListenersList": "ListListener",
+	"DeploymentsList": "DeploymentList", "RevisionsList": "ListRevisionView", "ListenersList": "ListListener",
 	"GithubIntegration": "GithubIntegration",
 }
 

@@ -8,7 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"slipway/server/servertest"
+	"slipway/server/apptest"
 )
 
 // TestRevokedKeysTakeTheirServiceUsers revokes service keys every way a
@@ -17,7 +17,7 @@ import (
 // each must have gone with its key, in the same transaction, so that the
 // organization's users do not grow with every key ever revoked.
 func TestRevokedKeysTakeTheirServiceUsers(t *testing.T) {
-	s := servertest.Start(t, nil)
+	s := apptest.New(t, nil)
 	for i := 0; i < 5; i++ {
 		id := s.Do("POST", "/api/v1/api-key", map[string]any{}).Map()["id"].(string)
 		mustStatus(t, s.Do("DELETE", "/api/v1/api-key/"+id, nil), 200)
