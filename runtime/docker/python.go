@@ -222,6 +222,11 @@ func (d *Driver) rootfsImage(ctx context.Context, suite string, packages, apt []
 		return tag, nil // imported by the build this one waited for
 	}
 	dir := filepath.Join(d.imageCache(), "rootfs-"+id)
+	unlockDir, err := lockCacheDir(ctx, dir, log)
+	if err != nil {
+		return "", err
+	}
+	defer unlockDir()
 	if _, err := os.Stat(filepath.Join(dir, ".slipway-complete")); err != nil {
 		if err := debootstrap(ctx, dir, suite, packages, apt, log); err != nil {
 			return "", err

@@ -1,7 +1,6 @@
 package processtest_test
 
 import (
-	"os"
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
@@ -13,15 +12,7 @@ import (
 
 // requireDebootstrap skips (or, in CI, fails) without debootstrap, which
 // builds Slipway's agent images on the docker runtime.
-func requireDebootstrap(t *testing.T) {
-	t.Helper()
-	if _, err := osexec.LookPath("debootstrap"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the docker project tests need debootstrap (apt-get install debootstrap)")
-		}
-		t.Skip("skipping: debootstrap is not installed; under CI=true this fails instead")
-	}
-}
+func requireDebootstrap(t *testing.T) { servertest.RequireDebootstrap(t) }
 
 // TestJSProjectDocker is TestJSProjectOnProcessRuntime on the docker
 // runtime: the TypeScript LangGraph.js project builds on the Node.js agent

@@ -1,7 +1,6 @@
 package processtest_test
 
 import (
-	"io/fs"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -14,32 +13,7 @@ import (
 
 // projectFiles reads a testdata project into an upload's files, without
 // what a build makes (node_modules, __pycache__).
-func projectFiles(t testing.TB, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "__pycache__") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
+func projectFiles(t testing.TB, dir string) map[string]string { return servertest.ProjectFiles(t, dir) }
 
 func revisionLogs(t *testing.T, s *servertest.Server, dep, rev, phase string) string {
 	t.Helper()
@@ -53,26 +27,9 @@ func revisionLogs(t *testing.T, s *servertest.Server, dep, rev, phase string) st
 	return out.String()
 }
 
-// jsSuite is the JS SDK's end-to-end suite.
-func jsSuite() string {
-	return filepath.Join(servertest.RepoRoot(), "runtime", "agent", "hosts", "js", "e2e")
-}
+func jsSuite() string { return servertest.JSSuite() }
 
-// requireJSSDK skips (or, in CI, fails) without node, npm and the JS SDK
-// that drives a deployed JavaScript project.
-func requireJSSDK(t *testing.T) {
-	t.Helper()
-	_, nodeErr := osexec.LookPath("node")
-	_, npmErr := osexec.LookPath("npm")
-	_, sdkErr := os.Stat(filepath.Join(jsSuite(), "node_modules", "@langchain", "langgraph-sdk"))
-	if nodeErr != nil || npmErr != nil || sdkErr != nil {
-		msg := "node, npm, and `npm ci` in runtime/agent/hosts/js/e2e, are needed to deploy a JavaScript project"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-}
+func requireJSSDK(t *testing.T) { servertest.RequireJSSDK(t) }
 
 // jsSDKDeployed runs the JS SDK's "deployed" scenarios (the js-deploy
 // project's graph) through a deployment URL.

@@ -32,18 +32,7 @@ func phaseLogs(s *servertest.Server, dep, rev string) string {
 
 // requirePython311 skips (or, in CI, fails) when the host has no Python
 // 3.11 with venv that every uid may run, which the test project asks for.
-func requirePython311(t *testing.T) {
-	t.Helper()
-	for _, p := range []string{"/usr/bin/python3.11", "/usr/local/bin/python3.11"} {
-		if osexec.Command(p, "-c", "import venv, ensurepip").Run() == nil {
-			return
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("the Python project tests need python3.11 with venv (apt-get install python3-venv)")
-	}
-	t.Skip("skipping: no python3.11 with venv in /usr/bin or /usr/local/bin; under CI=true this fails instead")
-}
+func requirePython311(t *testing.T) { servertest.RequirePython311(t) }
 
 // pySDKGreeting runs the deployment's "agent" graph through the official
 // Python SDK (langgraph-sdk, in the test virtualenv .ci/run makes) at the

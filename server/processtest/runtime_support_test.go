@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/moby/moby/client"
 
@@ -19,66 +18,13 @@ import (
 // drivers are the real runtimes the end-to-end tests run against.
 var drivers = []string{"process", "docker"}
 
-// requireRuntime skips (or, in CI, fails) a docker test when no engine
-// answers; the process runtime needs nothing.
-func requireRuntime(t testing.TB, driver string) {
-	t.Helper()
-	if driver != "docker" {
-		return
-	}
-	e := engine(t)
-	// Containers outlive the server: whatever the installs this test
-	// started leave behind (it failed half-way) goes, as if no deployment
-	// were on record. Objects of any other install on the engine (a
-	// developer's own serve, another test binary) carry another instance
-	// id and stay.
-	t.Cleanup(func() { cleanupInstalls(t, e) })
-}
+func requireRuntime(t testing.TB, driver string) { servertest.RequireRuntime(t, driver) }
 
-// cleanupInstalls removes every docker object of the installs t started,
-// and only those: each carries its install's instance id.
-func cleanupInstalls(t testing.TB, e *client.Client) {
-	t.Helper()
-	for _, s := range servertest.Started(t) {
-		if s.InstanceID == "" {
-			continue
-		}
-		d := &docker.Driver{Client: e, Root: t.TempDir(), Instance: s.InstanceID}
-		if err := d.Reconcile(context.Background(), map[string]string{}); err != nil {
-			t.Logf("clean up docker objects of install %s: %v", s.InstanceID, err)
-		}
-		// Its agent images too; the shared cache of root filesystems
-		// stays (the prune's cache is elsewhere).
-		d.ImageCache = t.TempDir()
-		if _, err := d.PruneImages(context.Background()); err != nil {
-			t.Logf("prune the images of install %s: %v", s.InstanceID, err)
-		}
-	}
-}
-
-var (
-	engineOnce sync.Once
-	engineCli  *client.Client
-	engineErr  error
-)
+func cleanupInstalls(t testing.TB, e *client.Client) { servertest.CleanupInstalls(t, e) }
 
 // engine is a client of the local Docker engine, for inspecting what the
 // docker runtime created.
-func engine(t testing.TB) *client.Client {
-	t.Helper()
-	engineOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		engineCli, _, engineErr = docker.Connect(ctx)
-	})
-	if engineErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the docker runtime tests need a Docker engine (CI starts dockerd): %v", engineErr)
-		}
-		t.Skipf("skipping: the docker runtime tests need a Docker engine (on Debian: apt-get install docker.io, then start dockerd as root); under CI=true this fails instead: %v", engineErr)
-	}
-	return engineCli
-}
+func engine(t testing.TB) *client.Client { return servertest.DockerEngine(t) }
 
 var (
 	counterOnce sync.Once

@@ -1,4 +1,4 @@
-package processtest_test
+package corpustest_test
 
 import (
 	"encoding/json"
