@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"sort"
 )
 
 // GetRun returns a run of a thread.
@@ -30,25 +29,23 @@ func (e *Engine) ListRuns(threadID string, limit, offset int, status string) ([]
 		if !tx.ThreadExists(threadID) {
 			return fmt.Errorf("%w: thread %s", ErrNotFound, threadID)
 		}
-		ids, err := tx.ThreadRunIDs(threadID)
-		if err != nil {
-			return err
+		// Newest first is the index's order backwards (run ids are
+		// UUIDv7): a page reads its runs and the ones it skips.
+		skipped := 0
+		if limit <= 0 {
+			return nil
 		}
-		var all []Run
-		for _, id := range ids {
-			r, err := tx.GetRun(id)
-			if err != nil {
-				continue
+		return tx.EachThreadRunNewest(threadID, func(r *runRecord) bool {
+			if status != "" && r.Status != status {
+				return true
 			}
-			if status == "" || r.Status == status {
-				all = append(all, r.Run)
+			if skipped < offset {
+				skipped++
+				return true
 			}
-		}
-		sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) })
-		for i := offset; i < len(all) && len(out) < limit; i++ {
-			out = append(out, all[i])
-		}
-		return nil
+			out = append(out, r.Run)
+			return len(out) < limit
+		})
 	})
 	return out, err
 }

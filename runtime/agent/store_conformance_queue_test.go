@@ -15,6 +15,41 @@ import (
 func queueStoreCases() []storeCase {
 	ctx := context.Background()
 	return []storeCase{
+		{"runs: a thread's runs newest first, read only as far as asked", func(t *testing.T, s Store) {
+			th := newThreadRec("")
+			other := newThreadRec("")
+			var ids []string
+			mustUpdate(t, s, func(tx Tx) error {
+				for i := 0; i < 5; i++ {
+					for _, owner := range []*threadRecord{th, other} {
+						r := newRunRec(owner.ThreadID)
+						if err := tx.PutRun(r); err != nil {
+							return err
+						}
+						if err := tx.IndexRun(owner.ThreadID, r.RunID); err != nil {
+							return err
+						}
+						if owner == th {
+							ids = append([]string{r.RunID}, ids...)
+						}
+					}
+				}
+				return errors.Join(tx.PutThread(th), tx.PutThread(other))
+			})
+			_ = s.View(ctx, func(tx ReadTx) error {
+				var got []string
+				if err := tx.EachThreadRunNewest(th.ThreadID, func(r *runRecord) bool {
+					got = append(got, r.RunID)
+					return len(got) < 3
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, ids[:3]) {
+					t.Errorf("EachThreadRunNewest stopped at %v, want the 3 newest %v", got, ids[:3])
+				}
+				return nil
+			})
+		}},
 		{"queue: claims in order, exclusive, leases expire, finished runs stay", func(t *testing.T, s Store) {
 			th := newThreadRec("")
 			r1, r2 := newRunRec(th.ThreadID), newRunRec(th.ThreadID)

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,6 +27,10 @@ type runReads interface {
 	// ThreadRunIDs returns the ids of the thread's runs in the order they
 	// were indexed (ids are UUIDv7: creation order).
 	ThreadRunIDs(thread string) ([]string, error)
+	// EachThreadRunNewest calls fn with the thread's runs, newest first
+	// (index order backwards: ids are UUIDv7), until fn returns false;
+	// what fn does not ask for is not read.
+	EachThreadRunNewest(thread string, fn func(*runRecord) bool) error
 }
 
 // runWrites are a unit of work's writes of runs. A run belongs to one
@@ -45,6 +51,7 @@ type runWrites interface {
 }
 
 func (t *boltTx) GetRun(id string) (*runRecord, error) {
+	runDecodes.Add(1)
 	var r runRecord
 	if err := getJSON(t.tx.Bucket([]byte(bRuns)), id, &r); err != nil {
 		return nil, err
@@ -73,6 +80,41 @@ func (t *boltTx) ThreadRunIDs(thread string) ([]string, error) {
 		ids = append(ids, uuid.UUID(k[16:]).String())
 	}
 	return ids, nil
+}
+
+// runDecodes counts the run records the store decoded: tests assert that
+// a page of a thread's runs reads the page, not the thread.
+var runDecodes atomic.Int64
+
+func (t *boltTx) EachThreadRunNewest(thread string, fn func(*runRecord) bool) error {
+	tid, err := uuid.Parse(thread)
+	if err != nil {
+		return fmt.Errorf("%w: thread %s", ErrNotFound, thread)
+	}
+	runs := t.tx.Bucket([]byte(bRuns))
+	c := t.tx.Bucket([]byte(bThreadRuns)).Cursor()
+	// The first key past the thread's, then backwards.
+	end := append(tid[:len(tid):len(tid)], bytes.Repeat([]byte{0xff}, 17)...)
+	k, _ := c.Seek(end)
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	for ; k != nil && bytes.HasPrefix(k, tid[:]); k, _ = c.Prev() {
+		if len(k) != 32 {
+			continue
+		}
+		var r runRecord
+		runDecodes.Add(1)
+		if err := getJSON(runs, uuid.UUID(k[16:]).String(), &r); err != nil {
+			continue // indexed, record gone: as ListRuns always skipped it
+		}
+		if !fn(&r) {
+			return nil
+		}
+	}
+	return nil
 }
 
 func (t *boltTx) PutRun(r *runRecord) error {
