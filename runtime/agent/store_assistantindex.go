@@ -243,27 +243,7 @@ func (a *assistantQuery) candidates(fn func(id []byte) bool) error {
 		return len(ids) <= collectBound
 	})
 	if len(ids) <= collectBound {
-		type entry struct{ key, id []byte }
-		es := make([]entry, 0, len(ids))
-		for _, id := range ids {
-			k, err := a.sortKey(id)
-			if err != nil {
-				return err
-			}
-			es = append(es, entry{k, id})
-		}
-		slices.SortFunc(es, func(x, y entry) int {
-			if a.q.Desc {
-				return bytes.Compare(y.key, x.key)
-			}
-			return bytes.Compare(x.key, y.key)
-		})
-		for _, e := range es {
-			if !fn(e.id) {
-				break
-			}
-		}
-		return nil
+		return inKeyOrder(ids, a.sortKey, a.q.Desc, fn)
 	}
 	meta := a.tx.Bucket([]byte(bAsstMeta)).Cursor()
 	var err error
@@ -338,25 +318,7 @@ func (a *assistantQuery) each(fn func(id []byte, as *Assistant) (bool, error)) e
 
 func (t *boltTx) SearchAssistants(q AssistantQuery) ([]Assistant, error) {
 	a := newAssistantQuery(t.tx, q)
-	var out []Assistant
-	skip := q.Offset
-	err := a.each(func(id []byte, as *Assistant) (bool, error) {
-		if skip > 0 {
-			skip--
-			return true, nil
-		}
-		if as == nil {
-			var err error
-			if as, err = a.record(id); err != nil {
-				return false, err
-			}
-		}
-		if as != nil {
-			out = append(out, *as)
-		}
-		return q.Limit <= 0 || len(out) < q.Limit, nil
-	})
-	return out, err
+	return pageOf(q.Offset, q.Limit, a.each, a.record)
 }
 
 func (t *boltTx) CountAssistants(q AssistantQuery) (int, error) {

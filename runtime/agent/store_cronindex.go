@@ -303,31 +303,16 @@ func (q *cronQuery) candidates(fn func(id []byte) bool) error {
 		return len(ids) <= collectBound
 	})
 	if len(ids) <= collectBound {
-		type entry struct{ key, id []byte }
-		es := make([]entry, 0, len(ids))
-		for _, id := range ids {
-			key := id
-			if q.field >= 0 {
-				a, err := q.attr(id)
-				if err != nil {
-					return err
-				}
-				key = cat(a.texts[q.field], []byte{0}, id)
+		return inKeyOrder(ids, func(id []byte) ([]byte, error) {
+			if q.field < 0 {
+				return id, nil
 			}
-			es = append(es, entry{key, id})
-		}
-		slices.SortFunc(es, func(x, y entry) int {
-			if q.desc {
-				return bytes.Compare(y.key, x.key)
+			a, err := q.attr(id)
+			if err != nil {
+				return nil, err
 			}
-			return bytes.Compare(x.key, y.key)
-		})
-		for _, e := range es {
-			if !fn(e.id) {
-				break
-			}
-		}
-		return nil
+			return cat(a.texts[q.field], []byte{0}, id), nil
+		}, q.desc, fn)
 	}
 	filter := q.tx.Bucket([]byte(bCronFilter)).Cursor()
 	var err error
@@ -390,25 +375,7 @@ func (q *cronQuery) each(fn func(id []byte, c *Cron) (bool, error)) error {
 
 func (t *boltTx) SearchCrons(f CronFilter) ([]Cron, error) {
 	q := newCronQuery(t.tx, f)
-	var out []Cron
-	skip := f.Offset
-	err := q.each(func(id []byte, c *Cron) (bool, error) {
-		if skip > 0 {
-			skip--
-			return true, nil
-		}
-		if c == nil {
-			var err error
-			if c, err = q.record(id); err != nil {
-				return false, err
-			}
-		}
-		if c != nil {
-			out = append(out, *c)
-		}
-		return f.Limit <= 0 || len(out) < f.Limit, nil
-	})
-	return out, err
+	return pageOf(f.Offset, f.Limit, q.each, q.record)
 }
 
 func (t *boltTx) CountCrons(f CronFilter) (int, error) {

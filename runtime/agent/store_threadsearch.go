@@ -295,27 +295,13 @@ func (q *threadQuery) sortedIntersection(fn func(id []byte) bool) error {
 		return len(ids) <= collectBound
 	})
 	if len(ids) <= collectBound {
-		type entry struct{ key, id []byte }
-		es := make([]entry, 0, len(ids))
-		for _, id := range ids {
+		return inKeyOrder(ids, func(id []byte) ([]byte, error) {
 			created, updated, status, ok := q.attrs(id)
 			if !ok {
-				return fmt.Errorf("thread %s has no index attributes", id)
+				return nil, fmt.Errorf("thread %s has no index attributes", id)
 			}
-			es = append(es, entry{sortKey(q.f.SortBy, string(id), created, updated, status), id})
-		}
-		slices.SortFunc(es, func(a, b entry) int {
-			if q.f.Desc {
-				return bytes.Compare(b.key, a.key)
-			}
-			return bytes.Compare(a.key, b.key)
-		})
-		for _, e := range es {
-			if !fn(e.id) {
-				break
-			}
-		}
-		return nil
+			return sortKey(q.f.SortBy, string(id), created, updated, status), nil
+		}, q.f.Desc, fn)
 	}
 	meta := q.tx.Bucket([]byte(bThreadsMeta)).Cursor()
 	var err error
