@@ -26,16 +26,16 @@ var processStarters = map[string]string{
 var startsProcess = regexp.MustCompile(`servertest\.(Start|StartAs|StartUnmanaged)\(`)
 
 // TestOnlyProcessSuitesStartTheBinary: a test that only speaks HTTP uses
-// the in-process control plane; only this folder, the corpus of real
-// projects (server/corpustest: apart so that `go test ./...` runs its
-// builds beside this folder's suites) and the suites listed in
-// processStarters start `slipway serve` as a process.
+// the in-process control plane; only this folder (with corpus/, the real
+// projects, a package of its own so that `go test ./...` runs its builds
+// beside this package's suites) and the suites listed in processStarters
+// start `slipway serve` as a process.
 func TestOnlyProcessSuitesStartTheBinary(t *testing.T) {
 	root := servertest.RepoRoot()
 	got := processStartingFiles(t, root)
 	var stray []string
 	for _, f := range got {
-		if strings.HasPrefix(f, "server/processtest/") || strings.HasPrefix(f, "server/corpustest/") {
+		if strings.HasPrefix(f, "server/processtest/") {
 			continue
 		}
 		if _, ok := processStarters[f]; !ok {

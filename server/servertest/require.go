@@ -15,7 +15,7 @@ import (
 	"slipway/runtime/docker"
 )
 
-// What the end-to-end suites (processtest, corpustest) need from the
+// What the end-to-end suites (processtest and its corpus) need from the
 // machine. Each skips with a message, or fails under CI=true, where CI
 // installs what is missing.
 

@@ -1,4 +1,4 @@
-package corpustest_test
+package corpus_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package corpustest_test
+package corpus_test
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 )
 
 // recordCorpusReference (go test -run TestCorpus -record-reference
-// ./server/corpustest/) writes server/corpustest/testdata/corpus/<project>.json for each Python
+// ./server/processtest/corpus/) writes server/processtest/corpus/testdata/corpus/<project>.json for each Python
 // project of the corpus from the reference server: `langgraph dev` of the
 // reference's version (the packages of SLIPWAY_REF_VENV, /opt/ref-venv by
 // default, as constraints) in a virtual environment with the project

@@ -1,4 +1,4 @@
-package corpustest_test
+package corpus_test
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 )
 
 var recordReference = flag.Bool("record-reference", false,
-	"TestCorpus: record the corpus goldens (server/corpustest/testdata/corpus/*.json) from the reference server (langgraph dev) first")
+	"TestCorpus: record the corpus goldens (server/processtest/corpus/testdata/corpus/*.json) from the reference server (langgraph dev) first")
 
 // corpusProject is a real LangGraph project of testdata/corpus, deployed
 // unchanged. want is what its run through the official SDK answers;
@@ -48,7 +48,7 @@ func corpusDir(name string) string {
 }
 
 func corpusGolden(name string) string {
-	return filepath.Join(servertest.RepoRoot(), "server", "corpustest", "testdata", "corpus", name+".json")
+	return filepath.Join(servertest.RepoRoot(), "server", "processtest", "corpus", "testdata", "corpus", name+".json")
 }
 
 // TestCorpus is issue 21's acceptance 1: each project of testdata/corpus
@@ -128,7 +128,7 @@ func corpusProjectOn(t *testing.T, s *servertest.Server, rt string, p corpusProj
 			t.Errorf("the deployment answers differently from the reference (golden %s):\n%s", filepath.Base(corpusGolden(p.name)), diff)
 		}
 	} else if p.lang == "python" {
-		t.Fatalf("no reference golden for %s (go test -run TestCorpus -record-reference ./server/corpustest/): %v", p.name, err)
+		t.Fatalf("no reference golden for %s (go test -run TestCorpus -record-reference ./server/processtest/corpus/): %v", p.name, err)
 	} else {
 		// No JavaScript reference can load these projects (see
 		// testdata/corpus/README.md): what is checked is that the
@@ -223,13 +223,13 @@ type corpusResult struct {
 	Error  string `json:"error"`
 }
 
-// corpusRun runs the project's scenario (server/corpustest/testdata/corpus/sdk.py or
+// corpusRun runs the project's scenario (server/processtest/corpus/testdata/corpus/sdk.py or
 // sdk.mjs) through the official SDK of its language.
 func corpusRun(t *testing.T, p corpusProject, url, key string) corpusResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	scripts := filepath.Join(servertest.RepoRoot(), "server", "corpustest", "testdata", "corpus")
+	scripts := filepath.Join(servertest.RepoRoot(), "server", "processtest", "corpus", "testdata", "corpus")
 	var cmd *osexec.Cmd
 	if p.lang == "python" {
 		cmd = osexec.CommandContext(ctx, corpusPython(t), filepath.Join(scripts, "sdk.py"), p.name, url, key)
