@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -304,23 +303,7 @@ func coreStoreCases() []storeCase {
 
 func TestBoltStoreConformance(t *testing.T) {
 	runStoreConformance(t, func(t *testing.T) Store {
-		db, err := storage.Open(filepath.Join(t.TempDir(), "agent.db"), time.Second, Migrations)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := openBoltStore(db, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); s.run(ctx, 10*time.Millisecond, func(err error) { t.Error(err) }) }()
-		t.Cleanup(func() {
-			cancel()
-			<-done
-			_ = s.pend.j.Close()
-			_ = db.Close()
-		})
+		s, _ := openIndexStore(t)
 		return s
 	})
 }

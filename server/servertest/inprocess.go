@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -59,20 +58,7 @@ func StartWith(t testing.TB, env map[string]string, factory Factory) *Server {
 // StartUnmanagedWith is StartWith for servers the caller stops (benchmarks).
 func StartUnmanagedWith(t testing.TB, env map[string]string, factory Factory) *Server {
 	t.Helper()
-	s := &Server{Env: map[string]string{}, t: t, factory: factory}
-	for k, v := range env {
-		s.Env[k] = v
-	}
-	if s.Env["SLIPWAY_DATA_DIR"] == "" {
-		dir, err := os.MkdirTemp("", "slipway-test-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Env["SLIPWAY_DATA_DIR"] = dir
-		if !unmanaged(t) {
-			t.Cleanup(func() { os.RemoveAll(dir) })
-		}
-	}
+	s := &Server{Env: unmanagedEnv(t, env), t: t, factory: factory}
 	if s.Env["SLIPWAY_RUNTIME"] == "" {
 		s.Env["SLIPWAY_RUNTIME"] = "fake"
 	}

@@ -157,20 +157,7 @@ func Start(t testing.TB, env map[string]string) *Server {
 // sharing a server): the caller stops it and removes its data directory.
 func StartUnmanaged(t testing.TB, env map[string]string) *Server {
 	t.Helper()
-	s := &Server{Env: map[string]string{}, t: t}
-	for k, v := range env {
-		s.Env[k] = v
-	}
-	if s.Env["SLIPWAY_DATA_DIR"] == "" {
-		dir, err := os.MkdirTemp("", "slipway-test-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Env["SLIPWAY_DATA_DIR"] = dir
-		if !unmanaged(t) {
-			t.Cleanup(func() { os.RemoveAll(dir) })
-		}
-	}
+	s := &Server{Env: unmanagedEnv(t, env), t: t}
 	if s.Env["SLIPWAY_ADDR"] == "" {
 		s.Env["SLIPWAY_ADDR"] = FreeAddr(t)
 	}
@@ -181,6 +168,27 @@ func StartUnmanaged(t testing.TB, env map[string]string) *Server {
 	s.URL = "http://" + s.Env["SLIPWAY_ADDR"]
 	s.start()
 	return s
+}
+
+// unmanagedEnv copies env, with a fresh data directory when it names none
+// (removed when the test ends, unless the caller manages the server), for
+// the servers the caller stops.
+func unmanagedEnv(t testing.TB, env map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range env {
+		out[k] = v
+	}
+	if out["SLIPWAY_DATA_DIR"] == "" {
+		dir, err := os.MkdirTemp("", "slipway-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["SLIPWAY_DATA_DIR"] = dir
+		if !unmanaged(t) {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+		}
+	}
+	return out
 }
 
 // unmanaged reports whether cleanup must be left to the caller: a
