@@ -462,3 +462,16 @@ func (s *Server) RSS() (int64, error) {
 	}
 	return 0, fmt.Errorf("no VmRSS for pid %d", s.PID())
 }
+
+// LinesWith returns the lines of log that mention what, for a failure
+// message that shows what the server did about one deployment.
+func LinesWith(log, what string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, what) {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
