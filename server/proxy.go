@@ -261,6 +261,15 @@ func (p *proxy) relay(w http.ResponseWriter, r *http.Request, t target) error {
 	if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
 		return fmt.Errorf("relay the request body: %w", err)
 	}
+	// A full-duplex body left unread (the agent was not reached, or
+	// answered without reading it) is drained by the server only after
+	// the handler, once it stopped watching the connection: the drain's
+	// end of body then starts a read that collides with the next
+	// request's, net/http panics and drops the client's kept-alive
+	// connection (golang/go#68560). Closing it here drains it while the
+	// handler still runs; a transport still sending it then reads a
+	// closed body and stops.
+	defer r.Body.Close()
 	w = informationalFilter{ResponseWriter: w, filter: func(h http.Header) { p.filterSetCookies(h, t) }}
 	p.reverseProxy().ServeHTTP(w, r)
 	return nil

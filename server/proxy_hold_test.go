@@ -2,8 +2,10 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -43,7 +45,7 @@ func (d *movableDriver) move(endpoint string) {
 // way proxy.serve does once the gate let it pass.
 func holdRelay(t *testing.T, p *proxy) *httptest.Server {
 	t.Helper()
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		epoch, err := p.gate.Pass(r.Context(), "dep")
 		if err != nil {
 			t.Error(err)
@@ -55,8 +57,38 @@ func holdRelay(t *testing.T, p *proxy) *httptest.Server {
 			t.Error(err)
 		}
 	}))
-	t.Cleanup(s.Close)
+	// The server's own log: net/http logs a panic in a connection's
+	// goroutine there (golang/go#68560, a full-duplex request whose body
+	// was left unread) and drops the client's kept-alive connection.
+	var serverLog syncBuffer
+	s.Config.ErrorLog = log.New(&serverLog, "", 0)
+	s.Start()
+	t.Cleanup(func() {
+		s.Close() // waits for every connection to end
+		if l := serverLog.String(); strings.Contains(l, "panic") {
+			t.Errorf("the relay's server panicked:\n%s", l)
+		}
+	})
 	return s
+}
+
+// syncBuffer is a bytes.Buffer that connection goroutines may write to
+// while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // echoAgent answers every request with its method and body.
