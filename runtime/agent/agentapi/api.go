@@ -280,6 +280,10 @@ func (a *API) customRoute(w http.ResponseWriter, r *http.Request, api http.Handl
 		// An app may answer while it still reads the upload; without
 		// this the server stops reading the body once the answer starts.
 		_ = http.NewResponseController(w).EnableFullDuplex()
+		// What the app left unread is drained before this handler
+		// returns: net/http's own drain after it collides with the next
+		// request's read on a kept-alive connection (golang/go#68560).
+		defer r.Body.Close()
 	}
 	for k, vs := range r.Header {
 		for _, v := range vs {
