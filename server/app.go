@@ -213,7 +213,7 @@ func (a *app) Handler() http.Handler {
 	rt := httpx.Record(httpx.NewRouter())
 	px := a.register(rt)
 	// API bodies are small; uploads stream through their own cap.
-	serve := px.withCORS(auth.Require(a.orgs, true, px.serve))
+	serve := a.agentAPI(px)
 	own := a.byHost(limitNonUpload(rt, 1<<20), serve)
 	a.dash.API = own
 	a.agents = a.agentsOrigin(serve, px.uiAssetRoutes)

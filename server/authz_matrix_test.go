@@ -191,6 +191,36 @@ func TestAuthorizationMatrix(t *testing.T) {
 			t.Errorf("authzMatrix has %q, which serve does not register", key)
 		}
 	}
+	// The agent API's queries are POSTs that read: open to Viewers and
+	// read-only credentials, as its GETs are; its other POSTs write. The
+	// logout routes above ended the session: a new one.
+	creds.login()
+	for _, tc := range []struct{ path, want string }{
+		{"/threads/search", "aaaaaaa31"},
+		{"/threads/count", "aaaaaaa31"},
+		{"/assistants/search", "aaaaaaa31"},
+		{"/threads/" + creds.workspace + "/history", "aaaaaaa31"},
+		{"/store/items/search", "aaaaaaa31"},
+		{"/threads/" + creds.workspace + "/runs", "a3aa33a31"},
+		{"/runs/wait", "a3aa33a31"},
+		{"/threads/prune", "a3aa33a31"},
+	} {
+		path := "/agents/nothing" + tc.path
+		got := make([]byte, len(authzKinds))
+		for i, kind := range authzKinds {
+			switch s.Do(http.MethodPost, path, map[string]any{}, creds.headers[kind]...).Status {
+			case http.StatusUnauthorized:
+				got[i] = '1'
+			case http.StatusForbidden:
+				got[i] = '3'
+			default:
+				got[i] = 'a'
+			}
+		}
+		if string(got) != tc.want {
+			t.Errorf("POST %s by kind (%s): %s, want %s", path, strings.Join(authzKinds, " "), got, tc.want)
+		}
+	}
 }
 
 func outcome(c byte) string {

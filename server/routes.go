@@ -31,7 +31,7 @@ func (a *app) register(rt *httpx.Router) *proxy {
 	px := &proxy{cp: a.cp, driver: a.driver, gate: a.gate, handoverWait: 60 * time.Second,
 		agentsOrigin: a.agentsURL != nil, log: a.log.With().Str("component", "proxy").Logger(), cors: a.cors}
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
-		rt.Handle(m, "/agents/:name/*path", a.agentsOnDashboard(px.withCORS(auth.Require(a.orgs, true, px.serve))))
+		rt.Handle(m, "/agents/:name/*path", a.agentsOnDashboard(a.agentAPI(px)))
 	}
 	px.uiAssetRoutes(rt)
 	return px
@@ -42,4 +42,12 @@ func docRoutes(rt *httpx.Router, version string) {
 	h := apidoc.NewHandlers(apiDoc(version), "/openapi.json")
 	rt.GET("/openapi.json", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { h.JSON(w, r) })
 	rt.GET("/docs", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) { h.HTML(w, r) })
+}
+
+// agentAPI is a deployment's agent API as every route to it serves it
+// (/agents/{name}/..., its custom_url's host, the agents origin): CORS,
+// then a credential of the deployment's workspace, reads open to
+// Viewers (auth.AgentAPI), then the proxy.
+func (a *app) agentAPI(px *proxy) httprouter.Handle {
+	return px.withCORS(auth.Guard(a.orgs, auth.Policy{Workspace: true, Access: auth.AgentAPI}, nil, px.serve))
 }

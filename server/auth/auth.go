@@ -97,6 +97,11 @@ const (
 	// Read declares a route that only reads whatever its method (the
 	// deploy client POSTs its log queries).
 	Read
+	// AgentAPI declares a deployment's agent API, whose route names the
+	// agent-relative path "path": GET and HEAD read, and so do the POSTs
+	// that only query (searches, counts, a thread's history), so a
+	// workspace Viewer can look at assistants and threads.
+	AgentAPI
 )
 
 // Policy is what a route demands of an authenticated caller.
@@ -109,9 +114,17 @@ type Policy struct {
 }
 
 // Writes reports whether a request with method on a route of access a
-// changes something: anything not declared read, and not GET or HEAD.
-func (a Access) Writes(method string) bool {
-	return a != Read && method != http.MethodGet && method != http.MethodHead
+// changes something: anything not declared read, and not GET or HEAD. On
+// a deployment's agent API (AgentAPI), path is the agent-relative path:
+// its queries are POSTs that only read (agentapi.go).
+func (a Access) Writes(method, path string) bool {
+	switch {
+	case a == Read, method == http.MethodGet, method == http.MethodHead:
+		return false
+	case a == AgentAPI:
+		return method != http.MethodPost || !agentQuery(path)
+	}
+	return true
 }
 
 // Authorize is the one place that decides, for every authenticated route,
@@ -119,11 +132,11 @@ func (a Access) Writes(method string) bool {
 // route that writes, whatever the handler checks afterwards, and in a
 // workspace route a write needs a role that writes. Handlers then check
 // the finer permissions (organization:manage, workspace Admin).
-func Authorize(p *Principal, method string, pol Policy) error {
+func Authorize(p *Principal, method, path string, pol Policy) error {
 	if pol.Workspace && p.WorkspaceID == uuid.Nil {
 		return httpx.Forbidden("This API key is organization-scoped and requires workspace specification: send the X-Tenant-Id header.")
 	}
-	if !pol.Access.Writes(method) {
+	if !pol.Access.Writes(method, path) {
 		return nil
 	}
 	if p.ReadOnly {
@@ -141,7 +154,8 @@ func Authorize(p *Principal, method string, pol Policy) error {
 // refusal; a failed authentication is not, having no actor to record.
 func Guard(res Resolver, pol Policy, wrap func(httpx.Handle) httpx.Handle, h httpx.Handle) httprouter.Handle {
 	inner := func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		if err := Authorize(From(r), r.Method, pol); err != nil {
+		// An agent API route names the agent-relative path "path".
+		if err := Authorize(From(r), r.Method, ps.ByName("path"), pol); err != nil {
 			return err
 		}
 		return h(w, r, ps)
