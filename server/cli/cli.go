@@ -55,6 +55,7 @@ var Commands = []struct{ Name, Summary string }{
 	{"rm", "delete a deployment"},
 	{"secrets", "list, set or unset a deployment's secrets"},
 	{"keys", "list, create or revoke your API keys"},
+	{"users", "list the organization's users, or add one who signs in with a password, with a role"},
 	{"login", "store the server URL and API key for later commands"},
 }
 
@@ -107,7 +108,7 @@ func Main(ctx context.Context, cmd string, args []string, env Env) int {
 	run, ok := map[string]func(context.Context, []string) error{
 		"deploy": a.deploy, "ls": a.list, "status": a.status, "revisions": a.revisions,
 		"logs": a.logs, "rollback": a.rollback, "rm": a.remove, "secrets": a.secrets,
-		"keys": a.keys, "login": a.login,
+		"keys": a.keys, "users": a.users, "login": a.login,
 	}[cmd]
 	if !ok {
 		fmt.Fprintf(env.Stderr, "slipway: unknown command %q\n", cmd)

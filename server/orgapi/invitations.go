@@ -68,13 +68,13 @@ func pendingOf(tx *bolt.Tx, pm *PendingMember) pendingView {
 // inviteRequest is PendingIdentityCreate (and BasicAuthMemberCreate, which
 // adds user_id and ls_user_id, accepted and ignored: Slipway makes its own).
 type inviteRequest struct {
-	Email           *string      `json:"email"`
-	ReadOnly        *bool        `json:"read_only"`
-	RoleID          *uuid.UUID   `json:"role_id"`
-	WorkspaceIDs    *[]uuid.UUID `json:"workspace_ids"`
-	WorkspaceRoleID *uuid.UUID   `json:"workspace_role_id"`
-	Password        *string      `json:"password"`
-	FullName        *string      `json:"full_name"`
+	Email           *string      `json:"email" required:"true" description:"The user's email address, which they log in with."`
+	ReadOnly        *bool        `json:"read_only" description:"A member who may only read, whatever the roles."`
+	RoleID          *uuid.UUID   `json:"role_id" description:"The organization role's id from GET /api/v1/orgs/current/roles: Organization Admin, Operator, User (the default) or Viewer. Only an Admin may grant Admin."`
+	WorkspaceIDs    *[]uuid.UUID `json:"workspace_ids" description:"The workspaces the user joins (default: the organization's default workspace)."`
+	WorkspaceRoleID *uuid.UUID   `json:"workspace_role_id" description:"The role in those workspaces, an id from GET /api/v1/orgs/current/roles: Admin (deploys, manages keys and members), Editor (deploys and runs agents), Viewer (the default: reads deployments, assistants and threads, cannot deploy or start runs) or a custom workspace role."`
+	Password        *string      `json:"password" description:"Basic-auth users only: the password (default: one is generated and answered once)."`
+	FullName        *string      `json:"full_name" description:"The user's full name."`
 	UserID          *uuid.UUID   `json:"user_id"`
 	LSUserID        *uuid.UUID   `json:"ls_user_id"`
 }
