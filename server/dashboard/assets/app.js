@@ -98,6 +98,15 @@ function page(title, ...kids) {
   $main.replaceChildren(el("h1", {}, title), ...kids);
 }
 
+// roleHint says, to someone whose role only reads, what they can do and
+// which role the rest needs: a page without write controls must not
+// leave them guessing.
+function roleHint(id, what) {
+  if (me.can_write) return null;
+  const who = me.kind === "session" ? `Your workspace role is ${me.workspace_role || "none"}` : "This key only reads";
+  return el("p", { class: "hint", id }, `${who}: you can look at deployments, assistants and threads. ${what} needs the workspace Editor or Admin role, which an Organization Admin or Operator gives (Organization page, or slipway users add EMAIL --role editor).`);
+}
+
 // ---- navigation and session ----
 
 function renderNav() {
@@ -193,6 +202,7 @@ async function deploymentsPage() {
   page("Deployments",
     el("div", { class: "row" }, el("label", { for: "filter" }, "Filter"), filter,
       me.can_write ? el("a", { href: "#/new" }, "New deployment") : null),
+    roleHint("role-hint", "Deploying"),
     el("div", { class: "scroll" }, el("table", { id: "deployments" },
       el("thead", {}, el("tr", {}, el("th", {}, "Name"), el("th", {}, "Status"), el("th", {}, "URL"),
         el("th", { class: "opt" }, "Active revision"), el("th", { class: "opt" }, "Last change"))), body)),
@@ -475,13 +485,14 @@ async function explorerPage(id, threadID) {
     threads = await api("POST", base + "/threads/search", { limit: 20 });
   } catch (e) {
     if (e.status !== 403) { out.replaceChildren(errorBox(e)); return; }
-    // The agent API lists with POST searches, which the proxy counts as
-    // writes: a read-only credential opens a thread by its id instead.
+    // Refused outright (a key of another workspace, an organization key
+    // without X-Tenant-Id): a thread can still be opened by its id.
     const tid = el("input", { id: "open-thread", class: "mono", autocomplete: "off" });
-    out.append(el("section", {}, el("p", { class: "hint" }, "Listing graphs and threads needs a role that writes (the agent API searches with POST). ",
+    out.append(el("section", {}, el("p", { class: "hint" }, "Listing graphs and threads needs a role in this deployment's workspace. ",
       "A thread can still be read by its id."), el("form", { onsubmit: (ev) => { ev.preventDefault(); location.hash = `#/d/${id}/agent/${tid.value.trim()}`; } },
       el("label", { for: "open-thread" }, "Thread id"), tid, " ", el("button", { type: "submit" }, "Open"))));
   }
+  out.append(roleHint("explorer-role-hint", "Starting threads and runs") || "");
   const pickA = el("select", { id: "assistant" }, assistants.map((a) => el("option", { value: a.assistant_id }, `${a.name || a.graph_id} (graph ${a.graph_id})`)));
   out.append(
     el("section", {}, el("h2", {}, "Graphs and assistants"), el("ul", { id: "assistants" }, assistants.map((a) => el("li", {}, el("strong", {}, a.graph_id), " ", el("span", { class: "mono hint" }, a.assistant_id))))),
@@ -532,6 +543,35 @@ async function explorerPage(id, threadID) {
 
 // ---- organization ----
 
+// addUserForm adds a user who signs in with a password, with an
+// organization role and a role in the current workspace; the generated
+// password is shown once.
+async function addUserForm() {
+  const roles = await api("GET", "/api/v1/orgs/current/roles");
+  const opts = (scope, def) => roles.filter((r) => r.access_scope === scope)
+    .map((r) => el("option", { value: r.id, selected: r.display_name === def }, r.display_name + (roleHelp[r.display_name] ? ` (${roleHelp[r.display_name]})` : "")));
+  const email = el("input", { id: "add-user-email", type: "email", required: true, autocomplete: "off" });
+  const name = el("input", { id: "add-user-name", autocomplete: "off" });
+  const wsRole = el("select", { id: "add-user-role" }, opts("workspace", "Editor"));
+  const orgRole = el("select", { id: "add-user-org-role" }, opts("organization", "Organization User"));
+  const shown = el("div", { id: "add-user-result", role: "status" });
+  return el("div", {}, el("form", { id: "add-user-form", onsubmit: async (ev) => {
+    ev.preventDefault();
+    const body = { email: email.value, role_id: orgRole.value, workspace_role_id: wsRole.value, workspace_ids: [me.workspace_id] };
+    if (name.value) body.full_name = name.value;
+    try {
+      const [u] = await api("POST", "/api/v1/orgs/current/members/basic/batch", [body]);
+      shown.replaceChildren(el("p", {}, `Added ${u.email}. Their password is shown once; pass it on now: `, el("code", { id: "new-user-password" }, u.password || ""), " ", copyButton(u.password || "", "Copy the password")));
+      email.value = name.value = "";
+    } catch (e) { shown.replaceChildren(errorBox(e)); }
+  } }, el("label", { for: "add-user-email" }, "Email"), email, el("label", { for: "add-user-name" }, "Name (optional)"), name,
+    el("label", { for: "add-user-role" }, "Workspace role"), wsRole, el("label", { for: "add-user-org-role" }, "Organization role"), orgRole,
+    " ", el("button", { type: "submit" }, "Add user")), shown);
+}
+
+// roleHelp is what the built-in workspace roles let a user do.
+const roleHelp = { Admin: "deploys, manages keys and members", Editor: "deploys and runs agents", Viewer: "reads only" };
+
 async function orgPage() {
   const out = el("div");
   page("Organization", out);
@@ -556,6 +596,7 @@ async function orgPage() {
       catch (e) { toast(e.message); }
     } }, el("label", { for: "invite-email" }, "Email"), email, el("label", { for: "invite-role" }, "Role"), role, " ", el("button", { type: "submit" }, "Invite"))));
   }
+  if (me.can_manage_organization) out.append(sec("Add a user", "add-user", await safe(addUserForm)));
   out.append(sec("Workspaces", "workspaces", el("ul", {}, workspaces.map((w) => el("li", {}, w.display_name, " ", el("span", { class: "hint mono" }, w.id))))));
   out.append(sec("Workspace API keys", "keys", me.can_admin_workspace ? await keyManager("workspace")
     : el("p", { class: "hint" }, "Workspace API keys are managed by the workspace's Admins.")));

@@ -284,6 +284,21 @@ try {
   await page.waitForSelector("#members td:text('invited@example.com (invited)')");
   check(true, "an invitation is pending in the members list");
 
+  // A user who signs in with a password, added with the Editor role: the
+  // password is shown once, and with it they can deploy.
+  await page.fill("#add-user-email", "editor@example.com");
+  await page.selectOption("#add-user-role", { label: "Editor (deploys and runs agents)" });
+  await page.click("#add-user-form button[type=submit]");
+  await page.waitForSelector("#new-user-password");
+  const editorPassword = (await page.textContent("#new-user-password")).trim();
+  check(editorPassword.length >= 16, "the added user's password is shown once");
+  await a11y(page, "organization with a new user");
+  const ectx = await browser.newContext();
+  const epage = await ectx.newPage();
+  await signIn(epage, "editor@example.com", editorPassword);
+  check(!!(await epage.$("a[href='#/new']")) && !(await epage.$("#role-hint")), "the added Editor has New deployment and no role hint");
+  await ectx.close();
+
   // The audit log, filtered, has the events of what was done.
   await page.goto(BASE + "/#/audit");
   await page.waitForSelector("#audit[data-state=loaded]");
@@ -354,6 +369,7 @@ try {
   const vpage = await vctx.newPage();
   await signIn(vpage, env("VIEWER_EMAIL"), env("VIEWER_PASSWORD"));
   check(!(await vpage.$("a[href='#/new']")), "a Viewer has no New deployment link");
+  check((await vpage.textContent("#role-hint")).includes("Editor or Admin role"), "the deployments page tells a Viewer which role deploying needs");
   await vpage.click("tr[data-name='web-agent'] a");
   await vpage.waitForSelector("#revisions");
   check(!(await vpage.$(".rollback")) && !(await vpage.$("#secrets-form")) && !(await vpage.$("#delete-confirm")), "a Viewer sees no rollback, secrets or delete controls");
@@ -365,6 +381,9 @@ try {
     return res.status;
   });
   check(status === 403, "a Viewer's direct write is refused (403)");
+  await vpage.click("#explorer-link");
+  await vpage.waitForSelector("#assistants li");
+  check((await vpage.textContent("#explorer-role-hint")).includes("Starting threads and runs needs"), "a Viewer lists graphs and threads in the explorer, told which role runs need");
   await vpage.goto(threadURL);
   await vpage.waitForSelector("#state");
   check(!(await vpage.$("#run-form")) && !(await vpage.$("#resume-form")), "a Viewer reads a thread in the explorer, without run controls");
