@@ -312,7 +312,9 @@ func (r pgRows) get(k []byte) []byte {
 	return v
 }
 
-func (r pgRows) scan(prefix []byte, fn func(k, v []byte) bool) { _ = r.t.lgRows(prefix, nil, false, fn) }
+func (r pgRows) scan(prefix []byte, fn func(k, v []byte) bool) {
+	_ = r.t.lgRows(prefix, nil, false, fn)
+}
 
 func (r pgRows) last(prefix []byte) ([]byte, []byte) {
 	var lk, lv []byte
