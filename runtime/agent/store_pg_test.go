@@ -312,7 +312,9 @@ func TestPostgresStoreEventsReachOtherStores(t *testing.T) {
 	th, r := newThreadRec(""), newRunRec("")
 	r.ThreadID = th.ThreadID
 	_ = a.Update(ctx, func(tx Tx) error { _ = tx.PutRun(r); return errors.New("abandoned") })
-	mustUpdate(t, a, func(tx Tx) error { return errors.Join(tx.PutThread(th), tx.PutRun(r), tx.IndexRun(th.ThreadID, r.RunID)) })
+	mustUpdate(t, a, func(tx Tx) error {
+		return errors.Join(tx.PutThread(th), tx.PutRun(r), tx.IndexRun(th.ThreadID, r.RunID))
+	})
 	want := []storeEvent{
 		{Kind: eventRunChanged, Thread: th.ThreadID, Run: r.RunID, Status: RunPending},
 		{Kind: eventRunQueued, Thread: th.ThreadID, Run: r.RunID},
