@@ -335,3 +335,19 @@ var (
 	_ Store = (*pgStore)(nil)
 	_ Tx    = (*pgTx)(nil)
 )
+
+// OpenPostgresStore opens the agent store on the PostgreSQL database url
+// names (a URL or key=value connection string; SLIPWAY_AGENT_POSTGRES_URL)
+// for Engine.Store, migrating its schema; close releases it once the
+// engine has stopped. Errors never quote url, which holds a password.
+func OpenPostgresStore(ctx context.Context, url string) (store Store, close func(), err error) {
+	cfg, err := parsePGConfig(url)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := openPGStore(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, s.Close, nil
+}

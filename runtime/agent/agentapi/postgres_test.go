@@ -1,0 +1,131 @@
+package agentapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+
+	"slipway/runtime/agent"
+	"slipway/runtime/agent/agentapi"
+)
+
+// pgSchemaURL is SLIPWAY_TEST_POSTGRES_URL on a fresh schema, dropped when
+// the test ends; without it the test skips, or fails under CI=true.
+func pgSchemaURL(t *testing.T) string {
+	t.Helper()
+	url := os.Getenv("SLIPWAY_TEST_POSTGRES_URL")
+	if url == "" {
+		msg := "the PostgreSQL store's tests need SLIPWAY_TEST_POSTGRES_URL"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg + "; under CI=true this fails instead")
+	}
+	ctx := context.Background()
+	schema := "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal("connect to SLIPWAY_TEST_POSTGRES_URL")
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "create schema "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Error("drop the test schema: cannot connect")
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "drop schema "+schema+" cascade"); err != nil {
+			t.Error(err)
+		}
+	})
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "search_path=" + schema
+}
+
+// startPGAgent serves the agent API in process over an engine whose state
+// is in PostgreSQL.
+func startPGAgent(t *testing.T, workers int) string {
+	t.Helper()
+	store, closeStore, err := agent.OpenPostgresStore(context.Background(), pgSchemaURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	eng := &agent.Engine{Store: store, Graphs: map[string]agent.Graph{"echo": agent.Echo{}}, Workers: workers, Timeout: time.Minute, Log: zerolog.Nop()}
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&agentapi.API{Engine: eng, MaxBody: 1 << 20}).Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		stop()
+		eng.Wait()
+		closeStore()
+	})
+	return srv.URL
+}
+
+// The reject race (exactly one run admitted on an idle thread, none on a
+// busy one, 50 requests at once) with the engine on PostgreSQL.
+func TestRejectIsAtomicOnPostgres(t *testing.T) {
+	rejectRounds(t, startPGAgent(t, 64))
+}
+
+// A thread's life through the API with the engine on PostgreSQL: a run
+// waited for, its state, the thread found by search and by its status.
+func TestThreadRunStateOnPostgres(t *testing.T) {
+	url := startPGAgent(t, 4)
+	do := func(method, path, body string) (int, map[string]any, []any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, url+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v any
+		_ = json.NewDecoder(resp.Body).Decode(&v)
+		m, _ := v.(map[string]any)
+		l, _ := v.([]any)
+		return resp.StatusCode, m, l
+	}
+	st, th, _ := do("POST", "/threads", `{"metadata":{"team":"a"}}`)
+	if st != 200 {
+		t.Fatalf("create thread: %d %v", st, th)
+	}
+	id := th["thread_id"].(string)
+	st, out, _ := do("POST", "/threads/"+id+"/runs/wait", `{"assistant_id":"echo","input":{"messages":[{"role":"user","content":"hello pg"}]}}`)
+	if st != 200 || !strings.Contains(fmt.Sprint(out), "hello pg") {
+		t.Fatalf("wait: %d %v", st, out)
+	}
+	st, state, _ := do("GET", "/threads/"+id+"/state", "")
+	if st != 200 || !strings.Contains(fmt.Sprint(state["values"]), "hello pg") {
+		t.Fatalf("state: %d %v", st, state)
+	}
+	st, _, found := do("POST", "/threads/search", `{"metadata":{"team":"a"},"status":"idle"}`)
+	if st != 200 || len(found) != 1 || found[0].(map[string]any)["thread_id"] != id {
+		t.Fatalf("search: %d %v", st, found)
+	}
+	st, _, runs := do("GET", "/threads/"+id+"/runs", "")
+	if st != 200 || len(runs) != 1 || runs[0].(map[string]any)["status"] != "success" {
+		t.Fatalf("runs: %d %v", st, runs)
+	}
+}
