@@ -169,9 +169,19 @@ func lgRange(prefix []byte) (string, []any) {
 	return "k >= $1", []any{prefix}
 }
 
-// lgRows walks the rows under prefix (and, going back, below below) a
-// batch per query, while fn returns true.
+// lgRows walks the checkpoint rows under prefix (and, going back, below
+// below) a batch per query, while fn returns true.
 func (t *pgTx) lgRows(prefix, below []byte, desc bool, fn func(k, v []byte) bool) error {
+	return t.keyRows("lg_rows", "v", prefix, below, desc, func(k, v []byte) bool {
+		lgRowsVisited.Add(1)
+		return fn(k, v)
+	})
+}
+
+// keyRows walks the rows of a table keyed by bytea k whose key has prefix
+// (and, going back, is below below), a batch per query, with column val,
+// while fn returns true.
+func (t *pgTx) keyRows(table, val string, prefix, below []byte, desc bool, fn func(k, v []byte) bool) error {
 	cond, args := lgRange(prefix)
 	var from []byte // the keyset: past the last row handed out
 	for {
@@ -194,25 +204,24 @@ func (t *pgTx) lgRows(prefix, below []byte, desc bool, fn func(k, v []byte) bool
 		if t.err != nil {
 			return t.err
 		}
-		rows, err := t.tx.Query(t.ctx, "select k, v from lg_rows where "+sql+" order by "+order+fmt.Sprintf(" limit %d", pgBatch), a...)
+		rows, err := t.tx.Query(t.ctx, "select k, "+val+" from "+table+" where "+sql+" order by "+order+fmt.Sprintf(" limit %d", pgBatch), a...)
 		if err != nil {
-			return t.fail("read checkpoint rows", err)
+			return t.fail("read "+table, err)
 		}
 		var ks, vs [][]byte
 		for rows.Next() {
 			var k, v []byte
 			if err := rows.Scan(&k, &v); err != nil {
 				rows.Close()
-				return t.fail("read checkpoint rows", err)
+				return t.fail("read "+table, err)
 			}
 			ks, vs = append(ks, k), append(vs, v)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return t.fail("read checkpoint rows", err)
+			return t.fail("read "+table, err)
 		}
 		for i := range ks {
-			lgRowsVisited.Add(1)
 			if !fn(ks[i], vs[i]) {
 				return nil
 			}

@@ -19,66 +19,40 @@ func (t *pgTx) GetItem(ns []string, key string) (*Item, error) {
 	return &it, nil
 }
 
-// items reads the keys and bodies under the key prefix p, in key order.
-func (t *pgTx) items(p []byte, withBody bool) (keys, bodies [][]byte, err error) {
-	cond, args := lgRange(p)
-	col := "null::bytea"
-	if withBody {
-		col = "body"
-	}
-	if t.err != nil {
-		return nil, nil, t.err
-	}
-	rows, err := t.tx.Query(t.ctx, "select k, "+col+" from items where "+cond+" order by k", args...)
-	if err != nil {
-		return nil, nil, t.fail("read items", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k, b []byte
-		if err := rows.Scan(&k, &b); err != nil {
-			return nil, nil, t.fail("read items", err)
-		}
-		keys, bodies = append(keys, k), append(bodies, b)
-	}
-	return keys, bodies, t.fail("read items", rows.Err())
-}
-
 func (t *pgTx) ScanItems(prefix []string, fn func(*Item) (bool, error)) error {
 	p := []byte(strings.Join(prefix, "\x1f"))
-	keys, bodies, err := t.items(p, true)
-	if err != nil {
-		return err
-	}
-	for i, k := range keys {
+	var ferr error
+	err := t.keyRows("items", "body", p, nil, false, func(k, raw []byte) bool {
 		rest := k[len(p):]
 		if len(prefix) > 0 && len(rest) > 0 && rest[0] != 0x1f && rest[0] != 0 {
-			continue // "ab" is not under the prefix "a"
+			return true // "ab" is not under the prefix "a"
 		}
 		var it Item
-		if err := unmarshalStored(bodies[i], &it); err != nil {
-			return fmt.Errorf("decode item: %w", err)
+		if ferr = unmarshalStored(raw, &it); ferr != nil {
+			ferr = fmt.Errorf("decode item: %w", ferr)
+			return false
 		}
-		more, err := fn(&it)
-		if err != nil || !more {
-			return err
-		}
+		more := false
+		more, ferr = fn(&it)
+		return more && ferr == nil
+	})
+	if ferr != nil {
+		return ferr
 	}
-	return nil
+	return err
 }
 
 func (t *pgTx) ForEachItemNamespace(fn func([]string) error) error {
-	keys, _, err := t.items(nil, false)
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
+	var ferr error
+	err := t.keyRows("items", "null::bytea", nil, nil, false, func(k, _ []byte) bool {
 		nsPart, _, _ := bytes.Cut(k, []byte{0})
-		if err := fn(strings.Split(string(nsPart), "\x1f")); err != nil {
-			return err
-		}
+		ferr = fn(strings.Split(string(nsPart), "\x1f"))
+		return ferr == nil
+	})
+	if ferr != nil {
+		return ferr
 	}
-	return nil
+	return err
 }
 
 func (t *pgTx) PutItem(it *Item) error {

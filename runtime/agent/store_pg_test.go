@@ -470,6 +470,54 @@ func TestPostgresStoreSearchMatchesBolt(t *testing.T) {
 		b, err2 := tx.CronsOf("", threads[0].ThreadID)
 		return answer{append(a, b...), 0, errText(errors.Join(err1, err2))}
 	})
+	// Store items and checkpoint rows, more than a batch of them, scanned
+	// and stopped as on bbolt.
+	for _, s := range []Store{pg, bs} {
+		mustUpdate(t, s, func(tx Tx) error {
+			for i := 0; i < 70; i++ {
+				ns := []string{"a", fmt.Sprint("b", i%7)}
+				if i%5 == 0 {
+					ns = []string{fmt.Sprint("a", i)}
+				}
+				if err := tx.PutItem(&Item{Namespace: ns, Key: fmt.Sprint("k", i), Value: map[string]any{}}); err != nil {
+					return err
+				}
+				if err := tx.PutCheckpointRow(lgKey("t1", "", lgKindCheckpoint, fmt.Sprintf("%03d", i)), []byte{byte(i)}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	compare("items and checkpoint rows", func(tx ReadTx) answer {
+		var keys []string
+		err := tx.ScanItems([]string{"a"}, func(it *Item) (bool, error) {
+			keys = append(keys, fmt.Sprint(it.Namespace, it.Key))
+			return len(keys) < 50, nil
+		})
+		n := 0
+		_ = tx.ForEachItemNamespace(func([]string) error { n++; return nil })
+		return answer{keys, n, errText(err)}
+	})
+	rows := func(s Store) (out []string) {
+		prefix := lgKey("t1", "", lgKindCheckpoint, "")
+		if err := s.ViewCheckpointRows(context.Background(), "", func(lg checkpointRows) error {
+			lg.scan(prefix, func(k, _ []byte) bool { out = append(out, string(k)); return len(out) < 40 })
+			lg.scanBack(prefix, lgKey("t1", "", lgKindCheckpoint, "050"), func(k, _ []byte) bool {
+				out = append(out, string(k))
+				return len(out) < 80
+			})
+			k, _ := lg.last(prefix)
+			out = append(out, string(k), string(lg.get(lgKey("t1", "", lgKindCheckpoint, "007"))))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got, want := rows(pg), rows(bs); !reflect.DeepEqual(got, want) {
+		t.Errorf("checkpoint rows scanned:\n pg   %q\n bolt %q", got, want)
+	}
 	// Past the residual bound both refuse the search the same way.
 	defer func(n int) { maxResidualScan = n }(maxResidualScan)
 	maxResidualScan = 10

@@ -180,35 +180,79 @@ func (q *pgSearch) page(t *pgTx, offset, limit int) ([][]byte, error) {
 		_, raws, err := t.pairs("search "+q.table, sql, q.args...)
 		return raws, err
 	}
-	// Residual filters: the candidates in order, at most one more than
-	// maxResidualScan decoded, as the bbolt store decodes them.
-	sql += fmt.Sprintf(" limit %d", maxResidualScan+1)
-	_, raws, err := t.pairs("search "+q.table, sql, q.args...)
-	if err != nil {
-		return nil, err
-	}
+	// Residual filters: the candidates in order, a batch at a time (the
+	// order column is unique: it ends with the id), decoded and tested
+	// as the bbolt store does, at most maxResidualScan of them.
 	var out [][]byte
-	for i, raw := range raws {
-		if i >= maxResidualScan {
-			return nil, q.refuse()
+	var after any
+	decoded := 0
+	for {
+		args, cond := q.args, ""
+		if after != nil {
+			args = append(append([]any{}, q.args...), after)
+			cmp := ">"
+			if q.desc {
+				cmp = "<"
+			}
+			cond = fmt.Sprintf(" and %s %s $%d", q.order, cmp, len(args))
 		}
-		ok, err := q.residual(raw)
+		keys, raws, err := t.keyed("search "+q.table, "select "+q.order+", body from "+q.table+" where true"+q.where+cond+
+			" order by "+order+fmt.Sprintf(" limit %d", pgBatch), args...)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			continue
+		for _, raw := range raws {
+			if decoded++; decoded > maxResidualScan {
+				return nil, q.refuse()
+			}
+			ok, err := q.residual(raw)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			if offset > 0 {
+				offset--
+				continue
+			}
+			out = append(out, raw)
+			if limit > 0 && len(out) == limit {
+				return out, nil
+			}
 		}
-		if offset > 0 {
-			offset--
-			continue
+		if len(raws) < pgBatch {
+			return out, nil
 		}
-		out = append(out, raw)
-		if limit > 0 && len(out) == limit {
-			break
+		// The next batch after the last key (a text id column takes a
+		// string, a bytea key column bytes).
+		if last := keys[len(keys)-1]; q.order == q.id {
+			after = string(last)
+		} else {
+			after = last
 		}
 	}
-	return out, nil
+}
+
+// keyed reads a query's (key, body) rows, keys as bytes.
+func (t *pgTx) keyed(what, sql string, args ...any) ([][]byte, [][]byte, error) {
+	if t.err != nil {
+		return nil, nil, t.err
+	}
+	rows, err := t.tx.Query(t.ctx, sql, args...)
+	if err != nil {
+		return nil, nil, t.fail(what, err)
+	}
+	defer rows.Close()
+	var keys, bodies [][]byte
+	for rows.Next() {
+		var k, b []byte
+		if err := rows.Scan(&k, &b); err != nil {
+			return nil, nil, t.fail(what, err)
+		}
+		keys, bodies = append(keys, k), append(bodies, b)
+	}
+	return keys, bodies, t.fail(what, rows.Err())
 }
 
 // count counts the selected records (the bbolt store's count: the
