@@ -493,7 +493,7 @@ func TestPostgresStoreSearchMatchesBolt(t *testing.T) {
 		var keys []string
 		err := tx.ScanItems([]string{"a"}, func(it *Item) (bool, error) {
 			keys = append(keys, fmt.Sprint(it.Namespace, it.Key))
-			return len(keys) < 50, nil
+			return len(keys) < 60, nil
 		})
 		n := 0
 		_ = tx.ForEachItemNamespace(func([]string) error { n++; return nil })
