@@ -41,7 +41,7 @@ func (t *pgTx) ForEachAssistant(fn func(*Assistant) error) error {
 
 func (t *pgTx) AssistantVersions(id string) ([]Assistant, error) {
 	_, raws, err := t.pairs("assistant versions",
-		"select version::text, body from assistant_versions where assistant_id = $1 order by version desc", id)
+		"select assistant_id, body from assistant_versions where assistant_id = $1 order by version desc", id)
 	if err != nil {
 		return nil, err
 	}

@@ -54,8 +54,7 @@ func (t *pgTx) checkpoints(thread string, after, below int64, desc bool, fn func
 		if desc {
 			order = "seq desc"
 		}
-		seqs, raws, err := t.pairs("read checkpoints", "select seq::text, body from checkpoints where thread_id = $1 and seq > $2 and seq < $3 order by "+
-			order+" limit $4", thread, after, below, pgBatch)
+		seqs, raws, err := t.seqRows(thread, after, below, order)
 		if err != nil {
 			return err
 		}
@@ -66,9 +65,7 @@ func (t *pgTx) checkpoints(thread string, after, below int64, desc bool, fn func
 			if err := unmarshalStored(raw, &cp); err != nil {
 				return fmt.Errorf("decode checkpoint: %w", err)
 			}
-			if _, err := fmt.Sscan(seqs[i], &last); err != nil {
-				return fmt.Errorf("checkpoint number: %w", err)
-			}
+			last = seqs[i]
 			more, err := fn(last, &cp)
 			if err != nil || !more {
 				return err
@@ -83,6 +80,31 @@ func (t *pgTx) checkpoints(thread string, after, below int64, desc bool, fn func
 			after = last
 		}
 	}
+}
+
+// seqRows reads a batch of the thread's checkpoints numbered in (after,
+// below) in order ("seq" or "seq desc").
+func (t *pgTx) seqRows(thread string, after, below int64, order string) ([]int64, [][]byte, error) {
+	if t.err != nil {
+		return nil, nil, t.err
+	}
+	rows, err := t.tx.Query(t.ctx, "select seq, body from checkpoints where thread_id = $1 and seq > $2 and seq < $3 order by "+
+		order+" limit $4", thread, after, below, pgBatch)
+	if err != nil {
+		return nil, nil, t.fail("read checkpoints", err)
+	}
+	defer rows.Close()
+	var seqs []int64
+	var raws [][]byte
+	for rows.Next() {
+		var seq int64
+		var raw []byte
+		if err := rows.Scan(&seq, &raw); err != nil {
+			return nil, nil, t.fail("read checkpoints", err)
+		}
+		seqs, raws = append(seqs, seq), append(raws, raw)
+	}
+	return seqs, raws, t.fail("read checkpoints", rows.Err())
 }
 
 func (t *pgTx) ForEachCheckpoint(thread string, fn func(uint64, *Checkpoint) error) error {

@@ -39,7 +39,7 @@ func (t *pgTx) ThreadRunIDs(thread string) ([]string, error) {
 	if _, err := pgUUID(thread); err != nil {
 		return nil, err
 	}
-	return t.strs("thread's runs", "select run_id::text from thread_runs where thread_id = $1 order by run_id", thread)
+	return t.strs("thread's runs", "select r.run_id::text from thread_runs r where r.thread_id = $1 order by r.run_id", thread)
 }
 
 func (t *pgTx) EachThreadRunNewest(thread string, fn func(*runRecord) bool) error {

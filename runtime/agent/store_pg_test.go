@@ -470,6 +470,45 @@ func TestPostgresStoreSearchMatchesBolt(t *testing.T) {
 		b, err2 := tx.CronsOf("", threads[0].ThreadID)
 		return answer{append(a, b...), 0, errText(errors.Join(err1, err2))}
 	})
+	// Assistant versions and checkpoints past 9 (numbers, not texts, order
+	// them), more than a batch of checkpoints.
+	cpThread := storage.NewID().String()
+	for _, s := range []Store{pg, bs} {
+		mustUpdate(t, s, func(tx Tx) error {
+			for v := 1; v <= 12; v++ {
+				if err := tx.PutAssistantVersion(&Assistant{AssistantID: "versioned", Version: v}); err != nil {
+					return err
+				}
+			}
+			for seq := uint64(1); seq <= 70; seq++ {
+				cp := &Checkpoint{Checkpoint: CheckpointRef{ThreadID: cpThread, CheckpointID: fmt.Sprintf("cp%03d", seq)}}
+				if err := tx.PutCheckpoint(cpThread, seq, cp); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	compare("assistant versions and checkpoints", func(tx ReadTx) answer {
+		vs, err := tx.AssistantVersions("versioned")
+		var ids []string
+		for _, v := range vs {
+			ids = append(ids, fmt.Sprint("v", v.Version))
+		}
+		err2 := tx.CheckpointsNewestFirst(cpThread, func(cp *Checkpoint) (bool, error) {
+			ids = append(ids, cp.Checkpoint.CheckpointID)
+			return len(ids) < 50, nil
+		})
+		err3 := tx.CheckpointsBefore(cpThread, "cp040", func(cp *Checkpoint) (bool, error) {
+			ids = append(ids, cp.Checkpoint.CheckpointID)
+			return true, nil
+		})
+		err4 := tx.ForEachCheckpoint(cpThread, func(seq uint64, cp *Checkpoint) error {
+			ids = append(ids, fmt.Sprint(seq, cp.Checkpoint.CheckpointID))
+			return nil
+		})
+		return answer{ids, len(ids), errText(errors.Join(err, err2, err3, err4))}
+	})
 	// Store items and checkpoint rows, more than a batch of them, scanned
 	// and stopped as on bbolt.
 	for _, s := range []Store{pg, bs} {

@@ -14,7 +14,7 @@ func (t *pgTx) DueTTLEntries(until time.Time, limit int) ([]ttlEntry, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	rows, err := t.tx.Query(t.ctx, "select at, thread_id::text from thread_ttl where at <= $1 order by at, thread_id limit $2", end, limit)
+	rows, err := t.tx.Query(t.ctx, "select e.at, e.thread_id::text from thread_ttl e where e.at <= $1 order by e.at, e.thread_id limit $2", end, limit)
 	if err != nil {
 		return nil, t.fail("due TTL entries", err)
 	}

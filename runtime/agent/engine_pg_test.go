@@ -1,0 +1,27 @@
+package agent
+
+import "testing"
+
+// TestEngineOnPostgres runs engine-level tests written for the bbolt
+// store (history pages, host checkpoint rows, the host's store, run
+// listing: through the engine's own methods, with their read bounds) on
+// an engine whose Store is PostgreSQL.
+func TestEngineOnPostgres(t *testing.T) {
+	start := func(t *testing.T) *Engine { return startEngineWith(t, openPGTestStore(t)) }
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T, func(*testing.T) *Engine)
+	}{
+		{"HistoryReadsOnlyItsPage", testHistoryReadsOnlyItsPage},
+		{"HostHistoryReadsOnlyItsPage", testHostHistoryReadsOnlyItsPage},
+		{"LGScanBack", testLGScanBack},
+		{"HistoryBeforeUnorderedIDs", testHistoryBeforeUnorderedIDs},
+		{"StateAtCheckpointSeeks", testStateAtCheckpointSeeks},
+		{"HostCheckpointStore", testHostCheckpointStore},
+		{"HostStore", testHostStore},
+		{"HostCheckpointRowsCompact", testHostCheckpointRowsCompact},
+		{"ListRunsReadsOnlyItsPage", testListRunsReadsOnlyItsPage},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.run(t, start) })
+	}
+}
