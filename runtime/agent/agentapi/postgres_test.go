@@ -6,64 +6,22 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"slipway/runtime/agent"
 	"slipway/runtime/agent/agentapi"
+	"slipway/server/servertest"
 )
-
-// pgSchemaURL is SLIPWAY_TEST_POSTGRES_URL on a fresh schema, dropped when
-// the test ends; without it the test skips, or fails under CI=true.
-func pgSchemaURL(t *testing.T) string {
-	t.Helper()
-	url := os.Getenv("SLIPWAY_TEST_POSTGRES_URL")
-	if url == "" {
-		msg := "the PostgreSQL store's tests need SLIPWAY_TEST_POSTGRES_URL"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg + "; under CI=true this fails instead")
-	}
-	ctx := context.Background()
-	schema := "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal("connect to SLIPWAY_TEST_POSTGRES_URL")
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "create schema "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Error("drop the test schema: cannot connect")
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "drop schema "+schema+" cascade"); err != nil {
-			t.Error(err)
-		}
-	})
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	return url + sep + "search_path=" + schema
-}
 
 // startPGAgent serves the agent API in process over an engine whose state
 // is in PostgreSQL.
 func startPGAgent(t *testing.T, workers int) string {
 	t.Helper()
-	store, closeStore, err := agent.OpenPostgresStore(context.Background(), pgSchemaURL(t))
+	store, closeStore, err := agent.OpenPostgresStore(context.Background(), servertest.PostgresSchemaURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

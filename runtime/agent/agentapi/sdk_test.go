@@ -22,7 +22,7 @@ func TestOfficialJSSDK(t *testing.T) {
 // TestOfficialJSSDKOnPostgres is the same suite against a `slipway agent`
 // keeping its state in PostgreSQL (SLIPWAY_AGENT_POSTGRES_URL).
 func TestOfficialJSSDKOnPostgres(t *testing.T) {
-	url := pgSchemaURL(t)
+	url := servertest.PostgresSchemaURL(t)
 	runJSSDK(t, map[string]string{"SLIPWAY_AGENT_POSTGRES_URL": url})
 	// The suite's threads and runs are in the database, not in a bbolt
 	// file beside it.
