@@ -93,6 +93,9 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 		return err
 	}
 	defer closeStore()
+	if store != nil {
+		log.Info().Msg("agent state in PostgreSQL (SLIPWAY_AGENT_POSTGRES_URL)")
+	}
 	runCtx, stopRuns := context.WithCancel(context.Background())
 	defer stopRuns()
 	eng := &agent.Engine{DB: db, Store: store, Graphs: graphs, Workers: cfg.Workers, Timeout: time.Duration(cfg.RunTimeout) * time.Second, Log: log,
