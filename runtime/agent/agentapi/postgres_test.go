@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +87,31 @@ func TestThreadRunStateOnPostgres(t *testing.T) {
 	st, _, runs := do("GET", "/threads/"+id+"/runs", "")
 	if st != 200 || len(runs) != 1 || runs[0].(map[string]any)["status"] != "success" {
 		t.Fatalf("runs: %d %v", st, runs)
+	}
+}
+
+// The store's connection string (it holds a password) never reaches a
+// graph: a command graph reports what its environment holds of it, and
+// of a variable the agent leaves alone.
+func TestPostgresURLHiddenFromGraphs(t *testing.T) {
+	app := t.TempDir()
+	script := `cat >/dev/null; printf '{"event":"updates","node":"env","data":{"pg":"%s","other":"%s"}}\n' "$SLIPWAY_AGENT_POSTGRES_URL" "$SLIPWAY_TEST_VISIBLE"`
+	cfg, _ := json.Marshal(map[string]any{"graphs": map[string]any{"env": map[string]any{"command": []string{"sh", "-c", script}}}, "dependencies": []string{"."}})
+	if err := os.WriteFile(filepath.Join(app, "langgraph.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := servertest.StartAgent(t, map[string]string{
+		"SLIPWAY_GRAPH_CONFIG":       filepath.Join(app, "langgraph.json"),
+		"SLIPWAY_AGENT_POSTGRES_URL": servertest.PostgresSchemaURL(t),
+		"SLIPWAY_TEST_VISIBLE":       "seen",
+	})
+	r := a.Do("POST", "/runs/wait", map[string]any{"assistant_id": "env", "input": map[string]any{}})
+	if r.Status != 200 {
+		t.Fatalf("run: %d %s", r.Status, r.Body)
+	}
+	out := r.Map()
+	if out["other"] != "seen" || out["pg"] != "" {
+		// The value is not printed: it holds the test role's password.
+		t.Fatalf("the graph saw SLIPWAY_TEST_VISIBLE=%v and SLIPWAY_AGENT_POSTGRES_URL set: %v, want seen and false", out["other"], out["pg"] != "")
 	}
 }
