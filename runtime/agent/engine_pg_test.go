@@ -4,7 +4,8 @@ import "testing"
 
 // TestEngineOnPostgres runs engine-level tests written for the bbolt
 // store (history pages, host checkpoint rows, the host's store, run
-// listing: through the engine's own methods, with their read bounds) on
+// listing: through the engine's own methods, with their read bounds;
+// crons through a fake clock) on
 // an engine whose Store is PostgreSQL.
 func TestEngineOnPostgres(t *testing.T) {
 	start := func(t *testing.T) *Engine { return startEngineWith(t, openPGTestStore(t)) }
@@ -23,5 +24,19 @@ func TestEngineOnPostgres(t *testing.T) {
 		{"ListRunsReadsOnlyItsPage", testListRunsReadsOnlyItsPage},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, start) })
+	}
+	cronStart := func(t *testing.T) (*Engine, *fakeClock) {
+		return clockEngineWith(t, "2026-01-15T10:01:00Z", TTLConfig{}, openPGTestStore(t))
+	}
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T, func(*testing.T) (*Engine, *fakeClock))
+	}{
+		{"CronFiring", testCronFiring},
+		{"StatelessCron", testStatelessCron},
+		{"CronSearch", testCronSearch},
+		{"CronsGoWithTheirThreadOrAssistant", testCronsGoWithTheirThreadOrAssistant},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.run(t, cronStart) })
 	}
 }
