@@ -5,7 +5,7 @@ import "testing"
 // TestEngineOnPostgres runs engine-level tests written for the bbolt
 // store (history pages, host checkpoint rows, the host's store, run
 // listing: through the engine's own methods, with their read bounds;
-// crons through a fake clock) on
+// crons and TTL sweeps through a fake clock) on
 // an engine whose Store is PostgreSQL.
 func TestEngineOnPostgres(t *testing.T) {
 	start := func(t *testing.T) *Engine { return startEngineWith(t, openPGTestStore(t)) }
@@ -38,5 +38,19 @@ func TestEngineOnPostgres(t *testing.T) {
 		{"CronsGoWithTheirThreadOrAssistant", testCronsGoWithTheirThreadOrAssistant},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, cronStart) })
+	}
+	ttlStart := func(t *testing.T, cfg TTLConfig) (*Engine, *fakeClock) {
+		return clockEngineWith(t, "2026-03-01T10:00:00Z", cfg, openPGTestStore(t))
+	}
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T, func(*testing.T, TTLConfig) (*Engine, *fakeClock))
+	}{
+		{"TTLSweep", testTTLSweep},
+		{"TTLDefaultAndLimit", testTTLDefaultAndLimit},
+		{"KeepLatestLG", testKeepLatestLG},
+		{"PruneThreadsDelete", testPruneThreadsDelete},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.run(t, ttlStart) })
 	}
 }
