@@ -1,11 +1,14 @@
 package agent
 
-import "testing"
+import (
+	"path/filepath"
+	"testing"
+)
 
 // TestEngineOnPostgres runs engine-level tests written for the bbolt
 // store (history pages, host checkpoint rows, the host's store, run
 // listing: through the engine's own methods, with their read bounds;
-// crons and TTL sweeps through a fake clock) on
+// crons and TTL sweeps through a fake clock; cancels) on
 // an engine whose Store is PostgreSQL.
 func TestEngineOnPostgres(t *testing.T) {
 	start := func(t *testing.T) *Engine { return startEngineWith(t, openPGTestStore(t)) }
@@ -53,4 +56,9 @@ func TestEngineOnPostgres(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, ttlStart) })
 	}
+	t.Run("CancelIsRecordedBeforeItReturns", func(t *testing.T) {
+		testCancelIsRecordedBeforeItReturns(t, func(t *testing.T, graphs map[string]Graph) *Engine {
+			return startCancelEngineWith(t, filepath.Join(t.TempDir(), "agent.db"), graphs, openPGTestStore(t))
+		})
+	})
 }
