@@ -159,6 +159,10 @@ type Agent struct {
 	// other deployments' code could otherwise reach them without going
 	// through Slipway's authentication.
 	TokenFD int `env:"SLIPWAY_AGENT_TOKEN_FD"`
+	// PostgresURL, when set, keeps the agent's state in that PostgreSQL
+	// database instead of the bbolt file in DataDir. It holds a password:
+	// the agent drops it from its environment before any graph runs.
+	PostgresURL string `env:"SLIPWAY_AGENT_POSTGRES_URL"`
 }
 
 // Error names the variable that is wrong; main exits 2 on it.

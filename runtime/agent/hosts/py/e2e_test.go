@@ -1,11 +1,14 @@
 package py_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"slipway/server/servertest"
 )
@@ -40,6 +43,33 @@ func needPython(t *testing.T) (python, project, suite string) {
 // `slipway agent`: the agent serves testdata/graphs/py-agent/conformance.json,
 // whose graph relays the host's saver on a Unix socket the suite calls.
 func TestPyCheckpointerConformance(t *testing.T) {
+	runPyConformance(t, nil)
+}
+
+// TestPyCheckpointerConformanceOnPostgres is the same suite against an
+// agent keeping its state, the host's checkpoint rows included, in
+// PostgreSQL (SLIPWAY_AGENT_POSTGRES_URL).
+func TestPyCheckpointerConformanceOnPostgres(t *testing.T) {
+	needPython(t)
+	url := servertest.PostgresSchemaURL(t)
+	runPyConformance(t, map[string]string{"SLIPWAY_AGENT_POSTGRES_URL": url})
+	// The agent's state is in the database, not in a bbolt file: its
+	// system assistant (the suite deletes the threads it wrote).
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal("connect to the agent's schema")
+	}
+	defer c.Close(ctx)
+	var n int
+	if err := c.QueryRow(ctx, "select count(*) from assistants").Scan(&n); err != nil || n == 0 {
+		t.Fatalf("assistants in PostgreSQL: %d %v, want the agent's", n, err)
+	}
+}
+
+// runPyConformance runs the suite against an agent started with env
+// added to its own.
+func runPyConformance(t *testing.T, env map[string]string) {
 	python, project, suite := needPython(t)
 	// A short directory: a Unix socket path has at most 107 bytes.
 	dir, err := os.MkdirTemp("", "pycv")
@@ -48,12 +78,16 @@ func TestPyCheckpointerConformance(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "relay.sock")
-	a := servertest.StartAgent(t, map[string]string{
+	agentEnv := map[string]string{
 		"SLIPWAY_LOG_LEVEL":        "warn",
 		"SLIPWAY_GRAPH_CONFIG":     filepath.Join(project, "conformance.json"),
 		"SLIPWAY_AGENT_PYTHON":     python,
 		"SLIPWAY_TEST_SAVER_RELAY": sock,
-	})
+	}
+	for k, v := range env {
+		agentEnv[k] = v
+	}
+	a := servertest.StartAgent(t, agentEnv)
 	report := filepath.Join(dir, "report.json")
 	cmd := exec.Command(python, "conformance.py", report)
 	cmd.Dir = suite
