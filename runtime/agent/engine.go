@@ -37,6 +37,9 @@ type Engine struct {
 	// set, replaces its sweep interval (tests sweep with SweepTTL).
 	TTL     TTLConfig
 	TTLTick time.Duration
+	// Metrics, when set, count runs, streams and checkpoint writes
+	// (metrics.go); Start adds the engine's gauges to them.
+	Metrics *Metrics
 
 	httpStreams sync.Map // stream id → *httpExchange of a custom-route request in flight
 
@@ -72,6 +75,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		return err
 	}
 	e.store = st
+	e.Metrics.attach(e)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
