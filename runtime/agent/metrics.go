@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,13 +41,15 @@ type Metrics struct {
 	// request counter (method, path pattern, status class); agentapi
 	// counts into it.
 	HTTPRequests *prometheus.CounterVec
+
+	engine atomic.Pointer[Engine] // the engine the gauges read (attach)
 }
 
 // runBuckets span a quick graph (milliseconds) to a long agent (an hour).
 var runBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
 
 // NewMetrics makes an agent's metrics; the engine given them in
-// Engine.Metrics adds its gauges at Start.
+// Engine.Metrics feeds their gauges from Start on.
 func NewMetrics() *Metrics {
 	reg := prometheus.NewRegistry()
 	created := prometheus.NewCounter(prometheus.CounterOpts{Name: "slipway_agent_runs_created_total",
@@ -72,36 +75,49 @@ func NewMetrics() *Metrics {
 		m.ended[o] = ended.WithLabelValues(o)
 		m.duration[o] = duration.WithLabelValues(o)
 	}
+	reg.MustRegister(m.gauges()...)
 	return m
 }
 
-// attach adds the gauges read from the engine at scrape time.
+// attach points the gauges at the engine they read at scrape time.
 func (m *Metrics) attach(e *Engine) {
-	if m == nil {
-		return
+	if m != nil {
+		m.engine.Store(e)
 	}
-	gauge := func(name, help string, f func() float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+}
+
+// gauges are read from the engine at scrape time (0 before Start).
+func (m *Metrics) gauges() []prometheus.Collector {
+	engine := func(f func(e *Engine) float64) func() float64 {
+		return func() float64 {
+			if e := m.engine.Load(); e != nil {
+				return f(e)
+			}
+			return 0
+		}
 	}
-	m.Registry.MustRegister(
-		gauge("lg_api_num_pending_runs", "The number of runs currently pending.", func() float64 {
+	gauge := func(name, help string, f func(e *Engine) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, engine(f))
+	}
+	return []prometheus.Collector{
+		gauge("lg_api_num_pending_runs", "The number of runs currently pending.", func(e *Engine) float64 {
 			p, _ := e.runCounts()
 			return float64(p)
 		}),
-		gauge("lg_api_num_running_runs", "The number of runs currently running.", func() float64 {
+		gauge("lg_api_num_running_runs", "The number of runs currently running.", func(e *Engine) float64 {
 			_, r := e.runCounts()
 			return float64(r)
 		}),
 		gauge("lg_api_workers_max", "The number of runs the agent executes at once (SLIPWAY_AGENT_WORKERS).",
-			func() float64 { return float64(cap(e.sem)) }),
+			func(e *Engine) float64 { return float64(cap(e.sem)) }),
 		gauge("lg_api_workers_active", "Workers executing a run (or claiming one) now.",
-			func() float64 { return float64(len(e.sem)) }),
+			func(e *Engine) float64 { return float64(len(e.sem)) }),
 		gauge("lg_api_workers_available", "Workers free to start a run now.",
-			func() float64 { return float64(cap(e.sem) - len(e.sem)) }),
+			func(e *Engine) float64 { return float64(cap(e.sem) - len(e.sem)) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "slipway_agent_host_restarts_total",
 			Help: "Times a language host (Python, JavaScript) died and was started again."},
-			func() float64 { return float64(e.hostRestarts()) }),
-	)
+			engine(func(e *Engine) float64 { return float64(e.hostRestarts()) })),
+	}
 }
 
 // runCounts counts the pending and running runs from the engine's own
