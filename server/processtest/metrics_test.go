@@ -225,7 +225,7 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	check("agent scrape up", sample(after, "slipway_agent_scrape_up", "deployment_id", dep), 1)
 	check("runs created", sample(after, "slipway_agent_runs_created_total", "deployment_id", dep), 6)
 	for _, o := range []struct {
-		outcome   string
+		outcome    string
 		ended, ran float64
 	}{{"success", 2, 2}, {"error", 1, 1}, {"interrupted", 1, 1}, {"cancelled", 2, 1}, {"timeout", 0, 0}} {
 		check(o.outcome+" runs", sample(after, "slipway_agent_runs_total", "deployment_id", dep, "outcome", o.outcome), o.ended)
