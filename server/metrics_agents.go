@@ -24,8 +24,12 @@ import (
 // never through the public proxy.
 type agentGatherer struct {
 	deployments func() []string
-	driver      runtime.Driver
-	client      *http.Client
+	// driver is the runtime's: its endpoints, and its usage when it is a
+	// runtime.UsageReporter.
+	driver interface {
+		Endpoint(dep string) (string, bool)
+	}
+	client *http.Client
 	// timeout bounds the relay of one scrape; an agent that does not
 	// answer in time is reported down (slipway_agent_scrape_up 0).
 	timeout time.Duration
@@ -36,6 +40,17 @@ const maxAgentMetrics = 4 << 20
 
 const labelDeployment = "deployment_id"
 
+// The families the relay makes itself at each scrape, each labelled with
+// deployment_id only (README lists them; the documentation test reads
+// this list).
+const (
+	metricScrapeUp = "slipway_agent_scrape_up"
+	metricCPU      = "slipway_deployment_cpu_seconds_total"
+	metricMemory   = "slipway_deployment_memory_bytes"
+)
+
+var relayFamilies = []string{metricScrapeUp, metricCPU, metricMemory}
+
 // Gather scrapes the agents in parallel and merges their families.
 func (g *agentGatherer) Gather() ([]*dto.MetricFamily, error) {
 	deps := g.deployments()
@@ -43,6 +58,9 @@ func (g *agentGatherer) Gather() ([]*dto.MetricFamily, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
 	results := make([]map[string]*dto.MetricFamily, len(deps))
+	usage := make([]runtime.Usage, len(deps))
+	usageOK := make([]bool, len(deps))
+	reporter, _ := g.driver.(runtime.UsageReporter)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for i, dep := range deps {
@@ -55,13 +73,26 @@ func (g *agentGatherer) Gather() ([]*dto.MetricFamily, error) {
 			if err == nil {
 				results[i] = fams
 			}
+			if reporter != nil {
+				usage[i], usageOK[i] = reporter.Usage(ctx, dep)
+			}
 		}()
 	}
 	wg.Wait()
-	up := &dto.MetricFamily{Name: proto.String("slipway_agent_scrape_up"), Type: dto.MetricType_GAUGE.Enum(),
+	up := &dto.MetricFamily{Name: proto.String(metricScrapeUp), Type: dto.MetricType_GAUGE.Enum(),
 		Help: proto.String("Whether the control plane could read the deployment's agent metrics at this scrape (1) or not (0).")}
+	cpu := &dto.MetricFamily{Name: proto.String(metricCPU), Type: dto.MetricType_COUNTER.Enum(),
+		Help: proto.String("CPU time the deployment's agent and everything it started used (process runtime: its cgroup; docker: its container).")}
+	mem := &dto.MetricFamily{Name: proto.String(metricMemory), Type: dto.MetricType_GAUGE.Enum(),
+		Help: proto.String("Memory the deployment's agent and everything it started use now, without inactive page cache.")}
 	merged := map[string]*dto.MetricFamily{}
 	for i, dep := range deps {
+		if usageOK[i] && usage[i].CPUSeconds >= 0 {
+			cpu.Metric = append(cpu.Metric, &dto.Metric{Label: []*dto.LabelPair{depLabel(dep)}, Counter: &dto.Counter{Value: proto.Float64(usage[i].CPUSeconds)}})
+		}
+		if usageOK[i] && usage[i].MemoryBytes >= 0 {
+			mem.Metric = append(mem.Metric, &dto.Metric{Label: []*dto.LabelPair{depLabel(dep)}, Gauge: &dto.Gauge{Value: proto.Float64(float64(usage[i].MemoryBytes))}})
+		}
 		v := 0.0
 		if results[i] != nil {
 			v = 1
@@ -83,8 +114,10 @@ func (g *agentGatherer) Gather() ([]*dto.MetricFamily, error) {
 		}
 	}
 	out := make([]*dto.MetricFamily, 0, len(merged)+1)
-	if len(deps) > 0 {
-		out = append(out, up)
+	for _, f := range []*dto.MetricFamily{up, cpu, mem} {
+		if len(f.Metric) > 0 {
+			out = append(out, f)
+		}
 	}
 	for _, f := range merged {
 		out = append(out, f)
