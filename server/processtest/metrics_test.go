@@ -238,3 +238,59 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	check("agent wait and stream requests", sample(after, "lg_api_http_requests_total", "deployment_id", dep,
 		"path", "/threads/:thread_id/runs/:run_id", "method", "POST", "status", "2xx"), 5)
 }
+
+// TestMetricsDeploymentUsage: on each real runtime, a deployed project's
+// agent metrics reach /metrics through the runtime's endpoint and the
+// agent's token, and its CPU time and memory come from its cgroup
+// (process runtime; only when the host gives Slipway cgroups, which /info
+// then reports as resource limits) or its container's stats (docker).
+func TestMetricsDeploymentUsage(t *testing.T) {
+	for _, driver := range drivers {
+		t.Run(driver, func(t *testing.T) {
+			requireRuntime(t, driver)
+			metricsAddr := servertest.FreeAddr(t)
+			s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": driver, "SLIPWAY_METRICS_ADDR": metricsAddr})
+			raw, err := os.ReadFile(filepath.Join(s.DataDir, "metrics-token"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			url, token := "http://"+metricsAddr+"/metrics", strings.TrimSpace(string(raw))
+			d := s.Do("POST", "/v2/deployments", map[string]any{"name": "usage", "source": "internal_source", "source_config": map[string]any{},
+				"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
+			if d.Status != 201 {
+				t.Fatalf("create: %d %s", d.Status, d.Body)
+			}
+			dep := d.Map()["id"].(string)
+			rev := deploySource(t, s, dep, appFiles(t, ""))
+			if st := waitStatus(t, s, dep, rev); st != "DEPLOYED" {
+				t.Fatalf("revision ended %s:\n%s", st, s.Logs())
+			}
+			th := s.Do("POST", "/agents/usage/threads", map[string]any{}).Map()["thread_id"].(string)
+			if r := s.Do("POST", "/agents/usage/threads/"+th+"/runs/wait", map[string]any{"assistant_id": "agent",
+				"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}}); r.Status != 200 {
+				t.Fatalf("run: %d %s", r.Status, r.Body)
+			}
+			fams := scrape(t, url, token)
+			if up := sample(fams, "slipway_agent_scrape_up", "deployment_id", dep); up != 1 {
+				t.Fatalf("agent scrape up = %v", up)
+			}
+			if n := sample(fams, "slipway_agent_runs_total", "deployment_id", dep, "outcome", "success"); n != 1 {
+				t.Errorf("successful runs relayed: %v, want 1", n)
+			}
+			limited := strings.Contains(string(s.Do("GET", "/info", nil).Body), "resource limits per deployment")
+			if driver == "process" && !limited {
+				if fams["slipway_deployment_memory_bytes"] != nil {
+					t.Error("memory reported without cgroups")
+				}
+				t.Log("no cgroups for the process runtime on this host: CPU and memory are not reported, as documented")
+				return
+			}
+			if mem := sample(fams, "slipway_deployment_memory_bytes", "deployment_id", dep); mem < 1<<20 {
+				t.Errorf("memory = %v bytes, want at least the agent's MiB", mem)
+			}
+			if cpu := sample(fams, "slipway_deployment_cpu_seconds_total", "deployment_id", dep); cpu <= 0 && driver == "docker" {
+				t.Errorf("cpu = %v s", cpu)
+			}
+		})
+	}
+}
