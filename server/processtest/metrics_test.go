@@ -243,13 +243,15 @@ func TestMetricsAfterWorkload(t *testing.T) {
 // agent metrics reach /metrics through the runtime's endpoint and the
 // agent's token, and its CPU time and memory come from its cgroup
 // (process runtime; only when the host gives Slipway cgroups, which /info
-// then reports as resource limits) or its container's stats (docker).
+// then reports as resource limits) or its container's stats (docker); the
+// health checks of the serving agent are counted.
 func TestMetricsDeploymentUsage(t *testing.T) {
 	for _, driver := range drivers {
 		t.Run(driver, func(t *testing.T) {
 			requireRuntime(t, driver)
 			metricsAddr := servertest.FreeAddr(t)
-			s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": driver, "SLIPWAY_METRICS_ADDR": metricsAddr})
+			s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": driver, "SLIPWAY_METRICS_ADDR": metricsAddr,
+				"SLIPWAY_HEALTH_INTERVAL": "1s"})
 			raw, err := os.ReadFile(filepath.Join(s.DataDir, "metrics-token"))
 			if err != nil {
 				t.Fatal(err)
@@ -269,6 +271,14 @@ func TestMetricsDeploymentUsage(t *testing.T) {
 			if r := s.Do("POST", "/agents/usage/threads/"+th+"/runs/wait", map[string]any{"assistant_id": "agent",
 				"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}}); r.Status != 200 {
 				t.Fatalf("run: %d %s", r.Status, r.Body)
+			}
+			// The health watcher checks the serving agent every second.
+			deadline := time.Now().Add(20 * time.Second)
+			for sample(scrape(t, url, token), "slipway_health_checks_total", "outcome", "healthy") < 1 {
+				if time.Now().After(deadline) {
+					t.Fatal("no healthy check counted")
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
 			fams := scrape(t, url, token)
 			if up := sample(fams, "slipway_agent_scrape_up", "deployment_id", dep); up != 1 {
