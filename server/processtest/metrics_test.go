@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -184,6 +185,11 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	}
 	do("POST", "/threads/"+t4+"/runs/"+queued+"/cancel", nil)
 	do("POST", "/threads/"+t4+"/runs/"+slowID+"/cancel?wait=1", nil)
+	// The stream ends with its run; read it out so that the proxy has
+	// relayed all of it (and counted it) before the last scrape.
+	if _, err := io.Copy(io.Discard, events); err != nil {
+		t.Fatalf("read the rest of the stream: %v", err)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for sample(scrape(t, url, token), "slipway_agent_sse_streams_open", "deployment_id", dep) != 0 {
 		if time.Now().After(deadline) {
