@@ -38,7 +38,7 @@ type Engine struct {
 	TTL     TTLConfig
 	TTLTick time.Duration
 	// Metrics, when set, count runs, streams and checkpoint writes
-	// (metrics.go); Start adds the engine's gauges to them.
+	// (metrics.go); from Start on, their gauges read this engine.
 	Metrics *Metrics
 
 	httpStreams sync.Map // stream id → *httpExchange of a custom-route request in flight
