@@ -50,6 +50,9 @@ type proxy struct {
 
 	once sync.Once
 	rp   *httputil.ReverseProxy
+
+	// metrics counts relayed requests per deployment (nil: off).
+	metrics *metrics
 }
 
 type targetKey struct{}
@@ -270,6 +273,8 @@ func (p *proxy) relay(w http.ResponseWriter, r *http.Request, t target) error {
 	// handler still runs; a transport still sending it then reads a
 	// closed body and stops.
 	defer r.Body.Close()
+	w, observed := p.metrics.observeProxy(w, t.dep)
+	defer observed()
 	w = informationalFilter{ResponseWriter: w, filter: func(h http.Header) { p.filterSetCookies(h, t) }}
 	p.reverseProxy().ServeHTTP(w, r)
 	return nil

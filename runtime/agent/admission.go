@@ -87,6 +87,7 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 	if err != nil {
 		return Run{}, nil, err
 	}
+	e.Metrics.runCreated()
 	lr := e.prepareEvents(ad.run.RunID)
 	if ad.claimed != nil {
 		e.wg.Add(1)

@@ -40,6 +40,9 @@ type Engine struct {
 	// set, replaces its sweep interval (tests sweep with SweepTTL).
 	TTL     TTLConfig
 	TTLTick time.Duration
+	// Metrics, when set, count runs, streams and checkpoint writes
+	// (metrics.go); from Start on, their gauges read this engine.
+	Metrics *Metrics
 
 	httpStreams sync.Map // stream id → *httpExchange of a custom-route request in flight
 
@@ -75,6 +78,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	} else if err := e.startBolt(ctx); err != nil {
 		return err
 	}
+	e.Metrics.attach(e)
 	if err := e.ensureAssistants(); err != nil {
 		return err
 	}

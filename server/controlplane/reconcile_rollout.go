@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -76,7 +77,9 @@ func (ro *rollout) prepare() (spec runtime.Spec, ok bool) {
 // build runs the driver's build.
 func (ro *rollout) build(ctx context.Context, spec runtime.Spec) (artifact string, ok bool) {
 	ro.logs.Add("info", "build started on the "+ro.rc.Driver.Name()+" runtime")
+	start := time.Now()
 	artifact, err := ro.rc.Driver.Build(ctx, spec, ro.logs.Writer("info"))
+	ro.rc.Metrics.phase("build", outcomeOf(ctx, err), start)
 	ro.logs.Flush()
 	switch {
 	case ctx.Err() != nil:
@@ -97,7 +100,9 @@ func (ro *rollout) deploy(ctx context.Context, spec runtime.Spec, artifact strin
 	}
 	ro.logs.SetPhase("deploy")
 	ro.logs.Add("info", "deploy started")
+	start := time.Now()
 	endpoint, err := ro.rc.Driver.Deploy(ctx, spec, artifact, ro.logs.Writer("info"))
+	ro.rc.Metrics.phase("deploy", outcomeOf(ctx, err), start)
 	switch {
 	case ctx.Err() != nil:
 		ro.superseded(true)

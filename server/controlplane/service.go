@@ -50,6 +50,8 @@ type Service struct {
 	// followed at once by one credential and in all
 	// (DefaultFollowersPerCredential, DefaultFollowersMax when 0).
 	FollowersPerCredential, FollowersMax int
+	// Metrics counts the reconciler's work (metrics.go); nil: none.
+	Metrics *Metrics
 
 	// rec is told when a handler committed work for it (Start sets it).
 	rec interface{ Kick() }
@@ -79,7 +81,7 @@ func (s *Service) agentLog() *agentLogs { return s.book().agent }
 // (see Reconciler); Wait blocks until it has stopped.
 func (s *Service) Start(ctx context.Context) {
 	rc := &Reconciler{DB: s.DB, Update: s.update, Driver: s.Driver, Sealer: s.Sealer, DataDir: s.DataDir,
-		PublicURL: s.AgentsBase(), Log: s.Log, Now: s.now, HealthInterval: s.HealthInterval, logs: s.book()}
+		PublicURL: s.AgentsBase(), Log: s.Log, Now: s.now, HealthInterval: s.HealthInterval, logs: s.book(), Metrics: s.Metrics}
 	rc.Start(ctx)
 	s.rec, s.done = rc, rc.Wait
 }

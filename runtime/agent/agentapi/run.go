@@ -99,7 +99,7 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	runCtx, stopRuns := context.WithCancel(context.Background())
 	defer stopRuns()
 	eng := &agent.Engine{DB: db, Store: store, Graphs: graphs, Workers: cfg.Workers, Timeout: time.Duration(cfg.RunTimeout) * time.Second, Log: log,
-		DefaultConfigs: defaults, Python: cfg.Python, App: app, TTL: project.TTL}
+		DefaultConfigs: defaults, Python: cfg.Python, App: app, TTL: project.TTL, Metrics: agent.NewMetrics()}
 	// Language hosts load every "path:attr" graph before anything is
 	// served: a graph that fails to import fails the start, with the
 	// loader's message, so a revision never serves without its graph.
