@@ -97,6 +97,14 @@ func (ro *rollout) deploy(ctx context.Context, spec runtime.Spec, artifact strin
 	}
 	ro.logs.SetPhase("deploy")
 	ro.logs.Add("info", "deploy started")
+	if err := ro.rc.withAgentDB(ctx, &spec, func(m string) { ro.logs.Add("info", m) }); err != nil {
+		if ctx.Err() != nil {
+			ro.superseded(false)
+		} else {
+			ro.fail(RevisionDeployFailed, fmt.Errorf("deploy failed: %w", err))
+		}
+		return "", false
+	}
 	endpoint, err := ro.rc.Driver.Deploy(ctx, spec, artifact, ro.logs.Writer("info"))
 	switch {
 	case ctx.Err() != nil:
