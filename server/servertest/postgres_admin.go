@@ -34,3 +34,22 @@ func PostgresAdminURL(t testing.TB) string {
 	}
 	return url
 }
+
+// DropAgentDatabase drops database and role name if a failed test left
+// them on the server of admin (a passing test finds them gone already).
+func DropAgentDatabase(t testing.TB, admin, name string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Error("drop the agent database: cannot connect")
+		return
+	}
+	defer c.Close(ctx)
+	id := pgx.Identifier{name}.Sanitize()
+	for _, q := range []string{"drop database if exists " + id + " with (force)", "drop role if exists " + id} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Error(err)
+		}
+	}
+}
