@@ -238,9 +238,10 @@ func (rc *Reconciler) ensureAgentDB(ctx context.Context, name, password string, 
 	if !exists {
 		verb = "create"
 	}
-	// NOINHERIT NOCREATEDB NOCREATEROLE: the role can do nothing beyond
-	// its own database.
-	q := fmt.Sprintf("%s role %s login noinherit nocreatedb nocreaterole connection limit %d password %s",
+	// NOCREATEDB NOCREATEROLE: the role can do nothing beyond its own
+	// database. It must INHERIT: PostgreSQL 15 gives the database owner
+	// the public schema through the implicit pg_database_owner membership.
+	q := fmt.Sprintf("%s role %s login inherit nocreatedb nocreaterole connection limit %d password %s",
 		verb, ident, limit, quoteLiteral(verifier))
 	if _, err := c.Exec(ctx, q); err != nil {
 		var pgErr interface{ SQLState() string }
