@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -89,6 +90,20 @@ func loopbackHost(admin string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// reachWarning is the deploy log's warning when the agent cannot reach
+// the server as SLIPWAY_POSTGRES_URL names it: a loopback host seen from
+// a docker container is the container itself. Slipway does not rewrite the
+// host (PostgreSQL listens on loopback only by default, so the bridge
+// gateway would not answer either); the operator gives an address both
+// reach. "" when there is nothing to say.
+func reachWarning(driver, admin string) string {
+	if driver != "docker" || !loopbackHost(admin) {
+		return ""
+	}
+	return "warning: SLIPWAY_POSTGRES_URL names a loopback host, which the agent's container does not reach: " +
+		"on the docker runtime give an address the containers reach (such as the docker bridge gateway, with PostgreSQL listening there and pg_hba.conf admitting the bridge network)"
+}
+
 // scramVerifier is the SCRAM-SHA-256 verifier PostgreSQL stores for
 // password (RFC 5802, 7677; the format of PostgreSQL's pg_authid): the
 // role is created with it, so the clear password never crosses the wire to
@@ -129,10 +144,17 @@ func errAgentDB(step string, err error) error {
 	return fmt.Errorf("agent database: %s: %w", step, err)
 }
 
+// adminConnectTimeout bounds connecting to SLIPWAY_POSTGRES_URL.
+const adminConnectTimeout = 30 * time.Second
+
 // adminConnect connects to SLIPWAY_POSTGRES_URL. pgx's connection errors
 // name host and user but not the password; they are still reduced to the
 // step, since the URL may carry other parameters a log should not keep.
 func (rc *Reconciler) adminConnect(ctx context.Context) (*pgx.Conn, error) {
+	// Bounded, so a server that accepts and then hangs cannot hold a
+	// deployment's worker (its deploy, or its deletion) forever.
+	ctx, cancel := context.WithTimeout(ctx, adminConnectTimeout)
+	defer cancel()
 	c, err := pgx.Connect(ctx, rc.PostgresURL)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -166,9 +188,8 @@ func (rc *Reconciler) agentDatabaseURL(ctx context.Context, depID string, rs *ru
 	if err := rc.ensureAgentDB(ctx, name, password, maxConns); err != nil {
 		return "", err
 	}
-	if rc.Driver.Name() == "docker" && loopbackHost(rc.PostgresURL) {
-		log("warning: SLIPWAY_POSTGRES_URL names a loopback host, which the agent's container does not reach: " +
-			"on the docker runtime set it to an address the containers reach (such as the docker bridge gateway, with PostgreSQL listening there)")
+	if w := reachWarning(rc.Driver.Name(), rc.PostgresURL); w != "" {
+		log(w)
 	}
 	log("agent state in PostgreSQL database " + name)
 	return agentDBURL(rc.PostgresURL, name, password, maxConns)

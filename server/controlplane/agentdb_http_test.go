@@ -42,7 +42,8 @@ func TestAgentDatabaseUnreachable(t *testing.T) {
 // PostgreSQL (the fake runtime stands in for the agent): created with its
 // role on the first deploy, bounded by db_max_connections, closed to
 // PUBLIC; the same database after a redeploy and a restart of Slipway;
-// gone with its role once the deployment is deleted.
+// a deletion waits while the server does not answer; gone with its role
+// once the deployment is deleted.
 func TestAgentDatabaseLifecycle(t *testing.T) {
 	admin := servertest.PostgresAdminURL(t)
 	s := apptest.New(t, map[string]string{"SLIPWAY_POSTGRES_URL": admin})
@@ -111,7 +112,18 @@ func TestAgentDatabaseLifecycle(t *testing.T) {
 		t.Fatalf("the database changed across a redeploy and a restart: %+v, then %+v", first, again)
 	}
 
+	// Deleted while the server does not answer: the deletion waits, and
+	// goes through once it answers again.
+	s.Env["SLIPWAY_POSTGRES_URL"] = "postgres://nobody:nothing@127.0.0.1:1/postgres?connect_timeout=2"
+	s.Restart()
 	mustStatus(t, s.Do("DELETE", "/v2/deployments/"+dep, nil), 204)
+	time.Sleep(3 * time.Second) // the reconciler scans every 2 s
+	if r := s.Do("GET", "/v2/deployments/"+dep, nil); r.Status != 200 || look() != first {
+		t.Fatalf("with the database unreachable the deployment went (%d) or its database changed: %+v", r.Status, look())
+	}
+	s.Env["SLIPWAY_POSTGRES_URL"] = admin
+	s.Restart()
+	deadline = time.Now().Add(30 * time.Second)
 	for s.Do("GET", "/v2/deployments/"+dep, nil).Status != 404 {
 		if time.Now().After(deadline) {
 			t.Fatal("deployment not deleted")

@@ -102,6 +102,24 @@ func TestLoopbackHost(t *testing.T) {
 	}
 }
 
+func TestReachWarning(t *testing.T) {
+	for _, tc := range []struct {
+		driver, url string
+		warn        bool
+	}{
+		{"docker", "postgres://a:b@127.0.0.1:5432/x", true},
+		{"docker", "postgres://a:b@localhost/x", true},
+		{"docker", "postgres://a:b@172.17.0.1:5432/x", false},
+		{"process", "postgres://a:b@127.0.0.1:5432/x", false},
+		{"fake", "postgres://a:b@localhost/x", false},
+	} {
+		w := reachWarning(tc.driver, tc.url)
+		if (w != "") != tc.warn || strings.Contains(w, ":b@") {
+			t.Errorf("%s %s: %q", tc.driver, tc.url, w)
+		}
+	}
+}
+
 // TestScramVerifier recomputes the verifier from its salt and iterations
 // as PostgreSQL does when checking a client's proof (RFC 5802).
 func TestScramVerifier(t *testing.T) {
