@@ -202,10 +202,17 @@ func (rc *Reconciler) withAgentDB(ctx context.Context, spec *runtime.Spec, log f
 	if err != nil || u == "" {
 		return err
 	}
+	// A secret of the same name would come first in the agent's
+	// environment, and the first occurrence is the one a Go process reads.
+	const key = "SLIPWAY_AGENT_POSTGRES_URL"
+	if _, ok := spec.Env[key]; ok {
+		log("the secret " + key + " is replaced by the deployment's provisioned database")
+		delete(spec.Env, key)
+	}
 	if spec.AgentEnv == nil {
 		spec.AgentEnv = map[string]string{}
 	}
-	spec.AgentEnv["SLIPWAY_AGENT_POSTGRES_URL"] = u
+	spec.AgentEnv[key] = u
 	return nil
 }
 

@@ -16,7 +16,8 @@ import (
 )
 
 // TestProcessAgentDatabase: with SLIPWAY_POSTGRES_URL, a deployment on the
-// process runtime keeps its agent's state in a database of its own: a
+// process runtime keeps its agent's state in a database of its own (even
+// with a secret of the agent setting's name): a
 // thread and a run created through the proxy land there, the control
 // plane's file holds the role's password only sealed, a redeploy keeps
 // the database and the thread, and deleting the deployment drops the
@@ -26,7 +27,9 @@ func TestProcessAgentDatabase(t *testing.T) {
 	admin := servertest.PostgresAdminURL(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "process", "SLIPWAY_POSTGRES_URL": admin})
 	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "pg-agent", "source": "internal_source", "source_config": map[string]any{},
-		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
+		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"},
+		// A secret of the setting's name does not take the agent elsewhere.
+		"secrets": []any{map[string]any{"name": "SLIPWAY_AGENT_POSTGRES_URL", "value": "postgres://x:y@127.0.0.1:1/elsewhere"}}})
 	if d.Status != 201 {
 		t.Fatalf("create: %d %s", d.Status, d.Body)
 	}
@@ -37,7 +40,8 @@ func TestProcessAgentDatabase(t *testing.T) {
 	if st := waitStatus(t, s, dep, rev1); st != "DEPLOYED" {
 		t.Fatalf("revision 1 ended %s:\n%s\n%s", st, s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev1+"/logs", nil).Body, s.Logs())
 	}
-	if logs := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev1+"/logs", nil); !strings.Contains(string(logs.Body), "agent state in PostgreSQL database "+name) {
+	if logs := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev1+"/logs", nil); !strings.Contains(string(logs.Body), "agent state in PostgreSQL database "+name) ||
+		!strings.Contains(string(logs.Body), "the secret SLIPWAY_AGENT_POSTGRES_URL is replaced") {
 		t.Fatalf("the deploy log does not name the database: %s", logs.Body)
 	}
 	base := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
