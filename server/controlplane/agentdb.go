@@ -144,20 +144,24 @@ func errAgentDB(step string, err error) error {
 	return fmt.Errorf("agent database: %s: %w", step, err)
 }
 
-// adminConnectTimeout bounds connecting to SLIPWAY_POSTGRES_URL.
-const adminConnectTimeout = 30 * time.Second
+// adminConnectTimeout bounds connecting to SLIPWAY_POSTGRES_URL, and
+// adminWorkTimeout all of one provisioning or drop: a server that accepts
+// and then hangs (or a lock that is never granted) cannot hold a
+// deployment's worker, its deploy or its deletion, forever.
+const (
+	adminConnectTimeout = 30 * time.Second
+	adminWorkTimeout    = 2 * time.Minute
+)
 
 // adminConnect connects to SLIPWAY_POSTGRES_URL. pgx's connection errors
 // name host and user but not the password; they are still reduced to the
 // step, since the URL may carry other parameters a log should not keep.
 func (rc *Reconciler) adminConnect(ctx context.Context) (*pgx.Conn, error) {
-	// Bounded, so a server that accepts and then hangs cannot hold a
-	// deployment's worker (its deploy, or its deletion) forever.
-	ctx, cancel := context.WithTimeout(ctx, adminConnectTimeout)
+	cctx, cancel := context.WithTimeout(ctx, adminConnectTimeout)
 	defer cancel()
-	c, err := pgx.Connect(ctx, rc.PostgresURL)
+	c, err := pgx.Connect(cctx, rc.PostgresURL)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil { // the job ended (superseded, shutdown)
 			return nil, ctx.Err()
 		}
 		return nil, errors.New("agent database: cannot connect to the PostgreSQL server of SLIPWAY_POSTGRES_URL (is it running, reachable, and are its credentials right?)")
@@ -244,6 +248,8 @@ func (rc *Reconciler) agentDBPassword(depID, name string) (string, error) {
 // each time) sets the role's password, connection limit and the
 // database's privileges, so a half-done earlier attempt is completed.
 func (rc *Reconciler) ensureAgentDB(ctx context.Context, name, password string, maxConns int) error {
+	ctx, cancel := context.WithTimeout(ctx, adminWorkTimeout)
+	defer cancel()
 	c, err := rc.adminConnect(ctx)
 	if err != nil {
 		return err
@@ -301,6 +307,8 @@ func (rc *Reconciler) ensureAgentDB(ctx context.Context, name, password string, 
 // dropAgentDB drops the deployment's database (ending its sessions) and
 // its role; both may already be gone.
 func (rc *Reconciler) dropAgentDB(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, adminWorkTimeout)
+	defer cancel()
 	c, err := rc.adminConnect(ctx)
 	if err != nil {
 		return err
