@@ -19,8 +19,9 @@ import (
 // process runtime keeps its agent's state in a database of its own (even
 // with a secret of the agent setting's name): a
 // thread and a run created through the proxy land there, the control
-// plane's file holds the role's password only sealed, a redeploy keeps
-// the database and the thread, and deleting the deployment drops the
+// plane's file holds the role's password only sealed, a redeploy, a
+// rollback and a restart of Slipway keep the database and the thread, and
+// deleting the deployment drops the
 // database and the role with everything else.
 func TestProcessAgentDatabase(t *testing.T) {
 	requireRuntime(t, "process")
@@ -110,6 +111,23 @@ func TestProcessAgentDatabase(t *testing.T) {
 	waitActive(t, s, dep, rev2)
 	if r := agent("GET", "/threads/"+th, nil); r.Status != 200 {
 		t.Fatalf("thread lost across the redeploy: %d %s", r.Status, r.Body)
+	}
+	// A rollback, then a restart of Slipway (the agent is started again,
+	// on the same database): the thread is still there.
+	if r := s.Do("POST", "/v2/deployments/"+dep+"/revisions/"+rev1+"/redeploy", nil); r.Status != 200 {
+		t.Fatalf("redeploy: %d %s", r.Status, r.Body)
+	}
+	waitActive(t, s, dep, rev1)
+	s.Restart()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if r := agent("GET", "/threads/"+th, nil); r.Status == 200 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("thread not served after a restart of Slipway: %d %s", r.Status, r.Body)
+		}
+	}
+	if n := count("select count(*) from threads"); n != 1 {
+		t.Fatalf("%d threads in the deployment's database after the restart, want 1", n)
 	}
 
 	if r := s.Do("DELETE", "/v2/deployments/"+dep, nil); r.Status != 204 {
