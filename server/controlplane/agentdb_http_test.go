@@ -2,6 +2,7 @@ package controlplane_test
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +133,47 @@ func TestAgentDatabaseLifecycle(t *testing.T) {
 	}
 	if gone := look(); gone.dbs != 0 || gone.roleCount != 0 {
 		t.Fatalf("deleting the deployment left its database or role: %+v", gone)
+	}
+}
+
+// TestAgentDatabaseAdminWithoutPrivileges: an admin role that may not
+// create roles fails the deploy with a log line saying what it lacks,
+// without its password.
+func TestAgentDatabaseAdminWithoutPrivileges(t *testing.T) {
+	admin := servertest.PostgresAdminURL(t)
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	const role, password = "slipway_test_weak_admin", "w3ak-adm1n-pw"
+	if _, err := c.Exec(ctx, "drop role if exists "+role); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, "create role "+role+" login nocreaterole nocreatedb password '"+password+"'"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.Exec(ctx, "drop role if exists "+role) })
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, password)
+	s := apptest.New(t, map[string]string{"SLIPWAY_POSTGRES_URL": u.String()})
+	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "pg-weak", "source": "external_docker",
+		"source_config": map[string]any{}, "source_revision_config": map[string]any{"image_uri": "example/agent:1"}, "secrets": []any{}})
+	mustStatus(t, d, 201)
+	dep, rev := d.Map()["id"].(string), d.Map()["latest_revision_id"].(string)
+	t.Cleanup(func() { servertest.DropAgentDatabase(t, admin, "slipway_dep_"+strings.ReplaceAll(dep, "-", "")) })
+	if st := waitRevision(t, s, dep, rev); st != "DEPLOY_FAILED" {
+		t.Fatalf("revision ended %s, want DEPLOY_FAILED", st)
+	}
+	logs := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil)
+	if !strings.Contains(string(logs.Body), "does the admin role have CREATEROLE?") {
+		t.Fatalf("the deploy log does not say what the role lacks: %s", logs.Body)
+	}
+	if strings.Contains(string(logs.Body)+s.Logs(), password) {
+		t.Fatal("a log quotes the admin password")
 	}
 }
