@@ -146,7 +146,8 @@ func TestAgentDatabaseAdminWithoutPrivileges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(ctx)
+	// Closed after the role's cleanup below (cleanups run last first).
+	t.Cleanup(func() { c.Close(ctx) })
 	const role, password = "slipway_test_weak_admin", "w3ak-adm1n-pw"
 	if _, err := c.Exec(ctx, "drop role if exists "+role); err != nil {
 		t.Fatal(err)
@@ -154,7 +155,11 @@ func TestAgentDatabaseAdminWithoutPrivileges(t *testing.T) {
 	if _, err := c.Exec(ctx, "create role "+role+" login nocreaterole nocreatedb password '"+password+"'"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = c.Exec(ctx, "drop role if exists "+role) })
+	t.Cleanup(func() {
+		if _, err := c.Exec(ctx, "drop role if exists "+role); err != nil {
+			t.Error(err)
+		}
+	})
 	u, err := url.Parse(admin)
 	if err != nil {
 		t.Fatal(err)
