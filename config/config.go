@@ -76,6 +76,7 @@ type Serve struct {
 	Logging
 	Images
 	Limits
+	Postgres
 	Addr            string `env:"SLIPWAY_ADDR" envDefault:"127.0.0.1:8484"`
 	PublicURL       string `env:"SLIPWAY_PUBLIC_URL"`
 	MasterKey       string `env:"SLIPWAY_MASTER_KEY"`
@@ -195,6 +196,9 @@ func LoadServe(environ map[string]string) (c Serve, err error) {
 		return c, err
 	}
 	if err := c.Images.check(); err != nil {
+		return c, err
+	}
+	if err := c.Postgres.check(); err != nil {
 		return c, err
 	}
 	if c.MaxUploadMB < 1 || c.MaxUploadMB > 10240 {

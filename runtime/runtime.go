@@ -27,6 +27,10 @@ type Spec struct {
 	Env              map[string]string
 	SecretReferences []SecretReference
 	ResourceSpec     *ResourceSpec // nil: none given
+	// AgentEnv is what Slipway itself tells the agent (such as
+	// SLIPWAY_AGENT_POSTGRES_URL); it wins over Env, may hold credentials
+	// and must never be logged either.
+	AgentEnv map[string]string
 }
 
 // Driver builds and runs revisions. Every method is idempotent: the control

@@ -125,8 +125,8 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 	a.cp = &controlplane.Service{DB: db, Sealer: sealer, Driver: a.driver, PublicURL: cfg.PublicURL,
 		AgentsURL: cfg.AgentsURL, OwnHosts: ownHosts(cfg),
 		DataDir: cfg.DataDir, MaxUpload: int64(cfg.MaxUploadMB) << 20, Log: log, Writer: writer, Audit: rec,
-		HealthInterval: cfg.HealthInterval,
-		AgentLogLimit:  cfg.AgentLogLimitKB << 10, Heartbeat: cfg.LogHeartbeat,
+		HealthInterval: cfg.HealthInterval, PostgresURL: cfg.PostgresURL,
+		AgentLogLimit: cfg.AgentLogLimitKB << 10, Heartbeat: cfg.LogHeartbeat,
 		FollowersPerCredential: cfg.LogFollowersPerCredential, FollowersMax: cfg.LogFollowersMax}
 	if a.metrics != nil {
 		a.cp.Metrics = a.metrics.cp

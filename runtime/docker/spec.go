@@ -166,6 +166,17 @@ func planEnv(s runtime.Spec, secretsDir string) ([]string, error) {
 	return env, nil
 }
 
+// agentEnv is Slipway's own settings for the agent, after the secrets so
+// that they win; sorted, so the container's config is stable.
+func agentEnv(s runtime.Spec) []string {
+	env := make([]string, 0, len(s.AgentEnv))
+	for k, v := range s.AgentEnv {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	return env
+}
+
 // planResources maps the main container's cpu and memory.
 func planResources(rs *runtime.ResourceSpec) container.Resources {
 	var r container.Resources

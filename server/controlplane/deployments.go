@@ -29,6 +29,10 @@ type deploymentRecord struct {
 	DeleteTracingProject bool `json:"delete_tracing_project,omitempty"`
 	// Endpoint is where the active revision serves, for the proxy.
 	Endpoint string `json:"endpoint,omitempty"`
+	// AgentDatabase is the deployment's PostgreSQL database and role, its
+	// password sealed, once SLIPWAY_POSTGRES_URL provisioned them
+	// (agentdb.go); never in the API.
+	AgentDatabase *agentDatabase `json:"agent_database,omitempty"`
 }
 
 func readBody(r *http.Request) ([]byte, error) {

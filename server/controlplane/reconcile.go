@@ -39,6 +39,9 @@ type Reconciler struct {
 	HealthInterval time.Duration
 	// Metrics counts builds, deploys, jobs and checks; nil: none.
 	Metrics *Metrics
+	// PostgresURL is SLIPWAY_POSTGRES_URL: each deployment's agent gets a
+	// database there (agentdb.go). Empty: agents keep bbolt files.
+	PostgresURL string
 
 	logs  *logBook
 	ctx   context.Context // jobs end with it
@@ -259,7 +262,9 @@ func (rc *Reconciler) restore(ctx context.Context, dep *deploymentRecord, rev *r
 		logs.Add("info", why)
 		if artifact, err = rc.Driver.Build(ctx, spec, logs.Writer("info")); err == nil {
 			logs.SetPhase("deploy")
-			_, err = rc.Driver.Deploy(ctx, spec, artifact, logs.Writer("info"))
+			if err = rc.withAgentDB(ctx, &spec, func(m string) { logs.Add("info", m) }); err == nil {
+				_, err = rc.Driver.Deploy(ctx, spec, artifact, logs.Writer("info"))
+			}
 		}
 	}
 	if err != nil {
@@ -475,6 +480,12 @@ func (rc *Reconciler) removeDeployment(ctx context.Context, dep *deploymentRecor
 	log := rc.Log.With().Str("deployment_id", dep.ID).Logger()
 	if err := rc.Driver.Remove(ctx, dep.ID); err != nil {
 		log.Warn().Err(err).Msg("runtime could not remove the deployment yet; will retry")
+		return
+	}
+	// The agent has stopped: its database can go, before the record that
+	// names it (a failure keeps the record, and the deletion is retried).
+	if err := rc.removeAgentDB(ctx, dep); err != nil {
+		log.Warn().Err(err).Msg("could not drop the deployment's PostgreSQL database yet; will retry")
 		return
 	}
 	err := rc.update(func(tx *bolt.Tx) error {

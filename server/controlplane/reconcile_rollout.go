@@ -101,6 +101,15 @@ func (ro *rollout) deploy(ctx context.Context, spec runtime.Spec, artifact strin
 	ro.logs.SetPhase("deploy")
 	ro.logs.Add("info", "deploy started")
 	start := time.Now()
+	if err := ro.rc.withAgentDB(ctx, &spec, func(m string) { ro.logs.Add("info", m) }); err != nil {
+		ro.rc.Metrics.phase("deploy", outcomeOf(ctx, err), start)
+		if ctx.Err() != nil {
+			ro.superseded(false)
+		} else {
+			ro.fail(RevisionDeployFailed, fmt.Errorf("deploy failed: %w", err))
+		}
+		return "", false
+	}
 	endpoint, err := ro.rc.Driver.Deploy(ctx, spec, artifact, ro.logs.Writer("info"))
 	ro.rc.Metrics.phase("deploy", outcomeOf(ctx, err), start)
 	switch {

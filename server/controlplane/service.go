@@ -29,8 +29,10 @@ type Service struct {
 	OwnHosts  []string
 	DataDir   string
 	MaxUpload int64 // bytes
-	Log       zerolog.Logger
-	Now       func() time.Time
+	// PostgresURL is SLIPWAY_POSTGRES_URL (see Reconciler.PostgresURL).
+	PostgresURL string
+	Log         zerolog.Logger
+	Now         func() time.Time
 
 	// Writer group-commits writes (shared with the organization API).
 	Writer *storage.Committer
@@ -81,7 +83,8 @@ func (s *Service) agentLog() *agentLogs { return s.book().agent }
 // (see Reconciler); Wait blocks until it has stopped.
 func (s *Service) Start(ctx context.Context) {
 	rc := &Reconciler{DB: s.DB, Update: s.update, Driver: s.Driver, Sealer: s.Sealer, DataDir: s.DataDir,
-		PublicURL: s.AgentsBase(), Log: s.Log, Now: s.now, HealthInterval: s.HealthInterval, logs: s.book(), Metrics: s.Metrics}
+		PublicURL: s.AgentsBase(), Log: s.Log, Now: s.now, HealthInterval: s.HealthInterval, logs: s.book(), Metrics: s.Metrics,
+		PostgresURL: s.PostgresURL}
 	rc.Start(ctx)
 	s.rec, s.done = rc, rc.Wait
 }
