@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/config"
+	"slipway/oteltrace"
 	"slipway/runtime"
 	"slipway/runtime/docker"
 	"slipway/runtime/fake"
@@ -64,6 +65,9 @@ type app struct {
 	agents    http.Handler
 	// cors is SLIPWAY_CORS_ALLOW_ORIGINS as a policy (nil when unset).
 	cors *cors.Policy
+	// otel exports traces when an OTEL endpoint is set (otel.go); nil:
+	// off.
+	otel *oteltrace.Provider
 }
 
 func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.Logger, version string) (*app, error) {
@@ -83,6 +87,13 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 	instance, err := storage.InstanceID(db)
 	if err != nil {
 		return nil, err
+	}
+	// Nothing below fails: the provider is shut down by Close.
+	if a.otel, err = oteltrace.FromEnv(context.Background(), "slipway"); err != nil {
+		return nil, err
+	}
+	if a.otel != nil {
+		log.Info().Msg("OpenTelemetry traces exported over OTLP/HTTP")
 	}
 	a.instance = instance
 	a.gate = &runtime.Gate{}
@@ -117,6 +128,7 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 		HealthInterval: cfg.HealthInterval,
 		AgentLogLimit:  cfg.AgentLogLimitKB << 10, Heartbeat: cfg.LogHeartbeat,
 		FollowersPerCredential: cfg.LogFollowersPerCredential, FollowersMax: cfg.LogFollowersMax}
+	a.cp.Tracing, a.cp.AgentEnv = a.otel, oteltrace.AgentEnv(os.Environ())
 	if c, ok := a.driver.(runtime.OutputCapturer); ok {
 		c.CaptureOutput(a.cp.AgentOutput())
 	}
@@ -206,6 +218,12 @@ func (a *app) Close() {
 	}
 	a.retention.Wait()
 	a.forward.Wait()
+	// Last: the reconciler's and the requests' spans have ended.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.otel.Shutdown(ctx); err != nil {
+		a.log.Warn().Err(err).Msg("traces not exported at shutdown")
+	}
 }
 
 // Handler is the whole HTTP surface of `serve`.
@@ -214,7 +232,7 @@ func (a *app) Handler() http.Handler {
 	px := a.register(rt)
 	// API bodies are small; uploads stream through their own cap.
 	serve := a.agentAPI(px)
-	own := a.byHost(limitNonUpload(rt, 1<<20), serve)
+	own := a.byHost(limitNonUpload(a.traceRequests(rt), 1<<20), serve)
 	a.dash.API = own
 	a.agents = a.agentsOrigin(serve, px.uiAssetRoutes)
 	agents := a.agents

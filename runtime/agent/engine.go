@@ -7,6 +7,9 @@ import (
 
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
+	"go.opentelemetry.io/otel/trace"
+
+	"slipway/oteltrace"
 )
 
 // Engine owns the agent database and executes runs.
@@ -37,6 +40,8 @@ type Engine struct {
 	// set, replaces its sweep interval (tests sweep with SweepTTL).
 	TTL     TTLConfig
 	TTLTick time.Duration
+	// Tracing receives each run's span (otel.go); nil: off.
+	Tracing *oteltrace.Provider
 
 	httpStreams sync.Map // stream id → *httpExchange of a custom-route request in flight
 
@@ -56,6 +61,8 @@ type liveRun struct {
 	events *EventLog
 	done   chan struct{}
 	action string // set by Cancel: interrupt or rollback
+	// parent is the span the run was created under (otel.go).
+	parent trace.SpanContext
 }
 
 // Start recovers from a crash and starts dispatching queued runs.

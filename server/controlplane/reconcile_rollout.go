@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/oteltrace"
 	"slipway/runtime"
 )
 
@@ -19,6 +20,8 @@ func (rc *Reconciler) rollOut(ctx context.Context, dep *deploymentRecord, rev *r
 	ro := &rollout{rc: rc, dep: dep, rev: rev, logs: rc.logs.newRevisionLog(rev.ID),
 		log: rc.Log.With().Str("deployment_id", dep.ID).Str("revision_id", rev.ID).Logger()}
 	defer ro.logs.Close()
+	ctx, span := rc.revisionSpan(ctx, "revision.rollout", dep, rev)
+	defer span.End()
 	spec, ok := ro.prepare()
 	if !ok {
 		return
@@ -76,7 +79,9 @@ func (ro *rollout) prepare() (spec runtime.Spec, ok bool) {
 // build runs the driver's build.
 func (ro *rollout) build(ctx context.Context, spec runtime.Spec) (artifact string, ok bool) {
 	ro.logs.Add("info", "build started on the "+ro.rc.Driver.Name()+" runtime")
-	artifact, err := ro.rc.Driver.Build(ctx, spec, ro.logs.Writer("info"))
+	sctx, span := ro.rc.revisionSpan(ctx, "revision.build", ro.dep, ro.rev)
+	artifact, err := ro.rc.Driver.Build(sctx, spec, ro.logs.Writer("info"))
+	oteltrace.End(span, err)
 	ro.logs.Flush()
 	switch {
 	case ctx.Err() != nil:
@@ -97,7 +102,9 @@ func (ro *rollout) deploy(ctx context.Context, spec runtime.Spec, artifact strin
 	}
 	ro.logs.SetPhase("deploy")
 	ro.logs.Add("info", "deploy started")
-	endpoint, err := ro.rc.Driver.Deploy(ctx, spec, artifact, ro.logs.Writer("info"))
+	sctx, span := ro.rc.revisionSpan(ctx, "revision.deploy", ro.dep, ro.rev)
+	endpoint, err := ro.rc.Driver.Deploy(sctx, spec, artifact, ro.logs.Writer("info"))
+	oteltrace.End(span, err)
 	switch {
 	case ctx.Err() != nil:
 		ro.superseded(true)

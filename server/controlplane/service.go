@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/oteltrace"
 	"slipway/runtime"
 	"slipway/server/track"
 	"slipway/storage"
@@ -50,6 +51,9 @@ type Service struct {
 	// followed at once by one credential and in all
 	// (DefaultFollowersPerCredential, DefaultFollowersMax when 0).
 	FollowersPerCredential, FollowersMax int
+	// Tracing and AgentEnv are the reconciler's (see Reconciler).
+	Tracing  *oteltrace.Provider
+	AgentEnv map[string]string
 
 	// rec is told when a handler committed work for it (Start sets it).
 	rec interface{ Kick() }
@@ -80,6 +84,7 @@ func (s *Service) agentLog() *agentLogs { return s.book().agent }
 func (s *Service) Start(ctx context.Context) {
 	rc := &Reconciler{DB: s.DB, Update: s.update, Driver: s.Driver, Sealer: s.Sealer, DataDir: s.DataDir,
 		PublicURL: s.AgentsBase(), Log: s.Log, Now: s.now, HealthInterval: s.HealthInterval, logs: s.book()}
+	rc.Tracing, rc.AgentEnv = s.Tracing, s.AgentEnv
 	rc.Start(ctx)
 	s.rec, s.done = rc, rc.Wait
 }
