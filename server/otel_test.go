@@ -24,7 +24,7 @@ import (
 // with the built-in echo graph. Its stop closes the server (waiting for
 // requests in flight, so that their spans have ended), then flushes the
 // provider.
-func startTracedAgent(t *testing.T) (url string, stop func()) {
+func startTracedAgent(t testing.TB) (url string, stop func()) {
 	t.Helper()
 	otel, err := oteltrace.FromEnv(context.Background(), "slipway-agent")
 	if err != nil {
