@@ -15,9 +15,10 @@ import (
 	"time"
 )
 
-// BenchmarkTracesOverhead measures what tracing costs, off and on side by
-// side in one invocation, exporting to an OTLP receiver that discards
-// what it gets: the control plane's GET /v2/deployments/{id} (in-process
+// BenchmarkTracesOverhead measures what tracing costs, side by side in one
+// invocation: off, on (every request sampled) and on with 1% of traces
+// sampled (OTEL_TRACES_SAMPLER=parentbased_traceidratio, ARG 0.01),
+// exporting to an OTLP receiver that discards what it gets: the control plane's GET /v2/deployments/{id} (in-process
 // App, fake runtime, 32 concurrent clients over loopback), and an agent's
 // runs (in-process API and engine, echo graph; POST /runs/wait, a
 // stateless run, from 16 clients). The variants alternate in short rounds,
@@ -64,10 +65,14 @@ func BenchmarkTracesOverhead(b *testing.B) {
 		}
 		return nil
 	}
-	var gets, runs [2]func() error
-	for i, on := range []bool{false, true} {
-		if on {
+	var gets, runs [3]func() error
+	for i := range 3 {
+		switch i {
+		case 1:
 			b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
+		case 2:
+			b.Setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+			b.Setenv("OTEL_TRACES_SAMPLER_ARG", "0.01")
 		}
 		s := startApp(b, map[string]string{"SLIPWAY_LOG_LEVEL": "warn"})
 		d := s.Do("POST", "/v2/deployments", map[string]any{"name": "bench", "source": "external_docker",
@@ -105,9 +110,9 @@ func BenchmarkTracesOverhead(b *testing.B) {
 		}
 		return float64(n.Load()) / round.Seconds()
 	}
-	var get, run [2]float64
+	var get, run [3]float64
 	for range rounds {
-		for i := range 2 {
+		for i := range 3 {
 			get[i] += measure(gets[i], 32) / float64(rounds)
 			run[i] += measure(runs[i], 16) / float64(rounds)
 		}
@@ -118,7 +123,11 @@ func BenchmarkTracesOverhead(b *testing.B) {
 	b.ReportMetric(get[0], "get-off-req/s")
 	b.ReportMetric(get[1], "get-on-req/s")
 	b.ReportMetric(100*(1-get[1]/get[0]), "get-slower-%")
+	b.ReportMetric(get[2], "get-1%-req/s")
+	b.ReportMetric(100*(1-get[2]/get[0]), "get-1%-slower-%")
 	b.ReportMetric(run[0], "runs-off/s")
 	b.ReportMetric(run[1], "runs-on/s")
 	b.ReportMetric(100*(1-run[1]/run[0]), "runs-slower-%")
+	b.ReportMetric(run[2], "runs-1%/s")
+	b.ReportMetric(100*(1-run[2]/run[0]), "runs-1%-slower-%")
 }
