@@ -156,6 +156,11 @@ if [ ! -e "$ENVFILE" ]; then
 # How often each serving agent is checked (engine events and process exits act at once).
 #SLIPWAY_HEALTH_INTERVAL=5s
 
+# Prometheus metrics at /metrics on a listener of their own (off when unset); scrapes send
+# Authorization: Bearer <the token in $SLIPWAY_DATA_DIR/metrics-token, or in this file>.
+#SLIPWAY_METRICS_ADDR=127.0.0.1:9484
+#SLIPWAY_METRICS_TOKEN_FILE=
+
 # Agent output kept per deployment, in KiB, and the keep-alive of followed log streams.
 #SLIPWAY_AGENT_LOG_LIMIT_KB=2048
 #SLIPWAY_LOG_HEARTBEAT=15s

@@ -123,6 +123,8 @@ type Serve struct {
 	// see checkAgentsOrigin. Empty: agents are served on PublicURL.
 	AgentsURL  string `env:"SLIPWAY_AGENTS_URL"`
 	AgentsAddr string `env:"SLIPWAY_AGENTS_ADDR"`
+	// Metrics is the Prometheus listener (metrics.go).
+	Metrics Metrics
 	// CORSAllowOrigins are the origins (or "*") whose pages may call every
 	// deployment's agent API with an API key: a browser frontend, LangSmith
 	// Studio (https://smith.langchain.com). Empty: no cross-origin access.
@@ -159,6 +161,10 @@ type Agent struct {
 	// other deployments' code could otherwise reach them without going
 	// through Slipway's authentication.
 	TokenFD int `env:"SLIPWAY_AGENT_TOKEN_FD"`
+	// PostgresURL, when set, keeps the agent's state in that PostgreSQL
+	// database instead of the bbolt file in DataDir. It holds a password:
+	// the agent drops it from its environment before any graph runs.
+	PostgresURL string `env:"SLIPWAY_AGENT_POSTGRES_URL"`
 }
 
 // Error names the variable that is wrong; main exits 2 on it.
@@ -268,6 +274,9 @@ func LoadServe(environ map[string]string) (c Serve, err error) {
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if !strings.HasPrefix(c.PublicURL, "http://") && !strings.HasPrefix(c.PublicURL, "https://") {
 		return c, &Error{fmt.Sprintf("SLIPWAY_PUBLIC_URL: %q must start with http:// or https://", c.PublicURL)}
+	}
+	if err := c.Metrics.check(); err != nil {
+		return c, err
 	}
 	if err := c.checkAgentsOrigin(); err != nil {
 		return c, err

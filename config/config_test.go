@@ -110,6 +110,9 @@ func TestLoadAgent(t *testing.T) {
 	if c, err := LoadAgent(map[string]string{"SLIPWAY_AGENT_TOKEN_FD": "3"}); err != nil || c.TokenFD != 3 {
 		t.Fatalf("token on fd 3: %v %+v", err, c)
 	}
+	if c, err := LoadAgent(map[string]string{"SLIPWAY_AGENT_POSTGRES_URL": "postgres://u:p@db/agent"}); err != nil || c.PostgresURL != "postgres://u:p@db/agent" {
+		t.Fatalf("PostgreSQL URL: %v %q", err, c.PostgresURL)
+	}
 }
 
 func TestSandboxUIDRange(t *testing.T) {

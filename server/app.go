@@ -65,6 +65,9 @@ type app struct {
 	agents    http.Handler
 	// cors is SLIPWAY_CORS_ALLOW_ORIGINS as a policy (nil when unset).
 	cors *cors.Policy
+	// metrics is the Prometheus registry (metrics.go); nil when
+	// SLIPWAY_METRICS_ADDR is unset.
+	metrics *metrics
 	// otel exports traces when an OTEL endpoint is set (otel.go); nil:
 	// off.
 	otel *oteltrace.Provider
@@ -122,12 +125,25 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 	a.orgs.Login = &orgapi.LoginThrottle{
 		PerAddress: orgapi.Limit{Burst: cfg.LoginAttempts, Window: cfg.LoginWindow},
 		PerAccount: orgapi.Limit{Burst: cfg.LoginAccountAttempts, Window: cfg.LoginWindow}}
+	if cfg.Metrics.Enabled() {
+		token, err := metricsToken(cfg)
+		if err != nil {
+			return nil, err
+		}
+		a.metrics = newMetrics(token)
+		rec.Log.Appended = a.metrics.audit.Inc
+	}
 	a.cp = &controlplane.Service{DB: db, Sealer: sealer, Driver: a.driver, PublicURL: cfg.PublicURL,
 		AgentsURL: cfg.AgentsURL, OwnHosts: ownHosts(cfg),
 		DataDir: cfg.DataDir, MaxUpload: int64(cfg.MaxUploadMB) << 20, Log: log, Writer: writer, Audit: rec,
 		HealthInterval: cfg.HealthInterval,
 		AgentLogLimit:  cfg.AgentLogLimitKB << 10, Heartbeat: cfg.LogHeartbeat,
 		FollowersPerCredential: cfg.LogFollowersPerCredential, FollowersMax: cfg.LogFollowersMax}
+	if a.metrics != nil {
+		a.cp.Metrics = a.metrics.cp
+		a.metrics.agents = &agentGatherer{deployments: a.cp.ServingDeployments, driver: a.driver,
+			client: &http.Client{Timeout: 5 * time.Second}, timeout: 5 * time.Second}
+	}
 	a.cp.Tracing, a.cp.AgentEnv = a.otel, oteltrace.AgentEnv(os.Environ())
 	if c, ok := a.driver.(runtime.OutputCapturer); ok {
 		c.CaptureOutput(a.cp.AgentOutput())
@@ -229,6 +245,11 @@ func (a *app) Close() {
 // Handler is the whole HTTP surface of `serve`.
 func (a *app) Handler() http.Handler {
 	rt := httpx.Record(httpx.NewRouter())
+	if a.metrics != nil {
+		rt.Wrap = a.metrics.route
+		rt.NotFound = a.metrics.unmatched(rt.NotFound)
+		rt.MethodNotAllowed = a.metrics.unmatched(rt.MethodNotAllowed)
+	}
 	px := a.register(rt)
 	// API bodies are small; uploads stream through their own cap.
 	serve := a.agentAPI(px)

@@ -96,6 +96,15 @@ func New(ctx context.Context, cfg config.Serve, log zerolog.Logger, version stri
 	return x, nil
 }
 
+// MetricsHandler serves /metrics (SLIPWAY_METRICS_ADDR, see metrics.go);
+// nil when metrics are off.
+func (x *App) MetricsHandler() http.Handler {
+	if x.a.metrics == nil {
+		return nil
+	}
+	return x.bound(x.a.metrics.handler())
+}
+
 // Handler is the whole HTTP surface of the control plane (SLIPWAY_ADDR).
 func (x *App) Handler() http.Handler { return x.handler }
 

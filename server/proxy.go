@@ -52,6 +52,8 @@ type proxy struct {
 	once sync.Once
 	rp   *httputil.ReverseProxy
 
+	// metrics counts relayed requests per deployment (nil: off).
+	metrics *metrics
 	// otel traces relayed requests (otel.go); nil: off.
 	otel *oteltrace.Provider
 }
@@ -282,6 +284,8 @@ func (p *proxy) relay(w http.ResponseWriter, r *http.Request, t target) error {
 	if span != nil {
 		defer span.End()
 	}
+	w, observed := p.metrics.observeProxy(w, t.dep)
+	defer observed()
 	w = informationalFilter{ResponseWriter: w, filter: func(h http.Header) { p.filterSetCookies(h, t) }}
 	p.reverseProxy().ServeHTTP(w, r)
 	return nil

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"log"
@@ -19,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"slipway/runtime"
+	"slipway/server/servertest"
 )
 
 // movableDriver serves one deployment, "dep", at an endpoint the test
@@ -60,7 +60,7 @@ func holdRelay(t *testing.T, p *proxy) *httptest.Server {
 	// The server's own log: net/http logs a panic in a connection's
 	// goroutine there (golang/go#68560, a full-duplex request whose body
 	// was left unread) and drops the client's kept-alive connection.
-	var serverLog syncBuffer
+	var serverLog servertest.SyncBuffer
 	s.Config.ErrorLog = log.New(&serverLog, "", 0)
 	s.Start()
 	t.Cleanup(func() {
@@ -70,25 +70,6 @@ func holdRelay(t *testing.T, p *proxy) *httptest.Server {
 		}
 	})
 	return s
-}
-
-// syncBuffer is a bytes.Buffer that connection goroutines may write to
-// while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // echoAgent answers every request with its method and body.

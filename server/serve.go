@@ -61,6 +61,17 @@ func Serve(ctx context.Context, cfg config.Serve, log zerolog.Logger, version st
 		_ = ln.Close()
 		return err
 	}
+	stopMetrics := func(context.Context) {}
+	if h := app.MetricsHandler(); h != nil {
+		var bound string
+		stopMetrics, bound, err = listenMetrics(ctx, cfg.Metrics.Addr, h)
+		if err != nil {
+			_ = ln.Close()
+			stopAgents(context.Background())
+			return err
+		}
+		log.Info().Str("addr", bound).Msg("serving /metrics (bearer token required)")
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info().Str("addr", ln.Addr().String()).Str("public_url", cfg.PublicURL).Str("version", version).Msg("slipway serving")
@@ -79,6 +90,7 @@ func Serve(ctx context.Context, cfg config.Serve, log zerolog.Logger, version st
 		log.Warn().Err(err).Msg("shutdown did not finish cleanly")
 	}
 	stopAgents(shutCtx)
+	stopMetrics(shutCtx)
 	return nil
 }
 

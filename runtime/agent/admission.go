@@ -100,6 +100,7 @@ func (e *Engine) createRun(parent trace.SpanContext, threadID string, rc RunCrea
 	if err != nil {
 		return Run{}, nil, err
 	}
+	e.Metrics.runCreated()
 	lr := e.prepareEvents(ad.run.RunID)
 	if ad.claimed != nil {
 		e.wg.Add(1)

@@ -178,6 +178,7 @@ func (e *Engine) Cancel(ctx context.Context, threadID, runID, action string, wai
 		return err
 	}
 	if !running {
+		e.Metrics.pendingCancelled()
 		if lr := e.liveRun(runID); lr != nil {
 			lr.events.close()
 		}

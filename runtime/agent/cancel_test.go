@@ -30,12 +30,19 @@ func (g *lateGraph) Run(_ context.Context, _ Request, emit func(string, map[stri
 
 func startCancelEngine(t *testing.T, path string, graphs map[string]Graph) *Engine {
 	t.Helper()
+	return startCancelEngineWith(t, path, graphs, nil)
+}
+
+// startCancelEngineWith is startCancelEngine on store (nil: the bbolt file
+// at path).
+func startCancelEngineWith(t *testing.T, path string, graphs map[string]Graph, store Store) *Engine {
+	t.Helper()
 	db, err := storage.Open(path, time.Second, Migrations)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	e := &Engine{DB: db, Graphs: graphs, Workers: 2, Timeout: time.Minute, Log: zerolog.Nop()}
+	e := &Engine{DB: db, Store: store, Graphs: graphs, Workers: 2, Timeout: time.Minute, Log: zerolog.Nop()}
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +56,12 @@ func startCancelEngine(t *testing.T, path string, graphs map[string]Graph) *Engi
 // what the cancel said even when the graph then completes: interrupted,
 // or (rollback, also as a second cancel) deleted.
 func TestCancelIsRecordedBeforeItReturns(t *testing.T) {
+	testCancelIsRecordedBeforeItReturns(t, func(t *testing.T, graphs map[string]Graph) *Engine {
+		return startCancelEngine(t, filepath.Join(t.TempDir(), "agent.db"), graphs)
+	})
+}
+
+func testCancelIsRecordedBeforeItReturns(t *testing.T, start func(*testing.T, map[string]Graph) *Engine) {
 	for _, tc := range []struct {
 		name    string
 		actions []string
@@ -60,7 +73,7 @@ func TestCancelIsRecordedBeforeItReturns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &lateGraph{started: make(chan struct{}), release: make(chan struct{})}
-			e := startCancelEngine(t, filepath.Join(t.TempDir(), "agent.db"), map[string]Graph{"late": g})
+			e := start(t, map[string]Graph{"late": g})
 			var releaseOnce sync.Once
 			release := func() { releaseOnce.Do(func() { close(g.release) }) }
 			t.Cleanup(release) // before the engine's: a failed test must not leave the run blocked

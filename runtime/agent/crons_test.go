@@ -84,6 +84,12 @@ func cronEngine(t *testing.T) (*Engine, *fakeClock) {
 // start, whose cron scheduler and TTL sweeper never tick by themselves.
 func clockEngine(t *testing.T, start string, cfg TTLConfig) (*Engine, *fakeClock) {
 	t.Helper()
+	return clockEngineWith(t, start, cfg, nil)
+}
+
+// clockEngineWith is clockEngine on store (nil: a bbolt file).
+func clockEngineWith(t *testing.T, start string, cfg TTLConfig, store Store) (*Engine, *fakeClock) {
+	t.Helper()
 	db, err := storage.Open(filepath.Join(t.TempDir(), "agent.db"), time.Second, Migrations)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +97,7 @@ func clockEngine(t *testing.T, start string, cfg TTLConfig) (*Engine, *fakeClock
 	t.Cleanup(func() { db.Close() })
 	clk := &fakeClock{}
 	clk.Set(start)
-	e := &Engine{DB: db, Graphs: map[string]Graph{"echo": Echo{}}, Workers: 2, Timeout: time.Minute,
+	e := &Engine{DB: db, Store: store, Graphs: map[string]Graph{"echo": Echo{}}, Workers: 2, Timeout: time.Minute,
 		Log: zerolog.Nop(), Clock: clk.Now, CronTick: time.Hour, TTLTick: time.Hour, TTL: cfg}
 	if err := e.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -103,7 +109,9 @@ func clockEngine(t *testing.T, start string, cfg TTLConfig) (*Engine, *fakeClock
 // each date that comes, once for all the dates it missed, and never when
 // disabled, deleted, or past its end time; an update recomputes its next
 // date.
-func TestCronFiring(t *testing.T) {
+func TestCronFiring(t *testing.T) { testCronFiring(t, cronEngine) }
+
+func testCronFiring(t *testing.T, start func(*testing.T) (*Engine, *fakeClock)) {
 	type step struct {
 		at    string
 		do    func(e *Engine, c Cron) // before firing
@@ -162,7 +170,7 @@ func TestCronFiring(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e, clk := cronEngine(t)
+			e, clk := start(t)
 			th, err := e.CreateThread("", nil, "")
 			if err != nil {
 				t.Fatal(err)
@@ -212,13 +220,15 @@ func TestCronFiring(t *testing.T) {
 
 // TestStatelessCron: each fire of a stateless cron runs on a new thread,
 // deleted after the run (on_run_completed delete, the default) or kept.
-func TestStatelessCron(t *testing.T) {
+func TestStatelessCron(t *testing.T) { testStatelessCron(t, cronEngine) }
+
+func testStatelessCron(t *testing.T, start func(*testing.T) (*Engine, *fakeClock)) {
 	for _, c := range []struct {
 		orc     string
 		threads int
 	}{{"", 0}, {"delete", 0}, {"keep", 2}} {
 		t.Run("on_run_completed="+c.orc, func(t *testing.T) {
-			e, clk := cronEngine(t)
+			e, clk := start(t)
 			cr, err := e.CreateCron(CronCreate{Schedule: "*/5 * * * *", Enabled: true, OnRunCompleted: c.orc,
 				Payload: map[string]any{"assistant_id": "echo", "input": map[string]any{"messages": []any{}}}})
 			if err != nil {
@@ -271,8 +281,10 @@ func cmpOr(a, b string) string {
 }
 
 // TestCronSearch: filters, sort orders, paging and count.
-func TestCronSearch(t *testing.T) {
-	e, clk := cronEngine(t)
+func TestCronSearch(t *testing.T) { testCronSearch(t, cronEngine) }
+
+func testCronSearch(t *testing.T, start func(*testing.T) (*Engine, *fakeClock)) {
+	e, clk := start(t)
 	th, err := e.CreateThread("", nil, "")
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +355,11 @@ func TestMigrateCrons(t *testing.T) {
 // crons, deleting an assistant deletes the crons that run it, as on the
 // reference; other crons stay.
 func TestCronsGoWithTheirThreadOrAssistant(t *testing.T) {
-	e, _ := cronEngine(t)
+	testCronsGoWithTheirThreadOrAssistant(t, cronEngine)
+}
+
+func testCronsGoWithTheirThreadOrAssistant(t *testing.T, start func(*testing.T) (*Engine, *fakeClock)) {
+	e, _ := start(t)
 	a, err := e.CreateAssistant(Assistant{GraphID: "echo"}, "")
 	if err != nil {
 		t.Fatal(err)

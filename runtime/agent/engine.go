@@ -14,7 +14,10 @@ import (
 
 // Engine owns the agent database and executes runs.
 type Engine struct {
+	// DB is the agent's bbolt database, the default store; Store, when
+	// set, replaces it (OpenPostgresStore) and DB is not used.
 	DB      *bolt.DB
+	Store   Store
 	Graphs  map[string]Graph
 	Workers int
 	Timeout time.Duration
@@ -40,13 +43,16 @@ type Engine struct {
 	// set, replaces its sweep interval (tests sweep with SweepTTL).
 	TTL     TTLConfig
 	TTLTick time.Duration
+	// Metrics, when set, count runs, streams and checkpoint writes
+	// (metrics.go); from Start on, their gauges read this engine.
+	Metrics *Metrics
 	// Tracing receives each run's span (otel.go); nil: off.
 	Tracing *oteltrace.Provider
 
 	httpStreams sync.Map // stream id → *httpExchange of a custom-route request in flight
 
-	// store is the engine's persistence (store.go): the bbolt store over
-	// DB, its write-behind journal beside it.
+	// store is the engine's persistence (store.go): Store, or the bbolt
+	// store over DB, its write-behind journal beside it.
 	store Store
 	sem   chan struct{}
 	mu    sync.Mutex
@@ -72,18 +78,14 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.sem = make(chan struct{}, e.Workers)
 	e.live, e.disp, e.ctx = map[string]*liveRun{}, map[string]bool{}, ctx
-	st, err := openBoltStore(e.DB, func(applied, skipped int) {
-		e.Log.Info().Int("applied", applied).Int("skipped", skipped).Msg("journal replayed")
-	})
-	if err != nil {
+	if e.Store != nil {
+		// A store of its own (PostgreSQL) has no journal to replay or
+		// flush, and its schema was migrated when it was opened.
+		e.store = e.Store
+	} else if err := e.startBolt(ctx); err != nil {
 		return err
 	}
-	e.store = st
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		st.run(ctx, e.FlushEvery, func(err error) { e.Log.Error().Err(err).Msg("apply the journal to the database") })
-	}()
+	e.Metrics.attach(e)
 	if err := e.ensureAssistants(); err != nil {
 		return err
 	}
@@ -103,6 +105,24 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.wg.Add(2)
 	go e.runCrons()
 	go e.runTTLSweeper()
+	return nil
+}
+
+// startBolt opens the bbolt store over DB, replaying its journal, and
+// flushes the journal until ctx ends.
+func (e *Engine) startBolt(ctx context.Context) error {
+	st, err := openBoltStore(e.DB, func(applied, skipped int) {
+		e.Log.Info().Int("applied", applied).Int("skipped", skipped).Msg("journal replayed")
+	})
+	if err != nil {
+		return err
+	}
+	e.store = st
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		st.run(ctx, e.FlushEvery, func(err error) { e.Log.Error().Err(err).Msg("apply the journal to the database") })
+	}()
 	return nil
 }
 

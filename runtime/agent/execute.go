@@ -13,6 +13,8 @@ import (
 // execute runs a claimed run to its end and records the outcome, the
 // states it produced, and the thread's new status in one transaction.
 func (e *Engine) execute(r *runRecord) {
+	started := time.Now()
+	e.Metrics.runStarted(r, started)
 	lr := e.prepareEvents(r.RunID)
 	ctx, cancel := context.WithCancelCause(e.ctx)
 	e.mu.Lock()
@@ -46,8 +48,9 @@ func (e *Engine) execute(r *runRecord) {
 		cps, err = runBuiltin(ctx, lr.events, graph, req, values)
 	}
 	status, runErr := e.runStatus(ctx, err)
-	e.finish(r, status, runErr, cps, outcome)
-	endRunSpan(span, req.GraphID, status, runErr)
+	ended := e.finish(r, status, runErr, cps, outcome)
+	e.Metrics.runEnded(ended, time.Since(started))
+	endRunSpan(span, req.GraphID, ended, runErr)
 	if runErr != nil && status != RunInterrupted && status != "rollback" {
 		lr.events.publish("error", map[string]any{"error": errorName(status, runErr), "message": errorMessage(runErr)})
 	}
@@ -270,13 +273,14 @@ func mergeConfig(layers ...map[string]any) map[string]any {
 // A host graph's run (outcome, when the host reported its end) wrote its
 // checkpoints as it went; the thread record takes the values and
 // interrupts the host computed from them.
-func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pendingCheckpoint, outcome *hostOutcome) {
+func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pendingCheckpoint, outcome *hostOutcome) (ended string) {
 	reported := status
 	// The end of a run is a journaled write (store_writebehind.go) of its
 	// thread's and its own record, unless it deletes or writes more: a
 	// rollback, a temporary thread, a built-in graph's checkpoints.
 	end := func(tx Tx, hot bool) error {
 		status := cancelledStatus(tx, r.RunID, reported)
+		ended = outcomeOf(status, false) // the metrics' outcome label
 		t, err := tx.GetThread(r.ThreadID)
 		if err != nil {
 			return nil // the thread was deleted meanwhile
@@ -337,6 +341,7 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 				t.Interrupts[r.RunID] = open
 			}
 		}
+		ended = outcomeOf(status, len(open) > 0 || halted)
 		switch {
 		case t.busy():
 			t.Status = ThreadBusy
@@ -364,4 +369,5 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 	if err != nil {
 		e.Log.Error().Err(err).Str("run_id", r.RunID).Msg("record the end of a run")
 	}
+	return ended
 }

@@ -59,8 +59,10 @@ func builtinThread(t *testing.T, e *Engine, n int) (string, []string) {
 // history (limit, before, a metadata filter) holds the right checkpoints,
 // newest first, and reads about as many checkpoint rows as it returns,
 // not the thread's whole history.
-func TestHistoryReadsOnlyItsPage(t *testing.T) {
-	e := startEngine(t)
+func TestHistoryReadsOnlyItsPage(t *testing.T) { testHistoryReadsOnlyItsPage(t, startEngine) }
+
+func testHistoryReadsOnlyItsPage(t *testing.T, start func(*testing.T) *Engine) {
+	e := start(t)
 	id, ids := builtinThread(t, e, historyCheckpoints)
 	newest := func(from, n, step int) []string { // ids[from], ids[from-step], ... n of them
 		var out []string
@@ -127,8 +129,10 @@ func TestHistoryReadsOnlyItsPage(t *testing.T) {
 // TestHostHistoryReadsOnlyItsPage: the host's checkpointer listing one
 // namespace of a thread with a limit (a history page) returns the newest
 // checkpoints by id and visits only as many rows as it returns.
-func TestHostHistoryReadsOnlyItsPage(t *testing.T) {
-	e := startEngine(t)
+func TestHostHistoryReadsOnlyItsPage(t *testing.T) { testHostHistoryReadsOnlyItsPage(t, startEngine) }
+
+func testHostHistoryReadsOnlyItsPage(t *testing.T, start func(*testing.T) *Engine) {
+	e := start(t)
 	var ids []string
 	for i := 0; i < historyCheckpoints; i++ {
 		// Ids sort as they are written, as UUIDv6 do; blobs and writes
@@ -195,8 +199,10 @@ func TestHostHistoryReadsOnlyItsPage(t *testing.T) {
 // TestLGScanBack: the reverse scan over bbolt's rows with journaled rows
 // laid over them (replaced, deleted, added) yields what the forward scan
 // yields, reversed, below any bound.
-func TestLGScanBack(t *testing.T) {
-	e := startEngine(t)
+func TestLGScanBack(t *testing.T) { testLGScanBack(t, startEngine) }
+
+func testLGScanBack(t *testing.T, start func(*testing.T) *Engine) {
+	e := start(t)
 	err := e.DB.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(bLG))
 		for _, k := range []string{"p1", "p3", "p4", "p6", "q0", "o9"} {
@@ -241,8 +247,10 @@ func TestLGScanBack(t *testing.T) {
 // TestHistoryBeforeUnorderedIDs: checkpoint ids out of step with their
 // numbers (a clock stepped back) defeat the binary search for before;
 // the scan behind it still finds each page.
-func TestHistoryBeforeUnorderedIDs(t *testing.T) {
-	e := startEngine(t)
+func TestHistoryBeforeUnorderedIDs(t *testing.T) { testHistoryBeforeUnorderedIDs(t, startEngine) }
+
+func testHistoryBeforeUnorderedIDs(t *testing.T, start func(*testing.T) *Engine) {
+	e := start(t)
 	id, ids := builtinThread(t, e, 1) // oldest first
 	err := e.store.Update(context.Background(), func(tx Tx) error {
 		rec, err := tx.GetThread(id)
@@ -286,8 +294,10 @@ func TestHistoryBeforeUnorderedIDs(t *testing.T) {
 // TestStateAtCheckpointSeeks: the state at a checkpoint of a long
 // built-in-graph thread is found by a seek on its id (O(log n) rows
 // read), and an unknown id is not found.
-func TestStateAtCheckpointSeeks(t *testing.T) {
-	e := startEngine(t)
+func TestStateAtCheckpointSeeks(t *testing.T) { testStateAtCheckpointSeeks(t, startEngine) }
+
+func testStateAtCheckpointSeeks(t *testing.T, start func(*testing.T) *Engine) {
+	e := start(t)
 	id, ids := builtinThread(t, e, historyCheckpoints)
 	for _, at := range []int{0, 500, historyCheckpoints - 1} {
 		before := checkpointRowsRead.Load()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Checkpoints of language-host graphs. The host's checkpointer (a
@@ -169,7 +170,12 @@ func (e *Engine) hostRequest(_ context.Context, method string, p json.RawMessage
 		if err := json.Unmarshal(p, &in); err != nil {
 			return nil, err
 		}
-		return nil, e.cpPut(&in)
+		start := time.Now()
+		err := e.cpPut(&in)
+		if err == nil {
+			e.Metrics.checkpointWritten(start)
+		}
+		return nil, err
 	case "cp.putWrites":
 		var in cpPutWrites
 		if err := json.Unmarshal(p, &in); err != nil {

@@ -13,14 +13,17 @@ import (
 	"slipway/storage"
 )
 
-func startEngine(t *testing.T) *Engine {
+func startEngine(t *testing.T) *Engine { return startEngineWith(t, nil) }
+
+// startEngineWith starts an echo engine on store (nil: a bbolt file).
+func startEngineWith(t *testing.T, store Store) *Engine {
 	t.Helper()
 	db, err := storage.Open(filepath.Join(t.TempDir(), "agent.db"), time.Second, Migrations)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	e := &Engine{DB: db, Graphs: map[string]Graph{"echo": Echo{}}, Workers: 1, Timeout: time.Minute}
+	e := &Engine{DB: db, Store: store, Graphs: map[string]Graph{"echo": Echo{}}, Workers: 1, Timeout: time.Minute}
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +56,10 @@ func put(id, parent, run string, blobs map[string]string) map[string]any {
 // TestHostCheckpointStore: the latest checkpoint is the last id; channel
 // values come from the blob of the version each checkpoint names; regular
 // writes are kept once per (task, idx) while special ones replace.
-func TestHostCheckpointStore(t *testing.T) {
-	e := startEngine(t)
+func TestHostCheckpointStore(t *testing.T) { testHostCheckpointStore(t, startEngine) }
+
+func testHostCheckpointStore(t *testing.T, start func(*testing.T) *Engine) {
+	e := start(t)
 	if _, err := call(t, e, "cp.put", put("1a", "", "", map[string]string{"a": "1"})); err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +186,10 @@ func TestMigrateHostCheckpoints(t *testing.T) {
 
 // TestHostStore: the host's store methods serve the items the store API
 // serves; a missing item is null, not an error; bad input is refused.
-func TestHostStore(t *testing.T) {
-	e := startEngine(t)
+func TestHostStore(t *testing.T) { testHostStore(t, startEngine) }
+
+func testHostStore(t *testing.T, start func(*testing.T) *Engine) {
+	e := start(t)
 	if err := e.PutItem([]string{"users", "ada"}, "profile", map[string]any{"likes": "tea"}); err != nil {
 		t.Fatal(err)
 	}

@@ -169,8 +169,10 @@ func TestHostCheckpointValueWrittenOnce(t *testing.T) {
 // TestHostCheckpointRowsCompact: the serializer's bytes are stored as they
 // are, not as base64 inside JSON (a third larger): a checkpoint, a channel
 // value and a pending write of 3,000 bytes each take little more than that.
-func TestHostCheckpointRowsCompact(t *testing.T) {
-	e := startEngine(t)
+func TestHostCheckpointRowsCompact(t *testing.T) { testHostCheckpointRowsCompact(t, startEngine) }
+
+func testHostCheckpointRowsCompact(t *testing.T, start func(*testing.T) *Engine) {
+	e := start(t)
 	big := bytes.Repeat([]byte{0xa5}, 3000)
 	p := put("1a", "", "", nil)
 	p["checkpoint"] = map[string]any{"t": "msgpack", "b": big}

@@ -10,8 +10,10 @@ import (
 // (two statuses) by pages, with and without a status filter: each page is
 // the newest-first slice the whole list gives, and a page without a filter
 // decodes the runs it returns and the ones it skips, not the thread's 300.
-func TestListRunsReadsOnlyItsPage(t *testing.T) {
-	e := startEngine(t)
+func TestListRunsReadsOnlyItsPage(t *testing.T) { testListRunsReadsOnlyItsPage(t, startEngine) }
+
+func testListRunsReadsOnlyItsPage(t *testing.T, start func(*testing.T) *Engine) {
+	e := start(t)
 	th, err := e.CreateThread("", nil, "")
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/storage"
@@ -78,16 +79,17 @@ func ttlEngine(t *testing.T, cfg TTLConfig) (*Engine, *fakeClock) {
 	return clockEngine(t, "2026-03-01T10:00:00Z", cfg)
 }
 
-// ttlIndex lists the TTL index as (expiry, thread id) strings.
+// ttlIndex lists the TTL index as (expiry, thread id) strings, read
+// through the engine's store (so on either store).
 func ttlIndex(t *testing.T, e *Engine) []string {
 	t.Helper()
 	var out []string
-	err := e.DB.View(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(bThreadTTL)).ForEach(func(k, _ []byte) error {
-			at := time.Unix(0, int64(storage.U64ToInt(k[:8]))).UTC().Format(time.RFC3339)
-			out = append(out, at+" "+uuid.UUID(k[8:]).String())
-			return nil
-		})
+	err := e.store.View(context.Background(), func(tx ReadTx) error {
+		due, err := tx.DueTTLEntries(time.Unix(0, math.MaxInt64), math.MaxInt32)
+		for _, d := range due {
+			out = append(out, time.Unix(0, int64(d.At)).UTC().Format(time.RFC3339)+" "+d.Thread)
+		}
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +113,9 @@ func runEcho(t *testing.T, e *Engine, thread, text string) {
 // at updated_at + TTL, a thread used meanwhile does not (its index entry
 // is moved), a busy one never, keep_latest keeps the thread with its
 // latest state, and sweep_limit bounds a sweep.
-func TestTTLSweep(t *testing.T) {
+func TestTTLSweep(t *testing.T) { testTTLSweep(t, ttlEngine) }
+
+func testTTLSweep(t *testing.T, start func(*testing.T, TTLConfig) (*Engine, *fakeClock)) {
 	var busyRun string
 	type step struct {
 		at    string
@@ -207,7 +211,7 @@ func TestTTLSweep(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e, clk := ttlEngine(t, TTLConfig{})
+			e, clk := start(t, TTLConfig{})
 			th, err := e.CreateThread("", nil, "")
 			if err != nil {
 				t.Fatal(err)
@@ -262,8 +266,10 @@ func TestTTLSweep(t *testing.T) {
 // TestTTLDefaultAndLimit: threads created by runs (if_not_exists=create
 // and stateless) and copies take the configured default TTL; a sweep
 // handles at most sweep_limit threads.
-func TestTTLDefaultAndLimit(t *testing.T) {
-	e, clk := ttlEngine(t, TTLConfig{Strategy: TTLKeepLatest, DefaultTTL: 30, SweepLimit: 2})
+func TestTTLDefaultAndLimit(t *testing.T) { testTTLDefaultAndLimit(t, ttlEngine) }
+
+func testTTLDefaultAndLimit(t *testing.T, start func(*testing.T, TTLConfig) (*Engine, *fakeClock)) {
+	e, clk := start(t, TTLConfig{Strategy: TTLKeepLatest, DefaultTTL: 30, SweepLimit: 2})
 	id := storage.NewID().String()
 	r, _, err := e.CreateRun(id, RunCreate{AssistantID: "echo", IfNotExists: "create", Input: map[string]any{"messages": []any{}}})
 	if err != nil {
@@ -325,20 +331,21 @@ func TestTTLDefaultAndLimit(t *testing.T) {
 	}
 }
 
-// lgKeys lists a thread's rows in the lg bucket, without the thread prefix.
+// lgKeys lists a thread's checkpoint rows, without the thread prefix,
+// read through the engine's store (so on either store).
 func lgKeys(t *testing.T, e *Engine, thread string) []string {
 	t.Helper()
 	var out []string
 	prefix := lgKey(thread, "")
-	err := e.DB.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket([]byte(bLG)).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, _ = c.Next() {
+	err := e.store.ViewCheckpointRows(context.Background(), thread, func(lg checkpointRows) error {
+		lg.scan(prefix, func(k, _ []byte) bool {
 			parts := strings.SplitN(string(k[len(prefix):]), "\x00", 5)
 			if parts[1] == lgKindWrite {
 				parts = parts[:4] // without the write's idx bytes
 			}
 			out = append(out, strings.Join(parts, "|"))
-		}
+			return true
+		})
 		return nil
 	})
 	if err != nil {
@@ -353,8 +360,10 @@ func lgKeys(t *testing.T, e *Engine, thread string) []string {
 // channel values it names and its own pending writes; older checkpoints,
 // their writes and values no kept checkpoint names go, also when a run's
 // writes still sit in the journal.
-func TestKeepLatestLG(t *testing.T) {
-	e, _ := ttlEngine(t, TTLConfig{})
+func TestKeepLatestLG(t *testing.T) { testKeepLatestLG(t, ttlEngine) }
+
+func testKeepLatestLG(t *testing.T, start func(*testing.T, TTLConfig) (*Engine, *fakeClock)) {
+	e, _ := start(t, TTLConfig{})
 	th, err := e.CreateThread("", nil, "")
 	if err != nil {
 		t.Fatal(err)
@@ -399,12 +408,14 @@ func TestKeepLatestLG(t *testing.T) {
 		"|b|messages|3", "|b|steps|1", "|c|1f0-03", "|w|1f0-03|t3",
 	}
 	sort.Strings(want)
-	state, err := e.DB.Begin(false)
-	if err != nil {
-		t.Fatal(err)
+	tuple := func() (tp *cpTuple, err error) {
+		verr := e.store.ViewCheckpointRows(context.Background(), id, func(lg checkpointRows) error {
+			tp, err = getTuple(lg, id, "", "")
+			return nil
+		})
+		return tp, errors.Join(err, verr)
 	}
-	latest, err := getTuple(e.bolt().pend.reader(state, id), id, "", "")
-	state.Rollback()
+	latest, err := tuple()
 	if err != nil || latest == nil {
 		t.Fatal(err)
 	}
@@ -414,12 +425,7 @@ func TestKeepLatestLG(t *testing.T) {
 	if got := lgKeys(t, e, id); !reflect.DeepEqual(got, want) {
 		t.Fatalf("rows after keep_latest:\n%v\nwant\n%v", got, want)
 	}
-	tx, err := e.DB.Begin(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := getTuple(e.bolt().pend.reader(tx, id), id, "", "")
-	tx.Rollback()
+	after, err := tuple()
 	if err != nil || !reflect.DeepEqual(after, latest) {
 		t.Fatalf("latest checkpoint changed:\n%+v\nwant\n%+v (%v)", after, latest, err)
 	}
@@ -427,8 +433,10 @@ func TestKeepLatestLG(t *testing.T) {
 
 // TestPruneThreadsDelete: the delete strategy is DELETE /threads/{id},
 // counting only threads that existed.
-func TestPruneThreadsDelete(t *testing.T) {
-	e, _ := ttlEngine(t, TTLConfig{})
+func TestPruneThreadsDelete(t *testing.T) { testPruneThreadsDelete(t, ttlEngine) }
+
+func testPruneThreadsDelete(t *testing.T, start func(*testing.T, TTLConfig) (*Engine, *fakeClock)) {
+	e, _ := start(t, TTLConfig{})
 	var ids []string
 	for range 3 {
 		th, err := e.CreateThread("", nil, "")

@@ -50,6 +50,9 @@ type Log struct {
 	Key     []byte
 	Version string
 	Now     func() time.Time
+	// Appended, when set, is called once per event whose append was
+	// committed (metrics count them; a rolled-back write is not counted).
+	Appended func()
 
 	// macs holds HMACs keyed with Key: an event takes three MACs, and
 	// keying an HMAC costs more than the few bytes each then hashes.
@@ -277,12 +280,16 @@ func (l *Log) Append(tx *bolt.Tx, e Entry) error {
 	nh := head{Seq: seq, MAC: rec.MAC, Time: rec.Time}
 	nh.Seal = l.sealHead(org, &nh)
 	events := tx.Bucket([]byte(bucketEvents))
-	return errors.Join(
+	err = errors.Join(
 		events.Put(storage.Key(org, storage.U64(seq)), raw),
 		storage.Put(tx, bucketEvents, storage.Key(org, storage.U64(headSeq)), &nh),
 		tx.Bucket([]byte(idxOp)).Put(indexKey(org, e.Op, seq), nil),
 		putManifest(tx, &m),
 	)
+	if err == nil && l.Appended != nil {
+		tx.OnCommit(l.Appended)
+	}
+	return err
 }
 
 // Break describes the first place a chain does not verify. A break of the

@@ -204,6 +204,16 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseAction is parse for a command whose first positional argument is
+// an action (keys create, users add), def when none is given.
+func parseAction(fs *flag.FlagSet, args []string, def string) (string, []string, error) {
+	pos, err := parse(fs, args)
+	if err != nil || len(pos) == 0 {
+		return def, pos, err
+	}
+	return pos[0], pos[1:], nil
+}
+
 // connect resolves where to talk and with which key: flags, then the
 // environment, then the file `slipway login` wrote, then the default URL.
 func (a *app) connect() error {

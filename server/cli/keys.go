@@ -56,13 +56,9 @@ func (a *app) keys(ctx context.Context, args []string) error {
 	desc := fs.String("description", "", "create: what the key is for")
 	readOnly := fs.Bool("read-only", false, "create: a key that may only read")
 	expires := fs.String("expires", "", "create: expiry (30d, 12h or an RFC 3339 time; default never)")
-	pos, err := parse(fs, args)
+	action, pos, err := parseAction(fs, args, "list")
 	if err != nil {
 		return err
-	}
-	action := "list"
-	if len(pos) > 0 {
-		action, pos = pos[0], pos[1:]
 	}
 	if err := a.connect(); err != nil {
 		return err

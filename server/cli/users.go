@@ -44,13 +44,9 @@ func (a *app) users(ctx context.Context, args []string) error {
 	orgRole := fs.String("org-role", defaultOrgRole, "add: the user's organization role: admin, operator, user or viewer")
 	name := fs.String("name", "", "add: the user's full name")
 	pwStdin := fs.Bool("password-stdin", false, "add: read the password from the first line of standard input (default: one is generated and shown once)")
-	pos, err := parse(fs, args)
+	action, pos, err := parseAction(fs, args, "list")
 	if err != nil {
 		return err
-	}
-	action := "list"
-	if len(pos) > 0 {
-		action, pos = pos[0], pos[1:]
 	}
 	switch action {
 	case "list", "ls":

@@ -39,7 +39,7 @@ func (rc *Reconciler) startWatcher(ctx context.Context) {
 	}
 	w := &runtime.Watcher{Interval: interval, Retry: min(healthRetry, interval), Grace: healthGrace,
 		MinBackoff: healthMinBackoff, MaxBackoff: healthMaxBackoff, ResetAfter: healthResetAfter,
-		Targets: rc.healthTargets, Check: hc.CheckHealth, Recover: rc.recoverAgent, Changed: rc.healthChanged}
+		Targets: rc.healthTargets, Check: rc.Metrics.checked(hc.CheckHealth), Recover: rc.recoverAgent, Changed: rc.healthChanged}
 	rc.watch = w
 	if n, ok := rc.Driver.(runtime.HealthNotifier); ok {
 		n.WatchHealth(ctx, w.Poke)

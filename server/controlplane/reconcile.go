@@ -38,6 +38,8 @@ type Reconciler struct {
 	Now       func() time.Time
 	// HealthInterval is how often serving agents are checked (default 5 s).
 	HealthInterval time.Duration
+	// Metrics counts builds, deploys, jobs and checks; nil: none.
+	Metrics *Metrics
 	// Tracing receives the spans of builds and deploys (tracing.go); nil:
 	// off. AgentEnv is what every agent gets from the operator's
 	// environment (oteltrace.AgentEnv).
@@ -358,10 +360,13 @@ func (rc *Reconciler) launch(w work) {
 		defer cancel()
 		switch {
 		case w.rev == nil:
+			rc.Metrics.job("remove")
 			rc.removeDeployment(jctx, w.dep)
 		case w.restore:
+			rc.Metrics.job("restore")
 			rc.restore(jctx, w.dep, w.rev, w.why)
 		default:
+			rc.Metrics.job("rollout")
 			rc.rollOut(jctx, w.dep, w.rev)
 		}
 		rc.mu.Lock()

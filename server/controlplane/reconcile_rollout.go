@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -80,7 +81,9 @@ func (ro *rollout) prepare() (spec runtime.Spec, ok bool) {
 func (ro *rollout) build(ctx context.Context, spec runtime.Spec) (artifact string, ok bool) {
 	ro.logs.Add("info", "build started on the "+ro.rc.Driver.Name()+" runtime")
 	sctx, span := ro.rc.revisionSpan(ctx, "revision.build", ro.dep, ro.rev)
+	start := time.Now()
 	artifact, err := ro.rc.Driver.Build(sctx, spec, ro.logs.Writer("info"))
+	ro.rc.Metrics.phase("build", outcomeOf(ctx, err), start)
 	oteltrace.End(span, err)
 	ro.logs.Flush()
 	switch {
@@ -103,7 +106,9 @@ func (ro *rollout) deploy(ctx context.Context, spec runtime.Spec, artifact strin
 	ro.logs.SetPhase("deploy")
 	ro.logs.Add("info", "deploy started")
 	sctx, span := ro.rc.revisionSpan(ctx, "revision.deploy", ro.dep, ro.rev)
+	start := time.Now()
 	endpoint, err := ro.rc.Driver.Deploy(sctx, spec, artifact, ro.logs.Writer("info"))
+	ro.rc.Metrics.phase("deploy", outcomeOf(ctx, err), start)
 	oteltrace.End(span, err)
 	switch {
 	case ctx.Err() != nil:

@@ -51,6 +51,8 @@ type Service struct {
 	// followed at once by one credential and in all
 	// (DefaultFollowersPerCredential, DefaultFollowersMax when 0).
 	FollowersPerCredential, FollowersMax int
+	// Metrics counts the reconciler's work (metrics.go); nil: none.
+	Metrics *Metrics
 	// Tracing and AgentEnv are the reconciler's (see Reconciler).
 	Tracing  *oteltrace.Provider
 	AgentEnv map[string]string
@@ -83,7 +85,7 @@ func (s *Service) agentLog() *agentLogs { return s.book().agent }
 // (see Reconciler); Wait blocks until it has stopped.
 func (s *Service) Start(ctx context.Context) {
 	rc := &Reconciler{DB: s.DB, Update: s.update, Driver: s.Driver, Sealer: s.Sealer, DataDir: s.DataDir,
-		PublicURL: s.AgentsBase(), Log: s.Log, Now: s.now, HealthInterval: s.HealthInterval, logs: s.book()}
+		PublicURL: s.AgentsBase(), Log: s.Log, Now: s.now, HealthInterval: s.HealthInterval, logs: s.book(), Metrics: s.Metrics}
 	rc.Tracing, rc.AgentEnv = s.Tracing, s.AgentEnv
 	rc.Start(ctx)
 	s.rec, s.done = rc, rc.Wait

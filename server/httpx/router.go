@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"net/http"
 	"sync"
 
@@ -20,6 +21,11 @@ type Route struct {
 // shadowed here, so nothing reaches it unrecorded.
 type Router struct {
 	*httprouter.Router
+
+	// Wrap, when set before the first registration, wraps every route's
+	// handler, told the route's method and pattern (metrics label requests
+	// by pattern, not by raw path).
+	Wrap func(method, path string, h httprouter.Handle) httprouter.Handle
 
 	mu     sync.Mutex
 	routes []Route
@@ -44,13 +50,26 @@ func (rt *Router) record(method, path string) {
 // Handle registers h for method and path.
 func (rt *Router) Handle(method, path string, h httprouter.Handle) {
 	rt.record(method, path)
+	if rt.Wrap != nil {
+		h = rt.Wrap(method, path, h)
+	}
 	rt.Router.Handle(method, path, h)
 }
 
 // Handler registers a net/http handler for method and path.
 func (rt *Router) Handler(method, path string, h http.Handler) {
-	rt.record(method, path)
-	rt.Router.Handler(method, path, h)
+	if rt.Wrap == nil {
+		rt.record(method, path)
+		rt.Router.Handler(method, path, h)
+		return
+	}
+	// As httprouter's own Handler: the parameters travel in the context.
+	rt.Handle(method, path, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if len(ps) > 0 {
+			r = r.WithContext(context.WithValue(r.Context(), httprouter.ParamsKey, ps))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // HandlerFunc registers a net/http handler function for method and path.
@@ -58,8 +77,17 @@ func (rt *Router) HandlerFunc(method, path string, h http.HandlerFunc) { rt.Hand
 
 // ServeFiles serves files under path (which ends in /*filepath) from root.
 func (rt *Router) ServeFiles(path string, root http.FileSystem) {
-	rt.record(http.MethodGet, path)
-	rt.Router.ServeFiles(path, root)
+	if rt.Wrap == nil {
+		rt.record(http.MethodGet, path)
+		rt.Router.ServeFiles(path, root)
+		return
+	}
+	// As httprouter's own ServeFiles, through Handle so that Wrap sees it.
+	files := http.FileServer(root)
+	rt.GET(path, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		r.URL.Path = ps.ByName("filepath")
+		files.ServeHTTP(w, r)
+	})
 }
 
 func (rt *Router) GET(path string, h httprouter.Handle)     { rt.Handle(http.MethodGet, path, h) }

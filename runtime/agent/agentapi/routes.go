@@ -12,6 +12,9 @@ import (
 // Handler routes every endpoint.
 func (a *API) Handler() http.Handler {
 	rt := httpx.Record(httpx.NewRouter())
+	if m := a.Engine.Metrics; m != nil {
+		rt.Wrap = countRequests(m.HTTPRequests)
+	}
 	a.routes(rt)
 	var h http.Handler = rt
 	if len(a.Disabled) > 0 {
@@ -20,7 +23,7 @@ func (a *API) Handler() http.Handler {
 	if a.Engine.HasHTTPApp() {
 		h = a.appFirst(rt)
 	}
-	return httpx.LimitBody(a.traced(h, rt), a.MaxBody)
+	return a.withMetrics(httpx.LimitBody(a.traced(h, rt), a.MaxBody))
 }
 
 // routes registers every endpoint on rt (the tests read them back to

@@ -22,7 +22,6 @@ import (
 	"slipway/runtime/agent"
 	"slipway/server/cors"
 	"slipway/server/httpx"
-	"slipway/storage"
 )
 
 // Run serves the agent API until ctx ends. On SIGTERM it stops accepting,
@@ -40,6 +39,9 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	if err := takeToken(&cfg); err != nil {
 		return err
 	}
+	// The store's connection string holds a password: graphs inherit
+	// this environment, so it leaves it before they load.
+	os.Unsetenv("SLIPWAY_AGENT_POSTGRES_URL")
 	// Listen first, serve once the graphs are loaded. The process runtime
 	// picks a free port and hands it over in SLIPWAY_AGENT_ADDR: until
 	// this bind, any other socket on the host may take that port, and
@@ -103,15 +105,18 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 			log.Warn().Err(err).Msg("traces not exported at shutdown")
 		}
 	}()
-	db, err := storage.Open(filepath.Join(cfg.DataDir, "agent.db"), 5*time.Second, agent.Migrations)
+	db, store, closeStore, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer closeStore()
+	if store != nil {
+		log.Info().Msg("agent state in PostgreSQL (SLIPWAY_AGENT_POSTGRES_URL)")
+	}
 	runCtx, stopRuns := context.WithCancel(context.Background())
 	defer stopRuns()
-	eng := &agent.Engine{DB: db, Graphs: graphs, Workers: cfg.Workers, Timeout: time.Duration(cfg.RunTimeout) * time.Second, Log: log,
-		DefaultConfigs: defaults, Python: cfg.Python, App: app, TTL: project.TTL, Tracing: otel}
+	eng := &agent.Engine{DB: db, Store: store, Graphs: graphs, Workers: cfg.Workers, Timeout: time.Duration(cfg.RunTimeout) * time.Second, Log: log,
+		DefaultConfigs: defaults, Python: cfg.Python, App: app, TTL: project.TTL, Metrics: agent.NewMetrics(), Tracing: otel}
 	// Language hosts load every "path:attr" graph before anything is
 	// served: a graph that fails to import fails the start, with the
 	// loader's message, so a revision never serves without its graph.

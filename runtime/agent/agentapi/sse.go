@@ -24,6 +24,7 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request, run agent.Run, log 
 		}
 		want[m] = true
 	}
+	defer a.Engine.Metrics.StreamOpened()()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -68,7 +69,12 @@ type Host struct {
 	ready   Ready
 	stopped bool
 	tail    tailBuffer // the current process's last stderr bytes
+	// restarts counts the processes started after the first (metrics).
+	restarts atomic.Int64
 }
+
+// Restarts is how many times the host died and was started again.
+func (h *Host) Restarts() int64 { return h.restarts.Load() }
 
 // ErrHostDied is wrapped by calls whose host process ended under them.
 var ErrHostDied = errors.New("the language host exited")
@@ -196,6 +202,7 @@ func (h *Host) supervise(ctx context.Context) {
 				h.kill()
 				continue
 			}
+			h.restarts.Add(1)
 			break
 		}
 	}

@@ -1,11 +1,14 @@
 package js_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"slipway/server/servertest"
 )
@@ -16,6 +19,33 @@ import (
 // testdata/graphs/js-agent/conformance.json, whose graph relays the host's
 // saver on a Unix socket the suite calls.
 func TestJSCheckpointerConformance(t *testing.T) {
+	runJSConformance(t, nil)
+}
+
+// TestJSCheckpointerConformanceOnPostgres is the same suite against an
+// agent keeping its state, the host's checkpoint rows included, in
+// PostgreSQL (SLIPWAY_AGENT_POSTGRES_URL).
+func TestJSCheckpointerConformanceOnPostgres(t *testing.T) {
+	needNode(t)
+	url := servertest.PostgresSchemaURL(t)
+	runJSConformance(t, map[string]string{"SLIPWAY_AGENT_POSTGRES_URL": url})
+	// The agent's state is in the database, not in a bbolt file: its
+	// system assistant (the suite deletes the threads it wrote).
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal("connect to the agent's schema")
+	}
+	defer c.Close(ctx)
+	var n int
+	if err := c.QueryRow(ctx, "select count(*) from assistants").Scan(&n); err != nil || n == 0 {
+		t.Fatalf("assistants in PostgreSQL: %d %v, want the agent's", n, err)
+	}
+}
+
+// runJSConformance runs the suite against an agent started with env
+// added to its own.
+func runJSConformance(t *testing.T, env map[string]string) {
 	project, suite := needNode(t)
 	if _, err := os.Stat(filepath.Join(suite, "node_modules", "@langchain", "langgraph-checkpoint-validation")); err != nil {
 		msg := "`npm ci` in runtime/agent/hosts/js/e2e is needed for the checkpointer conformance suite"
@@ -31,11 +61,15 @@ func TestJSCheckpointerConformance(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "relay.sock")
-	a := servertest.StartAgent(t, map[string]string{
+	agentEnv := map[string]string{
 		"SLIPWAY_LOG_LEVEL":        "warn",
 		"SLIPWAY_GRAPH_CONFIG":     filepath.Join(project, "conformance.json"),
 		"SLIPWAY_TEST_SAVER_RELAY": sock,
-	})
+	}
+	for k, v := range env {
+		agentEnv[k] = v
+	}
+	a := servertest.StartAgent(t, agentEnv)
 	report := filepath.Join(dir, "report.json")
 	cmd := exec.Command(filepath.Join("node_modules", ".bin", "vitest"), "run",
 		"--reporter=default", "--reporter=json", "--outputFile.json="+report)

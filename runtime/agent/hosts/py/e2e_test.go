@@ -1,11 +1,18 @@
 package py_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"slipway/server/servertest"
 )
@@ -40,6 +47,33 @@ func needPython(t *testing.T) (python, project, suite string) {
 // `slipway agent`: the agent serves testdata/graphs/py-agent/conformance.json,
 // whose graph relays the host's saver on a Unix socket the suite calls.
 func TestPyCheckpointerConformance(t *testing.T) {
+	runPyConformance(t, nil)
+}
+
+// TestPyCheckpointerConformanceOnPostgres is the same suite against an
+// agent keeping its state, the host's checkpoint rows included, in
+// PostgreSQL (SLIPWAY_AGENT_POSTGRES_URL).
+func TestPyCheckpointerConformanceOnPostgres(t *testing.T) {
+	needPython(t)
+	url := servertest.PostgresSchemaURL(t)
+	runPyConformance(t, map[string]string{"SLIPWAY_AGENT_POSTGRES_URL": url})
+	// The agent's state is in the database, not in a bbolt file: its
+	// system assistant (the suite deletes the threads it wrote).
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal("connect to the agent's schema")
+	}
+	defer c.Close(ctx)
+	var n int
+	if err := c.QueryRow(ctx, "select count(*) from assistants").Scan(&n); err != nil || n == 0 {
+		t.Fatalf("assistants in PostgreSQL: %d %v, want the agent's", n, err)
+	}
+}
+
+// runPyConformance runs the suite against an agent started with env
+// added to its own.
+func runPyConformance(t *testing.T, env map[string]string) {
 	python, project, suite := needPython(t)
 	// A short directory: a Unix socket path has at most 107 bytes.
 	dir, err := os.MkdirTemp("", "pycv")
@@ -48,12 +82,16 @@ func TestPyCheckpointerConformance(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "relay.sock")
-	a := servertest.StartAgent(t, map[string]string{
+	agentEnv := map[string]string{
 		"SLIPWAY_LOG_LEVEL":        "warn",
 		"SLIPWAY_GRAPH_CONFIG":     filepath.Join(project, "conformance.json"),
 		"SLIPWAY_AGENT_PYTHON":     python,
 		"SLIPWAY_TEST_SAVER_RELAY": sock,
-	})
+	}
+	for k, v := range env {
+		agentEnv[k] = v
+	}
+	a := servertest.StartAgent(t, agentEnv)
 	report := filepath.Join(dir, "report.json")
 	cmd := exec.Command(python, "conformance.py", report)
 	cmd.Dir = suite
@@ -98,6 +136,54 @@ func TestPyCheckpointerConformance(t *testing.T) {
 // them from this binary, so it can kill the host and restart the agent)
 // serving testdata/graphs/py-agent.
 func TestPyHostThroughSDK(t *testing.T) {
+	pyHostSuite(t)
+}
+
+// TestPyHostThroughSDKOnPostgres runs the same suite with every agent it
+// starts keeping its state in a schema of its own on PostgreSQL: the
+// suite asks this test for one (PYHOST_POSTGRES_MINT) as it starts each.
+func TestPyHostThroughSDKOnPostgres(t *testing.T) {
+	servertest.SkipShort(t, "the Python SDK suite on PostgreSQL")
+	mint := servertest.PostgresSchemas(t)
+	var mu sync.Mutex
+	var urls []string
+	minter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		url, err := mint()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		mu.Lock()
+		urls = append(urls, url)
+		mu.Unlock()
+		io.WriteString(w, url)
+	}))
+	defer minter.Close()
+	pyHostSuite(t, "PYHOST_POSTGRES_MINT="+minter.URL)
+	// The agents kept their threads and runs there, not in bbolt.
+	ctx := context.Background()
+	threads := 0
+	for _, url := range urls {
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal("connect to an agent's schema")
+		}
+		var n int
+		err = c.QueryRow(ctx, "select (select count(*) from threads) + (select count(*) from runs)").Scan(&n)
+		c.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		threads += n
+	}
+	if len(urls) < 2 || threads == 0 {
+		t.Fatalf("%d agents took a schema, %d threads and runs were kept in them", len(urls), threads)
+	}
+	t.Logf("%d agents on PostgreSQL kept %d threads and runs", len(urls), threads)
+}
+
+// pyHostSuite runs e2e/ with pytest, env added to the environment.
+func pyHostSuite(t *testing.T, env ...string) {
 	python, _, suite := needPython(t)
 	args := []string{"-m", "pytest", "-v", "-p", "no:cacheprovider"}
 	if k := os.Getenv("PY_TEST_K"); k != "" {
@@ -105,7 +191,7 @@ func TestPyHostThroughSDK(t *testing.T) {
 	}
 	cmd := exec.Command(python, args...)
 	cmd.Dir = suite
-	cmd.Env = append(os.Environ(), "SLIPWAY_BIN="+servertest.Binary(t), "PYHOST_PRINT_LOGS=1")
+	cmd.Env = append(append(os.Environ(), "SLIPWAY_BIN="+servertest.Binary(t), "PYHOST_PRINT_LOGS=1"), env...)
 	out, err := cmd.CombinedOutput()
 	t.Logf("pytest:\n%s", out)
 	if err != nil {

@@ -44,6 +44,11 @@ class Agent:
             "SLIPWAY_LOG_LEVEL": "warn",
             **env,
         }
+        # On PostgreSQL (TestPyHostThroughSDKOnPostgres): a fresh schema
+        # for each agent, made by the Go test.
+        if mint := os.environ.get("PYHOST_POSTGRES_MINT"):
+            with urllib.request.urlopen(mint, timeout=30) as r:
+                self.env["SLIPWAY_AGENT_POSTGRES_URL"] = r.read().decode()
         self.proc: subprocess.Popen | None = None
         self.log = open(os.path.join(self.data, "agent.log"), "ab")
 

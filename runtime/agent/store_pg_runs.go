@@ -1,0 +1,197 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+func (t *pgTx) GetRun(id string) (*runRecord, error) {
+	raw, err := t.body("get run", "select body from runs where run_id = $1", id)
+	if err != nil {
+		return nil, err
+	}
+	runDecodes.Add(1)
+	var r runRecord
+	if err := unmarshalStored(raw, &r); err != nil {
+		return nil, fmt.Errorf("decode run: %w", err)
+	}
+	return &r, nil
+}
+
+func (t *pgTx) RunNotBefore(id string) (*time.Time, error) {
+	raw, err := t.body("get run", "select body from runs where run_id = $1", id)
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		NotBefore *time.Time `json:"not_before"`
+	}
+	if err := unmarshalStored(raw, &r); err != nil {
+		return nil, fmt.Errorf("decode run: %w", err)
+	}
+	return r.NotBefore, nil
+}
+
+func (t *pgTx) ThreadRunIDs(thread string) ([]string, error) {
+	if _, err := pgUUID(thread); err != nil {
+		return nil, err
+	}
+	return t.strs("thread's runs", "select r.run_id::text from thread_runs r where r.thread_id = $1 order by r.run_id", thread)
+}
+
+func (t *pgTx) EachThreadRunNewest(thread string, fn func(*runRecord) bool) error {
+	if _, err := pgUUID(thread); err != nil {
+		return err
+	}
+	// A batch at a time, newest first; an indexed run whose record is
+	// gone is skipped (as on bbolt).
+	below := "ffffffff-ffff-ffff-ffff-ffffffffffff"
+	for {
+		ids, raws, err := t.pairs("thread's runs", `select i.run_id::text, r.body from thread_runs i
+			left join runs r on r.run_id = i.run_id::text
+			where i.thread_id = $1 and i.run_id < $2 order by i.run_id desc limit $3`, thread, below, pgBatch)
+		if err != nil {
+			return err
+		}
+		for _, raw := range raws {
+			if raw == nil {
+				continue
+			}
+			var r runRecord
+			runDecodes.Add(1)
+			if unmarshalStored(raw, &r) != nil {
+				continue
+			}
+			if !fn(&r) {
+				return nil
+			}
+		}
+		if len(ids) < pgBatch {
+			return nil
+		}
+		below = ids[len(ids)-1]
+	}
+}
+
+func (t *pgTx) PutRun(r *runRecord) error {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("put run: %w", err)
+	}
+	if err := t.exec("put run", `insert into runs (run_id, thread_id, body) values ($1, $2, $3)
+		on conflict (run_id) do update set thread_id = excluded.thread_id, body = excluded.body`, r.RunID, r.ThreadID, raw); err != nil {
+		return err
+	}
+	t.note(storeEvent{Kind: eventRunChanged, Thread: r.ThreadID, Run: r.RunID, Status: r.Status})
+	return nil
+}
+
+func (t *pgTx) IndexRun(thread, run string) error {
+	if err := t.exec("index run", "insert into thread_runs (thread_id, run_id) values ($1, $2) on conflict do nothing", thread, run); err != nil {
+		return err
+	}
+	t.note(storeEvent{Kind: eventRunQueued, Thread: thread, Run: run})
+	return nil
+}
+
+func (t *pgTx) DeleteRun(thread, run string) error {
+	if err := t.exec("delete run", "delete from thread_runs where thread_id = $1 and run_id = $2", thread, run); err != nil {
+		return err
+	}
+	if err := t.exec("delete run", "delete from runs where run_id = $1", run); err != nil {
+		return err
+	}
+	t.note(storeEvent{Kind: eventRunChanged, Thread: thread, Run: run})
+	return nil
+}
+
+func (t *pgTx) DeleteThreadRuns(thread string) error {
+	ids, err := t.strs("delete thread's runs", "delete from thread_runs where thread_id = $1 returning run_id::text", thread)
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := t.exec("delete thread's runs", "delete from runs where run_id = any($1)", ids); err != nil {
+		return err
+	}
+	slices.Sort(ids) // the index's order, as the bbolt store notes them
+	for _, run := range ids {
+		t.note(storeEvent{Kind: eventRunChanged, Thread: thread, Run: run})
+	}
+	return nil
+}
+
+// ClaimNextRun is boltTx.ClaimNextRun with the thread's row locked (FOR
+// UPDATE) first: a concurrent claim on the thread waits for this unit,
+// and then fails to serialize and runs again, seeing this claim. (SKIP
+// LOCKED belongs to a worker's scan over every thread's queue, which
+// this method, one thread's claim, is the step of.)
+func (t *pgTx) ClaimNextRun(thread string, c runClaim) (*runRecord, error) {
+	var one int
+	err := t.one("claim a run", "select 1 from threads where thread_id = $1 for update", []any{thread}, &one)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	th, err := t.GetThread(thread)
+	if err != nil {
+		return nil, err
+	}
+	lease := func(r *runRecord) {
+		r.Lease = nil
+		if c.Lease > 0 {
+			r.Lease = &runLease{Worker: c.Worker, Until: c.Now.Add(c.Lease)}
+		}
+	}
+	if th.Active != "" {
+		r, err := t.GetRun(th.Active)
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil || r.Lease == nil || r.Lease.Until.After(c.Now) {
+			return nil, err
+		}
+		lease(r)
+		r.UpdatedAt = c.Now
+		return r, t.PutRun(r)
+	}
+	if len(th.Queue) == 0 {
+		return nil, nil
+	}
+	id := th.Queue[0]
+	th.Queue = th.Queue[1:]
+	r, err := t.GetRun(id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, t.PutThread(th)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.Status, r.UpdatedAt = RunRunning, c.Now
+	r.FirstSeq = th.Seq
+	lease(r)
+	th.Active = id
+	if err := t.PutRun(r); err != nil {
+		return nil, err
+	}
+	return r, t.PutThread(th)
+}
+
+func (t *pgTx) RenewLease(run, worker string, until time.Time) error {
+	r, err := t.GetRun(run)
+	if err != nil {
+		return fmt.Errorf("renew the lease of run %s: %w", run, err)
+	}
+	if r.Status != RunRunning || r.Lease == nil || r.Lease.Worker != worker {
+		return fmt.Errorf("%w: run %s is not running under %s's claim", ErrConflict, run, worker)
+	}
+	r.Lease.Until = until
+	return t.PutRun(r)
+}
