@@ -125,27 +125,9 @@ func (m *Metrics) gauges() []prometheus.Collector {
 // only their queue.
 func (e *Engine) runCounts() (pending, running int) {
 	_ = e.store.View(context.Background(), func(tx ReadTx) error {
-		bt, ok := tx.(*boltTx)
-		if !ok {
-			return tx.ForEachBusyThread(func(t *threadRecord) error {
-				pending += len(t.Queue)
-				if t.Active != "" {
-					running++
-				}
-				return nil
-			})
-		}
-		return bt.tx.Bucket([]byte(bThreadsBusy)).ForEach(func(k, _ []byte) error {
-			active, queue, err := bt.ThreadQueue(string(k))
-			if err != nil {
-				return nil // deleted meanwhile
-			}
-			pending += len(queue)
-			if active != "" {
-				running++
-			}
-			return nil
-		})
+		var err error
+		pending, running, err = tx.CountBusy()
+		return err
 	})
 	return pending, running
 }

@@ -15,6 +15,27 @@ import (
 func queueStoreCases() []storeCase {
 	ctx := context.Background()
 	return []storeCase{
+		{"busy threads: their queued and running runs counted", func(t *testing.T, s Store) {
+			idle, running, queued := newThreadRec(""), newThreadRec(""), newThreadRec("")
+			idle.Active, idle.Queue = "", nil
+			running.Active, running.Queue = storage.NewID().String(), []string{storage.NewID().String()}
+			queued.Active, queued.Queue = "", []string{storage.NewID().String(), storage.NewID().String()}
+			mustUpdate(t, s, func(tx Tx) error {
+				for _, th := range []*threadRecord{idle, running, queued} {
+					if err := tx.PutThread(th); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			mustView(t, s, func(tx ReadTx) error {
+				p, r, err := tx.CountBusy()
+				if err != nil || p != 3 || r != 1 {
+					t.Errorf("CountBusy = %d pending, %d running, %v; want 3, 1", p, r, err)
+				}
+				return nil
+			})
+		}},
 		{"runs: a thread's runs newest first, read only as far as asked", func(t *testing.T, s Store) {
 			th := newThreadRec("")
 			other := newThreadRec("")

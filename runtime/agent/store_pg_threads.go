@@ -91,6 +91,12 @@ func (t *pgTx) eachThread(where string, fn func(*threadRecord) error) error {
 
 func (t *pgTx) ForEachThread(fn func(*threadRecord) error) error { return t.eachThread("", fn) }
 
+func (t *pgTx) CountBusy() (pending, running int, err error) {
+	err = t.one("count busy threads", `select coalesce(sum(cardinality(queue)), 0), count(*) filter (where active <> '')
+		from threads where busy`, nil, &pending, &running)
+	return pending, running, err
+}
+
 func (t *pgTx) ForEachBusyThread(fn func(*threadRecord) error) error {
 	return t.eachThread(" and busy", fn)
 }

@@ -34,6 +34,9 @@ type threadReads interface {
 	// ForEachBusyThread calls fn for every thread with a running or
 	// queued run, reading only those (start-up recovery, bulk cancels).
 	ForEachBusyThread(fn func(*threadRecord) error) error
+	// CountBusy counts the runs queued and running on every thread,
+	// reading only the busy threads' queues (metrics, at each scrape).
+	CountBusy() (pending, running int, err error)
 	// SearchThreads returns the page of threads f selects, in its order
 	// (store_threadsearch.go says which filters and sorts are indexed).
 	SearchThreads(f ThreadFilter) ([]*threadRecord, error)
@@ -83,6 +86,21 @@ func (t *boltTx) ForEachThread(fn func(*threadRecord) error) error {
 		}
 		return fn(r)
 	})
+}
+
+func (t *boltTx) CountBusy() (pending, running int, err error) {
+	err = t.tx.Bucket([]byte(bThreadsBusy)).ForEach(func(k, _ []byte) error {
+		active, queue, err := t.ThreadQueue(string(k))
+		if err != nil {
+			return nil // deleted meanwhile (a journaled write not yet applied)
+		}
+		pending += len(queue)
+		if active != "" {
+			running++
+		}
+		return nil
+	})
+	return pending, running, err
 }
 
 func (t *boltTx) ForEachBusyThread(fn func(*threadRecord) error) error {
