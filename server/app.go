@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"slipway/config"
+	"slipway/oteltrace"
 	"slipway/runtime"
 	"slipway/runtime/docker"
 	"slipway/runtime/fake"
@@ -67,6 +68,9 @@ type app struct {
 	// metrics is the Prometheus registry (metrics.go); nil when
 	// SLIPWAY_METRICS_ADDR is unset.
 	metrics *metrics
+	// otel exports traces when an OTEL endpoint is set (otel.go); nil:
+	// off.
+	otel *oteltrace.Provider
 }
 
 func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.Logger, version string) (*app, error) {
@@ -86,6 +90,13 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 	instance, err := storage.InstanceID(db)
 	if err != nil {
 		return nil, err
+	}
+	// Nothing below fails: the provider is shut down by Close.
+	if a.otel, err = oteltrace.FromEnv(context.Background(), "slipway"); err != nil {
+		return nil, err
+	}
+	if a.otel != nil {
+		log.Info().Msg("OpenTelemetry traces exported over OTLP/HTTP")
 	}
 	a.instance = instance
 	a.gate = &runtime.Gate{}
@@ -133,6 +144,7 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 		a.metrics.agents = &agentGatherer{deployments: a.cp.ServingDeployments, driver: a.driver,
 			client: &http.Client{Timeout: 5 * time.Second}, timeout: 5 * time.Second}
 	}
+	a.cp.Tracing, a.cp.OTELEnv = a.otel, oteltrace.AgentEnv(os.Environ())
 	if c, ok := a.driver.(runtime.OutputCapturer); ok {
 		c.CaptureOutput(a.cp.AgentOutput())
 	}
@@ -222,6 +234,12 @@ func (a *app) Close() {
 	}
 	a.retention.Wait()
 	a.forward.Wait()
+	// Last: the reconciler's and the requests' spans have ended.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.otel.Shutdown(ctx); err != nil {
+		a.log.Warn().Err(err).Msg("traces not exported at shutdown")
+	}
 }
 
 // Handler is the whole HTTP surface of `serve`.
@@ -235,7 +253,7 @@ func (a *app) Handler() http.Handler {
 	px := a.register(rt)
 	// API bodies are small; uploads stream through their own cap.
 	serve := a.agentAPI(px)
-	own := a.byHost(limitNonUpload(rt, 1<<20), serve)
+	own := a.byHost(limitNonUpload(a.traceRequests(rt), 1<<20), serve)
 	a.dash.API = own
 	a.agents = a.agentsOrigin(serve, px.uiAssetRoutes)
 	agents := a.agents

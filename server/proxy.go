@@ -13,6 +13,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	"github.com/rs/zerolog"
 
+	"slipway/oteltrace"
 	"slipway/runtime"
 	"slipway/server/auth"
 	"slipway/server/controlplane"
@@ -53,6 +54,8 @@ type proxy struct {
 
 	// metrics counts relayed requests per deployment (nil: off).
 	metrics *metrics
+	// otel traces relayed requests (otel.go); nil: off.
+	otel *oteltrace.Provider
 }
 
 type targetKey struct{}
@@ -150,6 +153,7 @@ func (p *proxy) modifyResponse(resp *http.Response) error {
 	if t, ok := resp.Request.Context().Value(targetKey{}).(target); ok {
 		p.filterSetCookies(resp.Header, t)
 	}
+	traceResponse(resp)
 	p.stripAgentCORS(resp)
 	guardEventStream(resp)
 	return sandboxAgentDocuments(resp)
@@ -203,9 +207,12 @@ func (p *proxy) reverseProxy() *httputil.ReverseProxy {
 					pr.Out.Header.Set(uiBaseHeader, t.uiBase)
 				}
 				pr.SetXForwarded()
+				// The proxy span's context, never the caller's (otel.go).
+				p.otel.Inject(pr.Out.Context(), pr.Out.Header)
 			},
 			ModifyResponse: p.modifyResponse,
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				traceProxyError(r, err)
 				if r.Context().Err() != nil {
 					return // the client went away; its disconnect reached the agent
 				}
@@ -273,6 +280,10 @@ func (p *proxy) relay(w http.ResponseWriter, r *http.Request, t target) error {
 	// handler still runs; a transport still sending it then reads a
 	// closed body and stops.
 	defer r.Body.Close()
+	r, span := p.proxySpan(r, t)
+	if span != nil {
+		defer span.End()
+	}
 	w, observed := p.metrics.observeProxy(w, t.dep)
 	defer observed()
 	w = informationalFilter{ResponseWriter: w, filter: func(h http.Header) { p.filterSetCookies(h, t) }}

@@ -31,6 +31,7 @@ func (a *app) register(rt *httpx.Router) *proxy {
 	px := &proxy{cp: a.cp, driver: a.driver, gate: a.gate, handoverWait: 60 * time.Second,
 		agentsOrigin: a.agentsURL != nil, log: a.log.With().Str("component", "proxy").Logger(), cors: a.cors,
 		metrics: a.metrics}
+	px.otel = a.otel
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
 		rt.Handle(m, "/agents/:name/*path", a.agentsOnDashboard(a.agentAPI(px)))
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"slipway/storage"
 )
 
@@ -40,6 +42,16 @@ type RunCreate struct {
 // It returns the run's event log, created before the run can start, so a
 // streaming caller sees every event even of a run that ends at once.
 func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error) {
+	return e.createRun(trace.SpanContext{}, threadID, rc)
+}
+
+// CreateRunIn is CreateRun for a request: the run's span (otel.go) is a
+// child of ctx's.
+func (e *Engine) CreateRunIn(ctx context.Context, threadID string, rc RunCreate) (Run, *EventLog, error) {
+	return e.createRun(trace.SpanContextFromContext(ctx), threadID, rc)
+}
+
+func (e *Engine) createRun(parent trace.SpanContext, threadID string, rc RunCreate) (Run, *EventLog, error) {
 	temporary := threadID == ""
 	if temporary {
 		threadID = storage.NewID().String()
@@ -66,6 +78,7 @@ func (e *Engine) CreateRun(threadID string, rc RunCreate) (Run, *EventLog, error
 		// never be closed (a join or stream would wait forever).
 		prepared = append(prepared, ad.run.RunID)
 		e.prepareEvents(ad.run.RunID)
+		e.setRunParent(ad.run.RunID, parent)
 		return nil
 	}
 	// A journaled write (store_writebehind.go): the thread's record, the run's

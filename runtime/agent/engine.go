@@ -7,6 +7,9 @@ import (
 
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
+	"go.opentelemetry.io/otel/trace"
+
+	"slipway/oteltrace"
 )
 
 // Engine owns the agent database and executes runs.
@@ -43,6 +46,8 @@ type Engine struct {
 	// Metrics, when set, count runs, streams and checkpoint writes
 	// (metrics.go); from Start on, their gauges read this engine.
 	Metrics *Metrics
+	// Tracing receives each run's span (otel.go); nil: off.
+	Tracing *oteltrace.Provider
 
 	httpStreams sync.Map // stream id → *httpExchange of a custom-route request in flight
 
@@ -62,6 +67,8 @@ type liveRun struct {
 	events *EventLog
 	done   chan struct{}
 	action string // set by Cancel: interrupt or rollback
+	// parent is the span the run was created under (otel.go).
+	parent trace.SpanContext
 }
 
 // Start recovers from a crash and starts dispatching queued runs.

@@ -26,6 +26,7 @@ func (e *Engine) execute(r *runRecord) {
 	}
 	ctx, stop := context.WithTimeout(ctx, e.Timeout)
 	defer stop()
+	span := e.startRunSpan(r, lr)
 
 	graph, values, req, err := e.runRequest(r)
 	lr.events.publish("metadata", map[string]any{"run_id": r.RunID, "attempt": 1})
@@ -49,6 +50,7 @@ func (e *Engine) execute(r *runRecord) {
 	status, runErr := e.runStatus(ctx, err)
 	ended := e.finish(r, status, runErr, cps, outcome)
 	e.Metrics.runEnded(ended, time.Since(started))
+	endRunSpan(span, req.GraphID, ended, runErr)
 	if runErr != nil && status != RunInterrupted && status != "rollback" {
 		lr.events.publish("error", map[string]any{"error": errorName(status, runErr), "message": errorMessage(runErr)})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/oteltrace"
 	"slipway/runtime"
 	"slipway/storage"
 )
@@ -42,6 +43,11 @@ type Reconciler struct {
 	// PostgresURL is SLIPWAY_POSTGRES_URL: each deployment's agent gets a
 	// database there (agentdb.go). Empty: agents keep bbolt files.
 	PostgresURL string
+	// Tracing receives the spans of builds and deploys (tracing.go); nil:
+	// off. OTELEnv is what every agent gets from the operator's
+	// environment (oteltrace.AgentEnv).
+	Tracing *oteltrace.Provider
+	OTELEnv map[string]string
 
 	logs  *logBook
 	ctx   context.Context // jobs end with it
@@ -243,6 +249,9 @@ func (rc *Reconciler) restore(ctx context.Context, dep *deploymentRecord, rev *r
 	log := rc.Log.With().Str("deployment_id", dep.ID).Str("revision_id", rev.ID).Logger()
 	logs := rc.logs.newRevisionLog(rev.ID)
 	defer logs.Close()
+	ctx, span := rc.revisionSpan(ctx, "revision.restore", dep, rev)
+	var err error
+	defer func() { oteltrace.End(span, err) }()
 	setStatus := func(status string) {
 		_ = rc.update(func(tx *bolt.Tx) error {
 			d, err := readDeployment(tx, uuid.MustParse(dep.ID))
@@ -253,7 +262,8 @@ func (rc *Reconciler) restore(ctx context.Context, dep *deploymentRecord, rev *r
 			return putDeployment(tx, d)
 		})
 	}
-	spec, err := rc.spec(rev)
+	var spec runtime.Spec
+	spec, err = rc.spec(rev)
 	if err == nil {
 		var artifact string
 		if why == "" {
@@ -443,7 +453,8 @@ func (rc *Reconciler) transition(revID string, from []string, to, msg string) er
 	})
 }
 
-// spec builds the driver's view of a revision, with secrets decrypted.
+// spec builds the driver's view of a revision, with secrets decrypted and
+// the operator's OTEL_* variables the secrets leave unset (tracing.go).
 func (rc *Reconciler) spec(rev *revisionRecord) (runtime.Spec, error) {
 	env, err := openSecrets(rc.Sealer, rev.DeploymentID, rev.Secrets)
 	if err != nil {
@@ -471,7 +482,7 @@ func (rc *Reconciler) spec(rev *revisionRecord) (runtime.Spec, error) {
 	if len(rev.SecretReferences) > 0 {
 		sp.SecretReferences = rev.SecretReferences
 	}
-	return sp, nil
+	return rc.withAgentEnv(sp), nil
 }
 
 // removeDeployment tears a deployment down in the runtime, then deletes its

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/oteltrace"
 	"slipway/runtime"
 )
 
@@ -20,6 +21,8 @@ func (rc *Reconciler) rollOut(ctx context.Context, dep *deploymentRecord, rev *r
 	ro := &rollout{rc: rc, dep: dep, rev: rev, logs: rc.logs.newRevisionLog(rev.ID),
 		log: rc.Log.With().Str("deployment_id", dep.ID).Str("revision_id", rev.ID).Logger()}
 	defer ro.logs.Close()
+	ctx, span := rc.revisionSpan(ctx, "revision.rollout", dep, rev)
+	defer span.End()
 	spec, ok := ro.prepare()
 	if !ok {
 		return
@@ -77,9 +80,11 @@ func (ro *rollout) prepare() (spec runtime.Spec, ok bool) {
 // build runs the driver's build.
 func (ro *rollout) build(ctx context.Context, spec runtime.Spec) (artifact string, ok bool) {
 	ro.logs.Add("info", "build started on the "+ro.rc.Driver.Name()+" runtime")
+	sctx, span := ro.rc.revisionSpan(ctx, "revision.build", ro.dep, ro.rev)
 	start := time.Now()
-	artifact, err := ro.rc.Driver.Build(ctx, spec, ro.logs.Writer("info"))
+	artifact, err := ro.rc.Driver.Build(sctx, spec, ro.logs.Writer("info"))
 	ro.rc.Metrics.phase("build", outcomeOf(ctx, err), start)
+	oteltrace.End(span, err)
 	ro.logs.Flush()
 	switch {
 	case ctx.Err() != nil:
@@ -100,9 +105,11 @@ func (ro *rollout) deploy(ctx context.Context, spec runtime.Spec, artifact strin
 	}
 	ro.logs.SetPhase("deploy")
 	ro.logs.Add("info", "deploy started")
+	sctx, span := ro.rc.revisionSpan(ctx, "revision.deploy", ro.dep, ro.rev)
 	start := time.Now()
-	if err := ro.rc.withAgentDB(ctx, &spec, func(m string) { ro.logs.Add("info", m) }); err != nil {
+	if err := ro.rc.withAgentDB(sctx, &spec, func(m string) { ro.logs.Add("info", m) }); err != nil {
 		ro.rc.Metrics.phase("deploy", outcomeOf(ctx, err), start)
+		oteltrace.End(span, err)
 		if ctx.Err() != nil {
 			ro.superseded(false)
 		} else {
@@ -110,8 +117,9 @@ func (ro *rollout) deploy(ctx context.Context, spec runtime.Spec, artifact strin
 		}
 		return "", false
 	}
-	endpoint, err := ro.rc.Driver.Deploy(ctx, spec, artifact, ro.logs.Writer("info"))
+	endpoint, err := ro.rc.Driver.Deploy(sctx, spec, artifact, ro.logs.Writer("info"))
 	ro.rc.Metrics.phase("deploy", outcomeOf(ctx, err), start)
+	oteltrace.End(span, err)
 	switch {
 	case ctx.Err() != nil:
 		ro.superseded(true)

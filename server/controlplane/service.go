@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
 
+	"slipway/oteltrace"
 	"slipway/runtime"
 	"slipway/server/track"
 	"slipway/storage"
@@ -54,6 +55,9 @@ type Service struct {
 	FollowersPerCredential, FollowersMax int
 	// Metrics counts the reconciler's work (metrics.go); nil: none.
 	Metrics *Metrics
+	// Tracing and OTELEnv are the reconciler's (see Reconciler).
+	Tracing *oteltrace.Provider
+	OTELEnv map[string]string
 
 	// rec is told when a handler committed work for it (Start sets it).
 	rec interface{ Kick() }
@@ -85,6 +89,7 @@ func (s *Service) Start(ctx context.Context) {
 	rc := &Reconciler{DB: s.DB, Update: s.update, Driver: s.Driver, Sealer: s.Sealer, DataDir: s.DataDir,
 		PublicURL: s.AgentsBase(), Log: s.Log, Now: s.now, HealthInterval: s.HealthInterval, logs: s.book(), Metrics: s.Metrics,
 		PostgresURL: s.PostgresURL}
+	rc.Tracing, rc.OTELEnv = s.Tracing, s.OTELEnv
 	rc.Start(ctx)
 	s.rec, s.done = rc, rc.Wait
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
 
+	"slipway/oteltrace"
 	"slipway/runtime/agent"
 	"slipway/runtime/agent/hosts"
 	"slipway/server/httpx"
@@ -38,6 +39,8 @@ type API struct {
 	// UI are the bundled files of each graph's generative UI
 	// (agent.BundleUI), served at /ui/{graph_id}.
 	UI map[string][]agent.UIFile
+	// Tracing gives requests their spans (otel.go); nil: off.
+	Tracing *oteltrace.Provider
 }
 
 func (a *API) info(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

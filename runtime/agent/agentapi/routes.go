@@ -23,7 +23,7 @@ func (a *API) Handler() http.Handler {
 	if a.Engine.HasHTTPApp() {
 		h = a.appFirst(rt)
 	}
-	return a.withMetrics(httpx.LimitBody(h, a.MaxBody))
+	return a.withMetrics(httpx.LimitBody(a.traced(h, rt), a.MaxBody))
 }
 
 // routes registers every endpoint on rt (the tests read them back to

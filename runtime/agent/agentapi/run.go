@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"slipway/config"
+	"slipway/oteltrace"
 	"slipway/runtime"
 	"slipway/runtime/agent"
 	"slipway/server/cors"
@@ -88,6 +89,22 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 		}
 		log.Info().Str("graph", graph).Int("files", len(files)).Int("bytes", size).Msg("generative UI bundled")
 	}
+	// After ApplyEnv: the OTEL_* variables are the operator's (passed by
+	// the control plane) unless the deployment set its own.
+	otel, err := oteltrace.FromEnv(ctx, "slipway-agent")
+	if err != nil {
+		return err
+	}
+	if otel != nil {
+		log.Info().Msg("OpenTelemetry traces exported over OTLP/HTTP")
+	}
+	defer func() {
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := otel.Shutdown(shut); err != nil {
+			log.Warn().Err(err).Msg("traces not exported at shutdown")
+		}
+	}()
 	db, store, closeStore, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -99,7 +116,7 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	runCtx, stopRuns := context.WithCancel(context.Background())
 	defer stopRuns()
 	eng := &agent.Engine{DB: db, Store: store, Graphs: graphs, Workers: cfg.Workers, Timeout: time.Duration(cfg.RunTimeout) * time.Second, Log: log,
-		DefaultConfigs: defaults, Python: cfg.Python, App: app, TTL: project.TTL, Metrics: agent.NewMetrics()}
+		DefaultConfigs: defaults, Python: cfg.Python, App: app, TTL: project.TTL, Metrics: agent.NewMetrics(), Tracing: otel}
 	// Language hosts load every "path:attr" graph before anything is
 	// served: a graph that fails to import fails the start, with the
 	// loader's message, so a revision never serves without its graph.
@@ -109,7 +126,7 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	if err := eng.Start(runCtx); err != nil {
 		return fmt.Errorf("start agent engine: %w", err)
 	}
-	api := &API{Engine: eng, Version: version, MaxBody: int64(cfg.MaxBodyMB) << 20, Disabled: project.Disabled, UI: ui}
+	api := &API{Engine: eng, Version: version, MaxBody: int64(cfg.MaxBodyMB) << 20, Disabled: project.Disabled, UI: ui, Tracing: otel}
 	policy, err := projectCORS(cfg.GraphConfig)
 	if err != nil {
 		return err

@@ -30,7 +30,7 @@ func (a *API) createRun(w http.ResponseWriter, r *http.Request, thread, action s
 	if err != nil {
 		return err
 	}
-	run, events, err := a.Engine.CreateRun(thread, rc)
+	run, events, err := a.Engine.CreateRunIn(r.Context(), thread, rc)
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func (a *API) batchRuns(w http.ResponseWriter, r *http.Request) error {
 	}
 	runs := make([]agent.Run, 0, len(reqs))
 	for i, rc := range reqs {
-		run, _, err := a.Engine.CreateRun("", rc)
+		run, _, err := a.Engine.CreateRunIn(r.Context(), "", rc)
 		if err != nil {
 			// Earlier items already run: say which one failed.
 			return fmt.Errorf("run request %d: %w", i, err)
