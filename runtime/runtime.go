@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -102,4 +103,25 @@ type Isolation struct {
 // Isolator is implemented by drivers that run deployment code.
 type Isolator interface {
 	Isolation() Isolation
+}
+
+// Settle is env with Slipway's own settings for an agent (own) in place
+// of whatever of env names the same variables. Of two entries with one
+// name a process reads the first (Go's os.Getenv, the C library's
+// getenv), a container engine keeps the last: either way a deployment's
+// secret named SLIPWAY_AGENT_ADDR or SLIPWAY_AGENT_DATA_DIR must not be
+// the one its agent gets.
+func Settle(env, own []string) []string {
+	set := make(map[string]bool, len(own))
+	for _, kv := range own {
+		k, _, _ := strings.Cut(kv, "=")
+		set[k] = true
+	}
+	out := make([]string, 0, len(env)+len(own))
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); !set[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, own...)
 }

@@ -446,7 +446,7 @@ func (d *Driver) start(ctx context.Context, s runtime.Spec, image string, p *pla
 	}
 	cfg := &container.Config{
 		Image:  image,
-		Env:    append(append([]string{"SLIPWAY_AGENT_DATA_DIR=/data"}, p.env...), agentEnv(s)...),
+		Env:    runtime.Settle(p.env, append([]string{"SLIPWAY_AGENT_DATA_DIR=/data"}, agentEnv(s)...)),
 		Labels: merge(p.labels, d.labels(dep, rev, "agent")),
 	}
 	cfg.Labels[LabelName] = s.DeploymentName

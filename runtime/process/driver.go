@@ -607,12 +607,12 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 	if err != nil {
 		return nil, err
 	}
-	env = append(env,
-		"SLIPWAY_AGENT_ADDR="+addr, "SLIPWAY_AGENT_DATA_DIR="+data, "SLIPWAY_GRAPH_CONFIG="+cfg,
-		"SLIPWAY_LOG_FORMAT=json", tokenEnv)
+	own := []string{"SLIPWAY_AGENT_ADDR=" + addr, "SLIPWAY_AGENT_DATA_DIR=" + data, "SLIPWAY_GRAPH_CONFIG=" + cfg,
+		"SLIPWAY_LOG_FORMAT=json", tokenEnv}
 	for k, v := range s.AgentEnv {
-		env = append(env, k+"="+v)
+		own = append(own, k+"="+v)
 	}
+	env = runtime.Settle(env, own)
 	job := d.revisionJob(s, uid, true, app, []string{d.Bin, "agent"}, env)
 	job.KeepFDs = []int{tokenFD}
 	c := &child{rev: s.RevisionID, spec: s, app: app, endpoint: "http://" + addr, token: token,

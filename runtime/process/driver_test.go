@@ -117,6 +117,23 @@ func deploy(t *testing.T, d *Driver, s runtime.Spec) (string, error) {
 	return d.Deploy(context.Background(), s, app, io.Discard)
 }
 
+// TestSecretsCannotReplaceSlipwaysSettings: a deployment's secrets named
+// like the settings Slipway gives its agent (its address, its graph
+// configuration) do not replace them; others reach the agent.
+func TestSecretsCannotReplaceSlipwaysSettings(t *testing.T) {
+	d := newDriver(t)
+	s := spec(t, "rev1", `{"name":"one"}`, nil)
+	s.Env["SLIPWAY_AGENT_ADDR"] = "0.0.0.0:1"
+	s.Env["SLIPWAY_GRAPH_CONFIG"] = "/nonexistent/langgraph.json"
+	ep, err := deploy(t, d, s)
+	if err != nil {
+		t.Fatalf("a revision with secrets named like Slipway's settings: %v", err)
+	}
+	if body := get(t, ep+"/ok"); !strings.Contains(body, `"one"`) || !strings.Contains(body, `"secret_seen":true`) {
+		t.Fatalf("the agent: %s", body)
+	}
+}
+
 // TestHandover: a second revision takes over the deployment's data (which
 // only one process can hold); a failing third revision leaves the second
 // serving; requests held at the gate meanwhile all succeed.
