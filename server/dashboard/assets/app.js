@@ -466,7 +466,7 @@ async function streamSSE(path, body, onEvent) {
       let event = "message", data = "";
       for (const line of chunk.split("\n")) {
         if (line.startsWith("event:")) event = line.slice(6).trim();
-        else if (line.startsWith("data:")) data += line.slice(5).trim();
+        else if (line.startsWith("data:")) data += (data ? "\n" : "") + line.slice(5).trim();
       }
       if (data) onEvent(event, data);
     }
@@ -503,29 +503,45 @@ async function explorerPage(id, threadID) {
         location.hash = `#/d/${id}/agent/${t.thread_id}`;
       } }, "New thread") : ""));
   if (!threadID) return;
-  const [state, history, runs] = await Promise.all([
-    api("GET", `${base}/threads/${threadID}/state`),
-    api("GET", `${base}/threads/${threadID}/history?limit=10`),
-    api("GET", `${base}/threads/${threadID}/runs`)]);
-  const events = el("ol", { class: "events", id: "events", "aria-live": "polite" });
+  const stateBox = el("pre", { id: "state" }), runsList = el("ul", { id: "runs" }), historyList = el("ol", { id: "history" });
+  const interruptedBox = el("div");
+  // refresh reads the thread's state, runs and checkpoint history again:
+  // on opening the thread and after each run's stream ends.
+  const refresh = async () => {
+    const [state, history, runs] = await Promise.all([
+      api("GET", `${base}/threads/${threadID}/state`),
+      api("GET", `${base}/threads/${threadID}/history?limit=10`),
+      api("GET", `${base}/threads/${threadID}/runs`)]);
+    stateBox.textContent = JSON.stringify(state.values, null, 2);
+    const interrupted = (state.tasks || []).some((t) => (t.interrupts || []).length) || (state.interrupts || []).length;
+    interruptedBox.replaceChildren(interrupted ? el("p", { class: "s-warn", id: "interrupted" }, "This thread is interrupted and waits for a value.") : "");
+    runsList.replaceChildren(...runs.map((r) => el("li", {}, el("span", { class: "mono" }, short(r.run_id)), " ", statusBadge(r.status), " ", when(r.created_at))));
+    historyList.replaceChildren(...history.map((h) => el("li", {}, el("details", {},
+      el("summary", {}, short(h.checkpoint && h.checkpoint.checkpoint_id), " ", when(h.created_at)),
+      el("pre", {}, JSON.stringify(h.values, null, 2))))));
+  };
+  await refresh();
+  const events = el("ol", { class: "events", id: "events", "aria-live": "polite", tabindex: "0" });
   const input = el("textarea", { id: "run-input", spellcheck: "false" }, '{"messages": [{"role": "user", "content": "hello"}]}');
   const resume = el("input", { id: "resume-value", value: '"yes"', class: "mono" });
   const msg = el("div");
   const run = (body) => async (ev) => {
     ev.preventDefault();
     msg.replaceChildren(); events.replaceChildren();
+    let ok = true;
     try {
       const b = body();
       await streamSSE(`${base}/threads/${threadID}/runs/stream`, { assistant_id: pickA.value, stream_mode: ["values", "updates"], ...b },
-        (event, data) => events.append(el("li", { class: "mono" }, el("strong", {}, event), " ", data)));
-      events.append(el("li", { id: "run-done" }, "(end of stream)"));
-    } catch (e) { msg.replaceChildren(errorBox(e)); }
+        (event, data) => events.append(eventItem(event, data)));
+    } catch (e) { ok = false; msg.replaceChildren(errorBox(e)); }
+    // The run has ended (or its stream broke): show what it left.
+    try { await refresh(); } catch (e) { ok = false; msg.append(errorBox(e)); }
+    if (ok) events.append(el("li", { id: "run-done" }, "(end of stream)"));
   };
   const parse = (text) => { try { return JSON.parse(text); } catch { throw new Error("Not JSON: " + text); } };
-  const interrupted = (state.tasks || []).some((t) => (t.interrupts || []).length) || (state.interrupts || []).length;
   out.append(el("section", { id: "thread" }, el("h2", {}, "Thread " + threadID),
-    el("h2", {}, "State"), el("pre", { id: "state" }, JSON.stringify(state.values, null, 2)),
-    interrupted ? el("p", { class: "s-warn", id: "interrupted" }, "This thread is interrupted and waits for a value.") : "",
+    el("h2", {}, "State"), stateBox,
+    interruptedBox,
     me.can_write ? el("form", { id: "run-form", onsubmit: run(() => ({ input: parse(input.value) })) },
       el("label", { for: "assistant" }, "Assistant"), pickA,
       el("label", { for: "run-input" }, "Input (JSON)"), input,
@@ -535,10 +551,23 @@ async function explorerPage(id, threadID) {
       el("button", { type: "submit" }, "Resume")) : "",
     msg,
     el("h2", {}, "Streamed events"), events,
-    el("h2", {}, "Runs"), el("ul", { id: "runs" }, runs.map((r) => el("li", {}, el("span", { class: "mono" }, short(r.run_id)), " ", statusBadge(r.status), " ", when(r.created_at)))),
-    el("h2", {}, "History (checkpoints)"), el("ol", {}, history.map((h) => el("li", {}, el("details", {},
-      el("summary", {}, short(h.checkpoint && h.checkpoint.checkpoint_id), " ", when(h.created_at)),
-      el("pre", {}, JSON.stringify(h.values, null, 2))))))));
+    el("h2", {}, "Runs"), runsList,
+    el("h2", {}, "History (checkpoints)"), historyList));
+}
+
+// eventItem shows one streamed event: its name, the text of the messages
+// it carries (values: {messages}, updates: {node: {messages}}, messages:
+// [chunk, metadata]), and its data pretty-printed.
+function eventItem(event, data) {
+  let v;
+  try { v = JSON.parse(data); } catch { return el("li", {}, el("strong", {}, event), " ", el("span", { class: "mono" }, data)); }
+  const msgs = [];
+  const take = (o) => { if (o && Array.isArray(o.messages)) msgs.push(...o.messages); };
+  if (Array.isArray(v)) { if (v[0] && v[0].content !== undefined) msgs.push(v[0]); } else if (v && typeof v === "object") { take(v); Object.values(v).forEach(take); }
+  const text = (c) => typeof c === "string" ? c : (Array.isArray(c) ? c.map((p) => typeof p === "string" ? p : p.text || "").join("") : "");
+  return el("li", {}, el("strong", {}, event),
+    msgs.map((m) => el("p", { class: "event-msg" }, el("em", {}, (m.type || m.role || "message") + ": "), text(m.content))),
+    el("pre", {}, JSON.stringify(v, null, 2)));
 }
 
 // ---- organization ----

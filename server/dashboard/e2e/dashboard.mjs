@@ -156,15 +156,30 @@ try {
   await page.click("#new-thread");
   await page.waitForSelector("#run-form");
   const threadURL = page.url();
+  const checkpointsBefore = await page.$$eval("#history li", (l) => l.length);
   await page.fill("#run-input", '{"messages": [{"role": "user", "content": "hello"}]}');
   await page.click("#run-form button[type=submit]");
   await runDone(page, "the first run");
   check((await page.textContent("#events")).includes("values"), "a run's streamed events are shown");
+  // Without a reload the page shows what the run left: its output in the
+  // state, the run with its final status, more checkpoints.
+  const stateAfter = await page.textContent("#state");
+  check(stateAfter.includes('"count": 1') && stateAfter.includes("5 characters"), "the state shows the run's output values: " + stateAfter);
+  const runsAfter = await page.$$eval("#runs li", (l) => l.map((e) => e.textContent));
+  check(runsAfter.length === 1 && runsAfter[0].includes("success"), "the runs list has the run with its final status: " + runsAfter.join(" | "));
+  const checkpointsAfter = await page.$$eval("#history li", (l) => l.length);
+  check(checkpointsAfter > checkpointsBefore, `the history lists more checkpoints (${checkpointsBefore} → ${checkpointsAfter})`);
+  // An event's data is pretty-printed JSON (not a JSON string with escaped
+  // quotes), and a message's text reads as text.
+  const pres = await page.$$eval("#events li pre", (l) => l.map((e) => e.textContent));
+  check(pres.some((t) => t.includes('\n  "count": 1')) && !pres.some((t) => t.includes('\\"')), "an event shows its data pretty-printed: " + pres[0]);
+  check((await page.$$eval("#events .event-msg", (l) => l.map((e) => e.textContent))).some((t) => t === "ai: 5 characters"), "a streamed message's text is shown as text");
   await page.locator("#events").scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(SHOTS, "readme-explorer.png"), fullPage: false });
   await page.fill("#run-input", '{"interrupt": "go on?"}');
   await page.click("#run-form button[type=submit]");
   await runDone(page, "the interrupting run");
+  check(!!(await page.$("#interrupted")), "the thread reads as interrupted once the run ends, without a reload");
   await page.reload();
   await page.waitForSelector("#interrupted").catch(async (e) => {
     throw new Error(`the thread does not read as interrupted; its state: ${await page.textContent("#state").catch(() => "(none)")}: ${e.message}`);
@@ -175,6 +190,8 @@ try {
   await page.fill("#resume-value", '"yes"');
   await page.click("#resume-form button[type=submit]");
   await runDone(page, "the resuming run");
+  check(!(await page.$("#interrupted")) && (await page.textContent("#state")).includes("resumed with yes"), "after resuming, the state is read again: " + await page.textContent("#state"));
+  check((await page.$$eval("#runs li", (l) => l.length)) === 3, "after resuming, the runs list has the resuming run");
   await page.reload();
   await page.waitForSelector("#state");
   check(!(await page.$("#interrupted")), "the resumed thread is no longer interrupted");
