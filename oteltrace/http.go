@@ -2,6 +2,7 @@ package oteltrace
 
 import (
 	"net/http"
+	"slipway/server/httpx"
 
 	"github.com/julienschmidt/httprouter"
 	"go.opentelemetry.io/otel/attribute"
@@ -93,12 +94,9 @@ func (p *Provider) Handler(h http.Handler, routes *Routes, trust Trust) http.Han
 			}
 		}
 		ctx, span := p.tracer.Start(ctx, name, opts...)
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &httpx.StatusRecorder{ResponseWriter: w}
 		defer func() {
-			status := sw.status
-			if status == 0 {
-				status = http.StatusOK // nothing written: net/http answers 200
-			}
+			status := sw.Code() // nothing written: net/http answers 200
 			span.SetAttributes(attribute.Int("http.response.status_code", status))
 			if status >= 500 {
 				span.SetStatus(codes.Error, http.StatusText(status))
@@ -108,34 +106,3 @@ func (p *Provider) Handler(h http.Handler, routes *Routes, trust Trust) http.Han
 		h.ServeHTTP(sw, r.WithContext(ctx))
 	})
 }
-
-// statusWriter remembers the status a handler answered with.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 && code >= 200 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-// Flush keeps event streams streaming through the wrapper.
-func (s *statusWriter) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the connection (full duplex,
-// deadlines, hijacking).
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -113,14 +113,14 @@ func (m *metrics) route(method, path string, h httprouter.Handle) httprouter.Han
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		once.Do(func() { set = newSeriesSet(m.requests, m.latency, path, method) })
 		start := time.Now()
-		sw := &statusRecorder{ResponseWriter: w}
+		sw := &httpx.StatusRecorder{ResponseWriter: w}
 		defer func() {
 			if rec := recover(); rec != nil {
 				// Chain answers 500 (or breaks the connection).
 				set.observe(http.StatusInternalServerError, time.Since(start))
 				panic(rec)
 			}
-			set.observe(sw.code(), time.Since(start))
+			set.observe(sw.Code(), time.Since(start))
 		}()
 		h(sw, r, ps)
 	}
@@ -132,9 +132,9 @@ func (m *metrics) unmatched(h http.Handler) http.Handler {
 	set := newSeriesSet(m.requests, m.latency, "unmatched", "any")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusRecorder{ResponseWriter: w}
+		sw := &httpx.StatusRecorder{ResponseWriter: w}
 		h.ServeHTTP(sw, r)
-		set.observe(sw.code(), time.Since(start))
+		set.observe(sw.Code(), time.Since(start))
 	})
 }
 
@@ -154,46 +154,8 @@ func (m *metrics) observeProxy(w http.ResponseWriter, dep string) (http.Response
 		return w, func() {}
 	}
 	set, start := m.proxy(dep), time.Now()
-	sw := &statusRecorder{ResponseWriter: w}
-	return sw, func() { set.observe(sw.code(), time.Since(start)) }
-}
-
-// statusRecorder remembers the status a handler answered.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 && code >= 200 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusRecorder) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-// Flush keeps event streams streaming through the recorder.
-func (s *statusRecorder) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-// code is the answered status; a handler that wrote nothing answered 200.
-func (s *statusRecorder) code() int {
-	if s.status == 0 {
-		return http.StatusOK
-	}
-	return s.status
+	sw := &httpx.StatusRecorder{ResponseWriter: w}
+	return sw, func() { set.observe(sw.Code(), time.Since(start)) }
 }
 
 // handler serves the exposition: the control plane's registry and every

@@ -33,38 +33,6 @@ func RequestID(r *http.Request) string {
 	return id
 }
 
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	bytes  int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	n, err := s.ResponseWriter.Write(b)
-	s.bytes += n
-	return n, err
-}
-
-// Flush keeps SSE responses streaming through the wrapper.
-func (s *statusWriter) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
 // Chain wraps h with request id, access log and panic recovery. The access
 // log names the path only (never the query or headers) so that keys and
 // signed upload tokens never reach the log.
@@ -88,7 +56,7 @@ func ChainQuiet(h http.Handler, log zerolog.Logger, quiet func(*http.Request) bo
 		l := log.With().Str("request_id", id).Logger()
 		ctx := context.WithValue(context.WithValue(r.Context(), logKey, &l), reqIDKey, id)
 		r = r.WithContext(ctx)
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &StatusRecorder{ResponseWriter: w}
 		defer func() {
 			rec := recover()
 			abort := rec == http.ErrAbortHandler

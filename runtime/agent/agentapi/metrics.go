@@ -2,6 +2,7 @@ package agentapi
 
 import (
 	"net/http"
+	"slipway/server/httpx"
 	"sync/atomic"
 
 	"github.com/julienschmidt/httprouter"
@@ -44,9 +45,9 @@ func countRequests(vec *prometheus.CounterVec) func(method, path string, h httpr
 		}
 		var byClass [len(statusClasses)]atomic.Pointer[prometheus.Counter]
 		return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-			sw := &statusRecorder{ResponseWriter: w}
+			sw := &httpx.StatusRecorder{ResponseWriter: w}
 			defer func() {
-				i := sw.code() / 100
+				i := sw.Code() / 100
 				if rec := recover(); rec != nil {
 					i = 5
 					defer panic(rec)
@@ -65,41 +66,4 @@ func countRequests(vec *prometheus.CounterVec) func(method, path string, h httpr
 			h(sw, r, ps)
 		}
 	}
-}
-
-// statusRecorder remembers the status a handler answered.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 && code >= 200 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusRecorder) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-// Flush keeps event streams streaming through the recorder.
-func (s *statusRecorder) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-func (s *statusRecorder) code() int {
-	if s.status == 0 {
-		return http.StatusOK
-	}
-	return s.status
 }
