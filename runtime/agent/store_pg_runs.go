@@ -144,54 +144,9 @@ func (t *pgTx) ClaimNextRun(thread string, c runClaim) (*runRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	lease := func(r *runRecord) {
-		r.Lease = nil
-		if c.Lease > 0 {
-			r.Lease = &runLease{Worker: c.Worker, Until: c.Now.Add(c.Lease)}
-		}
-	}
-	if th.Active != "" {
-		r, err := t.GetRun(th.Active)
-		if errors.Is(err, ErrNotFound) {
-			return nil, nil
-		}
-		if err != nil || r.Lease == nil || r.Lease.Until.After(c.Now) {
-			return nil, err
-		}
-		lease(r)
-		r.UpdatedAt = c.Now
-		return r, t.PutRun(r)
-	}
-	if len(th.Queue) == 0 {
-		return nil, nil
-	}
-	id := th.Queue[0]
-	th.Queue = th.Queue[1:]
-	r, err := t.GetRun(id)
-	if errors.Is(err, ErrNotFound) {
-		return nil, t.PutThread(th)
-	}
-	if err != nil {
-		return nil, err
-	}
-	r.Status, r.UpdatedAt = RunRunning, c.Now
-	r.FirstSeq = th.Seq
-	lease(r)
-	th.Active = id
-	if err := t.PutRun(r); err != nil {
-		return nil, err
-	}
-	return r, t.PutThread(th)
+	return claimNext(t, th, c)
 }
 
 func (t *pgTx) RenewLease(run, worker string, until time.Time) error {
-	r, err := t.GetRun(run)
-	if err != nil {
-		return fmt.Errorf("renew the lease of run %s: %w", run, err)
-	}
-	if r.Status != RunRunning || r.Lease == nil || r.Lease.Worker != worker {
-		return fmt.Errorf("%w: run %s is not running under %s's claim", ErrConflict, run, worker)
-	}
-	r.Lease.Until = until
-	return t.PutRun(r)
+	return renewLease(t, run, worker, until)
 }

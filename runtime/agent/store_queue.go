@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -45,9 +46,24 @@ type queueWrites interface {
 
 func (t *boltTx) ClaimNextRun(thread string, c runClaim) (*runRecord, error) {
 	th, err := t.GetThread(thread)
-	if err != nil {
+	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	return claimNext(t, th, c)
+}
+
+func (t *boltTx) RenewLease(run, worker string, until time.Time) error {
+	return renewLease(t, run, worker, until)
+}
+
+// claimNext is ClaimNextRun on a store's Tx once it holds th (and, where
+// the store needs it, a lock on its row): the running run again when its
+// lease expired, else the head of the queue, which becomes the running
+// run. A queued run that is gone is dropped from the queue.
+func claimNext(tx Tx, th *threadRecord, c runClaim) (*runRecord, error) {
 	lease := func(r *runRecord) {
 		r.Lease = nil
 		if c.Lease > 0 {
@@ -55,35 +71,42 @@ func (t *boltTx) ClaimNextRun(thread string, c runClaim) (*runRecord, error) {
 		}
 	}
 	if th.Active != "" {
-		r, err := t.GetRun(th.Active)
-		if err != nil || r.Lease == nil || r.Lease.Until.After(c.Now) {
+		r, err := tx.GetRun(th.Active)
+		if errors.Is(err, ErrNotFound) {
 			return nil, nil
+		}
+		if err != nil || r.Lease == nil || r.Lease.Until.After(c.Now) {
+			return nil, err
 		}
 		lease(r)
 		r.UpdatedAt = c.Now
-		return r, t.PutRun(r)
+		return r, tx.PutRun(r)
 	}
 	if len(th.Queue) == 0 {
 		return nil, nil
 	}
 	id := th.Queue[0]
 	th.Queue = th.Queue[1:]
-	r, err := t.GetRun(id)
+	r, err := tx.GetRun(id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, tx.PutThread(th)
+	}
 	if err != nil {
-		return nil, t.PutThread(th)
+		return nil, err
 	}
 	r.Status, r.UpdatedAt = RunRunning, c.Now
 	r.FirstSeq = th.Seq
 	lease(r)
 	th.Active = id
-	if err := t.PutRun(r); err != nil {
+	if err := tx.PutRun(r); err != nil {
 		return nil, err
 	}
-	return r, t.PutThread(th)
+	return r, tx.PutThread(th)
 }
 
-func (t *boltTx) RenewLease(run, worker string, until time.Time) error {
-	r, err := t.GetRun(run)
+// renewLease is RenewLease on a store's Tx.
+func renewLease(tx Tx, run, worker string, until time.Time) error {
+	r, err := tx.GetRun(run)
 	if err != nil {
 		return fmt.Errorf("renew the lease of run %s: %w", run, err)
 	}
@@ -91,5 +114,5 @@ func (t *boltTx) RenewLease(run, worker string, until time.Time) error {
 		return fmt.Errorf("%w: run %s is not running under %s's claim", ErrConflict, run, worker)
 	}
 	r.Lease.Until = until
-	return t.PutRun(r)
+	return tx.PutRun(r)
 }
