@@ -156,15 +156,7 @@ func (t *pgTx) SearchAssistants(q AssistantQuery) ([]Assistant, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Assistant, 0, len(raws))
-	for _, raw := range raws {
-		a, err := decodeAssistant(raw)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *a)
-	}
-	return out, nil
+	return decodeAll(raws, decodeAssistant)
 }
 
 func (t *pgTx) CountAssistants(q AssistantQuery) (int, error) {

@@ -120,15 +120,7 @@ func (t *pgTx) SearchCrons(f CronFilter) ([]Cron, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Cron, 0, len(raws))
-	for _, raw := range raws {
-		c, err := decodeCron(raw)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *c)
-	}
-	return out, nil
+	return decodeAll(raws, decodeCron)
 }
 
 func (t *pgTx) CountCrons(f CronFilter) (int, error) {

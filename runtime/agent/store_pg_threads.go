@@ -154,6 +154,19 @@ func (t *pgTx) DeleteThreadRecord(id string) error {
 // bbolt index keys; residual tests the rest on decoded records, at most
 // maxResidualScan of them, so a search answers (or is refused) exactly
 // as on bbolt.
+// decodeAll decodes a page of records' bodies.
+func decodeAll[T any](raws [][]byte, decode func([]byte) (*T, error)) ([]T, error) {
+	out := make([]T, 0, len(raws))
+	for _, raw := range raws {
+		v, err := decode(raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *v)
+	}
+	return out, nil
+}
+
 type pgSearch struct {
 	table, id, where, order string
 	args                    []any
