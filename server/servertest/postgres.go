@@ -78,3 +78,20 @@ func PostgresSchemas(t testing.TB) func() (string, error) {
 		return base + sep + "search_path=" + schema, nil
 	}
 }
+
+// PostgresCount answers a counting query (one integer) on url: a test's
+// check that an agent's state landed in its database.
+func PostgresCount(t testing.TB, url, query string) int {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal("connect to the agent's schema")
+	}
+	defer c.Close(ctx)
+	var n int
+	if err := c.QueryRow(ctx, query).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}

@@ -1,14 +1,11 @@
 package js_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"slipway/server/servertest"
 )
@@ -31,15 +28,8 @@ func TestJSCheckpointerConformanceOnPostgres(t *testing.T) {
 	runJSConformance(t, map[string]string{"SLIPWAY_AGENT_POSTGRES_URL": url})
 	// The agent's state is in the database, not in a bbolt file: its
 	// system assistant (the suite deletes the threads it wrote).
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal("connect to the agent's schema")
-	}
-	defer c.Close(ctx)
-	var n int
-	if err := c.QueryRow(ctx, "select count(*) from assistants").Scan(&n); err != nil || n == 0 {
-		t.Fatalf("assistants in PostgreSQL: %d %v, want the agent's", n, err)
+	if n := servertest.PostgresCount(t, url, "select count(*) from assistants"); n == 0 {
+		t.Fatal("no assistant in PostgreSQL, want the agent's")
 	}
 }
 

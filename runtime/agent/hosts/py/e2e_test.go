@@ -1,7 +1,6 @@
 package py_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,8 +10,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"slipway/server/servertest"
 )
@@ -59,15 +56,8 @@ func TestPyCheckpointerConformanceOnPostgres(t *testing.T) {
 	runPyConformance(t, map[string]string{"SLIPWAY_AGENT_POSTGRES_URL": url})
 	// The agent's state is in the database, not in a bbolt file: its
 	// system assistant (the suite deletes the threads it wrote).
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal("connect to the agent's schema")
-	}
-	defer c.Close(ctx)
-	var n int
-	if err := c.QueryRow(ctx, "select count(*) from assistants").Scan(&n); err != nil || n == 0 {
-		t.Fatalf("assistants in PostgreSQL: %d %v, want the agent's", n, err)
+	if n := servertest.PostgresCount(t, url, "select count(*) from assistants"); n == 0 {
+		t.Fatal("no assistant in PostgreSQL, want the agent's")
 	}
 }
 
@@ -161,20 +151,9 @@ func TestPyHostThroughSDKOnPostgres(t *testing.T) {
 	defer minter.Close()
 	pyHostSuite(t, "PYHOST_POSTGRES_MINT="+minter.URL)
 	// The agents kept their threads and runs there, not in bbolt.
-	ctx := context.Background()
 	threads := 0
 	for _, url := range urls {
-		c, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Fatal("connect to an agent's schema")
-		}
-		var n int
-		err = c.QueryRow(ctx, "select (select count(*) from threads) + (select count(*) from runs)").Scan(&n)
-		c.Close(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		threads += n
+		threads += servertest.PostgresCount(t, url, "select (select count(*) from threads) + (select count(*) from runs)")
 	}
 	if len(urls) < 2 || threads == 0 {
 		t.Fatalf("%d agents took a schema, %d threads and runs were kept in them", len(urls), threads)
