@@ -40,48 +40,9 @@ func pyHostPython(t *testing.T) string {
 // its state is unchanged, its history is its latest checkpoint only, and a
 // new run continues from it.
 func TestTTLKeepLatestPythonHost(t *testing.T) {
-	python := pyHostPython(t)
-	_, file, _, _ := runtime.Caller(0)
-	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "testdata", "graphs", "py-agent", "steps.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The host and its data outlive the test's last line by a moment: a
-	// directory of our own, removed best-effort.
-	dir, err := os.MkdirTemp("", "ttlpy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	project := filepath.Join(dir, "project")
-	if err := os.MkdirAll(project, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(project, "langgraph.json")
-	for name, body := range map[string][]byte{"steps.py": src, "langgraph.json": []byte(`{"graphs": {"steps": "./steps.py:graph"}}`)} {
-		if err := os.WriteFile(filepath.Join(project, name), body, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	graphs, _, err := LoadGraphs(cfg, os.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := storage.Open(filepath.Join(dir, "agent.db"), time.Second, Migrations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
 	clk := &fakeClock{}
 	clk.Set("2026-03-01T10:00:00Z")
-	e := &Engine{DB: db, Graphs: graphs, Workers: 2, Timeout: time.Minute, Log: zerolog.Nop(), Python: python,
-		Clock: clk.Now, CronTick: time.Hour, TTLTick: time.Hour}
-	t.Cleanup(func() { cancel(); e.Wait(); db.Close(); os.RemoveAll(dir) })
-	if err := e.StartHosts(ctx, dir, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e := stepsHostEngine(t, "ttlpy", func(e *Engine) { e.Clock = clk.Now })
 	th, err := e.CreateThread("", nil, "")
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +54,7 @@ func TestTTLKeepLatestPythonHost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.Join(ctx, id, r.RunID); err != nil {
+		if _, err := e.Join(context.Background(), id, r.RunID); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := e.GetRun(id, r.RunID); got.Status != RunSuccess {
@@ -137,4 +98,53 @@ func TestTTLKeepLatestPythonHost(t *testing.T) {
 	if steps, _ := again.Values["steps"].([]any); err != nil || len(steps) != 12 {
 		t.Fatalf("a run after keep_latest: %v %v", again.Values, err)
 	}
+}
+
+// stepsHostEngine starts an engine (bbolt) serving
+// testdata/graphs/py-agent/steps.py in a Python host, configured further by
+// configure before it starts. The host and its data outlive the test's
+// last line by a moment: a directory of their own (prefix), removed
+// best-effort.
+func stepsHostEngine(t *testing.T, prefix string, configure func(*Engine)) *Engine {
+	t.Helper()
+	python := pyHostPython(t)
+	_, file, _, _ := runtime.Caller(0)
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "testdata", "graphs", "py-agent", "steps.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := filepath.Join(dir, "project")
+	if err := os.MkdirAll(project, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(project, "langgraph.json")
+	for name, body := range map[string][]byte{"steps.py": src, "langgraph.json": []byte(`{"graphs": {"steps": "./steps.py:graph"}}`)} {
+		if err := os.WriteFile(filepath.Join(project, name), body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	graphs, _, err := LoadGraphs(cfg, os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(filepath.Join(dir, "agent.db"), time.Second, Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Engine{DB: db, Graphs: graphs, Workers: 2, Timeout: time.Minute, Log: zerolog.Nop(), Python: python,
+		CronTick: time.Hour, TTLTick: time.Hour}
+	configure(e)
+	t.Cleanup(func() { cancel(); e.Wait(); db.Close(); os.RemoveAll(dir) })
+	if err := e.StartHosts(ctx, dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
