@@ -38,16 +38,7 @@ import (
 // SLIPWAY_BENCH_ROUNDS (default 8) and SLIPWAY_BENCH_ROUND (default 2s)
 // set the rounds.
 func BenchmarkMetricsOverhead(b *testing.B) {
-	rounds, round := 8, 2*time.Second
-	if v, err := strconv.Atoi(os.Getenv("SLIPWAY_BENCH_ROUNDS")); err == nil && v > 0 {
-		rounds = v
-	}
-	if v, err := time.ParseDuration(os.Getenv("SLIPWAY_BENCH_ROUND")); err == nil && v > 0 {
-		round = v
-	}
-	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
-		b.Logf("load average at start: %s", strings.TrimSpace(string(load)))
-	}
+	rounds, round := benchRounds(b, 8)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128, MaxIdleConns: 256}}
 	var getOps [2]func() error
 	for i, on := range []bool{false, true} {
@@ -235,3 +226,21 @@ type discardWriter struct{ h http.Header }
 func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discardWriter) WriteHeader(int)             {}
+
+// benchRounds is how many rounds of how long a side-by-side benchmark
+// alternates its variants (SLIPWAY_BENCH_ROUNDS, default def;
+// SLIPWAY_BENCH_ROUND, default 2s); it logs the load average the run
+// starts under, for BENCHMARKS.md.
+func benchRounds(b *testing.B, def int) (int, time.Duration) {
+	rounds, round := def, 2*time.Second
+	if v, err := strconv.Atoi(os.Getenv("SLIPWAY_BENCH_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	if v, err := time.ParseDuration(os.Getenv("SLIPWAY_BENCH_ROUND")); err == nil && v > 0 {
+		round = v
+	}
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		b.Logf("load average at start: %s", strings.TrimSpace(string(load)))
+	}
+	return rounds, round
+}

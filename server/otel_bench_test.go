@@ -6,9 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,16 +26,7 @@ import (
 // SLIPWAY_BENCH_ROUNDS (default 6) and SLIPWAY_BENCH_ROUND (default 2s)
 // set the rounds.
 func BenchmarkTracesOverhead(b *testing.B) {
-	rounds, round := 6, 2*time.Second
-	if v, err := strconv.Atoi(os.Getenv("SLIPWAY_BENCH_ROUNDS")); err == nil && v > 0 {
-		rounds = v
-	}
-	if v, err := time.ParseDuration(os.Getenv("SLIPWAY_BENCH_ROUND")); err == nil && v > 0 {
-		round = v
-	}
-	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
-		b.Logf("load average at start: %s", strings.TrimSpace(string(load)))
-	}
+	rounds, round := benchRounds(b, 6)
 	var exported atomic.Int64
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
