@@ -127,18 +127,7 @@ func (t *pgTx) assistantSearch(q AssistantQuery) *pgSearch {
 	if q.GraphID != "" {
 		s.filter("graph_id = $%d", q.GraphID)
 	}
-	residual := map[string]any{}
-	var metas [][]byte
-	for k, v := range q.Metadata {
-		if enc, ok := metaIndexable(k, v); ok {
-			metas = append(metas, metaPrefix(k, enc))
-		} else {
-			residual[k] = v
-		}
-	}
-	if len(metas) > 0 {
-		s.filter("metas @> $%d", metas)
-	}
+	residual := s.metadata(q.Metadata)
 	if q.Name != "" || len(residual) > 0 {
 		s.residual = func(raw []byte) (bool, error) {
 			a, err := decodeAssistant(raw)

@@ -91,18 +91,7 @@ func (t *pgTx) cronSearch(f CronFilter) *pgSearch {
 	if f.Enabled != nil {
 		s.filter("enabled = $%d", *f.Enabled)
 	}
-	residual := map[string]any{}
-	var metas [][]byte
-	for k, v := range f.Metadata {
-		if enc, ok := metaIndexable(k, v); ok {
-			metas = append(metas, metaPrefix(k, enc))
-		} else {
-			residual[k] = v
-		}
-	}
-	if len(metas) > 0 {
-		s.filter("metas @> $%d", metas)
-	}
+	residual := s.metadata(f.Metadata)
 	if len(residual) > 0 {
 		s.residual = func(raw []byte) (bool, error) {
 			c, err := decodeCron(raw)

@@ -167,6 +167,25 @@ func decodeAll[T any](raws [][]byte, decode func([]byte) (*T, error)) ([]T, erro
 	return out, nil
 }
 
+// metadata filters on the metadata pairs the "metas" GIN index holds
+// (scalar values, as the bbolt store's postings) and returns the others,
+// which the search tests on each record (residual).
+func (s *pgSearch) metadata(md map[string]any) (residual map[string]any) {
+	residual = map[string]any{}
+	var metas [][]byte
+	for k, v := range md {
+		if enc, ok := metaIndexable(k, v); ok {
+			metas = append(metas, metaPrefix(k, enc))
+		} else {
+			residual[k] = v
+		}
+	}
+	if len(metas) > 0 {
+		s.filter("metas @> $%d", metas)
+	}
+	return residual
+}
+
 type pgSearch struct {
 	table, id, where, order string
 	args                    []any
@@ -301,18 +320,7 @@ func (t *pgTx) threadSearch(f ThreadFilter) *pgSearch {
 	if f.Status != "" {
 		q.filter("status = $%d", f.Status)
 	}
-	residual := map[string]any{}
-	var metas [][]byte
-	for k, v := range f.Metadata {
-		if enc, ok := metaIndexable(k, v); ok {
-			metas = append(metas, metaPrefix(k, enc))
-		} else {
-			residual[k] = v
-		}
-	}
-	if len(metas) > 0 {
-		q.filter("metas @> $%d", metas)
-	}
+	residual := q.metadata(f.Metadata)
 	if len(residual) > 0 || len(f.Values) > 0 {
 		q.residual = func(raw []byte) (bool, error) {
 			r, err := decodeThread(raw)
