@@ -105,6 +105,11 @@ func main() {
 	refGraph := flag.String("reference-graph", "", "assistant/graph id on the reference server (default: -graph)")
 	graphConfig := flag.String("graph-config", "", "langgraph.json for slipway agent (SLIPWAY_GRAPH_CONFIG) and for the reference server; empty: the built-in echo graph, and the reference directory's own configuration")
 	graph := flag.String("graph", "echo", "assistant/graph id slipway agent runs")
+	aegraVenv := flag.String("aegra", "", "a virtualenv with aegra-api: measure Aegra too, serving -graph-config over -aegra-database")
+	aegraDB := flag.String("aegra-database", "", "an empty PostgreSQL database for Aegra (postgresql://user:password@host:port/name)")
+	baseline := flag.String("baseline", "", "with more than two servers, the one the others are compared with (default: the last measured)")
+	var extraAgents agentSubjects
+	flag.Var(&extraAgents, "agent", "another slipway agent to measure: 'NAME;KEY=VALUE;...' adds environment variables, ';roles=api,queue,...' starts a process per role (repeatable)")
 	streamRuns := flag.Int("stream-runs", 200, "sequential streamed runs timed to their first events")
 	seq := flag.Int("seq", 1000, "sequential runs")
 	conc := flag.Int("concurrency", 16, "concurrent clients")
@@ -157,6 +162,24 @@ func main() {
 	if *refURL != "" {
 		results = append(results, measure("reference", *refURL, *refGraph, refPIDs, *refSeq, *conc, *refConcRuns, *refRSSRuns, *streamRuns))
 	}
+	for _, s := range extraAgents {
+		u, pids, stop, err := startSubject(*bin, *graphConfig, s)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtool:", err)
+			os.Exit(1)
+		}
+		results = append(results, measure(s.name, u, *graph, pids, *seq, *conc, *concRuns, *rssRuns, *streamRuns))
+		stop()
+	}
+	if *aegraVenv != "" {
+		u, pids, stop, err := startAegra(*aegraVenv, *graphConfig, *aegraDB)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtool:", err)
+			os.Exit(1)
+		}
+		results = append(results, measure("aegra", u, *refGraph, pids, *refSeq, *conc, *refConcRuns, *refRSSRuns, *streamRuns))
+		stop()
+	}
 	// The closed loop above runs each server as fast as it goes, so the
 	// concurrent phase's creation latency is that of a saturated slipway
 	// against a reference serving a few dozen runs a second. At the
@@ -204,6 +227,12 @@ func main() {
 	if *asJSON {
 		printJSON(results)
 	}
+	if len(results) > 2 {
+		if *baseline == "" {
+			*baseline = results[len(results)-1].name
+		}
+		printRatios(results, *baseline)
+	}
 	if len(results) == 2 {
 		s, ref := results[0], results[1]
 		ratio := func(a, b time.Duration) float64 { return float64(a) / float64(b) }
@@ -229,6 +258,13 @@ func main() {
 var hostReady string
 
 func startAgent(bin, graphConfig string) (string, int, func(), error) {
+	return startAgentWith(bin, graphConfig, nil)
+}
+
+// startAgentWith starts `slipway agent` with env added to its environment
+// (the agent measured first has none, and only its host's start-up is
+// reported).
+func startAgentWith(bin, graphConfig string, env []string) (string, int, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", 0, nil, err
@@ -241,6 +277,7 @@ func startAgent(bin, graphConfig string) (string, int, func(), error) {
 	}
 	cmd := exec.Command(bin, "agent")
 	cmd.Env = append(os.Environ(), "SLIPWAY_AGENT_ADDR="+addr, "SLIPWAY_AGENT_DATA_DIR="+dir, "SLIPWAY_LOG_LEVEL=warn")
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	var readyLine chan string
 	if graphConfig != "" {
@@ -290,7 +327,7 @@ func startAgent(bin, graphConfig string) (string, int, func(), error) {
 		if resp, err := http.Get(u + "/ok"); err == nil {
 			resp.Body.Close()
 			fmt.Printf("slipway agent: exec to first served /ok %.0f ms\n", float64(time.Since(started))/float64(time.Millisecond))
-			if readyLine != nil {
+			if readyLine != nil && len(env) == 0 {
 				select {
 				case hostReady = <-readyLine:
 				case <-time.After(time.Second):
