@@ -117,7 +117,7 @@ function schemaForm(schema) {
     const p = resolve(schema, p0);
     const id = "in-" + name.replace(/[^A-Za-z0-9_-]/g, "_");
     let kind = "json";
-    if (name === "messages" && p.type === "array") kind = "messages";
+    if (name === "messages" && p.type === "array" && p.items) kind = "messages";
     else if (Array.isArray(p.enum)) kind = "enum";
     else if (["string", "number", "integer", "boolean"].includes(p.type)) kind = p.type;
     else if (p.type === "array" && resolve(schema, p.items || {}).type === "string") kind = "lines";
@@ -151,7 +151,7 @@ function schemaForm(schema) {
         default: if (v.trim() === "") return undefined; try { return JSON.parse(v); } catch { throw new Error("Not valid JSON."); }
       }
     };
-    return { name, wrap, input, err, read };
+    return { name, kind, wrap, input, err, read };
   });
   const toggle = el("input", { type: "checkbox", id: "raw-json" });
   const formBox = el("div", { id: "input-fields" }, fields.map((f) => f.wrap));
@@ -176,7 +176,9 @@ function schemaForm(schema) {
     if (on) { const v = formValue(); if (v && Object.keys(v).length) raw.value = JSON.stringify(v, null, 2); }
   };
   toggle.addEventListener("change", () => showRaw(toggle.checked));
-  if (!fields.length) toggle.checked = true;
+  // A form of JSON boxes only (no schema, or the agent's placeholder for
+  // a graph that publishes none) helps nobody: Raw JSON is the default.
+  if (fields.every((f) => f.kind === "json")) toggle.checked = true;
   showRaw(toggle.checked);
   return {
     el: el("div", {}, fields.length ? el("p", {}, el("label", { for: "raw-json", class: "inline" }, toggle, " Raw JSON")) : el("p", { class: "hint" }, "This graph publishes no input schema: its input is JSON."), formBox, rawBox),
@@ -234,6 +236,11 @@ async function explorerPage(id, threadID) {
   const chosen = (thread && thread.metadata && thread.metadata.assistant_id) || sessionStorage.getItem(prefKey);
   const pickA = el("select", { id: "assistant" }, assistants.map((a) => el("option", { value: a.assistant_id, selected: a.assistant_id === chosen },
     `${a.name || a.graph_id} (graph ${a.graph_id}, v${a.version ?? 1})`)));
+  // A thread's assistant that could not be listed (searches refused) is
+  // still the one its graph and schema are read from.
+  if (thread && chosen && !assistants.some((a) => a.assistant_id === chosen)) {
+    pickA.append(el("option", { value: chosen, selected: true }, `graph ${(thread.metadata && thread.metadata.graph_id) || "?"} (${short(chosen)})`));
+  }
   const assistantItem = (a) => {
     const versions = el("ol", { class: "versions" });
     return el("li", { "data-assistant": a.assistant_id }, el("strong", {}, a.graph_id), " ", a.name && a.name !== a.graph_id ? a.name + " " : "",
@@ -251,7 +258,7 @@ async function explorerPage(id, threadID) {
   };
   out.append(
     el("section", {}, el("h2", {}, "Graphs and assistants"),
-      assistants.length ? el("p", {}, el("label", { for: "assistant" }, "Assistant for runs"), pickA) : "",
+      pickA.options.length ? el("p", {}, el("label", { for: "assistant" }, "Assistant for runs"), pickA) : "",
       el("ul", { id: "assistants" }, assistants.map(assistantItem))),
     el("section", {}, el("h2", {}, "Threads"),
       el("ul", { id: "threads" }, threads.map((t) => el("li", {}, el("a", { href: `#/d/${id}/agent/${t.thread_id}` }, short(t.thread_id)), " ",
@@ -310,7 +317,7 @@ async function threadView(out, { base, threadID, pickA, prefKey }) {
   let form = null;
   const loadSchema = async () => {
     let schemas = {};
-    try { schemas = await api("GET", `${base}/assistants/${aid()}/schemas`); } catch { schemas = {}; }
+    if (aid()) try { schemas = await api("GET", `${base}/assistants/${aid()}/schemas`); } catch { schemas = {}; }
     form = schemaForm(schemas.input_schema || {});
     formBox.replaceChildren(form.el);
     const has = (s) => !!(s && s.properties && s.properties.messages);

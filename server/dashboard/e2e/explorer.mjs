@@ -161,7 +161,7 @@ try {
   check(branches.length === 2, `the history keeps both branches: ${branches}`);
   await page.locator("#history li[data-fork=true] summary").click();
   await page.locator("#history").scrollIntoViewIfNeeded();
-  await page.locator("#history").screenshot({ path: join(SHOTS, "explorer-history.png") });
+  await page.locator("section", { has: page.locator("#history") }).screenshot({ path: join(SHOTS, "explorer-history.png") });
 
   // Parent with a subgraph: xray draws the subgraph's nodes in a group,
   // and the subgraph's running node is highlighted.
