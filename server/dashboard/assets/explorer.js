@@ -302,7 +302,10 @@ async function threadView(out, { base, threadID, pickA, prefKey }) {
   };
 
   const chat = chatView();
-  const chatInput = el("textarea", { id: "chat-input", rows: 2 });
+  // Enter sends, Shift+Enter starts a new line (as in chat tools).
+  const chatInput = el("textarea", { id: "chat-input", rows: 2, "aria-describedby": "chat-hint", onkeydown: (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); ev.target.form.requestSubmit(); }
+  } });
   const chatSection = el("section", { id: "chat-panel" }, el("h2", {}, "Chat"), chat.el,
     canWrite ? el("form", { id: "chat-form", onsubmit: (ev) => {
       ev.preventDefault();
@@ -310,7 +313,8 @@ async function threadView(out, { base, threadID, pickA, prefKey }) {
       const input = { messages: [{ role: "human", content: chatInput.value }] };
       chatInput.value = "";
       run({ input });
-    } }, el("label", { for: "chat-input" }, "Message"), chatInput, el("p", {}, el("button", { class: "primary", type: "submit" }, "Send"))) : "");
+    } }, el("label", { for: "chat-input" }, "Message"), chatInput,
+      el("p", { class: "hint", id: "chat-hint" }, "Enter sends; Shift+Enter starts a new line. Sent as the next run's input."), el("p", {}, el("button", { class: "primary", type: "submit" }, "Send"))) : "");
   chatSection.hidden = true;
 
   const formBox = el("div");

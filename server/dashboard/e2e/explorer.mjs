@@ -92,8 +92,10 @@ try {
   check((await page.$$("#graph .graph-edge.conditional")).length === 2, "react's two conditional edges are drawn dashed");
   check(!(await page.isHidden("#chat-panel")), "a graph with messages gets the chat view");
   await watch(page);
-  await page.fill("#chat-input", "weather in Paris");
-  await page.click("#chat-form button[type=submit]");
+  // Typed and sent from the keyboard alone.
+  await page.focus("#chat-input");
+  await page.keyboard.type("weather in Paris");
+  await page.keyboard.press("Enter");
   await runDone(page, "the chat message");
   const answer = "The tool says: It is sunny in Paris.";
   await page.waitForFunction((a) => [...document.querySelectorAll("#chat li[data-role=ai] .chat-text")].some((p) => p.textContent === a), answer);
@@ -112,6 +114,16 @@ try {
   await page.locator("#thread").scrollIntoViewIfNeeded();
   await page.evaluate(() => document.getElementById("thread").scrollIntoView());
   await page.screenshot({ path: join(SHOTS, "explorer-chat.png") });
+
+  // The assistant's versions, listed on demand.
+  await page.goto(`${BASE}/#/d/${DEP}/agent`);
+  await page.waitForFunction(() => !document.getElementById("thread") && document.querySelector("#assistants li"));
+  const reactItem = page.locator("#assistants > li", { has: page.locator("strong", { hasText: /^react$/ }) });
+  await reactItem.locator("summary").click();
+  check((await reactItem.locator("pre").textContent()).includes('"config"'), "an assistant shows its config and context");
+  await reactItem.locator("button", { hasText: "Show versions" }).click();
+  await reactItem.locator(".versions li").first().waitFor();
+  check((await reactItem.locator(".versions li").first().textContent()).startsWith("version 1"), "an assistant's versions are listed");
 
   // The approval graph: its input form from the schema (validated), an
   // interrupt resumed from its form, then a fork from an earlier checkpoint.
@@ -159,6 +171,7 @@ try {
     `the history shows the new branch from the forked checkpoint: ${JSON.stringify(fork)}`);
   const branches = await page.$$eval("#history li", (l) => [...new Set(l.map((e) => e.getAttribute("data-branch")))]);
   check(branches.length === 2, `the history keeps both branches: ${branches}`);
+  await a11y(page, "agent explorer (interrupt, history with a fork)");
   await page.locator("#history li[data-fork=true] summary").click();
   await page.locator("#history").scrollIntoViewIfNeeded();
   await page.locator("section", { has: page.locator("#history") }).screenshot({ path: join(SHOTS, "explorer-history.png") });
