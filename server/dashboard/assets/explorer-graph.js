@@ -128,5 +128,6 @@ function drawGraph(graph, title) {
     g.classList.remove("running", "done");
     if (how) g.classList.add(how);
   };
-  return { svg, mark, has: (id) => shapes.has(id), clear: () => shapes.forEach((g) => g.classList.remove("running", "done")) };
+  const breakpoint = (id, on) => { const g = shapes.get(id); if (g) g.classList.toggle("breakpoint", on); };
+  return { svg, mark, breakpoint, has: (id) => shapes.has(id), clear: () => shapes.forEach((g) => g.classList.remove("running", "done")) };
 }

@@ -282,6 +282,16 @@ async function threadView(out, { base, threadID, pickA, prefKey }) {
   const xray = el("input", { type: "checkbox", id: "xray" });
   const graphBox = el("div", { id: "graph", class: "graph-box", tabindex: "0", role: "group", "aria-label": "Graph drawing" });
   const running = el("p", { id: "running-node", class: "hint", "aria-live": "polite" });
+  // Breakpoints: the run pauses before the ticked nodes (interrupt_before).
+  const breakBox = el("fieldset", { id: "breakpoints", class: "breakpoints" });
+  const breakpoints = () => [...breakBox.querySelectorAll("input:checked")].map((c) => c.value);
+  const showBreakpoints = (g) => {
+    const keep = new Set(breakpoints());
+    const names = (g.nodes || []).map((n) => n.id).filter((n) => !n.startsWith("__") && !n.includes(":"));
+    breakBox.replaceChildren(el("legend", {}, "Pause before"), ...names.map((n) => el("label", { class: "inline" },
+      el("input", { type: "checkbox", value: n, checked: keep.has(n), onchange: (ev) => drawn && drawn.breakpoint(n, ev.target.checked) }), " " + n + " ")));
+    breakBox.hidden = !canWrite || !names.length;
+  };
   let drawn = null;
   const loadGraph = async () => {
     if (!aid()) return;
@@ -290,6 +300,8 @@ async function threadView(out, { base, threadID, pickA, prefKey }) {
       const a = pickA.selectedOptions[0];
       drawn = drawGraph(g, "Graph of " + (a ? a.textContent : aid()));
       graphBox.replaceChildren(drawn.svg);
+      showBreakpoints(g);
+      breakpoints().forEach((n) => drawn.breakpoint(n, true));
     } catch (e) { drawn = null; graphBox.replaceChildren(errorBox(e)); }
   };
   xray.addEventListener("change", loadGraph);
@@ -367,7 +379,12 @@ async function threadView(out, { base, threadID, pickA, prefKey }) {
       el("p", { class: "s-warn", id: "interrupted" }, "This thread is interrupted and waits for a value."),
       el("ul", { class: "interrupts" }, interrupts.map((i) => el("li", {}, i.node ? el("strong", {}, i.node + ": ") : "",
         el("pre", { class: "interrupt-value", tabindex: "0" }, JSON.stringify(i.value, null, 2))))),
-      canWrite ? resumeForm(interrupts) : ""] : []));
+      canWrite ? resumeForm(interrupts) : ""] : (state.next || []).length ? [
+      // Stopped with nodes still to run and nothing asked: a breakpoint
+      // (or a run that failed); going on is a run without input.
+      el("h2", {}, "Paused"),
+      el("p", { class: "s-warn", id: "paused" }, "This thread stopped before: " + state.next.join(", ") + "."),
+      canWrite ? el("p", {}, el("button", { type: "button", id: "continue", onclick: () => run({ input: null }) }, "Continue")) : ""] : []));
     runsList.replaceChildren(...runs.map((r) => el("li", {}, el("span", { class: "mono" }, short(r.run_id)), " ", statusBadge(r.status), " ", when(r.created_at))));
     showHistory(history, state.checkpoint && state.checkpoint.checkpoint_id);
   };
@@ -462,7 +479,8 @@ async function threadView(out, { base, threadID, pickA, prefKey }) {
     let ok = true;
     try {
       await streamSSE(`${base}/threads/${threadID}/runs/stream`, {
-        assistant_id: aid(), stream_mode: ["values", "updates", "messages-tuple", "tasks"], stream_subgraphs: true, ...body,
+        assistant_id: aid(), stream_mode: ["values", "updates", "messages-tuple", "tasks"], stream_subgraphs: true,
+        ...(breakpoints().length ? { interrupt_before: breakpoints() } : {}), ...body,
       }, enqueue);
     } catch (e) { ok = false; msg.replaceChildren(errorBox(e)); }
     if (draining) await draining;
@@ -485,7 +503,7 @@ async function threadView(out, { base, threadID, pickA, prefKey }) {
   out.append(el("div", { id: "thread" }, el("h2", {}, "Thread " + threadID),
     el("div", { class: "explorer-grid" },
       el("section", { id: "graph-panel" }, el("h2", {}, "Graph"),
-        el("p", {}, el("label", { for: "xray", class: "inline" }, xray, " Show subgraphs (xray)")), graphBox, running),
+        el("p", {}, el("label", { for: "xray", class: "inline" }, xray, " Show subgraphs (xray)")), graphBox, running, breakBox),
       el("div", {}, chatSection, canWrite ? el("section", { id: "input-panel" }, el("h2", {}, "Input"), runForm) : "")),
     interruptsBox, msg,
     el("section", {}, el("h2", {}, "Streamed events"), events),

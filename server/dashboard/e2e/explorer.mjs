@@ -115,6 +115,21 @@ try {
   await page.evaluate(() => document.getElementById("thread").scrollIntoView());
   await page.screenshot({ path: join(SHOTS, "explorer-chat.png") });
 
+  // A breakpoint: the next message's run pauses before "tools"; Continue
+  // goes on from there.
+  await page.check("#breakpoints input[value=tools]");
+  check(await page.$eval("#graph [data-node=tools]", (g) => g.classList.contains("breakpoint")), "a breakpoint is marked on its node");
+  await page.fill("#chat-input", "weather in Rome");
+  await page.click("#chat-form button[type=submit]");
+  await runDone(page, "the run with a breakpoint");
+  check((await page.textContent("#paused")).includes("tools"), "the thread shows it paused before tools");
+  check(!(await page.textContent("#chat")).includes("sunny in Rome"), "the tool has not run yet");
+  await page.click("#continue");
+  await runDone(page, "the continued run");
+  await page.waitForFunction(() => document.querySelector("#chat").textContent.includes("The tool says: It is sunny in Rome."));
+  check(!(await page.$("#paused")), "continued, the run went through the tool to the answer");
+  await page.uncheck("#breakpoints input[value=tools]");
+
   // The assistant's versions, listed on demand.
   await page.goto(`${BASE}/#/d/${DEP}/agent`);
   await page.waitForFunction(() => !document.getElementById("thread") && document.querySelector("#assistants li"));
