@@ -73,8 +73,8 @@ type chartSnapshot struct {
 	ok       bool // the agent's metrics were read
 	runs     map[string]float64
 	buckets  []bucket // run durations, all outcomes summed; cumulative, +Inf last
-	pending  float64
-	running  float64
+	pending  *float64 // nil: the agent does not expose it
+	running  *float64
 	cpu, mem float64
 	hasCPU   bool
 	hasMem   bool
@@ -155,7 +155,7 @@ func chartPoint(prev *chartSnapshot, cur chartSnapshot) (ChartPoint, []bucket) {
 	if !cur.ok {
 		return p, nil
 	}
-	p.Pending, p.Running = ptr(cur.pending), ptr(cur.running)
+	p.Pending, p.Running = cur.pending, cur.running
 	if prev == nil || !prev.ok {
 		// The first read of an agent is the baseline: what it counted
 		// before is not placed in time.
@@ -452,9 +452,9 @@ func snapshots(fams []*dto.MetricFamily, now time.Time) map[string]chartSnapshot
 			case famRuns:
 				s.runs[outcome] += m.GetCounter().GetValue()
 			case famPending:
-				s.pending = m.GetGauge().GetValue()
+				s.pending = ptr(m.GetGauge().GetValue())
 			case famRunning:
-				s.running = m.GetGauge().GetValue()
+				s.running = ptr(m.GetGauge().GetValue())
 			case famDuration:
 				h := m.GetHistogram()
 				if durations[dep] == nil {

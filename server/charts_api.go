@@ -26,9 +26,9 @@ func (a *app) deploymentMetrics(w http.ResponseWriter, r *http.Request, ps httpr
 	if err != nil {
 		return err
 	}
-	window := r.URL.Query().Get("window")
-	if window == "" {
-		window = "1h"
+	window := "1h"
+	if q := r.URL.Query(); q.Has("window") {
+		window = q.Get("window")
 	}
 	if window != chartWindows[0] && window != chartWindows[1] {
 		return httpx.Invalid("enum", "Input should be '1h' or '24h'", "query", "window")

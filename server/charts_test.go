@@ -87,7 +87,7 @@ func TestChartQuantile(t *testing.T) {
 
 // snap is a read of an agent: runs by outcome, durations, gauges.
 func snap(at time.Time, runs map[string]float64, bs []bucket, cpu, mem float64) chartSnapshot {
-	return chartSnapshot{at: at, ok: true, runs: runs, buckets: bs, pending: 2, running: 1, cpu: cpu, hasCPU: true, mem: mem, hasMem: true}
+	return chartSnapshot{at: at, ok: true, runs: runs, buckets: bs, pending: ptr(2), running: ptr(1), cpu: cpu, hasCPU: true, mem: mem, hasMem: true}
 }
 
 func TestChartPoint(t *testing.T) {
