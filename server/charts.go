@@ -303,17 +303,60 @@ func (r *ring[T]) items() []T {
 	return append(append([]T(nil), r.buf[r.next:]...), r.buf[:r.next]...)
 }
 
+// packed is a ChartPoint as the rings keep it: flat, without the map and
+// pointers, so a point takes about 100 bytes (NaN: null).
+type packed struct {
+	at                                   time.Time
+	seconds                              float64
+	runs                                 [5]float64 // by chartOutcomes; NaN in runs[0]: null
+	p50, p95, pending, running, cpu, mem float64
+}
+
+func pack(p ChartPoint) packed {
+	v := func(f *float64) float64 {
+		if f == nil {
+			return math.NaN()
+		}
+		return *f
+	}
+	out := packed{at: p.Time, seconds: p.Seconds, p50: v(p.P50), p95: v(p.P95), pending: v(p.Pending), running: v(p.Running), cpu: v(p.CPU), mem: v(p.Memory)}
+	out.runs[0] = math.NaN()
+	if p.Runs != nil {
+		for i, o := range chartOutcomes {
+			out.runs[i] = p.Runs[o]
+		}
+	}
+	return out
+}
+
+func (k packed) point() ChartPoint {
+	v := func(f float64) *float64 {
+		if math.IsNaN(f) {
+			return nil
+		}
+		return ptr(f)
+	}
+	p := ChartPoint{Time: k.at, Seconds: k.seconds, P50: v(k.p50), P95: v(k.p95), Pending: v(k.pending), Running: v(k.running), CPU: v(k.cpu), Memory: v(k.mem)}
+	if !math.IsNaN(k.runs[0]) {
+		p.Runs = make(map[string]float64, len(chartOutcomes))
+		for i, o := range chartOutcomes {
+			p.Runs[o] = k.runs[i]
+		}
+	}
+	return p
+}
+
 // depChart is one deployment's rings.
 type depChart struct {
 	prev *chartSnapshot
-	last time.Time        // the last point's time
-	fine ring[ChartPoint] // the last hour at the chart interval
-	day  ring[ChartPoint] // closed 5-minute buckets of the last 24 h
-	open *downsample      // the bucket being filled
+	last time.Time    // the last point's time
+	fine ring[packed] // the last hour at the chart interval
+	day  ring[packed] // closed 5-minute buckets of the last 24 h
+	open *downsample  // the bucket being filled
 }
 
 func newDepChart(interval time.Duration) *depChart {
-	return &depChart{fine: newRing[ChartPoint](int(chartHour / interval)), day: newRing[ChartPoint](int(chartDay / chartBucket))}
+	return &depChart{fine: newRing[packed](int(chartHour / interval)), day: newRing[packed](int(chartDay / chartBucket))}
 }
 
 // record adds a read: one point, folded into its 5-minute bucket too.
@@ -332,10 +375,10 @@ func (d *depChart) record(s chartSnapshot) {
 	if s.ok || d.prev == nil || !d.prev.ok {
 		d.prev = &s
 	}
-	d.fine.push(p)
+	d.fine.push(pack(p))
 	start := s.at.Truncate(chartBucket)
 	if d.open != nil && !d.open.start.Equal(start) {
-		d.day.push(d.open.point())
+		d.day.push(pack(d.open.point()))
 		d.open = nil
 	}
 	if d.open == nil {
@@ -494,12 +537,12 @@ func (c *charts) series(dep, window string, now time.Time) ChartSeries {
 	}
 	out.Step = step.Seconds()
 	c.mu.Lock()
-	var pts []ChartPoint
+	var pts []packed
 	if d, ok := c.deps[dep]; ok {
 		if window == "24h" {
 			pts = d.day.items()
 			if d.open != nil {
-				pts = append(pts, d.open.point())
+				pts = append(pts, pack(d.open.point()))
 			}
 		} else {
 			pts = d.fine.items()
@@ -507,7 +550,8 @@ func (c *charts) series(dep, window string, now time.Time) ChartSeries {
 	}
 	c.mu.Unlock()
 	from := now.Add(-span)
-	for _, p := range pts {
+	for _, k := range pts {
+		p := k.point()
 		if !p.Time.After(from) {
 			continue
 		}
