@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
@@ -262,4 +263,29 @@ func TestChartSampling(t *testing.T) {
 	if got := c.series("nope", "24h", t0); len(got.Points) != 0 || got.Step != 300 {
 		t.Errorf("an unknown deployment: %+v", got)
 	}
+}
+
+// TestChartTicker: started, the sampler reads the agents every interval
+// by itself, and stops with its context.
+func TestChartTicker(t *testing.T) {
+	reads := make(chan struct{}, 16)
+	c := newCharts(time.Second, func() ([]*dto.MetricFamily, error) {
+		reads <- struct{}{}
+		return nil, nil
+	}, func(string) bool { return false })
+	ctx, cancel := context.WithCancel(context.Background())
+	start := time.Now()
+	c.Start(ctx)
+	for range 2 {
+		select {
+		case <-reads:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the sampler did not read the agents every second")
+		}
+	}
+	if took := time.Since(start); took < 1900*time.Millisecond {
+		t.Errorf("two reads in %v: faster than the interval", took)
+	}
+	cancel()
+	c.Wait()
 }
