@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,13 +14,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"slipway/config"
+	"slipway/server/admin"
 	"slipway/server/servertest"
 )
 
 // TestChartAPI: GET /v2/deployments/{id}/metrics serves what the charts
 // sampled from a deployment's agent (a stand-in serving /metrics), over
 // both windows, works with SLIPWAY_METRICS_ADDR unset, and answers 422
-// for a bad window and 404 for an unknown or deleted deployment.
+// for a bad window and 404 for an unknown or deleted deployment, or
+// another organization's.
 func TestChartAPI(t *testing.T) {
 	var (
 		mu                     sync.Mutex
@@ -138,6 +142,25 @@ func TestChartAPI(t *testing.T) {
 				t.Errorf("GET %s: %v, want a detail", c.path, body)
 			}
 		}
+	}
+
+	// Another organization's credential, naming its own workspace, is
+	// told the deployment does not exist.
+	adm := func(args ...string) string {
+		var out, errb bytes.Buffer
+		if code := admin.Main(args, s.DataDir, &out, &errb); code != 0 {
+			t.Fatalf("slipway admin %v: exit %d\n%s", args, code, errb.String())
+		}
+		return strings.TrimSpace(out.String())
+	}
+	keyB := adm("org", "create-admin-key", adm("org", "create", "--name", "Other"))
+	wss, _ := s.Do("GET", "/api/v1/workspaces", nil, "X-Api-Key", keyB).JSON().([]any)
+	if len(wss) == 0 {
+		t.Fatal("the other organization has no workspace")
+	}
+	wsB := wss[0].(map[string]any)["id"].(string)
+	if r := s.Do("GET", "/v2/deployments/"+dep+"/metrics", nil, "X-Api-Key", keyB, "X-Tenant-Id", wsB); r.Status != 404 {
+		t.Errorf("another organization reads the charts: %d %s", r.Status, r.Body)
 	}
 
 	// Deleted: its ring goes at the next sample, and the API says 404.
