@@ -107,6 +107,9 @@ type Serve struct {
 	// its container or process); engine events and process exits are
 	// noticed at once besides.
 	HealthInterval time.Duration `env:"SLIPWAY_HEALTH_INTERVAL" envDefault:"5s"`
+	// ChartInterval is how often the dashboard's charts read each serving
+	// agent's metrics (the resolution of their last hour).
+	ChartInterval time.Duration `env:"SLIPWAY_CHART_INTERVAL" envDefault:"10s"`
 	// SandboxUIDRange is "low-high": the uids (and gids of the same
 	// numbers) the process runtime gives deployments, one each, when
 	// Slipway runs as root. They must belong to no user of the host.
@@ -258,6 +261,9 @@ func LoadServe(environ map[string]string) (c Serve, err error) {
 	}
 	if c.HealthInterval < time.Second || c.HealthInterval > 10*time.Minute {
 		return c, &Error{fmt.Sprintf("SLIPWAY_HEALTH_INTERVAL: %s is outside 1s..10m", c.HealthInterval)}
+	}
+	if c.ChartInterval < time.Second || c.ChartInterval > time.Minute {
+		return c, &Error{fmt.Sprintf("SLIPWAY_CHART_INTERVAL: %s is outside 1s..1m", c.ChartInterval)}
 	}
 	if c.LoginWindow < time.Second || c.LoginWindow > 24*time.Hour {
 		return c, &Error{fmt.Sprintf("SLIPWAY_LOGIN_WINDOW: %s is outside 1s..24h", c.LoginWindow)}

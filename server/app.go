@@ -68,6 +68,8 @@ type app struct {
 	// metrics is the Prometheus registry (metrics.go); nil when
 	// SLIPWAY_METRICS_ADDR is unset.
 	metrics *metrics
+	// charts keeps the dashboard's per-deployment time series (charts.go).
+	charts *charts
 	// otel exports traces when an OTEL endpoint is set (otel.go); nil:
 	// off.
 	otel *oteltrace.Provider
@@ -139,11 +141,15 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 		HealthInterval: cfg.HealthInterval, PostgresURL: cfg.PostgresURL,
 		AgentLogLimit: cfg.AgentLogLimitKB << 10, Heartbeat: cfg.LogHeartbeat,
 		FollowersPerCredential: cfg.LogFollowersPerCredential, FollowersMax: cfg.LogFollowersMax}
+	// One relay of the agents' metrics, read by scrapes (when metrics are
+	// on) and by the dashboard's charts (always).
+	agents := &agentGatherer{deployments: a.cp.ServingDeployments, driver: a.driver,
+		client: &http.Client{Timeout: 5 * time.Second}, timeout: 5 * time.Second}
 	if a.metrics != nil {
 		a.cp.Metrics = a.metrics.cp
-		a.metrics.agents = &agentGatherer{deployments: a.cp.ServingDeployments, driver: a.driver,
-			client: &http.Client{Timeout: 5 * time.Second}, timeout: 5 * time.Second}
+		a.metrics.agents = agents
 	}
+	a.charts = newCharts(cfg.ChartInterval, agents.Gather, a.cp.DeploymentExists)
 	a.cp.Tracing, a.cp.OTELEnv = a.otel, oteltrace.AgentEnv(os.Environ())
 	if c, ok := a.driver.(runtime.OutputCapturer); ok {
 		c.CaptureOutput(a.cp.AgentOutput())
@@ -220,6 +226,7 @@ func (a *app) Start(ctx context.Context) {
 	a.cp.Start(ctx)
 	a.retention.Start(ctx)
 	a.forward.Start(ctx)
+	a.charts.Start(ctx)
 	if a.forward.Enabled() {
 		a.log.Info().Str("target", audit.RedactURL(a.cfg.AuditForwardURL)).
 			Dur("interval", a.cfg.AuditForwardInterval).Msg("audit forwarding enabled")
@@ -234,6 +241,7 @@ func (a *app) Close() {
 	}
 	a.retention.Wait()
 	a.forward.Wait()
+	a.charts.Wait()
 	// Last: the reconciler's and the requests' spans have ended.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -46,6 +46,7 @@ var authzMatrix = map[string]string{
 	"POST /v2/deployments/:id/revisions/:rid/redeploy": "a3aa33a31",
 	"GET /v2/deployments/:id/revisions/:rid/logs":      "aaaaaaa31",
 	"GET /v2/deployments/:id/logs":                     "aaaaaaa31",
+	"GET /v2/deployments/:id/metrics":                  "aaaaaaa31",
 	"POST /v1/projects/:id/revisions/:rid/build_logs":  "aaaaaaa31",
 	"POST /v1/projects/:id/revisions/:rid/deploy_logs": "aaaaaaa31",
 	"POST /v2/deployments/:id/upload-url":              "a3aa33a31",

@@ -35,6 +35,7 @@ func apiDoc(version string) *apidoc.Doc {
 		{Method: "GET", Path: "/docs", ID: "docs", Summary: "This document as a page", Tag: "Server", Public: true, Responses: []apidoc.Resp{{Status: 200, Body: apidoc.Schema{"type": "string"}, ContentType: "text/html"}}},
 	}
 	ops = append(ops, controlplane.OpenAPI()...)
+	ops = append(ops, chartsOpenAPI()...)
 	ops = append(ops, orgapi.OpenAPI()...)
 	ops = append(ops, dashboard.OpenAPI()...)
 	ops = append(ops, proxy...)

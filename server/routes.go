@@ -22,6 +22,7 @@ func (a *app) register(rt *httpx.Router) *proxy {
 	for _, prefix := range []string{"", "/api-host"} {
 		a.orgs.Routes(rt, prefix)
 		a.cp.Routes(rt, a.orgs, prefix)
+		a.chartRoutes(rt, prefix)
 		rt.GET(prefix+"/ok", a.ok)
 		rt.GET(prefix+"/info", a.info)
 	}

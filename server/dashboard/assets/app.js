@@ -305,6 +305,7 @@ async function deploymentPage(id) {
       " ", el("a", { href: `#/d/${id}/agent`, id: "explorer-link" }, "Agent explorer")),
     d.health && d.health.reason ? el("p", { class: "error" }, d.health.reason) : "",
     d.health ? el("p", { class: "hint", id: "health-checks" }, `${d.health.checks || 0} health checks (not in the agent's output)`) : "",
+    deploymentCharts(id), // charts.js
     el("section", {}, el("h2", {}, "Revisions"), el("div", { class: "scroll" }, el("table", { id: "revisions" },
       el("thead", {}, el("tr", {}, el("th", {}, "Revision"), el("th", {}, "Status"), el("th", { class: "opt" }, "Created"), el("th", {}, ""))), revBody))),
     el("section", {}, el("h2", {}, "Logs"), el("label", { for: "log-source" }, "Follow"), pick, logBox),
