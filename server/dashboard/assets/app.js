@@ -10,6 +10,16 @@ let me = null; // GET /ui/session
 let workspaces = [];
 let stop = []; // what the current page must close when it is left (event sources, readers)
 
+// svgEl is el for SVG (charts.js, explorer-graph.js): attributes that are
+// undefined, null or "" are left out, so a chart's solid line has no dash.
+const SVGNS = "http://www.w3.org/2000/svg";
+function svgEl(tag, attrs, ...kids) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined && v !== null && v !== "") e.setAttribute(k, v);
+  for (const k of kids.flat()) if (k !== null && k !== undefined) e.append(k instanceof Node ? k : String(k));
+  return e;
+}
+
 // el builds an element: el("a", {href: "#/x", class: "c"}, "text", child...).
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);

@@ -4,7 +4,6 @@
 // caption, which is also the SVG's accessible name.
 "use strict";
 
-const SVGNS = "http://www.w3.org/2000/svg";
 const chartW = 320, chartH = 120, padL = 44, padR = 8, padT = 8, padB = 18;
 
 // The run outcomes, each with its colour (a class: c-ok is var(--ok), in
@@ -17,13 +16,6 @@ const chartOutcomes = [
   { key: "cancelled", label: "cancelled", color: "muted", dash: "6 2 1 2" },
   { key: "interrupted", label: "interrupted", color: "accent", dash: "2 2" },
 ];
-
-function svgEl(tag, attrs, ...kids) {
-  const e = document.createElementNS(SVGNS, tag);
-  for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined && v !== null && v !== "") e.setAttribute(k, v);
-  for (const k of kids) e.append(k instanceof Node ? k : document.createTextNode(String(k)));
-  return e;
-}
 
 function fmtNum(v, unit) {
   if (v === null || v === undefined) return "—";

@@ -5,15 +5,6 @@
 // ordering each layer by the barycenter of its neighbours.
 "use strict";
 
-const SVGNS = "http://www.w3.org/2000/svg";
-
-function svgEl(tag, attrs, ...kids) {
-  const e = document.createElementNS(SVGNS, tag);
-  for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined && v !== null) e.setAttribute(k, v);
-  for (const k of kids.flat()) if (k !== null && k !== undefined) e.append(k instanceof Node ? k : String(k));
-  return e;
-}
-
 // layoutGraph places the nodes: layer (row) and order within it. Back
 // edges (those closing a cycle, found by a depth-first walk from
 // __start__) are left out of the layering and drawn as loops.
