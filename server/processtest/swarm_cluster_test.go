@@ -1,0 +1,202 @@
+package processtest
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/swarm"
+	"github.com/moby/moby/client"
+
+	"slipway/server/servertest"
+)
+
+// requireSwarmClusterTests gates the multi-node swarm tests: they start
+// three nested dockerds and build their image from Debian packages on
+// first use, which is too slow for every run of the suite.
+func requireSwarmClusterTests(t *testing.T) {
+	t.Helper()
+	if os.Getenv("SLIPWAY_TEST_SWARM_CLUSTER") != "1" {
+		t.Skip("the multi-node swarm tests start three nested Docker engines; set SLIPWAY_TEST_SWARM_CLUSTER=1 to run them")
+	}
+}
+
+// TestSwarmClusterHarness proves the multi-node harness: a 3-node swarm
+// whose nodes pull from the cluster's registry, a 3-replica service
+// spread over the nodes, then a worker node lost; the swarm must put the
+// service back at 3 running tasks on the remaining nodes, and the time it
+// takes is logged.
+func TestSwarmClusterHarness(t *testing.T) {
+	requireSwarmClusterTests(t)
+	testStart := time.Now()
+	c := servertest.StartSwarmCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	// A tiny image built here (a static Go binary that waits for
+	// SIGTERM), pushed by the host's engine through the registry's host
+	// address, run by the nodes by digest through its network address.
+	repo := "slipway-swarmtest/pause"
+	digest := pushPauseImage(t, ctx, c, repo)
+	image := c.RegistryNodes + "/" + repo + "@" + digest
+
+	replicas := uint64(3)
+	svc, err := c.Manager.ServiceCreate(ctx, client.ServiceCreateOptions{Spec: swarm.ServiceSpec{
+		Annotations: swarm.Annotations{Name: "pause-" + c.ID},
+		TaskTemplate: swarm.TaskSpec{
+			ContainerSpec: &swarm.ContainerSpec{Image: image},
+			Placement:     &swarm.Placement{Preferences: []swarm.PlacementPreference{{Spread: &swarm.SpreadOver{SpreadDescriptor: "node.id"}}}},
+		},
+		Mode: swarm.ServiceMode{Replicated: &swarm.ReplicatedService{Replicas: &replicas}},
+	}})
+	if err != nil {
+		t.Fatalf("create the service: %v", err)
+	}
+	start := time.Now()
+	tasks := waitTasks(t, ctx, c, svc.ID, 3, 3*time.Minute, func(ts []servertest.ServiceTask) bool { return len(nodesOf(ts)) == 3 })
+	t.Logf("3 tasks running on 3 nodes %s, %s after the service's creation", nodeNames(c, tasks), time.Since(start).Round(time.Millisecond))
+
+	// Lose a worker that runs a task (with the spread, each node runs one).
+	lost := c.Nodes[1]
+	c.KillNode(t, 1)
+	killed := time.Now()
+	var downAt time.Duration
+	recovered := waitTasks(t, ctx, c, svc.ID, 3, 3*time.Minute, func(ts []servertest.ServiceTask) bool {
+		if downAt == 0 {
+			if n, err := c.Manager.NodeInspect(ctx, lost.NodeID, client.NodeInspectOptions{}); err == nil && n.Node.Status.State == swarm.NodeStateDown {
+				downAt = time.Since(killed)
+			}
+		}
+		return !nodesOf(ts)[lost.NodeID]
+	})
+	recovery := time.Since(killed)
+	nodes := nodesOf(recovered)
+	for id := range nodes {
+		if id != c.Nodes[0].NodeID && id != c.Nodes[2].NodeID {
+			t.Errorf("after the loss a task runs on %s, not on a remaining node", c.NodeName(id))
+		}
+	}
+	if len(nodes) != 2 {
+		t.Errorf("after the loss the tasks run on %s, want both remaining nodes (spread)", nodeNames(c, recovered))
+	}
+	t.Logf("node %s killed: the manager marked it down after %s; 3 tasks running again on %s after %s", lost.Name, downAt.Round(time.Millisecond), nodeNames(c, recovered), recovery.Round(time.Millisecond))
+	t.Logf("total test time %s", time.Since(testStart).Round(time.Millisecond))
+}
+
+// waitTasks waits until the service runs want tasks and ok holds of them.
+func waitTasks(t *testing.T, ctx context.Context, c *servertest.SwarmCluster, service string, want int, limit time.Duration, ok func([]servertest.ServiceTask) bool) []servertest.ServiceTask {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	var last []servertest.ServiceTask
+	for {
+		ts, err := c.RunningTasks(ctx, service)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(ts) && len(ts) == want {
+			return ts
+		}
+		last = ts
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s the service runs %d tasks on %s, want %d as asked", limit, len(last), nodeNames(c, last), want)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func nodesOf(ts []servertest.ServiceTask) map[string]bool {
+	m := map[string]bool{}
+	for _, tk := range ts {
+		m[tk.NodeID] = true
+	}
+	return m
+}
+
+func nodeNames(c *servertest.SwarmCluster, ts []servertest.ServiceTask) string {
+	var names []string
+	for _, tk := range ts {
+		names = append(names, c.NodeName(tk.NodeID))
+	}
+	return "[" + strings.Join(names, " ") + "]"
+}
+
+// pushPauseImage builds a one-file image (a static binary that waits for
+// SIGTERM) in the host's engine, pushes it to the cluster's registry and
+// returns its manifest digest. The host's image goes at the test's end.
+func pushPauseImage(t *testing.T, ctx context.Context, c *servertest.SwarmCluster, repo string) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := "package main\n\nimport (\n\t\"os\"\n\t\"os/signal\"\n\t\"syscall\"\n)\n\nfunc main() {\n\tc := make(chan os.Signal, 1)\n\tsignal.Notify(c, syscall.SIGTERM, os.Interrupt)\n\t<-c\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module pause\n\ngo 1.22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := osexec.CommandContext(ctx, "go", "build", "-o", "pause", ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the pause binary: %v\n%s", err, out)
+	}
+	bin, err := os.ReadFile(filepath.Join(dir, "pause"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "pause", Mode: 0o755, Size: int64(len(bin)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write(bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	e := servertest.DockerEngine(t)
+	ref := c.RegistryHost + "/" + repo + ":" + c.ID
+	res, err := e.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{Changes: []string{`CMD ["/pause"]`}})
+	if err != nil {
+		t.Fatalf("import the pause image: %v", err)
+	}
+	if err := servertest.EngineStreamErr(res); err != nil {
+		t.Fatalf("import the pause image: %v", err)
+	}
+	res.Close()
+	t.Cleanup(func() {
+		if _, err := e.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true}); err != nil {
+			t.Errorf("remove %s: %v", ref, err)
+		}
+	})
+	push, err := e.ImagePush(ctx, ref, client.ImagePushOptions{RegistryAuth: "e30="})
+	if err != nil {
+		t.Fatalf("push %s: %v", ref, err)
+	}
+	if err := push.Wait(ctx); err != nil {
+		t.Fatalf("push %s: %v", ref, err)
+	}
+
+	// The digest as the registry has it, which the nodes pull by.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodHead, fmt.Sprintf("http://%s/v2/%s/manifests/%s", c.RegistryHost, repo, c.ID), nil)
+	req.Header.Set("Accept", "application/vnd.docker.distribution.manifest.v2+json, application/vnd.oci.image.manifest.v1+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("the registry's manifest of %s: %v", ref, err)
+	}
+	resp.Body.Close()
+	digest := resp.Header.Get("Docker-Content-Digest")
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(digest, "sha256:") {
+		t.Fatalf("the registry's manifest of %s: status %d, digest %q", ref, resp.StatusCode, digest)
+	}
+	return digest
+}
