@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	osexec "os/exec"
@@ -31,9 +32,12 @@ func requireSwarmClusterTests(t *testing.T) {
 
 // TestSwarmClusterHarness proves the multi-node harness: a 3-node swarm
 // whose nodes pull from the cluster's registry, a 3-replica service
-// spread over the nodes, then a worker node lost; the swarm must put the
-// service back at 3 running tasks on the remaining nodes, and the time it
-// takes is logged.
+// spread over the nodes, each task's port published in host mode and
+// reached from the host at its node's address (as the swarm runtime
+// publishes an agent: the kernel here has no IPVS, so the routing mesh
+// does not work), then a worker node lost; the swarm must put the service
+// back at 3 running tasks on the remaining nodes, each answering. The
+// time it takes is logged.
 func TestSwarmClusterHarness(t *testing.T) {
 	requireSwarmClusterTests(t)
 	testStart := time.Now()
@@ -41,21 +45,22 @@ func TestSwarmClusterHarness(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
-	// A tiny image built here (a static Go binary that waits for
-	// SIGTERM), pushed by the host's engine through the registry's host
+	// A tiny image built here (a static Go binary answering HTTP with its
+	// hostname), pushed by the host's engine through the registry's host
 	// address, run by the nodes by digest through its network address.
-	repo := "slipway-swarmtest/pause"
-	digest := pushPauseImage(t, ctx, c, repo)
+	repo := "slipway-swarmtest/whoami"
+	digest := pushWhoamiImage(t, ctx, c, repo)
 	image := c.RegistryNodes + "/" + repo + "@" + digest
 
 	replicas := uint64(3)
 	svc, err := c.Manager.ServiceCreate(ctx, client.ServiceCreateOptions{Spec: swarm.ServiceSpec{
-		Annotations: swarm.Annotations{Name: "pause-" + c.ID},
+		Annotations: swarm.Annotations{Name: "whoami-" + c.ID},
 		TaskTemplate: swarm.TaskSpec{
 			ContainerSpec: &swarm.ContainerSpec{Image: image},
 			Placement:     &swarm.Placement{Preferences: []swarm.PlacementPreference{{Spread: &swarm.SpreadOver{SpreadDescriptor: "node.id"}}}},
 		},
-		Mode: swarm.ServiceMode{Replicated: &swarm.ReplicatedService{Replicas: &replicas}},
+		Mode:         swarm.ServiceMode{Replicated: &swarm.ReplicatedService{Replicas: &replicas}},
+		EndpointSpec: &swarm.EndpointSpec{Ports: []swarm.PortConfig{{Protocol: "tcp", TargetPort: 8080, PublishMode: swarm.PortConfigPublishModeHost}}},
 	}})
 	if err != nil {
 		t.Fatalf("create the service: %v", err)
@@ -63,6 +68,7 @@ func TestSwarmClusterHarness(t *testing.T) {
 	start := time.Now()
 	tasks := waitTasks(t, ctx, c, svc.ID, 3, 3*time.Minute, func(ts []servertest.ServiceTask) bool { return len(nodesOf(ts)) == 3 })
 	t.Logf("3 tasks running on 3 nodes %s, %s after the service's creation", nodeNames(c, tasks), time.Since(start).Round(time.Millisecond))
+	checkAnswers(t, ctx, c, tasks)
 
 	// Lose a worker that runs a task (with the spread, each node runs one).
 	lost := c.Nodes[1]
@@ -88,6 +94,7 @@ func TestSwarmClusterHarness(t *testing.T) {
 		t.Errorf("after the loss the tasks run on %s, want both remaining nodes (spread)", nodeNames(c, recovered))
 	}
 	t.Logf("node %s killed: the manager marked it down after %s; 3 tasks running again on %s after %s", lost.Name, downAt.Round(time.Millisecond), nodeNames(c, recovered), recovery.Round(time.Millisecond))
+	checkAnswers(t, ctx, c, recovered)
 	t.Logf("total test time %s", time.Since(testStart).Round(time.Millisecond))
 }
 
@@ -112,6 +119,65 @@ func waitTasks(t *testing.T, ctx context.Context, c *servertest.SwarmCluster, se
 	}
 }
 
+var httpClient = &http.Client{Timeout: 2 * time.Second}
+
+// waitAnswer waits (at most a minute) until url answers 200, and returns
+// the answer.
+func waitAnswer(t *testing.T, ctx context.Context, url string) string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		body, err := get(ctx, url)
+		if err == nil {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not answer: %v", url, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func get(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return string(b), nil
+}
+
+// checkAnswers checks that each task answers at its node's address on
+// the port its node published for it, with its own hostname (distinct
+// tasks, distinct answers).
+func checkAnswers(t *testing.T, ctx context.Context, c *servertest.SwarmCluster, tasks []servertest.ServiceTask) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, tk := range tasks {
+		if len(tk.Published) != 1 || !c.NodeAddr(tk.NodeID).IsValid() {
+			t.Fatalf("task %s on %s: published %v", tk.ID, c.NodeName(tk.NodeID), tk.Published)
+		}
+		url := fmt.Sprintf("http://%s:%d/", c.NodeAddr(tk.NodeID), tk.Published[0])
+		got := waitAnswer(t, ctx, url)
+		if seen[got] {
+			t.Errorf("%s answers %q as another task did", url, got)
+		}
+		seen[got] = true
+		t.Logf("task %s on %s answers at %s: %s", tk.ID, c.NodeName(tk.NodeID), url, got)
+	}
+}
+
 func nodesOf(ts []servertest.ServiceTask) map[string]bool {
 	m := map[string]bool{}
 	for _, tk := range ts {
@@ -128,32 +194,32 @@ func nodeNames(c *servertest.SwarmCluster, ts []servertest.ServiceTask) string {
 	return "[" + strings.Join(names, " ") + "]"
 }
 
-// pushPauseImage builds a one-file image (a static binary that waits for
-// SIGTERM) in the host's engine, pushes it to the cluster's registry and
+// pushWhoamiImage builds a one-file image (a static binary that answers
+// HTTP on port 8080 with its hostname, the task's container) in the host's engine, pushes it to the cluster's registry and
 // returns its manifest digest. The host's image goes at the test's end.
-func pushPauseImage(t *testing.T, ctx context.Context, c *servertest.SwarmCluster, repo string) string {
+func pushWhoamiImage(t *testing.T, ctx context.Context, c *servertest.SwarmCluster, repo string) string {
 	t.Helper()
 	dir := t.TempDir()
-	src := "package main\n\nimport (\n\t\"os\"\n\t\"os/signal\"\n\t\"syscall\"\n)\n\nfunc main() {\n\tc := make(chan os.Signal, 1)\n\tsignal.Notify(c, syscall.SIGTERM, os.Interrupt)\n\t<-c\n}\n"
+	src := "package main\n\nimport (\n\t\"net/http\"\n\t\"os\"\n)\n\nfunc main() {\n\thost, _ := os.Hostname()\n\thttp.HandleFunc(\"/\", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(host)) })\n\tpanic(http.ListenAndServe(\":8080\", nil))\n}\n"
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module pause\n\ngo 1.22\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module whoami\n\ngo 1.22\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	build := osexec.CommandContext(ctx, "go", "build", "-o", "pause", ".")
+	build := osexec.CommandContext(ctx, "go", "build", "-o", "whoami", ".")
 	build.Dir = dir
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the pause binary: %v\n%s", err, out)
+		t.Fatalf("build the whoami binary: %v\n%s", err, out)
 	}
-	bin, err := os.ReadFile(filepath.Join(dir, "pause"))
+	bin, err := os.ReadFile(filepath.Join(dir, "whoami"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: "pause", Mode: 0o755, Size: int64(len(bin)), Typeflag: tar.TypeReg}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Name: "whoami", Mode: 0o755, Size: int64(len(bin)), Typeflag: tar.TypeReg}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tw.Write(bin); err != nil {
@@ -165,12 +231,12 @@ func pushPauseImage(t *testing.T, ctx context.Context, c *servertest.SwarmCluste
 
 	e := servertest.DockerEngine(t)
 	ref := c.RegistryHost + "/" + repo + ":" + c.ID
-	res, err := e.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{Changes: []string{`CMD ["/pause"]`}})
+	res, err := e.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{Changes: []string{`CMD ["/whoami"]`}})
 	if err != nil {
-		t.Fatalf("import the pause image: %v", err)
+		t.Fatalf("import the whoami image: %v", err)
 	}
 	if err := servertest.EngineStreamErr(res); err != nil {
-		t.Fatalf("import the pause image: %v", err)
+		t.Fatalf("import the whoami image: %v", err)
 	}
 	res.Close()
 	t.Cleanup(func() {

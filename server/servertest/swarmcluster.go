@@ -406,11 +406,26 @@ func (c *SwarmCluster) NodeName(id string) string {
 	return id
 }
 
+// NodeAddr is the test-network address of the swarm node id, which the
+// host reaches directly (the network is a bridge on the host); the zero
+// Addr when id is not one of the cluster's.
+func (c *SwarmCluster) NodeAddr(id string) netip.Addr {
+	for _, n := range c.Nodes {
+		if n.NodeID == id {
+			return n.Addr
+		}
+	}
+	return netip.Addr{}
+}
+
 // ServiceTask is a task of a service as the manager reports it.
 type ServiceTask struct {
 	ID, NodeID string
 	State      swarm.TaskState
 	Desired    swarm.TaskState
+	// Published are the ports the task's node published for it (host
+	// mode), reached at the node's address.
+	Published []uint32
 }
 
 // RunningTasks lists the tasks of service that the manager reports
@@ -423,7 +438,11 @@ func (c *SwarmCluster) RunningTasks(ctx context.Context, service string) ([]Serv
 	var out []ServiceTask
 	for _, tk := range res.Items {
 		if tk.Status.State == swarm.TaskStateRunning && tk.DesiredState == swarm.TaskStateRunning {
-			out = append(out, ServiceTask{ID: tk.ID, NodeID: tk.NodeID, State: tk.Status.State, Desired: tk.DesiredState})
+			st := ServiceTask{ID: tk.ID, NodeID: tk.NodeID, State: tk.Status.State, Desired: tk.DesiredState}
+			for _, p := range tk.Status.PortStatus.Ports {
+				st.Published = append(st.Published, p.PublishedPort)
+			}
+			out = append(out, st)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].NodeID < out[j].NodeID })
