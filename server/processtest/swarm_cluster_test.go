@@ -66,7 +66,7 @@ func TestSwarmClusterHarness(t *testing.T) {
 		t.Fatalf("create the service: %v", err)
 	}
 	start := time.Now()
-	tasks := waitTasks(t, ctx, c, svc.ID, 3, 3*time.Minute, func(ts []servertest.ServiceTask) bool { return len(nodesOf(ts)) == 3 })
+	tasks := waitTasks(t, ctx, c, svc.ID, 3, 3*time.Minute, "on 3 distinct nodes", func(ts []servertest.ServiceTask) bool { return len(nodesOf(ts)) == 3 })
 	t.Logf("3 tasks running on 3 nodes %s, %s after the service's creation", nodeNames(c, tasks), time.Since(start).Round(time.Millisecond))
 	checkAnswers(t, ctx, c, tasks)
 
@@ -75,7 +75,7 @@ func TestSwarmClusterHarness(t *testing.T) {
 	c.KillNode(t, 1)
 	killed := time.Now()
 	var downAt time.Duration
-	recovered := waitTasks(t, ctx, c, svc.ID, 3, 3*time.Minute, func(ts []servertest.ServiceTask) bool {
+	recovered := waitTasks(t, ctx, c, svc.ID, 3, 3*time.Minute, "none on the lost "+lost.Name, func(ts []servertest.ServiceTask) bool {
 		if downAt == 0 {
 			if n, err := c.Manager.NodeInspect(ctx, lost.NodeID, client.NodeInspectOptions{}); err == nil && n.Node.Status.State == swarm.NodeStateDown {
 				downAt = time.Since(killed)
@@ -98,8 +98,9 @@ func TestSwarmClusterHarness(t *testing.T) {
 	t.Logf("total test time %s", time.Since(testStart).Round(time.Millisecond))
 }
 
-// waitTasks waits until the service runs want tasks and ok holds of them.
-func waitTasks(t *testing.T, ctx context.Context, c *servertest.SwarmCluster, service string, want int, limit time.Duration, ok func([]servertest.ServiceTask) bool) []servertest.ServiceTask {
+// waitTasks waits until the service runs want tasks and ok (what says
+// what it checks) holds of them.
+func waitTasks(t *testing.T, ctx context.Context, c *servertest.SwarmCluster, service string, want int, limit time.Duration, what string, ok func([]servertest.ServiceTask) bool) []servertest.ServiceTask {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	var last []servertest.ServiceTask
@@ -113,7 +114,7 @@ func waitTasks(t *testing.T, ctx context.Context, c *servertest.SwarmCluster, se
 		}
 		last = ts
 		if time.Now().After(deadline) {
-			t.Fatalf("after %s the service runs %d tasks on %s, want %d as asked", limit, len(last), nodeNames(c, last), want)
+			t.Fatalf("after %s the service runs %d tasks on %s, want %d running, %s", limit, len(last), nodeNames(c, last), want, what)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}

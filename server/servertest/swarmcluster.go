@@ -107,13 +107,18 @@ var capNames = []string{"CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "F
 	"MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF", "CHECKPOINT_RESTORE"}
 
 // missingCaps are the capabilities (of capNames) missing from this
-// process's bounding set.
+// process's bounding set; none when it cannot be read.
 func missingCaps() []string {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return nil
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	return missingCapsOf(string(b))
+}
+
+// missingCapsOf reads the bounding set (CapBnd) of a /proc/<pid>/status.
+func missingCapsOf(status string) []string {
+	for _, line := range strings.Split(status, "\n") {
 		hexBnd, ok := strings.CutPrefix(line, "CapBnd:")
 		if !ok {
 			continue
