@@ -25,9 +25,9 @@ import (
 )
 
 // A multi-node Docker Swarm on one host, for tests: each node is a
-// privileged container (privilegedNode) of the node image (swarmnode.go) running its own
-// dockerd, on a bridge network of the test's own, with a registry beside
-// them that every node trusts as an insecure registry. Everything it
+// privileged container (privilegedNode) of the node image (swarmnode.go)
+// running its own dockerd, on a bridge network of the test's own, with a
+// registry beside them that every node trusts as an insecure registry. Everything it
 // creates carries the cluster's id and is removed at the test's end, even
 // when the test fails; nothing else on the engine is touched.
 
@@ -66,7 +66,9 @@ type SwarmNode struct {
 	// API is the node's engine API as the host reaches it; Client a client of it.
 	API    string
 	Client *client.Client
-	// Addr is the node's address on the test network; NodeID its swarm id.
+	// Addr is the node's address on the test network, which the host
+	// reaches directly (a bridge on the host): ports the node publishes
+	// for its tasks (host mode) are there. NodeID is its swarm id.
 	Addr   netip.Addr
 	NodeID string
 }
