@@ -161,15 +161,25 @@ func get(ctx context.Context, url string) (string, error) {
 
 // checkAnswers checks that each task answers at its node's address on
 // the port its node published for it, with its own hostname (distinct
-// tasks, distinct answers).
+// tasks, distinct answers). The address is the one the manager reports
+// for the node (Status.Addr), which is how a client of the manager finds
+// where a task is served on a multi-node swarm (127.0.0.1 only works on
+// one node).
 func checkAnswers(t *testing.T, ctx context.Context, c *servertest.SwarmCluster, tasks []servertest.ServiceTask) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, tk := range tasks {
-		if len(tk.Published) != 1 || !c.NodeAddr(tk.NodeID).IsValid() {
+		node, err := c.Manager.NodeInspect(ctx, tk.NodeID, client.NodeInspectOptions{})
+		if err != nil {
+			t.Fatalf("inspect node %s: %v", tk.NodeID, err)
+		}
+		if addr := node.Node.Status.Addr; addr != c.NodeAddr(tk.NodeID).String() {
+			t.Fatalf("the manager reports %s at %q, its test network address is %s", c.NodeName(tk.NodeID), addr, c.NodeAddr(tk.NodeID))
+		}
+		if len(tk.Published) != 1 {
 			t.Fatalf("task %s on %s: published %v", tk.ID, c.NodeName(tk.NodeID), tk.Published)
 		}
-		url := fmt.Sprintf("http://%s:%d/", c.NodeAddr(tk.NodeID), tk.Published[0])
+		url := fmt.Sprintf("http://%s:%d/", node.Node.Status.Addr, tk.Published[0])
 		got := waitAnswer(t, ctx, url)
 		if seen[got] {
 			t.Errorf("%s answers %q as another task did", url, got)
