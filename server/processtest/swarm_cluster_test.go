@@ -6,10 +6,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +47,11 @@ func TestSwarmClusterHarness(t *testing.T) {
 	c := servertest.StartSwarmCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+
+	// A server on the host, listening on the host's address on the test
+	// network, is reached from a node (as tasks reach PostgreSQL or Redis
+	// that the test runs on the host).
+	checkHostReachable(t, ctx, c, 2)
 
 	// A tiny image built here (a static Go binary answering HTTP with its
 	// hostname), pushed by the host's engine through the registry's host
@@ -157,6 +165,45 @@ func get(ctx context.Context, url string) (string, error) {
 		return "", fmt.Errorf("status %d", resp.StatusCode)
 	}
 	return string(b), nil
+}
+
+// checkHostReachable checks that node i reaches a TCP server the test
+// listens with on c.HostAddr.
+func checkHostReachable(t *testing.T, ctx context.Context, c *servertest.SwarmCluster, i int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", netip.AddrPortFrom(c.HostAddr, 0).String())
+	if err != nil {
+		t.Fatalf("listen on the host's test network address: %v", err)
+	}
+	defer ln.Close()
+	got := make(chan string, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			got <- "accept: " + err.Error()
+			return
+		}
+		defer conn.Close()
+		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		b, err := io.ReadAll(conn)
+		if err != nil {
+			got <- "read: " + err.Error()
+			return
+		}
+		got <- string(b)
+	}()
+	if out, err := c.Exec(ctx, i, "bash", "-c", `echo "hello from $(hostname)" >/dev/tcp/`+c.HostAddr.String()+"/"+strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	select {
+	case msg := <-got:
+		if want := "hello from " + c.Nodes[i].Name + "\n"; msg != want {
+			t.Fatalf("the host's server got %q, want %q", msg, want)
+		}
+		t.Logf("%s reaches the host at %s", c.Nodes[i].Name, ln.Addr())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("nothing from %s reached the host at %s", c.Nodes[i].Name, ln.Addr())
+	}
 }
 
 // checkAnswers checks that each task answers at its node's address on

@@ -35,8 +35,11 @@ import (
 type SwarmCluster struct {
 	// ID is the cluster's random id, in every object's name and label.
 	ID string
-	// Network is the test network's name.
-	Network string
+	// Network is the test network's name. HostAddr is the host's address
+	// on it (its gateway), where the nodes and their tasks reach a server
+	// the test runs on the host (one listening there, not on 127.0.0.1).
+	Network  string
+	HostAddr netip.Addr
 	// Nodes are the swarm's nodes; Nodes[0] is the manager.
 	Nodes []*SwarmNode
 	// ManagerAPI is the manager's engine API as the host reaches it
@@ -182,6 +185,18 @@ func StartSwarmCluster(t testing.TB, n int) *SwarmCluster {
 	}); err != nil {
 		t.Fatalf("create the test network: %v", err)
 	}
+	ni, err := e.NetworkInspect(ctx, c.Network, client.NetworkInspectOptions{})
+	if err != nil {
+		t.Fatalf("inspect the test network: %v", err)
+	}
+	for _, cfg := range ni.Network.IPAM.Config {
+		if cfg.Gateway.Is4() {
+			c.HostAddr = cfg.Gateway
+		}
+	}
+	if !c.HostAddr.IsValid() {
+		t.Fatalf("the test network has no IPv4 gateway: %+v", ni.Network.IPAM.Config)
+	}
 
 	// The registry: Debian's docker-registry on port 5000, storage in the
 	// container, without the packaged configuration's htpasswd
@@ -253,8 +268,8 @@ func StartSwarmCluster(t testing.TB, n int) *SwarmCluster {
 	if err := c.waitReady(ctx, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("swarm cluster %s: %d nodes (%s), manager %s, registry %s (host) / %s (nodes), up in %s",
-		c.ID, n, c.StorageDriver, c.ManagerAPI, c.RegistryHost, c.RegistryNodes, time.Since(start).Round(time.Millisecond))
+	t.Logf("swarm cluster %s: %d nodes (%s), manager %s, registry %s (host) / %s (nodes), host at %s, up in %s",
+		c.ID, n, c.StorageDriver, c.ManagerAPI, c.RegistryHost, c.RegistryNodes, c.HostAddr, time.Since(start).Round(time.Millisecond))
 	return c
 }
 
@@ -400,6 +415,33 @@ func (c *SwarmCluster) KillNode(t testing.TB, i int) {
 	if _, err := c.engine.ContainerKill(context.Background(), c.Nodes[i].ContainerID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		t.Fatalf("kill node %s: %v", c.Nodes[i].Name, err)
 	}
+}
+
+// Exec runs argv in node i's container (not in a task: on the node
+// itself, as its dockerd sees the network) and returns its output; a
+// non-zero exit is an error.
+func (c *SwarmCluster) Exec(ctx context.Context, i int, argv ...string) (string, error) {
+	ex, err := c.engine.ExecCreate(ctx, c.Nodes[i].ContainerID, client.ExecCreateOptions{Cmd: argv, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		return "", fmt.Errorf("exec in %s: %w", c.Nodes[i].Name, err)
+	}
+	att, err := c.engine.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return "", fmt.Errorf("exec in %s: %w", c.Nodes[i].Name, err)
+	}
+	defer att.Close()
+	var out bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &out, io.LimitReader(att.Reader, 1<<20)); err != nil {
+		return out.String(), fmt.Errorf("exec in %s: %w", c.Nodes[i].Name, err)
+	}
+	res, err := c.engine.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
+	if err != nil {
+		return out.String(), fmt.Errorf("exec in %s: %w", c.Nodes[i].Name, err)
+	}
+	if res.ExitCode != 0 {
+		return out.String(), fmt.Errorf("%s in %s exited %d", argv[0], c.Nodes[i].Name, res.ExitCode)
+	}
+	return out.String(), nil
 }
 
 // NodeName is the container name (hostname) of the swarm node id, or id
