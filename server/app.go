@@ -182,6 +182,9 @@ func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger, inst
 	if err != nil {
 		return unavailable{name: cfg.Runtime}, "cannot locate the slipway binary to run agents: " + err.Error()
 	}
+	if cfg.Runtime == "swarm" {
+		return swarmDriver(cfg, gate, log, instance, bin)
+	}
 	var engineErr error
 	if cfg.Runtime == "auto" && notStatic != "" {
 		engineErr = fmt.Errorf("the docker runtime needs a static binary (%s)", notStatic)

@@ -1,0 +1,279 @@
+package processtest_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	swarmtypes "github.com/moby/moby/api/types/swarm"
+	"github.com/moby/moby/client"
+
+	"slipway/runtime/docker"
+	"slipway/runtime/swarm"
+	"slipway/server/servertest"
+)
+
+// requireSwarm needs the local engine to be a manager of an active swarm
+// (.ci/run makes it one) and a registry (Debian's docker-registry, started
+// for the test); it returns the registry's address. At the test's end the
+// swarm objects of the installs it started go, then their docker objects.
+func requireSwarm(t *testing.T) string {
+	t.Helper()
+	e := engine(t)
+	if err := swarm.CheckSwarm(context.Background(), e); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the swarm runtime tests need a one-node swarm (docker swarm init --advertise-addr 127.0.0.1): %v", err)
+		}
+		t.Skipf("skipping: %v; under CI=true this fails instead", err)
+	}
+	reg := startRegistry(t)
+	t.Cleanup(func() {
+		for _, s := range servertest.Started(t) {
+			if s.InstanceID == "" {
+				continue
+			}
+			d := &swarm.Driver{Client: e, Docker: &docker.Driver{Client: e, Root: t.TempDir(), Instance: s.InstanceID}}
+			if err := d.Reconcile(context.Background(), map[string]string{}); err != nil {
+				t.Logf("clean up swarm objects of install %s: %v", s.InstanceID, err)
+			}
+		}
+		cleanupInstalls(t, e)
+	})
+	return reg
+}
+
+var (
+	envGraphOnce sync.Once
+	envGraphBin  []byte
+	envGraphErr  error
+)
+
+// envGraph is a static command graph that answers with the values of the
+// environment variables its input names: how a test sees what reached the
+// agent's environment from inside.
+func envGraph(t *testing.T) string {
+	t.Helper()
+	envGraphOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "envgraph-")
+		if err != nil {
+			envGraphErr = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		src := `package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+func main() {
+	var req struct {
+		Input struct{ Names []string } ` + "`json:\"input\"`" + `
+	}
+	if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
+		os.Exit(1)
+	}
+	env := map[string]any{}
+	for _, n := range req.Input.Names {
+		v, ok := os.LookupEnv(n)
+		if !ok {
+			v = "<unset>"
+		}
+		env[n] = v
+	}
+	b, _ := json.Marshal(map[string]any{"event": "updates", "node": "env", "data": map[string]any{"env": env}})
+	fmt.Println(string(b))
+}
+`
+		for name, body := range map[string]string{"go.mod": "module envgraph\n\ngo 1.22\n", "main.go": src} {
+			if envGraphErr = os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); envGraphErr != nil {
+				return
+			}
+		}
+		cmd := osexec.Command("go", "build", "-o", "envgraph", ".")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			envGraphErr = fmt.Errorf("%v: %s", err, out)
+			return
+		}
+		envGraphBin, envGraphErr = os.ReadFile(filepath.Join(dir, "envgraph"))
+	})
+	if envGraphErr != nil {
+		t.Fatalf("build the env graph: %v", envGraphErr)
+	}
+	return string(envGraphBin)
+}
+
+// swarmApp is appFiles with the env graph.
+func swarmApp(t *testing.T) map[string]string {
+	files := appFiles(t, `, "env": {"command": ["./bin/envgraph"]}`)
+	files["bin/envgraph"] = envGraph(t)
+	return files
+}
+
+// swarmService inspects the deployment's service.
+func swarmService(t *testing.T, dep string) swarmtypes.Service {
+	t.Helper()
+	res, err := engine(t).ServiceInspect(context.Background(), "slipway-"+dep, client.ServiceInspectOptions{})
+	if err != nil {
+		t.Fatalf("inspect the service of %s: %v", dep, err)
+	}
+	return res.Service
+}
+
+// swarmLeftovers lists the swarm objects (services, secrets) and docker
+// objects that carry the deployment's label.
+func swarmLeftovers(t *testing.T, s *servertest.Server, dep string) []string {
+	t.Helper()
+	out := leftovers(t, s, "docker", dep)
+	f := client.Filters{}.Add("label", docker.LabelDeployment+"="+dep)
+	svcs, err := engine(t).ServiceList(context.Background(), client.ServiceListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sv := range svcs.Items {
+		out = append(out, "service "+sv.Spec.Name)
+	}
+	secs, err := engine(t).SecretList(context.Background(), client.SecretListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range secs.Items {
+		out = append(out, "secret "+sc.Spec.Name)
+	}
+	return out
+}
+
+func revLogs(s *servertest.Server, dep, rev string) string {
+	return string(s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil).Body)
+}
+
+// TestSwarmDeployServeDelete deploys a source on the swarm runtime: the
+// image goes through the registry and the service names it by digest;
+// the deployment serves the echo built-in and a command graph through its
+// URL, with the revision's secret in the agent's environment (from a Swarm
+// secret); the service carries the limits, reservations and hardening;
+// delete leaves nothing with the deployment's label.
+func TestSwarmDeployServeDelete(t *testing.T) {
+	reg := requireSwarm(t)
+	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "swarm", "SLIPWAY_REGISTRY": reg})
+	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "swarmed", "source": "internal_source",
+		"source_config": map[string]any{"resource_spec": map[string]any{"cpu": 0.5, "memory_mb": 96, "cpu_limit": 1.5, "memory_limit_mb": 192}},
+		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"},
+		"secrets":                []any{map[string]any{"name": "API_TOKEN", "value": "tok-swarm"}}})
+	if d.Status != 201 {
+		t.Fatalf("create: %d %s", d.Status, d.Body)
+	}
+	dep := d.Map()["id"].(string)
+	rev1 := deploySource(t, s, dep, swarmApp(t))
+	if st := waitStatus(t, s, dep, rev1); st != "DEPLOYED" {
+		t.Fatalf("revision 1 ended %s:\n%s\n%s", st, revLogs(s, dep, rev1), s.Logs())
+	}
+	url := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
+	agent := func(method, path string, body any) *servertest.Response {
+		return servertest.Do(t, method, url+path, body, "X-Api-Key", s.Key)
+	}
+	if r := agent("GET", "/ok", nil); r.Status != 200 {
+		t.Fatalf("GET /ok through the deployment URL: %d %s", r.Status, r.Body)
+	}
+	th := agent("POST", "/threads", map[string]any{}).Map()["thread_id"].(string)
+	cw := agent("POST", "/threads/"+th+"/runs/wait", map[string]any{"assistant_id": "counter",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "four"}}}})
+	if cw.Status != 200 || !strings.Contains(string(cw.Body), "4 characters") {
+		t.Fatalf("command graph: %d %s", cw.Status, cw.Body)
+	}
+	ew := agent("POST", "/threads/"+th+"/runs/wait", map[string]any{"assistant_id": "env",
+		"input": map[string]any{"names": []string{"API_TOKEN", "SLIPWAY_AGENT_TOKEN"}}})
+	if ew.Status != 200 {
+		t.Fatalf("env graph: %d %s", ew.Status, ew.Body)
+	}
+	env, _ := ew.Map()["env"].(map[string]any)
+	if env["API_TOKEN"] != "tok-swarm" || env["SLIPWAY_AGENT_TOKEN"] != "<unset>" {
+		t.Fatalf("the agent's environment as its graphs see it: %v (want the secret, and no agent token)", env)
+	}
+
+	svc := swarmService(t, dep)
+	cs := svc.Spec.TaskTemplate.ContainerSpec
+	res := svc.Spec.TaskTemplate.Resources
+	var tmpfs string
+	for _, m := range cs.Mounts {
+		if m.Target == "/tmp" && m.TmpfsOptions != nil {
+			tmpfs = fmt.Sprintf("%s size=%d mode=%o", m.Type, m.TmpfsOptions.SizeBytes, uint32(m.TmpfsOptions.Mode))
+		}
+	}
+	secretEnv := map[string]bool{}
+	for _, r := range cs.Secrets {
+		secretEnv[r.File.Name] = true
+	}
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"image by digest from the registry", strings.HasPrefix(cs.Image, reg+"/slipway/"+dep+"@sha256:"), true},
+		{"cpu → reservation", res.Reservations.NanoCPUs, int64(5e8)},
+		{"memory_mb → reservation", res.Reservations.MemoryBytes, int64(96 << 20)},
+		{"cpu_limit → limit", res.Limits.NanoCPUs, int64(15e8)},
+		{"memory_limit_mb → limit", res.Limits.MemoryBytes, int64(192 << 20)},
+		{"pids limit", res.Limits.Pids, int64(1024)},
+		{"read-only root filesystem", cs.ReadOnly, true},
+		{"capabilities dropped", strings.Join(cs.CapabilityDrop, ","), "ALL"},
+		{"tmpfs /tmp", tmpfs, "tmpfs size=268435456 mode=1777"},
+		{"secret as a Swarm secret, not env", secretEnv["env.API_TOKEN"] && !strings.Contains(strings.Join(cs.Env, " "), "tok-swarm"), true},
+		{"health check", cs.Healthcheck != nil && strings.Join(cs.Healthcheck.Test, " ") == "CMD /slipway swarm-task probe", true},
+		{"start-first update with rollback", fmt.Sprint(svc.Spec.UpdateConfig.Order, " ", svc.Spec.UpdateConfig.FailureAction), "start-first rollback"},
+		{"install label", svc.Spec.Labels[docker.LabelInstance], s.InstanceID},
+		{"one replica", *svc.Spec.Mode.Replicated.Replicas, uint64(1)},
+	}
+	// Services carry no-new-privileges from API 1.46 (Docker 27) on; older
+	// engines drop it (the README says so).
+	if api := engine(t).ClientVersion(); apiAtLeast(api, 46) {
+		checks = append(checks, struct {
+			what      string
+			got, want any
+		}{"no-new-privileges", cs.Privileges != nil && cs.Privileges.NoNewPrivileges, true})
+	} else {
+		t.Logf("engine API %s: services cannot say no-new-privileges; not checked", api)
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.what, c.got, c.want)
+		}
+	}
+	n, err := engine(t).NetworkInspect(context.Background(), "slipway-"+dep, client.NetworkInspectOptions{})
+	if err != nil || n.Network.Driver != "overlay" || !n.Network.Attachable {
+		t.Errorf("the deployment's network: %v driver %q attachable %v; want an attachable overlay", err, n.Network.Driver, n.Network.Attachable)
+	}
+
+	if r := s.Do("DELETE", "/v2/deployments/"+dep, nil); r.Status != 204 {
+		t.Fatalf("delete: %d", r.Status)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for left := swarmLeftovers(t, s, dep); len(left) > 0; left = swarmLeftovers(t, s, dep) {
+		if time.Now().After(deadline) {
+			t.Fatalf("deleting left: %v", left)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := engine(t).ServiceInspect(context.Background(), "slipway-"+dep, client.ServiceInspectOptions{}); !cerrdefs.IsNotFound(err) {
+		t.Fatalf("the service after delete: %v", err)
+	}
+}
+
+// apiAtLeast says whether Docker API version api (1.N) is 1.minor or later.
+func apiAtLeast(api string, minor int) bool {
+	var major, n int
+	if _, err := fmt.Sscanf(api, "%d.%d", &major, &n); err != nil {
+		return false
+	}
+	return major > 1 || major == 1 && n >= minor
+}
