@@ -60,8 +60,8 @@ type taskSpec struct {
 	image string
 	// slipwayImage: the image's entrypoint is Slipway's agent, so the task
 	// entry and the health probe are in it (/slipway).
-	slipwayImage bool
-	token        string
+	slipwayImage  bool
+	token         string
 	secrets       []*swarm.SecretReference
 	healthTimeout time.Duration
 	stopGrace     time.Duration

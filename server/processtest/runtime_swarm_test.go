@@ -168,7 +168,7 @@ func TestSwarmDeployServeDelete(t *testing.T) {
 	reg := requireSwarm(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "swarm", "SLIPWAY_REGISTRY": reg})
 	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "swarmed", "source": "internal_source",
-		"source_config": map[string]any{"resource_spec": map[string]any{"cpu": 0.5, "memory_mb": 96, "cpu_limit": 1.5, "memory_limit_mb": 192}},
+		"source_config":          map[string]any{"resource_spec": map[string]any{"cpu": 0.5, "memory_mb": 96, "cpu_limit": 1.5, "memory_limit_mb": 192}},
 		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"},
 		"secrets":                []any{map[string]any{"name": "API_TOKEN", "value": "tok-swarm"}}})
 	if d.Status != 201 {
