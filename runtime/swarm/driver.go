@@ -165,6 +165,10 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 	spec := d.serviceSpec(s, p, t)
 	var ep string
 	if found {
+		if spec.UpdateConfig.Order == swarm.UpdateOrderStopFirst && d.Docker.Gate != nil {
+			resume := d.Docker.Gate.Pause(s.DeploymentID)
+			defer resume()
+		}
 		ep, err = d.update(ctx, cur, spec, s.RevisionID, log)
 	} else {
 		ep, err = d.create(ctx, spec, s.RevisionID, log)
@@ -239,7 +243,11 @@ func (d *Driver) create(ctx context.Context, spec swarm.ServiceSpec, rev string,
 // update: completed, or rolled back to the revision before.
 func (d *Driver) update(ctx context.Context, cur swarm.Service, spec swarm.ServiceSpec, rev string, log io.Writer) (string, error) {
 	prev := cur.Spec.Labels[docker.LabelRevision]
-	fmt.Fprintf(log, "updating service %s from revision %s (start-first; Swarm rolls back if the new agent fails its health check)\n", spec.Name, prev)
+	how := "start-first: the new agent starts beside the old one"
+	if spec.UpdateConfig.Order == swarm.UpdateOrderStopFirst {
+		how = "stop-first: the agent database on the data volume admits one agent at a time"
+	}
+	fmt.Fprintf(log, "updating service %s from revision %s (%s; Swarm rolls back if the new agent fails its health check)\n", spec.Name, prev, how)
 	if _, err := d.Client.ServiceUpdate(ctx, cur.ID, client.ServiceUpdateOptions{Version: cur.Version, Spec: spec,
 		EncodedRegistryAuth: d.RegistryAuth}); err != nil {
 		return "", fmt.Errorf("update service: %w", err)

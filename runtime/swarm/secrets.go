@@ -43,8 +43,8 @@ func (d *Driver) secrets(ctx context.Context, s runtime.Spec, log io.Writer) ([]
 		name := referencedSecretName(r)
 		res, err := d.Client.SecretInspect(ctx, name, client.SecretInspectOptions{})
 		if cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: secret reference %s: the swarm has no secret %q (a Swarm secret holds one value: create it with docker secret create %s -)",
-				runtime.ErrUnsupported, r.Name, name, name)
+			return nil, fmt.Errorf("secret reference %s: the swarm has no secret %s (a Swarm secret holds one value: <secret_name>.<secret_key>, created with docker secret create %s -)",
+				r.Name, name, name)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("secret reference %s: inspect secret %q: %w", r.Name, name, err)

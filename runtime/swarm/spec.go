@@ -135,9 +135,10 @@ func (d *Driver) serviceSpec(s runtime.Spec, p docker.AgentPlan, t taskSpec) swa
 		res.Reservations.NanoCPUs = int64(math.Round(*rs.CPU * 1e9))
 	}
 	delay := time.Second
-	update := &swarm.UpdateConfig{Parallelism: 1, Order: swarm.UpdateOrderStartFirst,
+	order := updateOrder(s)
+	update := &swarm.UpdateConfig{Parallelism: 1, Order: order,
 		FailureAction: swarm.UpdateFailureActionRollback, Monitor: t.monitor}
-	rollback := &swarm.UpdateConfig{Parallelism: 1, Order: swarm.UpdateOrderStartFirst,
+	rollback := &swarm.UpdateConfig{Parallelism: 1, Order: order,
 		FailureAction: swarm.UpdateFailureActionPause, Monitor: t.monitor}
 	n := replicas(s)
 	svcLabels := d.Docker.Labels(dep, rev, "service")
@@ -161,6 +162,20 @@ func (d *Driver) serviceSpec(s runtime.Spec, p docker.AgentPlan, t taskSpec) swa
 		EndpointSpec: &swarm.EndpointSpec{Mode: swarm.ResolutionModeVIP, Ports: []swarm.PortConfig{{
 			Protocol: network.TCP, TargetPort: agentPort, PublishMode: swarm.PortConfigPublishModeHost}}},
 	}
+}
+
+// updateOrder is how a new revision replaces the running one. An agent
+// whose state is in PostgreSQL (SLIPWAY_AGENT_POSTGRES_URL) starts beside
+// the old one, which stops once the new one is healthy (start-first). An
+// agent whose state is the database file on its data volume holds that
+// file's lock, which a second agent would wait for in vain: the old task
+// stops first, and Slipway holds requests at the gate meanwhile (as the
+// docker runtime does); the health gate and Swarm's rollback apply alike.
+func updateOrder(s runtime.Spec) swarm.UpdateOrder {
+	if s.AgentEnv["SLIPWAY_AGENT_POSTGRES_URL"] != "" {
+		return swarm.UpdateOrderStartFirst
+	}
+	return swarm.UpdateOrderStopFirst
 }
 
 // tmpfsMount is the docker runtime's tmpfs (a HostConfig.Tmpfs entry) as

@@ -230,7 +230,7 @@ func TestSwarmDeployServeDelete(t *testing.T) {
 		{"tmpfs /tmp", tmpfs, "tmpfs size=268435456 mode=1777"},
 		{"secret as a Swarm secret, not env", secretEnv["env.API_TOKEN"] && !strings.Contains(strings.Join(cs.Env, " "), "tok-swarm"), true},
 		{"health check", cs.Healthcheck != nil && strings.Join(cs.Healthcheck.Test, " ") == "CMD /slipway swarm-task probe", true},
-		{"start-first update with rollback", fmt.Sprint(svc.Spec.UpdateConfig.Order, " ", svc.Spec.UpdateConfig.FailureAction), "start-first rollback"},
+		{"start-first update with rollback", fmt.Sprint(svc.Spec.UpdateConfig.Order, " ", svc.Spec.UpdateConfig.FailureAction), "stop-first rollback"}, // the agent database is on the data volume
 		{"install label", svc.Spec.Labels[docker.LabelInstance], s.InstanceID},
 		{"one replica", *svc.Spec.Mode.Replicated.Replicas, uint64(1)},
 	}
@@ -276,4 +276,147 @@ func apiAtLeast(api string, minor int) bool {
 		return false
 	}
 	return major > 1 || major == 1 && n >= minor
+}
+
+// swarmEnvOf runs the env graph through the deployment URL and returns the
+// variables it saw.
+func swarmEnvOf(t *testing.T, s *servertest.Server, url string, names ...string) map[string]any {
+	t.Helper()
+	th := servertest.Do(t, "POST", url+"/threads", map[string]any{}, "X-Api-Key", s.Key).Map()["thread_id"].(string)
+	r := servertest.Do(t, "POST", url+"/threads/"+th+"/runs/wait", map[string]any{"assistant_id": "env",
+		"input": map[string]any{"names": names}}, "X-Api-Key", s.Key)
+	if r.Status != 200 {
+		t.Fatalf("env graph: %d %s", r.Status, r.Body)
+	}
+	env, _ := r.Map()["env"].(map[string]any)
+	return env
+}
+
+// TestSwarmRolloutRollbackSecrets redeploys on the swarm runtime: a new
+// revision (a new secret value) rolls out start-first and serves, with
+// the thread the first one stored (the data volume stays); a revision
+// whose agent cannot start is rolled back by Swarm, the revision ends
+// DEPLOY_FAILED with a log that says so and the previous revision keeps
+// serving. Then secret_references: an external_docker deployment reads an
+// existing Swarm secret, and one naming a missing secret fails clearly.
+func TestSwarmRolloutRollbackSecrets(t *testing.T) {
+	reg := requireSwarm(t)
+	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "swarm", "SLIPWAY_REGISTRY": reg})
+	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "rolled", "source": "internal_source", "source_config": map[string]any{},
+		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"},
+		"secrets":                []any{map[string]any{"name": "API_TOKEN", "value": "one"}}})
+	if d.Status != 201 {
+		t.Fatalf("create: %d %s", d.Status, d.Body)
+	}
+	dep := d.Map()["id"].(string)
+	rev1 := deploySource(t, s, dep, swarmApp(t))
+	if st := waitStatus(t, s, dep, rev1); st != "DEPLOYED" {
+		t.Fatalf("revision 1 ended %s:\n%s", st, revLogs(s, dep, rev1))
+	}
+	url := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
+	th := servertest.Do(t, "POST", url+"/threads", map[string]any{}, "X-Api-Key", s.Key).Map()["thread_id"].(string)
+
+	// Revision 2: another secret value.
+	p := s.Do("PATCH", "/v2/deployments/"+dep, map[string]any{"secrets": []any{map[string]any{"name": "API_TOKEN", "value": "two"}}})
+	if p.Status != 200 {
+		t.Fatalf("patch: %d %s", p.Status, p.Body)
+	}
+	rev2 := p.Map()["latest_revision_id"].(string)
+	if st := waitStatus(t, s, dep, rev2); st != "DEPLOYED" {
+		t.Fatalf("revision 2 ended %s:\n%s", st, revLogs(s, dep, rev2))
+	}
+	waitActive(t, s, dep, rev2)
+	if logs := revLogs(s, dep, rev2); !strings.Contains(logs, "stop-first") {
+		t.Fatalf("revision 2's log does not tell the rollout: %s", logs)
+	}
+	if env := swarmEnvOf(t, s, url, "API_TOKEN"); env["API_TOKEN"] != "two" {
+		t.Fatalf("after revision 2 the agent sees API_TOKEN=%v, want two", env["API_TOKEN"])
+	}
+	if r := servertest.Do(t, "GET", url+"/threads/"+th, nil, "X-Api-Key", s.Key); r.Status != 200 {
+		t.Fatalf("the thread revision 1 stored, after revision 2: %d %s", r.Status, r.Body)
+	}
+	if got := swarmService(t, dep).Spec.Labels[docker.LabelRevision]; got != rev2 {
+		t.Fatalf("the service runs revision %s, want %s", got, rev2)
+	}
+
+	// Revision 3 cannot start (an unknown built-in graph): Swarm rolls back.
+	bad := swarmApp(t)
+	bad["langgraph.json"] = `{"graphs": {"agent": {"builtin": "no-such-builtin"}}}`
+	rev3 := deploySource(t, s, dep, bad)
+	if st := waitStatus(t, s, dep, rev3); st != "DEPLOY_FAILED" {
+		t.Fatalf("revision 3 ended %s, want DEPLOY_FAILED:\n%s", st, revLogs(s, dep, rev3))
+	}
+	if logs := revLogs(s, dep, rev3); !strings.Contains(logs, "Swarm rolled the service back to revision "+rev2) {
+		t.Fatalf("revision 3's log does not tell the rollback: %s", logs)
+	}
+	if got := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["active_revision_id"]; got != rev2 {
+		t.Fatalf("active revision after the failed one: %v, want %s", got, rev2)
+	}
+	if got := swarmService(t, dep).Spec.Labels[docker.LabelRevision]; got != rev2 {
+		t.Fatalf("after the rollback the service runs revision %s, want %s", got, rev2)
+	}
+	if env := swarmEnvOf(t, s, url, "API_TOKEN"); env["API_TOKEN"] != "two" {
+		t.Fatalf("after the rollback the agent sees API_TOKEN=%v, want two", env["API_TOKEN"])
+	}
+
+	// secret_references name existing Swarm secrets: <secret_name>.<secret_key>.
+	ctx := context.Background()
+	ref := "swarmtest-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))[:10] + fmt.Sprint(time.Now().UnixNano()%1e6)
+	sec, err := engine(t).SecretCreate(ctx, client.SecretCreateOptions{Spec: swarmtypes.SecretSpec{
+		Annotations: swarmtypes.Annotations{Name: ref + ".password"}, Data: []byte("from-swarm")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := swarmService(t, dep).Spec.TaskTemplate.ContainerSpec.Image
+	ext := func(name, secretName string) (string, string) {
+		r := s.Do("POST", "/v2/deployments", map[string]any{"name": name, "source": "external_docker", "source_config": map[string]any{},
+			"source_revision_config": map[string]any{"image_uri": image}, "secrets": []any{},
+			"secret_references": []any{map[string]any{"name": "DB_PASSWORD", "secret_name": secretName, "secret_key": "password"}}})
+		if r.Status != 201 {
+			t.Fatalf("create %s: %d %s", name, r.Status, r.Body)
+		}
+		m := r.Map()
+		return m["id"].(string), m["latest_revision_id"].(string)
+	}
+	refDep, refRev := ext("referencing", ref)
+	t.Cleanup(func() {
+		// The service using it goes with the install's cleanup first.
+		for i := 0; i < 100; i++ {
+			if _, err := engine(t).SecretRemove(context.Background(), sec.ID, client.SecretRemoveOptions{}); err == nil || cerrdefs.IsNotFound(err) {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+	if st := waitStatus(t, s, refDep, refRev); st != "DEPLOYED" {
+		t.Fatalf("the deployment with a secret reference ended %s:\n%s", st, revLogs(s, refDep, refRev))
+	}
+	refURL := s.Do("GET", "/v2/deployments/"+refDep, nil).Map()["url"].(string)
+	if env := swarmEnvOf(t, s, refURL, "DB_PASSWORD"); env["DB_PASSWORD"] != "from-swarm" {
+		t.Fatalf("the referenced secret in the agent's environment: %v, want from-swarm", env["DB_PASSWORD"])
+	}
+	missDep, missRev := ext("missing-ref", ref+"-missing")
+	if st := waitStatus(t, s, missDep, missRev); st != "DEPLOY_FAILED" {
+		t.Fatalf("a reference to a missing secret ended %s, want DEPLOY_FAILED", st)
+	}
+	if logs := revLogs(s, missDep, missRev); !strings.Contains(logs, "the swarm has no secret "+ref+"-missing.password") {
+		t.Fatalf("the failed reference's log does not name the missing secret: %s", logs)
+	}
+	for _, dd := range []string{dep, refDep, missDep} {
+		if r := s.Do("DELETE", "/v2/deployments/"+dd, nil); r.Status != 204 {
+			t.Fatalf("delete: %d", r.Status)
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, dd := range []string{dep, refDep, missDep} {
+		for left := swarmLeftovers(t, s, dd); len(left) > 0; left = swarmLeftovers(t, s, dd) {
+			if time.Now().After(deadline) {
+				t.Fatalf("deleting %s left: %v", dd, left)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if _, err := engine(t).SecretInspect(ctx, sec.ID, client.SecretInspectOptions{}); err != nil {
+		t.Fatalf("the referenced secret is not Slipway's and must stay: %v", err)
+	}
 }
