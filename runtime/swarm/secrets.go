@@ -18,13 +18,13 @@ import (
 // secrets makes the revision's own secrets Swarm secrets this install
 // owns, and finds the existing Swarm secrets its secret_references name;
 // it returns the service's references to both. Each is mounted at
-// /run/secrets/env.<NAME> (mode 0400, the agent's user), which the task
+// /run/secrets/env.<NAME> or ref.<NAME> (mode 0400, the agent's user), which the task
 // entry loads into the agent's environment.
 func (d *Driver) secrets(ctx context.Context, s runtime.Spec, log io.Writer) ([]*swarm.SecretReference, error) {
 	var refs []*swarm.SecretReference
-	ref := func(id, name, env string) *swarm.SecretReference {
+	ref := func(id, name, file string) *swarm.SecretReference {
 		return &swarm.SecretReference{SecretID: id, SecretName: name,
-			File: &swarm.SecretReferenceFileTarget{Name: envSecretPrefix + env, UID: agentUID, GID: agentUID, Mode: 0o400}}
+			File: &swarm.SecretReferenceFileTarget{Name: file, UID: agentUID, GID: agentUID, Mode: 0o400}}
 	}
 	names := make([]string, 0, len(s.Env))
 	for k := range s.Env {
@@ -37,7 +37,7 @@ func (d *Driver) secrets(ctx context.Context, s runtime.Spec, log io.Writer) ([]
 		if err != nil {
 			return nil, err
 		}
-		refs = append(refs, ref(id, name, env))
+		refs = append(refs, ref(id, name, envSecretPrefix+env))
 	}
 	for _, r := range s.SecretReferences {
 		name := referencedSecretName(r)
@@ -49,7 +49,7 @@ func (d *Driver) secrets(ctx context.Context, s runtime.Spec, log io.Writer) ([]
 		if err != nil {
 			return nil, fmt.Errorf("secret reference %s: inspect secret %q: %w", r.Name, name, err)
 		}
-		refs = append(refs, ref(res.Secret.ID, name, r.Name))
+		refs = append(refs, ref(res.Secret.ID, name, refSecretPrefix+r.Name))
 	}
 	if len(refs) > 0 {
 		fmt.Fprintf(log, "%d secrets as Swarm secrets\n", len(refs))

@@ -29,6 +29,11 @@ const agentPort = 8000
 // loads them into the agent's environment.
 const envSecretPrefix = "env."
 
+// refSecretPrefix names the files of referenced Swarm secrets: ref.<NAME>.
+// Their trailing newlines go, as the docker runtime reads a referenced
+// secret (docker secret create from a file keeps the file's newline).
+const refSecretPrefix = "ref."
+
 // LabelEnv is on a Swarm secret Slipway owns: the environment variable
 // it holds.
 const LabelEnv = "dev.slipway.env"

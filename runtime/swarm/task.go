@@ -52,7 +52,8 @@ func TaskMain(args []string) int {
 	return 2
 }
 
-// secretEnv is env with the secrets mounted in dir as env.<NAME> added:
+// secretEnv is env with the secrets mounted in dir as env.<NAME> (the
+// revision's own, exact) and ref.<NAME> (referenced) added:
 // Swarm gives a service its secrets as files only, the agent reads its
 // secrets from its environment. Slipway's own settings (SLIPWAY_AGENT_*,
 // already in env) win over a secret of the same name, as runtime.Settle
@@ -67,15 +68,20 @@ func secretEnv(dir string, env []string) ([]string, error) {
 	}
 	var secrets []string
 	for _, e := range entries {
-		name, ok := strings.CutPrefix(e.Name(), envSecretPrefix)
-		if !ok || name == "" {
+		name, own := strings.CutPrefix(e.Name(), envSecretPrefix)
+		name, ref := strings.CutPrefix(name, refSecretPrefix)
+		if !own && !ref || name == "" {
 			continue
 		}
 		raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("read secret %s: %w", name, err)
 		}
-		secrets = append(secrets, name+"="+string(raw))
+		v := string(raw)
+		if ref {
+			v = strings.TrimRight(v, "\n")
+		}
+		secrets = append(secrets, name+"="+v)
 	}
 	var own []string
 	for _, kv := range env {

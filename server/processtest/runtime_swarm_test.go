@@ -420,3 +420,69 @@ func TestSwarmRolloutRollbackSecrets(t *testing.T) {
 		t.Fatalf("the referenced secret is not Slipway's and must stay: %v", err)
 	}
 }
+
+// TestSwarmRestartReconcileSecondInstall: a second install on the same
+// swarm leaves the first one's service alone; after the first one's
+// restart its service, rolled back outside Slipway meanwhile, is brought
+// back to the revision Slipway's record names, and serves.
+func TestSwarmRestartReconcileSecondInstall(t *testing.T) {
+	reg := requireSwarm(t)
+	env := map[string]string{"SLIPWAY_RUNTIME": "swarm", "SLIPWAY_REGISTRY": reg}
+	s := servertest.Start(t, env)
+	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "restarted", "source": "internal_source", "source_config": map[string]any{},
+		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"},
+		"secrets":                []any{map[string]any{"name": "API_TOKEN", "value": "one"}}})
+	dep := d.Map()["id"].(string)
+	rev1 := deploySource(t, s, dep, swarmApp(t))
+	if st := waitStatus(t, s, dep, rev1); st != "DEPLOYED" {
+		t.Fatalf("revision 1 ended %s:\n%s", st, revLogs(s, dep, rev1))
+	}
+	rev2 := s.Do("PATCH", "/v2/deployments/"+dep, map[string]any{"secrets": []any{map[string]any{"name": "API_TOKEN", "value": "two"}}}).Map()["latest_revision_id"].(string)
+	if st := waitStatus(t, s, dep, rev2); st != "DEPLOYED" {
+		t.Fatalf("revision 2 ended %s:\n%s", st, revLogs(s, dep, rev2))
+	}
+	waitActive(t, s, dep, rev2)
+	before := swarmService(t, dep).Version.Index
+
+	// A second install reconciles at its start: it has no record of the
+	// deployment, and the service carries another install's id.
+	other := servertest.Start(t, env)
+	if other.InstanceID == s.InstanceID {
+		t.Fatal("the two installs share an instance id")
+	}
+	if got := swarmService(t, dep); got.Version.Index != before {
+		t.Fatalf("the second install touched the first one's service (version %d → %d)", before, got.Version.Index)
+	}
+
+	// While Slipway is down, the service is rolled back outside it.
+	s.Kill()
+	ctx := context.Background()
+	cur := swarmService(t, dep)
+	if _, err := engine(t).ServiceUpdate(ctx, cur.ID, client.ServiceUpdateOptions{Version: cur.Version, Spec: cur.Spec, Rollback: "previous"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for swarmService(t, dep).Spec.Labels[docker.LabelRevision] != rev1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the out-of-band rollback did not take")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.Restart()
+	url := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
+	for {
+		got := swarmService(t, dep)
+		if got.Spec.Labels[docker.LabelRevision] == rev2 && got.UpdateStatus != nil && got.UpdateStatus.State == swarmtypes.UpdateStateCompleted {
+			if r := servertest.Do(t, "GET", url+"/ok", nil, "X-Api-Key", s.Key); r.Status == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart the service runs revision %s (want %s):\n%s", got.Spec.Labels[docker.LabelRevision], rev2, s.Logs())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if env := swarmEnvOf(t, s, url, "API_TOKEN"); env["API_TOKEN"] != "two" {
+		t.Fatalf("after the reconciliation the agent sees API_TOKEN=%v, want two", env["API_TOKEN"])
+	}
+}
