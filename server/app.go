@@ -19,6 +19,7 @@ import (
 	"slipway/oteltrace"
 	"slipway/runtime"
 	"slipway/runtime/docker"
+	"slipway/runtime/swarm"
 	"slipway/runtime/fake"
 	"slipway/runtime/process"
 	"slipway/server/admin"
@@ -167,6 +168,9 @@ func (a *app) adminServer() *admin.Server {
 		Update: a.audit.Update, Logger: a.log.With().Str("component", "admin").Logger(), Instance: a.instance}
 	if d, ok := a.driver.(*docker.Driver); ok {
 		s.PruneImages = d.PruneImages
+	}
+	if d, ok := a.driver.(*swarm.Driver); ok {
+		s.PruneImages = d.Docker.PruneImages // its builds are the docker runtime's
 	}
 	return s
 }

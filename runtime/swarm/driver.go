@@ -138,12 +138,18 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 		return "", err
 	}
 	if found && cur.Spec.Labels[docker.LabelRevision] == s.RevisionID {
-		if ep, ok := d.serves(ctx, cur); ok {
-			// Already serving (adopted after a restart of Slipway).
-			d.set(s.DeploymentID, serving{rev: s.RevisionID, endpoint: ep})
-			fmt.Fprintf(log, "revision %s is already serving on the swarm\n", s.RevisionID)
-			return ep, nil
+		// The service runs this revision already (adopted after a restart
+		// of Slipway, or a repeated call): Swarm keeps its task running,
+		// so wait for it rather than update to the same spec.
+		hctx, cancel := context.WithTimeout(ctx, d.healthTimeout())
+		defer cancel()
+		ep, err := d.waitServing(hctx, cur.ID, false)
+		if err != nil {
+			return "", err
 		}
+		d.set(s.DeploymentID, serving{rev: s.RevisionID, endpoint: ep})
+		fmt.Fprintf(log, "revision %s is already serving on the swarm\n", s.RevisionID)
+		return ep, nil
 	}
 	if err := d.ensureNetwork(ctx, s.DeploymentID, s.DeploymentName); err != nil {
 		return "", err
@@ -224,7 +230,7 @@ func (d *Driver) create(ctx context.Context, spec swarm.ServiceSpec, rev string,
 	}
 	hctx, cancel := context.WithTimeout(ctx, d.healthTimeout())
 	defer cancel()
-	ep, err := d.waitServing(hctx, res.ID, rev)
+	ep, err := d.waitServing(hctx, res.ID, true)
 	if err != nil {
 		if tail := d.logTail(res.ID); tail != "" {
 			fmt.Fprintf(log, "agent output:\n%s\n", tail)
@@ -303,10 +309,11 @@ func (d *Driver) update(ctx context.Context, cur swarm.Service, spec swarm.Servi
 	}
 }
 
-// waitServing waits for a running task of the service's revision rev and
-// for GET /ok through the published port; a task of it that fails ends
-// the wait with its error.
-func (d *Driver) waitServing(ctx context.Context, id, rev string) (string, error) {
+// waitServing waits for a running task of the service's current revision
+// and for GET /ok through its published port. For a new service
+// (failFast) a task that fails ends the wait with its error; an existing
+// one has failed tasks in its history.
+func (d *Driver) waitServing(ctx context.Context, id string, failFast bool) (string, error) {
 	var last error
 	for {
 		res, err := d.Client.ServiceInspect(ctx, id, client.ServiceInspectOptions{})
@@ -314,7 +321,7 @@ func (d *Driver) waitServing(ctx context.Context, id, rev string) (string, error
 			last = err
 		} else if ep, ok := d.serves(ctx, res.Service); ok {
 			return ep, nil
-		} else if terr := d.failedTask(ctx, id); terr != nil {
+		} else if terr := d.failedTask(ctx, id); failFast && terr != nil {
 			return "", fmt.Errorf("the agent did not become healthy: %w", terr)
 		}
 		select {
