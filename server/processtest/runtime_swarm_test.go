@@ -202,6 +202,7 @@ func TestSwarmDeployServeDelete(t *testing.T) {
 		t.Fatalf("the agent's environment as its graphs see it: %v (want the secret, and no agent token)", env)
 	}
 
+	ctx0 := context.Background()
 	svc := swarmService(t, dep)
 	cs := svc.Spec.TaskTemplate.ContainerSpec
 	res := svc.Spec.TaskTemplate.Resources
@@ -249,9 +250,36 @@ func TestSwarmDeployServeDelete(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", c.what, c.got, c.want)
 		}
 	}
-	n, err := engine(t).NetworkInspect(context.Background(), "slipway-"+dep, client.NetworkInspectOptions{})
+	n, err := engine(t).NetworkInspect(ctx0, "slipway-"+dep, client.NetworkInspectOptions{})
 	if err != nil || n.Network.Driver != "overlay" || !n.Network.Attachable {
 		t.Errorf("the deployment's network: %v driver %q attachable %v; want an attachable overlay", err, n.Network.Driver, n.Network.Attachable)
+	}
+
+	// Healing: the task's container is killed outside Slipway; Swarm starts
+	// another task, on another published port, and Slipway follows it.
+	ctx := context.Background()
+	cs0, err := engine(t).ContainerList(ctx, client.ContainerListOptions{Filters: client.Filters{}.
+		Add("label", "com.docker.swarm.service.name=slipway-"+dep)})
+	if err != nil || len(cs0.Items) != 1 {
+		t.Fatalf("the service's containers: %v %d", err, len(cs0.Items))
+	}
+	if _, err := engine(t).ContainerKill(ctx, cs0.Items[0].ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	for {
+		r := agent("GET", "/ok", nil)
+		if r.Status == 200 && time.Since(killed) > time.Second {
+			break
+		}
+		if time.Since(killed) > 60*time.Second {
+			t.Fatalf("the deployment did not serve again after its task was killed: %d %s", r.Status, r.Body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("serving again %v after the task's container was killed", time.Since(killed).Round(100*time.Millisecond))
+	if r := agent("GET", "/threads/"+th, nil); r.Status != 200 {
+		t.Fatalf("the thread after the task was replaced: %d %s", r.Status, r.Body)
 	}
 
 	if r := s.Do("DELETE", "/v2/deployments/"+dep, nil); r.Status != 204 {
