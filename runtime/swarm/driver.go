@@ -274,6 +274,13 @@ func (d *Driver) update(ctx context.Context, cur swarm.Service, spec swarm.Servi
 		if us != nil {
 			state, msg = us.State, us.Message
 		}
+		if state == swarm.UpdateStateUpdating && res.Service.Spec.Labels[docker.LabelRevision] == rev {
+			// Start-first: once the new task serves, Slipway sends requests
+			// to it, before Swarm stops the old one.
+			if ep, ok := d.serves(hctx, res.Service); ok {
+				d.set(cur.Spec.Labels[docker.LabelDeployment], serving{rev: rev, endpoint: ep})
+			}
+		}
 		switch state {
 		case swarm.UpdateStateCompleted:
 			if res.Service.Spec.Labels[docker.LabelRevision] == rev {

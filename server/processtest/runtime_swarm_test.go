@@ -3,6 +3,9 @@ package processtest_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	neturl "net/url"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -512,5 +515,114 @@ func TestSwarmRestartReconcileSecondInstall(t *testing.T) {
 	}
 	if env := swarmEnvOf(t, s, url, "API_TOKEN"); env["API_TOKEN"] != "two" {
 		t.Fatalf("after the reconciliation the agent sees API_TOKEN=%v, want two", env["API_TOKEN"])
+	}
+}
+
+// gatewayForward listens on the swarm's docker_gwbridge gateway (the
+// host, as the tasks' containers reach it) and forwards each connection to
+// target: the test PostgreSQL server listens on loopback only.
+func gatewayForward(t *testing.T, target string) string {
+	t.Helper()
+	n, err := engine(t).NetworkInspect(context.Background(), "docker_gwbridge", client.NetworkInspectOptions{})
+	if err != nil || len(n.Network.IPAM.Config) == 0 || !n.Network.IPAM.Config[0].Gateway.IsValid() {
+		t.Fatalf("the swarm's docker_gwbridge network: %v", err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(n.Network.IPAM.Config[0].Gateway.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go io.Copy(u, c)
+				io.Copy(c, u)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestSwarmStartFirstOnPostgres: with the agent's state in PostgreSQL
+// (SLIPWAY_POSTGRES_URL), a new revision rolls out start-first: the new
+// task runs beside the old one until it is healthy, and the thread stored
+// through revision 1 is there after it.
+func TestSwarmStartFirstOnPostgres(t *testing.T) {
+	reg := requireSwarm(t)
+	admin := servertest.PostgresAdminURL(t)
+	u, err := neturl.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = gatewayForward(t, u.Host)
+	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "swarm", "SLIPWAY_REGISTRY": reg, "SLIPWAY_POSTGRES_URL": u.String()})
+	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "pg-swarm", "source": "internal_source", "source_config": map[string]any{},
+		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"},
+		"secrets":                []any{map[string]any{"name": "API_TOKEN", "value": "one"}}})
+	dep := d.Map()["id"].(string)
+	t.Cleanup(func() { servertest.DropAgentDatabase(t, admin, "slipway_dep_"+strings.ReplaceAll(dep, "-", "")) })
+	rev1 := deploySource(t, s, dep, swarmApp(t))
+	if st := waitStatus(t, s, dep, rev1); st != "DEPLOYED" {
+		t.Fatalf("revision 1 ended %s:\n%s\n%s", st, revLogs(s, dep, rev1), s.Logs())
+	}
+	url := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
+	th := servertest.Do(t, "POST", url+"/threads", map[string]any{}, "X-Api-Key", s.Key).Map()["thread_id"].(string)
+
+	// Count the service's running containers while revision 2 rolls out.
+	ctx := context.Background()
+	most, requests, failed := 0, 0, 0
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			cs, err := engine(t).ContainerList(ctx, client.ContainerListOptions{Filters: client.Filters{}.
+				Add("label", "com.docker.swarm.service.name=slipway-"+dep)})
+			if err == nil {
+				most = max(most, len(cs.Items))
+			}
+			requests++
+			if r := servertest.Do(t, "GET", url+"/ok", nil, "X-Api-Key", s.Key); r.Status != 200 {
+				failed++
+			}
+		}
+	}()
+	rev2 := s.Do("PATCH", "/v2/deployments/"+dep, map[string]any{"secrets": []any{map[string]any{"name": "API_TOKEN", "value": "two"}}}).Map()["latest_revision_id"].(string)
+	st := waitStatus(t, s, dep, rev2)
+	close(done)
+	<-watched
+	if st != "DEPLOYED" {
+		t.Fatalf("revision 2 ended %s:\n%s", st, revLogs(s, dep, rev2))
+	}
+	if logs := revLogs(s, dep, rev2); !strings.Contains(logs, "start-first") {
+		t.Fatalf("revision 2's log does not tell a start-first rollout: %s", logs)
+	}
+	t.Logf("during the rollout %d of %d requests through the deployment URL failed", failed, requests)
+	if most < 2 {
+		t.Fatalf("at most %d containers of the service ran at once during the rollout; start-first runs both", most)
+	}
+	if r := servertest.Do(t, "GET", url+"/threads/"+th, nil, "X-Api-Key", s.Key); r.Status != 200 {
+		t.Fatalf("the thread revision 1 stored in PostgreSQL, after revision 2: %d %s", r.Status, r.Body)
+	}
+	if env := swarmEnvOf(t, s, url, "API_TOKEN"); env["API_TOKEN"] != "two" {
+		t.Fatalf("after revision 2 the agent sees API_TOKEN=%v, want two", env["API_TOKEN"])
+	}
+	if r := s.Do("DELETE", "/v2/deployments/"+dep, nil); r.Status != 204 {
+		t.Fatalf("delete: %d", r.Status)
 	}
 }
