@@ -121,8 +121,8 @@ func (d *Driver) Build(ctx context.Context, s runtime.Spec, log io.Writer) (stri
 }
 
 // Deploy creates the deployment's service, or updates it to this
-// revision: Swarm starts the new task first, waits for its health check,
-// and rolls back on failure.
+// revision: Swarm replaces the task (start-first or stop-first, see
+// updateOrder), waits for its health check, and rolls back on failure.
 func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log io.Writer) (string, error) {
 	plain := s
 	plain.Env, plain.SecretReferences = nil, nil // Swarm secrets (secrets.go)

@@ -52,7 +52,7 @@ func (d *Driver) secrets(ctx context.Context, s runtime.Spec, log io.Writer) ([]
 		refs = append(refs, ref(res.Secret.ID, name, refSecretPrefix+r.Name))
 	}
 	if len(refs) > 0 {
-		fmt.Fprintf(log, "%d secrets as Swarm secrets\n", len(refs))
+		fmt.Fprintf(log, "secrets passed as Swarm secrets: %d\n", len(refs))
 	}
 	return refs, nil
 }
