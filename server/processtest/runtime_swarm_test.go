@@ -347,15 +347,36 @@ func TestSwarmRolloutRollbackSecrets(t *testing.T) {
 	url := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
 	th := servertest.Do(t, "POST", url+"/threads", map[string]any{}, "X-Api-Key", s.Key).Map()["thread_id"].(string)
 
-	// Revision 2: another secret value.
+	// Revision 2: another secret value. Requests keep coming meanwhile:
+	// during the stop-first handover they wait at Slipway's gate.
+	done, counted := make(chan struct{}), make(chan struct{})
+	requests, failed := 0, 0
+	go func() {
+		defer close(counted)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			requests++
+			if r := servertest.Do(t, "GET", url+"/ok", nil, "X-Api-Key", s.Key); r.Status != 200 {
+				failed++
+			}
+		}
+	}()
 	p := s.Do("PATCH", "/v2/deployments/"+dep, map[string]any{"secrets": []any{map[string]any{"name": "API_TOKEN", "value": "two"}}})
 	if p.Status != 200 {
 		t.Fatalf("patch: %d %s", p.Status, p.Body)
 	}
 	rev2 := p.Map()["latest_revision_id"].(string)
-	if st := waitStatus(t, s, dep, rev2); st != "DEPLOYED" {
+	st := waitStatus(t, s, dep, rev2)
+	close(done)
+	<-counted
+	if st != "DEPLOYED" {
 		t.Fatalf("revision 2 ended %s:\n%s", st, revLogs(s, dep, rev2))
 	}
+	t.Logf("during the stop-first rollout %d of %d requests through the deployment URL failed", failed, requests)
 	waitActive(t, s, dep, rev2)
 	if logs := revLogs(s, dep, rev2); !strings.Contains(logs, "stop-first") {
 		t.Fatalf("revision 2's log does not tell the rollout: %s", logs)
