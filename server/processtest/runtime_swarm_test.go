@@ -432,8 +432,10 @@ func TestSwarmRolloutRollbackSecrets(t *testing.T) {
 	}
 	refDep, refRev := ext("referencing", ref)
 	t.Cleanup(func() {
-		// The service using it goes with the install's cleanup first.
-		for i := 0; i < 100; i++ {
+		// A failed test leaves the service that uses it: that goes first
+		// (the install's cleanup runs after this one).
+		_, _ = engine(t).ServiceRemove(context.Background(), "slipway-"+refDep, client.ServiceRemoveOptions{})
+		for i := 0; i < 150; i++ {
 			if _, err := engine(t).SecretRemove(context.Background(), sec.ID, client.SecretRemoveOptions{}); err == nil || cerrdefs.IsNotFound(err) {
 				return
 			}
