@@ -28,6 +28,7 @@ import (
 	"slipway/config"
 	"slipway/runtime/agent/agentapi"
 	"slipway/runtime/sandbox"
+	"slipway/runtime/swarm"
 	"slipway/server"
 	"slipway/server/admin"
 	"slipway/server/cli"
@@ -51,6 +52,8 @@ func run(args []string) int {
 	switch cmd {
 	case sandbox.Subcommand:
 		return sandbox.Main()
+	case swarm.TaskSubcommand: // in a swarm service's container (runtime/swarm)
+		return swarm.TaskMain(args)
 	case "version", "--version", "-v":
 		fmt.Println("slipway", version)
 		return 0

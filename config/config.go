@@ -77,6 +77,7 @@ type Serve struct {
 	Images
 	Limits
 	Postgres
+	Swarm
 	Addr            string `env:"SLIPWAY_ADDR" envDefault:"127.0.0.1:8484"`
 	PublicURL       string `env:"SLIPWAY_PUBLIC_URL"`
 	MasterKey       string `env:"SLIPWAY_MASTER_KEY"`
@@ -224,9 +225,12 @@ func LoadServe(environ map[string]string) (c Serve, err error) {
 		return c, &Error{"SLIPWAY_CORS_ALLOW_ORIGINS: " + err.Error()}
 	}
 	switch c.Runtime {
-	case "auto", "docker", "process", "fake":
+	case "auto", "docker", "swarm", "process", "fake":
 	default:
-		return c, &Error{fmt.Sprintf("SLIPWAY_RUNTIME: %q is not one of auto, docker, process (or fake, for tests)", c.Runtime)}
+		return c, &Error{fmt.Sprintf("SLIPWAY_RUNTIME: %q is not one of auto, docker, swarm, process (or fake, for tests)", c.Runtime)}
+	}
+	if err := c.Swarm.check(c.Runtime); err != nil {
+		return c, err
 	}
 	for _, p := range c.TrustedProxies {
 		if _, err := netip.ParsePrefix(strings.TrimSpace(p)); err != nil {

@@ -21,6 +21,7 @@ import (
 	"slipway/runtime/docker"
 	"slipway/runtime/fake"
 	"slipway/runtime/process"
+	"slipway/runtime/swarm"
 	"slipway/server/admin"
 	"slipway/server/audit"
 	"slipway/server/auth"
@@ -174,6 +175,9 @@ func (a *app) adminServer() *admin.Server {
 	if d, ok := a.driver.(*docker.Driver); ok {
 		s.PruneImages = d.PruneImages
 	}
+	if d, ok := a.driver.(*swarm.Driver); ok {
+		s.PruneImages = d.Docker.PruneImages // its builds are the docker runtime's
+	}
 	return s
 }
 
@@ -187,6 +191,9 @@ func chooseDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger, inst
 	bin, err := os.Executable()
 	if err != nil {
 		return unavailable{name: cfg.Runtime}, "cannot locate the slipway binary to run agents: " + err.Error()
+	}
+	if cfg.Runtime == "swarm" {
+		return swarmDriver(cfg, gate, log, instance, bin)
 	}
 	var engineErr error
 	if cfg.Runtime == "auto" && notStatic != "" {

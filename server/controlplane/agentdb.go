@@ -97,7 +97,7 @@ func loopbackHost(admin string) bool {
 // gateway would not answer either); the operator gives an address both
 // reach. "" when there is nothing to say.
 func reachWarning(driver, admin string) string {
-	if driver != "docker" || !loopbackHost(admin) {
+	if driver != "docker" && driver != "swarm" || !loopbackHost(admin) {
 		return ""
 	}
 	return "warning: SLIPWAY_POSTGRES_URL names a loopback host, which the agent's container does not reach: " +

@@ -110,6 +110,7 @@ func TestReachWarning(t *testing.T) {
 		{"docker", "postgres://a:b@127.0.0.1:5432/x", true},
 		{"docker", "postgres://a:b@localhost/x", true},
 		{"docker", "postgres://a:b@172.17.0.1:5432/x", false},
+		{"swarm", "postgres://a:b@127.0.0.1:5432/x", true},
 		{"process", "postgres://a:b@127.0.0.1:5432/x", false},
 		{"fake", "postgres://a:b@localhost/x", false},
 	} {
