@@ -18,10 +18,7 @@ import (
 // or fails under CI=true (where .ci/run starts one).
 func redisTestBus(t *testing.T) *redisBus {
 	t.Helper()
-	url := os.Getenv("SLIPWAY_TEST_REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379"
-	}
+	url := redisTestURL()
 	prefix := "slipwaytest:" + strings.ReplaceAll(storage.NewID().String(), "-", "") + ":"
 	bus, err := OpenRedisBus(context.Background(), url, prefix)
 	if err != nil {
@@ -41,6 +38,14 @@ func redisTestBus(t *testing.T) *redisBus {
 		_ = b.Close()
 	})
 	return b
+}
+
+// redisTestURL is SLIPWAY_TEST_REDIS_URL, by default the local server.
+func redisTestURL() string {
+	if url := os.Getenv("SLIPWAY_TEST_REDIS_URL"); url != "" {
+		return url
+	}
+	return "redis://127.0.0.1:6379"
 }
 
 func busEvents(ids ...int) []StreamEvent {
