@@ -63,6 +63,16 @@ func (e *Engine) execute(r *runRecord) {
 	} else if err == nil {
 		cps, err = runBuiltin(ctx, lr.events, graph, req, values)
 	}
+	if e.distributed() && e.ctx.Err() != nil && !lr.lost.Load() {
+		// This worker is stopping (SIGTERM: a redeploy, a scale-down): the
+		// run is handed back, not ended, and another worker takes it over
+		// at once as its next attempt.
+		e.handBack(r)
+		lr.events.end(false)
+		close(lr.done)
+		e.release(r, lr)
+		return
+	}
 	status, runErr := e.runStatus(ctx, err)
 	if lr.lost.Load() {
 		// Another worker took the run over: it records the run's end.

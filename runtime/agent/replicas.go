@@ -277,3 +277,23 @@ func markVictim(tx Tx, run, strategy string) error {
 	}
 	return tx.PutRun(v)
 }
+
+// handBack ends this worker's claim on a run it did not finish because it
+// is stopping: the lease expires now, and the other workers are woken to
+// take the run over without waiting for it to run out.
+func (e *Engine) handBack(r *runRecord) {
+	err := e.store.Update(context.Background(), func(tx Tx) error {
+		cur, err := tx.GetRun(r.RunID)
+		if err != nil || !e.ownsClaim(cur, r.Attempt) {
+			return err
+		}
+		cur.Lease.Until = time.Now().UTC()
+		return tx.PutRun(cur)
+	})
+	if err != nil {
+		e.Log.Warn().Err(err).Str("run_id", r.RunID).Msg("hand a run back at shutdown; another worker takes it over when its lease expires")
+		return
+	}
+	e.Log.Info().Str("run_id", r.RunID).Msg("run handed back at shutdown")
+	e.wake(r.ThreadID)
+}

@@ -254,6 +254,9 @@ func (e *Engine) onBusCancel(run, action string) {
 
 // waitRemote waits until run's stream ends (or the run settles).
 func (e *Engine) waitRemote(ctx context.Context, runID string) error {
+	if e.runSettled(runID) {
+		return nil // ended (its stream may have expired)
+	}
 	log := e.remoteLog(runID)
 	after := 0
 	for {

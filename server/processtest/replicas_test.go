@@ -384,6 +384,36 @@ func TestAgentReplicas(t *testing.T) {
 		workers[victim].Restart()
 	})
 
+	t.Run("SIGTERM of a worker mid-run hands the run to another at once", func(t *testing.T) {
+		th := newThread(t, apiA)
+		run := apiA.Do("POST", "/threads/"+th+"/runs", map[string]any{"assistant_id": "slow", "input": map[string]any{}}).Map()["run_id"].(string)
+		leaving := waitRunning(t, apiB, th, run)
+		stopped := time.Now()
+		workers[leaving].Stop()
+		// Taken over without waiting for the lease (3 s) to run out.
+		var md map[string]any
+		for time.Since(stopped) < 10*time.Second {
+			md, _ = runOf(t, apiA, th, run)["metadata"].(map[string]any)
+			if md["attempt"] == float64(2) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if md["attempt"] != float64(2) || md["worker"] == leaving {
+			t.Fatalf("after the worker stopped: attempt %v on %v", md["attempt"], md["worker"])
+		}
+		if took := time.Since(stopped); took > 2500*time.Millisecond {
+			t.Fatalf("taken over %v after the stop, not at once", took)
+		}
+		if r := apiB.Do("GET", "/threads/"+th+"/runs/"+run+"/join", nil); r.Status != 200 || !strings.Contains(string(r.Body), `"done":true`) {
+			t.Fatalf("join: %d %s", r.Status, r.Body)
+		}
+		if st := runOf(t, apiA, th, run)["status"]; st != "success" {
+			t.Fatalf("the handed-over run ended %v", st)
+		}
+		workers[leaving].Restart()
+	})
+
 	// Nothing outside the prefix: the keys the agents made are under it.
 	if n := servertest.RedisKeys(t, redisURL, prefix); n == 0 {
 		t.Fatal("no stream keys under the test's prefix")
