@@ -14,7 +14,9 @@ func TestLoadAgentReplicas(t *testing.T) {
 		check   func(AgentReplicas) bool
 	}{
 		{name: "default: one process", env: map[string]string{},
-			check: func(r AgentReplicas) bool { return r.Role == AgentRoleAll && r.RedisPrefix == "slipway:" && r.LeaseSeconds == 30 }},
+			check: func(r AgentReplicas) bool {
+				return r.Role == AgentRoleAll && r.RedisPrefix == "slipway:" && r.LeaseSeconds == 30
+			}},
 		{name: "api with both", env: map[string]string{"SLIPWAY_AGENT_ROLE": "api", "SLIPWAY_AGENT_POSTGRES_URL": pg, "SLIPWAY_AGENT_REDIS_URL": rd,
 			"SLIPWAY_AGENT_REDIS_PREFIX": "dep1:", "SLIPWAY_AGENT_WORKER_ID": "api-1", "SLIPWAY_AGENT_DB_MAX_CONNECTIONS": "7"},
 			check: func(r AgentReplicas) bool {
