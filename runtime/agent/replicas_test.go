@@ -135,3 +135,65 @@ func TestEnginesShareRunsAcrossProcesses(t *testing.T) {
 		t.Fatalf("the API engine holds %d live runs: it executed or tracked runs", live)
 	}
 }
+
+// TestPGClaimSkipsALockedThread: a worker's claim (SkipLocked) on a thread
+// another unit of work holds returns nothing at once instead of waiting
+// for that unit; once it committed, the claim finds the thread's run.
+func TestPGClaimSkipsALockedThread(t *testing.T) {
+	s := openPGTestStore(t)
+	ctx := context.Background()
+	th := newThreadRec("")
+	r := newRunRec(th.ThreadID)
+	th.Active, th.Queue = "", []string{r.RunID}
+	mustUpdate(t, s, func(tx Tx) error {
+		if err := tx.PutRun(r); err != nil {
+			return err
+		}
+		return tx.PutThread(th)
+	})
+	locked, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		once := false
+		holder <- s.Update(ctx, func(tx Tx) error {
+			// Another claimer holding the thread's row (FOR UPDATE).
+			var one int
+			if err := tx.(*pgTx).one("lock", "select 1 from threads where thread_id = $1 for update", []any{th.ThreadID}, &one); err != nil {
+				return err
+			}
+			if !once {
+				once = true
+				close(locked)
+				<-release
+			}
+			return nil
+		})
+	}()
+	<-locked
+	claim := runClaim{Worker: "w", Now: time.Now().UTC(), Lease: time.Minute, SkipLocked: true}
+	began := time.Now()
+	var got *runRecord
+	// Bounded: a claim that waits for the lock fails here, not by hanging.
+	bounded, stop := context.WithTimeout(ctx, 3*time.Second)
+	err := s.Update(bounded, func(tx Tx) error {
+		var err error
+		got, err = tx.ClaimNextRun(th.ThreadID, claim)
+		return err
+	})
+	stop()
+	close(release)
+	if err != nil || got != nil || time.Since(began) > 2*time.Second {
+		t.Fatalf("claim of a locked thread: %v, %v after %v, want nothing at once", got, err, time.Since(began))
+	}
+	if err := <-holder; err != nil {
+		t.Fatal(err)
+	}
+	mustUpdate(t, s, func(tx Tx) error {
+		var err error
+		got, err = tx.ClaimNextRun(th.ThreadID, claim)
+		return err
+	})
+	if got == nil || got.RunID != r.RunID || got.Lease == nil || got.Lease.Worker != "w" {
+		t.Fatalf("claim once the thread is free: %+v", got)
+	}
+}
