@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,16 +30,39 @@ func (g tickGraph) Run(ctx context.Context, _ Request, emit func(string, map[str
 	return emit("ticks", map[string]any{"done": true}, nil)
 }
 
+// overlapGraph records how many of its runs execute at once.
+type overlapGraph struct{ now, most *atomic.Int32 }
+
+func (g overlapGraph) Run(ctx context.Context, _ Request, emit func(string, map[string]any, []Event) error) error {
+	n := g.now.Add(1)
+	defer g.now.Add(-1)
+	for {
+		m := g.most.Load()
+		if n <= m || g.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	select {
+	case <-time.After(100 * time.Millisecond):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return emit("overlap", map[string]any{"ran": true}, nil)
+}
+
 // TestEnginesShareRunsAcrossProcesses: an API engine and two queue
 // engines over one PostgreSQL store, each with its own connection to one
 // Redis prefix, as processes are. A run admitted by the API engine
 // executes on a worker, its stream reaches the API engine's reader whole
 // and in order, a cancel made on the API engine stops a run on its
-// worker, and the API engine never executes a run.
+// worker, enqueued runs of a thread run one at a time across the
+// workers, and the API engine never executes a run.
 func TestEnginesShareRunsAcrossProcesses(t *testing.T) {
 	store := openPGTestStore(t)
 	first := redisTestBus(t)
-	graphs := map[string]Graph{"ticks": tickGraph{n: 20, every: 20 * time.Millisecond}, "slow": tickGraph{n: 1000, every: 20 * time.Millisecond}}
+	var now, most atomic.Int32
+	graphs := map[string]Graph{"ticks": tickGraph{n: 20, every: 20 * time.Millisecond}, "slow": tickGraph{n: 1000, every: 20 * time.Millisecond},
+		"overlap": overlapGraph{now: &now, most: &most}}
 	start := func(name, role string) *Engine {
 		bus := RunBus(first)
 		if name != "api" {
@@ -128,6 +152,28 @@ func TestEnginesShareRunsAcrossProcesses(t *testing.T) {
 	if r, _ := api.GetRun(th.ThreadID, slow.RunID); r.Status != RunInterrupted {
 		t.Fatalf("cancelled run: %s", r.Status)
 	}
+	// enqueue: runs queued on one thread run one after another, though
+	// two workers could take them.
+	var queued []Run
+	for range 4 {
+		r, _, err := api.CreateRun(th.ThreadID, RunCreate{AssistantID: "overlap", Input: map[string]any{}, MultitaskStrategy: StrategyEnqueue})
+		if err != nil {
+			t.Fatal(err)
+		}
+		queued = append(queued, r)
+	}
+	if _, err := api.Join(ctx, th.ThreadID, queued[len(queued)-1].RunID); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queued {
+		if r, _ := api.GetRun(th.ThreadID, q.RunID); r.Status != RunSuccess {
+			t.Fatalf("enqueued run ended %s", r.Status)
+		}
+	}
+	if most.Load() != 1 {
+		t.Fatalf("%d runs of one thread executed at once", most.Load())
+	}
+
 	api.mu.Lock()
 	live := len(api.live)
 	api.mu.Unlock()
