@@ -63,30 +63,33 @@ func (e *Engine) execute(r *runRecord) {
 	} else if err == nil {
 		cps, err = runBuiltin(ctx, lr.events, graph, req, values)
 	}
-	if e.distributed() && e.ctx.Err() != nil && !lr.lost.Load() {
-		// This worker is stopping (SIGTERM: a redeploy, a scale-down): the
-		// run is handed back, not ended, and another worker takes it over
-		// at once as its next attempt.
-		e.handBack(r)
+	// An attempt that does not end its run: the run goes on elsewhere.
+	leave := func(why string) {
+		endRunSpan(span, req.GraphID, why, nil)
 		lr.events.end(false)
 		close(lr.done)
 		e.release(r, lr)
+	}
+	if e.distributed() && err != nil && !lr.lost.Load() && errors.Is(context.Cause(ctx), context.Canceled) && e.ctx.Err() != nil {
+		// Cut short because this worker is stopping (SIGTERM: a redeploy,
+		// a scale-down), not by a cancel, a timeout or the graph: the run
+		// is handed back, not ended, and another worker takes it over at
+		// once as its next attempt.
+		e.handBack(r)
+		leave("handed_back")
 		return
 	}
 	status, runErr := e.runStatus(ctx, err)
 	if lr.lost.Load() {
 		// Another worker took the run over: it records the run's end.
 		e.Log.Warn().Str("run_id", r.RunID).Int("attempt", r.Attempt).Msg("run taken over by another worker; this attempt stops")
-		lr.events.end(false)
-		close(lr.done)
-		e.release(r, lr)
+		leave("taken_over")
 		return
 	}
 	ended, lost := e.finish(r, status, runErr, cps, outcome)
 	if lost {
-		lr.events.end(false)
-		close(lr.done)
-		e.release(r, lr)
+		e.Log.Warn().Str("run_id", r.RunID).Int("attempt", r.Attempt).Msg("run taken over by another worker before this attempt recorded its end")
+		leave("taken_over")
 		return
 	}
 	e.Metrics.runEnded(ended, time.Since(started))
