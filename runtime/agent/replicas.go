@@ -85,7 +85,7 @@ func (e *Engine) pollClaims(ctx context.Context) {
 					}
 					return nil
 				}
-				if r, err := tx.GetRun(th.Active); err == nil && r.Lease != nil && !r.Lease.Until.After(now) {
+				if r, err := tx.GetRun(th.Active); err == nil && (r.Lease == nil || !r.Lease.Until.After(now)) {
 					threads = append(threads, th.ThreadID)
 				}
 				return nil
@@ -112,10 +112,18 @@ func (e *Engine) claimLeased(threadID string) (*runRecord, error) {
 	var claimed *runRecord
 	err := e.store.Update(e.ctx, func(tx Tx) error {
 		claimed = nil
-		r, err := tx.ClaimNextRun(threadID, runClaim{Worker: e.WorkerID, Now: time.Now().UTC(), Lease: e.lease(), SkipLocked: true})
-		if err != nil || r == nil {
+		now := time.Now().UTC()
+		r, err := tx.ClaimNextRun(threadID, runClaim{Worker: e.WorkerID, Now: now, Lease: e.lease(), SkipLocked: true})
+		if err != nil {
 			return err
 		}
+		if r == nil {
+			if r, err = adoptUnleased(tx, threadID); err != nil || r == nil {
+				return err
+			}
+		}
+		r.Lease = &runLease{Worker: e.WorkerID, Until: now.Add(e.lease())}
+		r.UpdatedAt = now
 		r.Attempt++
 		if r.Metadata == nil {
 			r.Metadata = map[string]any{}
@@ -296,4 +304,30 @@ func (e *Engine) handBack(r *runRecord) {
 	}
 	e.Log.Info().Str("run_id", r.RunID).Msg("run handed back at shutdown")
 	e.wake(r.ThreadID)
+}
+
+// adoptUnleased returns the thread's running run when it runs under no
+// lease: one process (without Redis) claimed it and stopped, a restart
+// being its recovery. A deployment that became replicas has no such
+// restart, so a worker takes the run over as its second attempt (the
+// first was unleased), or ends it as its recorded cancel said. A process
+// still executing it would be a deployment that mixes one-process and
+// replica agents on one database, which is not supported.
+func adoptUnleased(tx Tx, threadID string) (*runRecord, error) {
+	active, _, err := tx.ThreadQueue(threadID)
+	if errors.Is(err, ErrNotFound) || active == "" {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r, err := tx.GetRun(active)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil || r.Lease != nil {
+		return nil, err
+	}
+	r.Attempt = max(r.Attempt, 1)
+	return r, nil
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -241,5 +242,52 @@ func TestPGClaimSkipsALockedThread(t *testing.T) {
 	})
 	if got == nil || got.RunID != r.RunID || got.Lease == nil || got.Lease.Worker != "w" {
 		t.Fatalf("claim once the thread is free: %+v", got)
+	}
+}
+
+// TestWorkerAdoptsARunLeftUnleased: a run that one process (without
+// Redis) was executing when it stopped has no lease; once the deployment
+// runs as replicas, a worker takes it over as its second attempt, and
+// then the run queued behind it.
+func TestWorkerAdoptsARunLeftUnleased(t *testing.T) {
+	store := openPGTestStore(t)
+	bus := redisTestBus(t)
+	th := newThreadRec("")
+	left, behind := newRunRec(th.ThreadID), newRunRec(th.ThreadID)
+	left.Status = RunRunning
+	th.Active, th.Queue, th.Status = left.RunID, []string{behind.RunID}, ThreadBusy
+	ctx, stop := context.WithCancel(context.Background())
+	e := &Engine{Store: store, Bus: bus, Role: RoleQueue, WorkerID: "worker", Lease: 3 * time.Second, PollEvery: 100 * time.Millisecond,
+		Graphs: map[string]Graph{"echo": Echo{}}, Workers: 2, Timeout: time.Minute, Log: zerolog.Nop()}
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(); e.Wait() })
+	mustUpdate(t, store, func(tx Tx) error {
+		for _, r := range []*runRecord{left, behind} {
+			r.AssistantID = "echo"
+			if err := tx.PutRun(r); err != nil {
+				return err
+			}
+			if err := tx.IndexRun(th.ThreadID, r.RunID); err != nil {
+				return err
+			}
+		}
+		return tx.PutThread(th)
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a, err1 := e.GetRun(th.ThreadID, left.RunID)
+		b, err2 := e.GetRun(th.ThreadID, behind.RunID)
+		if err1 == nil && err2 == nil && a.Status == RunSuccess && b.Status == RunSuccess {
+			if fmt.Sprint(a.Metadata["attempt"]) != "2" {
+				t.Fatalf("the adopted run's attempt: %v, want 2", a.Metadata["attempt"])
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s: the run left unleased is %s (%v), the one behind it %s (%v)", a.Status, err1, b.Status, err2)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
