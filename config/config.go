@@ -170,6 +170,7 @@ type Agent struct {
 	// database instead of the bbolt file in DataDir. It holds a password:
 	// the agent drops it from its environment before any graph runs.
 	PostgresURL string `env:"SLIPWAY_AGENT_POSTGRES_URL"`
+	AgentReplicas
 }
 
 // Error names the variable that is wrong; main exits 2 on it.
@@ -396,6 +397,9 @@ func LoadAgent(environ map[string]string) (Agent, error) {
 	}
 	if c.TokenFD != 0 && c.TokenFD < 3 {
 		return c, &Error{fmt.Sprintf("SLIPWAY_AGENT_TOKEN_FD: %d is stdin, stdout or stderr; the token's pipe is 3 or above", c.TokenFD)}
+	}
+	if err := c.AgentReplicas.check(c.PostgresURL); err != nil {
+		return c, err
 	}
 	return c, c.Logging.check()
 }

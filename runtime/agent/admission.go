@@ -59,11 +59,15 @@ func (e *Engine) createRun(parent trace.SpanContext, threadID string, rc RunCrea
 	// An idle thread's run with a free worker is claimed in the admission
 	// transaction itself: one commit fewer per run than queueing it for
 	// the dispatcher, which claims in a commit of its own.
+	// Of several processes, every run is claimed under a lease by a
+	// worker (replicas.go), never at admission.
 	slot := false
-	select {
-	case e.sem <- struct{}{}:
-		slot = true
-	default:
+	if !e.distributed() {
+		select {
+		case e.sem <- struct{}{}:
+			slot = true
+		default:
+		}
 	}
 	var ad admission
 	var prepared []string
@@ -76,9 +80,11 @@ func (e *Engine) createRun(parent trace.SpanContext, threadID string, rc RunCrea
 		// dispatcher already working through the thread's queue may claim
 		// and finish the run at once, and a log made after that would
 		// never be closed (a join or stream would wait forever).
-		prepared = append(prepared, ad.run.RunID)
-		e.prepareEvents(ad.run.RunID)
-		e.setRunParent(ad.run.RunID, parent)
+		if !e.distributed() {
+			prepared = append(prepared, ad.run.RunID)
+			e.prepareEvents(ad.run.RunID)
+			e.setRunParent(ad.run.RunID, parent)
+		}
 		return nil
 	}
 	// A journaled write (store_writebehind.go): the thread's record, the run's
@@ -101,6 +107,11 @@ func (e *Engine) createRun(parent trace.SpanContext, threadID string, rc RunCrea
 		return Run{}, nil, err
 	}
 	e.Metrics.runCreated()
+	if e.distributed() {
+		// A worker executes it; its events come back through the bus.
+		e.settle(threadID, ad)
+		return ad.run, e.remoteLog(ad.run.RunID), nil
+	}
 	lr := e.prepareEvents(ad.run.RunID)
 	if ad.claimed != nil {
 		e.wg.Add(1)
@@ -121,6 +132,19 @@ func (e *Engine) createRun(parent trace.SpanContext, threadID string, rc RunCrea
 // stops the running run an interrupt or rollback strategy displaced, and
 // hands the thread's queue to the dispatcher.
 func (e *Engine) settle(threadID string, ad admission) {
+	if e.distributed() {
+		// The victim runs on some worker: the cancellation reaches it
+		// there (its lease renewal reads it from the record otherwise).
+		switch {
+		case ad.victim == "":
+		case ad.run.MultitaskStrategy == StrategyRollback:
+			e.busCancel(ad.victim, StrategyRollback)
+		default:
+			e.busCancel(ad.victim, StrategyInterrupt)
+		}
+		e.wake(threadID)
+		return
+	}
 	switch {
 	case ad.victim == "":
 	case ad.run.MultitaskStrategy == StrategyRollback:
@@ -194,6 +218,13 @@ func (e *Engine) admit(tx Tx, threadID string, rc RunCreate, temporary, slot boo
 	case t.busy() && (strategy == StrategyInterrupt || strategy == StrategyRollback):
 		// The newer run goes first; the running one is stopped after commit.
 		ad.victim = t.Active
+		if e.distributed() {
+			// Recorded for the victim's worker, which reads it when it
+			// renews its lease should the cancellation's message be lost.
+			if err := markVictim(tx, t.Active, strategy); err != nil {
+				return admission{}, err
+			}
+		}
 		t.Queue = append([]string{r.RunID}, t.Queue...)
 	case !t.busy() && slot && r.NotBefore == nil:
 		r.Status, r.FirstSeq = RunRunning, t.Seq

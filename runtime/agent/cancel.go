@@ -106,6 +106,12 @@ func (e *Engine) CancelMany(ctx context.Context, threadID string, runIDs []strin
 
 // cancelLive stops a running run (or marks a pending one to stop when it starts).
 func (e *Engine) cancelLive(runID, action string, cause error) {
+	if e.distributed() {
+		// The run is some worker's (maybe this process's).
+		e.onBusCancel(runID, action)
+		e.busCancel(runID, action)
+		return
+	}
 	e.mu.Lock()
 	lr := e.live[runID]
 	if lr == nil {
@@ -179,6 +185,15 @@ func (e *Engine) Cancel(ctx context.Context, threadID, runID, action string, wai
 	}
 	if !running {
 		e.Metrics.pendingCancelled()
+		if e.distributed() {
+			// Readers on every replica see the stream end.
+			ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := e.Bus.End(ectx, runID, 0); err != nil {
+				e.Log.Warn().Err(err).Str("run_id", runID).Msg("end a cancelled run's stream")
+			}
+			return nil
+		}
 		if lr := e.liveRun(runID); lr != nil {
 			lr.events.close()
 		}
@@ -191,6 +206,9 @@ func (e *Engine) Cancel(ctx context.Context, threadID, runID, action string, wai
 		cause = causeRollback
 	}
 	e.cancelLive(runID, action, cause)
+	if wait && e.distributed() {
+		return e.waitRemote(ctx, runID)
+	}
 	if wait {
 		if lr := e.liveRun(runID); lr != nil {
 			select {

@@ -92,8 +92,10 @@ func (e *Engine) fireCron(id string, now time.Time) bool {
 		// a dispatcher already working through the thread's queue may
 		// claim and finish it at once, and a log created after that
 		// would never be closed (a join would wait forever).
-		prepared = append(prepared, ad.run.RunID)
-		e.prepareEvents(ad.run.RunID)
+		if !e.distributed() {
+			prepared = append(prepared, ad.run.RunID)
+			e.prepareEvents(ad.run.RunID)
+		}
 		return nil
 	})
 	e.dropUncommitted(prepared, ad.run.RunID, err)

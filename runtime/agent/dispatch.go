@@ -7,6 +7,9 @@ import (
 
 // dispatch makes sure a goroutine is working through the thread's queue.
 func (e *Engine) dispatch(threadID string) {
+	if !e.executes() {
+		return // an API replica: the workers claim (wake-ups)
+	}
 	e.mu.Lock()
 	if e.disp[threadID] {
 		e.mu.Unlock()
@@ -35,7 +38,9 @@ func (e *Engine) dispatch(threadID string) {
 				delete(e.disp, threadID)
 				e.mu.Unlock()
 				// A run queued after our last look must not be stranded.
-				if err == nil && e.hasQueued(threadID) {
+				// (Of several workers, its admission's wake-up and the
+				// poll see to that: the thread may be another worker's.)
+				if err == nil && !e.distributed() && e.hasQueued(threadID) {
 					e.dispatch(threadID)
 				}
 				return
@@ -102,6 +107,9 @@ func (e *Engine) hasQueued(threadID string) bool {
 // when nothing changed). The write transaction checks again, so a run
 // queued or claimed in between is handled either way.
 func (e *Engine) claimNext(threadID string) (*runRecord, error) {
+	if e.distributed() {
+		return e.claimLeased(threadID)
+	}
 	if !e.hasQueued(threadID) {
 		return nil, nil
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -48,6 +49,19 @@ type Engine struct {
 	Metrics *Metrics
 	// Tracing receives each run's span (otel.go); nil: off.
 	Tracing *oteltrace.Provider
+	// Bus, when set, makes this engine one of several processes over a
+	// shared Store (runbus.go, replicas.go): runs are claimed under a
+	// lease and taken over when their worker dies, streams, cancellations
+	// and wake-ups cross processes through it. Role says what this
+	// process does ("" is RoleAll); WorkerID names it in leases, logs and
+	// run metadata; Lease is a claim's length without renewal (0: 30 s);
+	// PollEvery is the workers' safety-net scan for claimable runs whose
+	// wake-up was lost (0: 2 s).
+	Bus       RunBus
+	Role      string
+	WorkerID  string
+	Lease     time.Duration
+	PollEvery time.Duration
 
 	httpStreams sync.Map // stream id → *httpExchange of a custom-route request in flight
 
@@ -69,6 +83,11 @@ type liveRun struct {
 	action string // set by Cancel: interrupt or rollback
 	// parent is the span the run was created under (otel.go).
 	parent trace.SpanContext
+	// lost is set when another worker took the run over (its lease
+	// expired): this attempt ends without recording anything.
+	lost atomic.Bool
+	// attempt is the attempt this process executes (replicas.go).
+	attempt int
 }
 
 // Start recovers from a crash and starts dispatching queued runs.
@@ -88,6 +107,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.Metrics.attach(e)
 	if err := e.ensureAssistants(); err != nil {
 		return err
+	}
+	if e.distributed() {
+		return e.startReplica(ctx)
 	}
 	threads, pending, err := e.recover()
 	if err != nil {

@@ -14,6 +14,15 @@ type EventLog struct {
 	closed  bool
 	wake    chan struct{} // closed and replaced on every append
 	closedC chan struct{} // closed once, when the stream ends
+	// base is the id before this log's first event: a retried attempt of
+	// a run continues the stream its earlier attempt left (runbus.go).
+	base int
+	// out, when set, copies every event to the run's cross-process
+	// stream (Engine.Bus).
+	out *streamOut
+	// src, when set, is where Next reads: the run's stream on the bus,
+	// for a run another process executes (Engine.remoteLog).
+	src func(ctx context.Context, after int) ([]StreamEvent, bool, error)
 }
 
 // StreamEvent is one server-sent event of a run.
@@ -37,18 +46,33 @@ func (l *EventLog) publish(event string, data any) {
 	if l.closed {
 		return
 	}
-	l.events = append(l.events, StreamEvent{ID: len(l.events) + 1, Event: event, Data: raw})
+	ev := StreamEvent{ID: l.base + len(l.events) + 1, Event: event, Data: raw}
+	l.events = append(l.events, ev)
+	if l.out != nil {
+		l.out.push(ev)
+	}
 	close(l.wake)
 	l.wake = make(chan struct{})
 }
 
-func (l *EventLog) close() {
+func (l *EventLog) close() { l.end(true) }
+
+// end closes the log; with a copy on the bus, it flushes the copy and,
+// when endStream, ends the shared stream too (not when the attempt lost
+// its claim: the run is another worker's).
+func (l *EventLog) end(endStream bool) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	out := l.out
 	if !l.closed {
 		l.closed = true
 		close(l.wake)
 		close(l.closedC)
+	} else {
+		out = nil
+	}
+	l.mu.Unlock()
+	if out != nil {
+		out.close(endStream)
 	}
 }
 
@@ -57,6 +81,10 @@ func (l *EventLog) closedCh() <-chan struct{} { return l.closedC }
 // Next returns events after id (waiting for at least one), and whether the
 // stream has ended.
 func (l *EventLog) Next(ctx context.Context, after int) ([]StreamEvent, bool, error) {
+	if l.src != nil {
+		return l.src(ctx, after)
+	}
+	after = max(after-l.base, 0)
 	for {
 		l.mu.Lock()
 		if after < len(l.events) {

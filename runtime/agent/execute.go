@@ -19,9 +19,22 @@ func (e *Engine) execute(r *runRecord) {
 	ctx, cancel := context.WithCancelCause(e.ctx)
 	e.mu.Lock()
 	lr.cancel = cancel
+	lr.attempt = r.Attempt
 	pending := lr.action
+	if r.CancelAction != "" {
+		// Taken over after its cancel was recorded: it ends as that said.
+		pending = r.CancelAction
+	}
 	e.mu.Unlock()
-	if pending != "" {
+	if e.distributed() {
+		e.beginAttempt(r, lr)
+		defer e.holdLease(r, lr, cancel)()
+	}
+	switch pending {
+	case "":
+	case StrategyRollback:
+		cancel(causeRollback)
+	default:
 		cancel(causeCancel)
 	}
 	ctx, stop := context.WithTimeout(ctx, e.Timeout)
@@ -29,7 +42,10 @@ func (e *Engine) execute(r *runRecord) {
 	span := e.startRunSpan(r, lr)
 
 	graph, values, req, err := e.runRequest(r)
-	lr.events.publish("metadata", map[string]any{"run_id": r.RunID, "attempt": 1})
+	lr.events.publish("metadata", map[string]any{"run_id": r.RunID, "attempt": max(r.Attempt, 1)})
+	if err == nil && r.Attempt > maxRunAttempts {
+		err = tooManyAttempts(r)
+	}
 	var (
 		outcome *hostOutcome
 		cps     []pendingCheckpoint
@@ -47,8 +63,35 @@ func (e *Engine) execute(r *runRecord) {
 	} else if err == nil {
 		cps, err = runBuiltin(ctx, lr.events, graph, req, values)
 	}
+	// An attempt that does not end its run: the run goes on elsewhere.
+	leave := func(why string) {
+		endRunSpan(span, req.GraphID, why, nil)
+		lr.events.end(false)
+		close(lr.done)
+		e.release(r, lr)
+	}
+	if e.distributed() && err != nil && !lr.lost.Load() && errors.Is(context.Cause(ctx), context.Canceled) && e.ctx.Err() != nil {
+		// Cut short because this worker is stopping (SIGTERM: a redeploy,
+		// a scale-down), not by a cancel, a timeout or the graph: the run
+		// is handed back, not ended, and another worker takes it over at
+		// once as its next attempt.
+		e.handBack(r)
+		leave("handed_back")
+		return
+	}
 	status, runErr := e.runStatus(ctx, err)
-	ended := e.finish(r, status, runErr, cps, outcome)
+	if lr.lost.Load() {
+		// Another worker took the run over: it records the run's end.
+		e.Log.Warn().Str("run_id", r.RunID).Int("attempt", r.Attempt).Msg("run taken over by another worker; this attempt stops")
+		leave("taken_over")
+		return
+	}
+	ended, lost := e.finish(r, status, runErr, cps, outcome)
+	if lost {
+		e.Log.Warn().Str("run_id", r.RunID).Int("attempt", r.Attempt).Msg("run taken over by another worker before this attempt recorded its end")
+		leave("taken_over")
+		return
+	}
 	e.Metrics.runEnded(ended, time.Since(started))
 	endRunSpan(span, req.GraphID, ended, runErr)
 	if runErr != nil && status != RunInterrupted && status != "rollback" {
@@ -181,7 +224,7 @@ func (e *Engine) release(r *runRecord, lr *liveRun) {
 		}
 		e.mu.Unlock()
 	}
-	if resumable, _ := r.Kwargs["stream_resumable"].(bool); resumable {
+	if resumable, _ := r.Kwargs["stream_resumable"].(bool); resumable && !e.distributed() {
 		time.AfterFunc(10*time.Minute, forget)
 	} else {
 		forget()
@@ -273,12 +316,19 @@ func mergeConfig(layers ...map[string]any) map[string]any {
 // A host graph's run (outcome, when the host reported its end) wrote its
 // checkpoints as it went; the thread record takes the values and
 // interrupts the host computed from them.
-func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pendingCheckpoint, outcome *hostOutcome) (ended string) {
+func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pendingCheckpoint, outcome *hostOutcome) (ended string, lost bool) {
 	reported := status
 	// The end of a run is a journaled write (store_writebehind.go) of its
 	// thread's and its own record, unless it deletes or writes more: a
 	// rollback, a temporary thread, a built-in graph's checkpoints.
 	end := func(tx Tx, hot bool) error {
+		if e.distributed() {
+			// Only the attempt under the run's claim ends it: a worker
+			// that lost its lease while finishing records nothing.
+			if cur, err := tx.GetRun(r.RunID); err == nil && !e.ownsClaim(cur, r.Attempt) {
+				return errClaimLost
+			}
+		}
 		status := cancelledStatus(tx, r.RunID, reported)
 		ended = outcomeOf(status, false) // the metrics' outcome label
 		t, err := tx.GetThread(r.ThreadID)
@@ -366,8 +416,11 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 		e.store.CloseFence(r.ThreadID)
 		err = e.store.Update(context.Background(), func(tx Tx) error { return end(tx, false) })
 	}
+	if errors.Is(err, errClaimLost) {
+		return "", true
+	}
 	if err != nil {
 		e.Log.Error().Err(err).Str("run_id", r.RunID).Msg("record the end of a run")
 	}
-	return ended
+	return ended, false
 }

@@ -256,7 +256,7 @@ func (e *Engine) cpPut(in *cpPut) error {
 		return err
 	}
 	rows = append(rows, cpRow{rowPut, lgKey(in.ThreadID, in.NS, lgKindCheckpoint, in.CheckpointID), row})
-	return e.store.PutCheckpointRows(context.Background(), in.ThreadID, in.RunID, rows)
+	return e.store.PutCheckpointRows(e.claimContext(context.Background(), in.RunID), in.ThreadID, in.RunID, rows)
 }
 
 func (e *Engine) cpPutWrites(in *cpPutWrites) error {
@@ -281,7 +281,7 @@ func (e *Engine) cpPutWrites(in *cpPutWrites) error {
 		rows = append(rows, cpRow{mode, append(lgKey(in.ThreadID, in.NS, lgKindWrite, in.CheckpointID, in.TaskID, ""), idxBytes(w.Idx)...),
 			encodeWrite(&row)})
 	}
-	return e.store.PutCheckpointRows(context.Background(), in.ThreadID, in.RunID, rows)
+	return e.store.PutCheckpointRows(e.claimContext(context.Background(), in.RunID), in.ThreadID, in.RunID, rows)
 }
 
 // getTuple returns a checkpoint (the namespace's latest when id is empty) or nil.

@@ -132,6 +132,10 @@ type runRecord struct {
 	// the reference servers) while the run unwinds; its end keeps that
 	// outcome (interrupt, or rollback).
 	CancelAction string `json:"cancel_action,omitempty"`
+	// Attempt counts the leased claims of the run (replicas.go): 1 for
+	// its first worker, more when another took it over; 0 for a run
+	// never claimed under a lease.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // Checkpoint is one state of a thread.

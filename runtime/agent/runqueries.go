@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // GetRun returns a run of a thread.
@@ -73,7 +74,11 @@ func (e *Engine) Join(ctx context.Context, threadID, runID string) (map[string]a
 	if _, err := e.GetRun(threadID, runID); err != nil {
 		return nil, err
 	}
-	if lr := e.liveRun(runID); lr != nil {
+	if e.distributed() {
+		if err := e.waitRemote(ctx, runID); err != nil {
+			return nil, err
+		}
+	} else if lr := e.liveRun(runID); lr != nil {
 		if err := e.waitEnd(ctx, threadID, runID, lr); err != nil {
 			return nil, err
 		}
@@ -111,6 +116,15 @@ func (e *Engine) waitEnd(ctx context.Context, threadID, runID string, lr *liveRu
 
 // Subscribe returns the run's event log, or nil when it is not live.
 func (e *Engine) Subscribe(runID string) *EventLog {
+	if e.distributed() {
+		// Live, or ended recently enough that its stream is kept.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if ok, err := e.Bus.Exists(ctx, runID); (err == nil && ok) || !e.runSettled(runID) {
+			return e.remoteLog(runID)
+		}
+		return nil
+	}
 	lr := e.liveRun(runID)
 	if lr == nil {
 		return nil

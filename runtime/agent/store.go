@@ -34,12 +34,15 @@ import (
 //     does not wait on the network and ignores it.
 //   - Runs are claimed from a thread's queue with a lease (ClaimNextRun):
 //     a claim is exclusive, and a run whose lease expired may be claimed
-//     by another worker. The engine, one process, claims without a lease
-//     (its restart recovers what was running).
+//     by another worker. The engine claims without a lease when it is
+//     one process (its restart recovers what was running), and under a
+//     lease, skipping threads another worker holds, when it is one of
+//     several (Engine.Bus, replicas.go).
 //   - Host checkpoint writes are fenced: only the thread's running run
 //     may write them (checkpointRowStore).
 //   - Subscribers hear of queued and changed runs once they are durable
-//     (eventSource); the engine's own dispatch is still in-process.
+//     (eventSource); the engine's own dispatch is in-process, or woken
+//     through its RunBus across processes (runbus.go).
 //
 // The record types are the engine's (threadRecord, runRecord, ...), so
 // an implementation lives in this package as store_<kind>*.go, or they

@@ -341,9 +341,19 @@ var (
 // for Engine.Store, migrating its schema; close releases it once the
 // engine has stopped. Errors never quote url, which holds a password.
 func OpenPostgresStore(ctx context.Context, url string) (store Store, close func(), err error) {
+	return OpenPostgresStoreMax(ctx, url, 0)
+}
+
+// OpenPostgresStoreMax is OpenPostgresStore with the pool bounded to
+// maxConns connections (SLIPWAY_AGENT_DB_MAX_CONNECTIONS; 0: pgx's
+// default). The listener of other replicas' notifications takes one more.
+func OpenPostgresStoreMax(ctx context.Context, url string, maxConns int) (store Store, close func(), err error) {
 	cfg, err := parsePGConfig(url)
 	if err != nil {
 		return nil, nil, err
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = int32(maxConns)
 	}
 	s, err := openPGStore(ctx, cfg)
 	if err != nil {

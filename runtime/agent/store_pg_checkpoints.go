@@ -306,6 +306,10 @@ func (s *pgStore) PutCheckpointRows(ctx context.Context, thread, run string, row
 		if err := fence(tx, thread, run); err != nil {
 			return err
 		}
+		// Of several workers, only the run's current attempt writes.
+		if err := fenceClaim(ctx, tx, run); err != nil {
+			return err
+		}
 		t := tx.(*pgTx)
 		for _, r := range rows {
 			if err := t.applyRow(r); err != nil {

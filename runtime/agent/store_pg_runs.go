@@ -133,7 +133,11 @@ func (t *pgTx) DeleteThreadRuns(thread string) error {
 // this method, one thread's claim, is the step of.)
 func (t *pgTx) ClaimNextRun(thread string, c runClaim) (*runRecord, error) {
 	var one int
-	err := t.one("claim a run", "select 1 from threads where thread_id = $1 for update", []any{thread}, &one)
+	lock := "select 1 from threads where thread_id = $1 for update"
+	if c.SkipLocked {
+		lock += " skip locked"
+	}
+	err := t.one("claim a run", lock, []any{thread}, &one)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}

@@ -17,6 +17,11 @@ type runClaim struct {
 	// until the run ends (one process: a restart's recovery ends what
 	// was running, Engine.recover).
 	Lease time.Duration
+	// SkipLocked, for one worker among several, skips a thread another
+	// unit of work holds (PostgreSQL: FOR UPDATE SKIP LOCKED) instead of
+	// waiting for it: the claim returns nil, and the other claimer, or
+	// the wake-up of the admission holding the row, has the thread.
+	SkipLocked bool
 }
 
 // runLease is the claim a running run is held under, when it expires.

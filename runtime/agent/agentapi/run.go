@@ -42,6 +42,7 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	// The store's connection string holds a password: graphs inherit
 	// this environment, so it leaves it before they load.
 	os.Unsetenv("SLIPWAY_AGENT_POSTGRES_URL")
+	os.Unsetenv("SLIPWAY_AGENT_REDIS_URL")
 	// Listen first, serve once the graphs are loaded. The process runtime
 	// picks a free port and hands it over in SLIPWAY_AGENT_ADDR: until
 	// this bind, any other socket on the host may take that port, and
@@ -117,6 +118,11 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	defer stopRuns()
 	eng := &agent.Engine{DB: db, Store: store, Graphs: graphs, Workers: cfg.Workers, Timeout: time.Duration(cfg.RunTimeout) * time.Second, Log: log,
 		DefaultConfigs: defaults, Python: cfg.Python, App: app, TTL: project.TTL, Metrics: agent.NewMetrics(), Tracing: otel}
+	closeBus, err := replicaSetup(ctx, cfg, eng)
+	if err != nil {
+		return err
+	}
+	defer closeBus()
 	// Language hosts load every "path:attr" graph before anything is
 	// served: a graph that fails to import fails the start, with the
 	// loader's message, so a revision never serves without its graph.
@@ -131,14 +137,19 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: httpx.ChainQuiet(RequireToken(cfg.Token, cors.Middleware(policy, api.Handler())), log, healthCheck(os.Getenv)), ReadHeaderTimeout: 10 * time.Second}
+	var handler http.Handler = RequireToken(cfg.Token, cors.Middleware(policy, api.Handler()))
+	if cfg.Role == config.AgentRoleQueue {
+		handler = queueOnly(handler)
+	}
+	srv := &http.Server{Handler: httpx.ChainQuiet(handler, log, healthCheck(os.Getenv)), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	ids := make([]string, 0, len(graphs))
 	for id := range graphs {
 		ids = append(ids, id)
 	}
-	log.Info().Str("addr", ln.Addr().String()).Strs("graphs", ids).Int("workers", cfg.Workers).Msg("slipway agent serving")
+	log.Info().Str("addr", ln.Addr().String()).Strs("graphs", ids).Int("workers", cfg.Workers).Str("role", cfg.Role).
+		Bool("redis", cfg.RedisURL != "").Str("worker_id", eng.WorkerID).Msg("slipway agent serving")
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http server: %w", err)

@@ -41,6 +41,20 @@ func TestOfficialJSSDKOnPostgres(t *testing.T) {
 	}
 }
 
+// TestOfficialJSSDKOnPostgresAndRedis is the same suite against a
+// `slipway agent` in role all over PostgreSQL and Redis: every run is
+// claimed under a lease by the engine's queue worker after a wake-up on
+// Redis, its events reach the client through a Redis Stream, and
+// cancellations go over Redis, as between replicas.
+func TestOfficialJSSDKOnPostgresAndRedis(t *testing.T) {
+	redisURL, prefix := servertest.RedisPrefix(t)
+	runJSSDK(t, map[string]string{"SLIPWAY_AGENT_POSTGRES_URL": servertest.PostgresSchemaURL(t),
+		"SLIPWAY_AGENT_REDIS_URL": redisURL, "SLIPWAY_AGENT_REDIS_PREFIX": prefix})
+	if servertest.RedisKeys(t, redisURL, prefix) == 0 {
+		t.Fatal("the suite's run streams are not in Redis")
+	}
+}
+
 // runJSSDK runs the official JS SDK suite against an agent started with
 // env added to its own.
 func runJSSDK(t *testing.T, env map[string]string) {
