@@ -34,8 +34,8 @@ type Service struct {
 	PostgresURL string
 	// RedisURL is SLIPWAY_REDIS_URL (see Reconciler.RedisURL).
 	RedisURL string
-	Log         zerolog.Logger
-	Now         func() time.Time
+	Log      zerolog.Logger
+	Now      func() time.Time
 
 	// Writer group-commits writes (shared with the organization API).
 	Writer *storage.Committer
