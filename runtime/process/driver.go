@@ -672,11 +672,11 @@ type child struct {
 	// up: it answered its last health check (waitHealthy, CheckHealth, or
 	// the probe after a restart) and has not exited since; the proxy
 	// sends requests only to API replicas that are up (Endpoints).
-	up atomic.Bool
-	command            func() (*exec.Cmd, error) // a new sandboxed agent process
-	log                zerolog.Logger
-	out                io.Writer
-	output             runtime.Output // nil: the first start's output goes to out
+	up      atomic.Bool
+	command func() (*exec.Cmd, error) // a new sandboxed agent process
+	log     zerolog.Logger
+	out     io.Writer
+	output  runtime.Output // nil: the first start's output goes to out
 
 	onExit func() // the agent exited on its own after serving
 
