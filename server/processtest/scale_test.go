@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -185,6 +186,31 @@ func TestProcessScaledDeployment(t *testing.T) {
 			t.Fatalf("api-1 did not come back into the rotation:\n%s", s.Logs())
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+
+	// A new revision replaces the whole group: four new agents with the
+	// same worker ids, none of the old ones left, requests still spread.
+	_, old := agents()
+	rev = deploySource(t, s, dep, appFiles(t, ""))
+	if st := waitStatus(t, s, dep, rev); st != "DEPLOYED" {
+		t.Fatalf("revision 2 ended %s:\n%s", st, revLogs())
+	}
+	envs, now := agents()
+	for _, id := range []string{"api-0", "api-1", "queue-0", "queue-1"} {
+		if len(now[id]) == 0 || envs[id].role != strings.TrimRight(id, "-01") {
+			t.Errorf("after the redeploy, agent %s: %+v", id, envs[id])
+		}
+		for _, pid := range old[id] {
+			if _, err := os.Stat(filepath.Join("/proc", fmt.Sprint(pid))); err == nil && slices.Contains(now[id], pid) {
+				t.Errorf("agent %s of the previous revision (pid %d) still runs", id, pid)
+			}
+		}
+	}
+	if len(envs) != 4 {
+		t.Fatalf("after the redeploy: %+v", envs)
+	}
+	if got := servedBy(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
+		t.Fatalf("after the redeploy 10 requests were served %v", got)
 	}
 
 	// Deleted: nothing left.
