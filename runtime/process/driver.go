@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -588,21 +587,9 @@ func (d *Driver) StopAll() {
 	d.cgroups.Close()
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// start launches one agent of the revision (replica r) under a supervisor.
-func (d *Driver) start(s runtime.Spec, app string, r runtime.Replica, log io.Writer) (*child, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, fmt.Errorf("pick a port: %w", err)
-	}
+// start launches one agent of the revision (replica r) under a supervisor,
+// listening on port (freePorts).
+func (d *Driver) start(s runtime.Spec, app string, r runtime.Replica, port int, log io.Writer) (*child, error) {
 	cfg, err := graphConfigPath(app, s.GraphConfig)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -89,6 +90,22 @@ func (c *child) url() (string, bool) {
 	return u.String(), true
 }
 
+// freePorts picks n distinct free loopback ports. The listeners stay open
+// until all are picked: closed one by one, the kernel could hand the same
+// port out twice, and two replicas would race to bind it.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
 // startGroup starts every replica of the revision; on a failure it stops
 // those already started.
 func (d *Driver) startGroup(s runtime.Spec, app string, log io.Writer) (*group, error) {
@@ -98,8 +115,12 @@ func (d *Driver) startGroup(s runtime.Spec, app string, log io.Writer) (*group, 
 		log = &lockedWriter{w: log}
 		fmt.Fprintf(log, "starting %d agent processes: %s\n", len(replicas), replicaNames(replicas))
 	}
-	for _, r := range replicas {
-		c, err := d.start(s, app, r, log)
+	ports, err := freePorts(len(replicas))
+	if err != nil {
+		return nil, fmt.Errorf("pick ports: %w", err)
+	}
+	for i, r := range replicas {
+		c, err := d.start(s, app, r, ports[i], log)
 		if err != nil {
 			g.stop(d.grace())
 			if r.Name != "" {
