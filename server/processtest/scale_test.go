@@ -51,6 +51,7 @@ func TestProcessScaledDeployment(t *testing.T) {
 	t.Cleanup(func() { servertest.DropAgentDatabase(t, pg, dbName) })
 	t.Cleanup(func() { redisAdmin.Do(t.Context(), "acl", "deluser", user) })
 	rev := deploySource(t, s, dep, appFiles(t, ""))
+	firstRev := rev
 	revLogs := func() string { return string(s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil).Body) }
 	if st := waitStatus(t, s, dep, rev); st != "DEPLOYED" {
 		t.Fatalf("revision ended %s:\n%s\n%s", st, revLogs(), s.Logs())
@@ -211,6 +212,33 @@ func TestProcessScaledDeployment(t *testing.T) {
 	}
 	if got := servedBy(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
 		t.Fatalf("after the redeploy 10 requests were served %v", got)
+	}
+
+	// A rollback to the first revision, then a restart of Slipway (which
+	// restores the active revision, its Redis user reset to the same
+	// password): four agents again, requests spread over both API replicas.
+	rev2 := rev
+	if r := s.Do("POST", "/v2/deployments/"+dep+"/revisions/"+firstRev+"/redeploy", nil); r.Status != 200 {
+		t.Fatalf("rollback: %d %s", r.Status, r.Body)
+	}
+	waitActive(t, s, dep, firstRev)
+	if _, now := agents(); len(now) != 4 {
+		t.Fatalf("after the rollback from %s: agents %v", rev2, now)
+	}
+	s.Restart()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if envs, _ := agents(); len(envs) == 4 && len(servertest.Do(t, "GET", base+"/ok", nil, "X-Api-Key", s.Key).Body) > 0 &&
+			s.Do("GET", "/v2/deployments/"+dep, nil).Map()["status"] == "READY" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("not restored after a restart of Slipway: %v\n%s", envs, s.Logs())
+		}
+	}
+	if got := servedBy(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
+		t.Fatalf("after the restart 10 requests were served %v", got)
+	}
+	if _, now := agents(); len(now) != 4 || len(now["api-0"]) != 1 || len(now["api-1"]) != 1 || len(now["queue-0"]) != 1 || len(now["queue-1"]) != 1 {
+		t.Fatalf("after the restart, one agent per replica expected: %v", now)
 	}
 
 	// Deleted: nothing left.
