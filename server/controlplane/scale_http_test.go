@@ -134,10 +134,17 @@ func TestAgentRedisLifecycle(t *testing.T) {
 	if users, _ := servertest.RedisLeft(t, admin, "slipway-dep-"+single, "slipway:"+single+":"); users != 0 {
 		t.Fatal("an unscaled deployment got a Redis user")
 	}
-	logs := s.Do("GET", "/v2/deployments/"+scaled+"/revisions/"+s.Do("GET", "/v2/deployments/"+scaled, nil).Map()["latest_revision_id"].(string)+"/logs", nil)
+	logs := func() string {
+		rev := s.Do("GET", "/v2/deployments/"+scaled, nil).Map()["latest_revision_id"].(string)
+		return string(s.Do("GET", "/v2/deployments/"+scaled+"/revisions/"+rev+"/logs", nil).Body)
+	}
+	// Deploy log lines are stored shortly after they are written.
 	for _, want := range []string{"under the prefix " + prefix, "2 API replicas (role api) and 1 queue workers", "each gets 3 of the db_max_connections 9"} {
-		if !strings.Contains(string(logs.Body), want) {
-			t.Errorf("the deploy log does not say %q: %s", want, logs.Body)
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs(), want); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("the deploy log does not say %q: %s", want, logs())
+				break
+			}
 		}
 	}
 	if got := s.Do("GET", "/v2/deployments/"+scaled, nil); strings.Contains(string(got.Body), "agent_redis") {

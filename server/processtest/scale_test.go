@@ -56,9 +56,14 @@ func TestProcessScaledDeployment(t *testing.T) {
 	if st := waitStatus(t, s, dep, rev); st != "DEPLOYED" {
 		t.Fatalf("revision ended %s:\n%s\n%s", st, revLogs(), s.Logs())
 	}
+	// The deploy log's last lines are stored shortly after the revision
+	// reports DEPLOYED.
 	for _, want := range []string{"2 API replicas (role api) and 2 queue workers", "replica api-1 (role api) is serving", "replica queue-1 (role queue) is serving"} {
-		if !strings.Contains(revLogs(), want) {
-			t.Errorf("the deploy log does not say %q", want)
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(revLogs(), want); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("the deploy log does not say %q", want)
+				break
+			}
 		}
 	}
 
