@@ -137,3 +137,18 @@ type Scaler interface {
 type Balancer interface {
 	Endpoints(deploymentID string) []string
 }
+
+// ReplicaEndpoint is one agent process of a scaled revision, API replica
+// or queue worker, as the metrics relay reaches it.
+type ReplicaEndpoint struct {
+	Name string // api-0, queue-1, ...
+	URL  string // as Driver.Endpoint: the token as the URL's password
+}
+
+// ReplicaLister is implemented by drivers that run scaled revisions:
+// ReplicaEndpoints lists every agent of dep's running revision when it is
+// scaled (nil otherwise), for the metrics relay, which reads each one
+// (queue workers execute the runs, so their metrics matter most).
+type ReplicaLister interface {
+	ReplicaEndpoints(deploymentID string) []ReplicaEndpoint
+}

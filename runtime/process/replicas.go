@@ -256,3 +256,21 @@ func replicaOutput(out runtime.Output, r runtime.Replica) runtime.Output {
 	}
 	return prefixOutput{out: out, prefix: "[" + r.Name + "] "}
 }
+
+// ReplicaEndpoints lists every agent of a scaled revision, up or not
+// (runtime.ReplicaLister); nil for an unscaled one.
+func (d *Driver) ReplicaEndpoints(dep string) []runtime.ReplicaEndpoint {
+	d.mu.Lock()
+	g := d.deps[dep]
+	d.mu.Unlock()
+	if g == nil || !g.scaled() {
+		return nil
+	}
+	out := make([]runtime.ReplicaEndpoint, 0, len(g.members))
+	for _, c := range g.members {
+		if u, ok := c.url(); ok {
+			out = append(out, runtime.ReplicaEndpoint{Name: c.replica.Name, URL: u})
+		}
+	}
+	return out
+}
