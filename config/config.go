@@ -78,6 +78,7 @@ type Serve struct {
 	Limits
 	Postgres
 	Swarm
+	Redis
 	Addr            string `env:"SLIPWAY_ADDR" envDefault:"127.0.0.1:8484"`
 	PublicURL       string `env:"SLIPWAY_PUBLIC_URL"`
 	MasterKey       string `env:"SLIPWAY_MASTER_KEY"`
@@ -204,6 +205,9 @@ func LoadServe(environ map[string]string) (c Serve, err error) {
 		return c, err
 	}
 	if err := c.Postgres.check(); err != nil {
+		return c, err
+	}
+	if err := c.Redis.check(); err != nil {
 		return c, err
 	}
 	if c.MaxUploadMB < 1 || c.MaxUploadMB > 10240 {

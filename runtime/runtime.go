@@ -32,6 +32,9 @@ type Spec struct {
 	// SLIPWAY_AGENT_POSTGRES_URL); it wins over Env, may hold credentials
 	// and must never be logged either.
 	AgentEnv map[string]string
+	// Scale is how many agent processes the revision runs (replicas.go);
+	// the zero value is one. Drivers without Scaler refuse a scaled one.
+	Scale Scale
 }
 
 // Driver builds and runs revisions. Every method is idempotent: the control

@@ -139,7 +139,7 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 	a.cp = &controlplane.Service{DB: db, Sealer: sealer, Driver: a.driver, PublicURL: cfg.PublicURL,
 		AgentsURL: cfg.AgentsURL, OwnHosts: ownHosts(cfg),
 		DataDir: cfg.DataDir, MaxUpload: int64(cfg.MaxUploadMB) << 20, Log: log, Writer: writer, Audit: rec,
-		HealthInterval: cfg.HealthInterval, PostgresURL: cfg.PostgresURL,
+		HealthInterval: cfg.HealthInterval, PostgresURL: cfg.PostgresURL, RedisURL: cfg.RedisURL,
 		AgentLogLimit: cfg.AgentLogLimitKB << 10, Heartbeat: cfg.LogHeartbeat,
 		FollowersPerCredential: cfg.LogFollowersPerCredential, FollowersMax: cfg.LogFollowersMax}
 	// One relay of the agents' metrics, read by scrapes (when metrics are

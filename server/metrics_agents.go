@@ -69,7 +69,7 @@ func (g *agentGatherer) Gather() ([]*dto.MetricFamily, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			fams, err := g.scrape(ctx, dep)
+			fams, err := g.scrapeReplicas(ctx, dep)
 			if err == nil {
 				results[i] = fams
 			}
@@ -141,12 +141,17 @@ func withoutDeploymentLabel(ls []*dto.LabelPair) []*dto.LabelPair {
 	return out
 }
 
-// scrape reads one agent's exposition.
+// scrape reads the deployment's agent's exposition.
 func (g *agentGatherer) scrape(ctx context.Context, dep string) (map[string]*dto.MetricFamily, error) {
 	endpoint, ok := g.driver.Endpoint(dep)
 	if !ok {
 		return nil, fmt.Errorf("deployment %s has no endpoint", dep)
 	}
+	return g.scrapeEndpoint(ctx, endpoint)
+}
+
+// scrapeEndpoint reads one agent's exposition.
+func (g *agentGatherer) scrapeEndpoint(ctx context.Context, endpoint string) (map[string]*dto.MetricFamily, error) {
 	base, token, err := agentURL(endpoint)
 	if err != nil {
 		return nil, err

@@ -44,6 +44,9 @@ type proxy struct {
 	// cookieLogged holds the deployments whose dropped Set-Cookie headers
 	// were logged (filterSetCookies).
 	cookieLogged sync.Map
+	// turns spreads requests over a deployment's API replicas
+	// (proxy_replicas.go).
+	turns replicaTurns
 
 	// cors is the server-wide cross-origin policy (nil: none); see
 	// withCORS.
@@ -236,7 +239,7 @@ func (p *proxy) serve(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	if err != nil {
 		return httpx.Errorf(http.StatusServiceUnavailable, "Deployment %q is switching revisions; try again.", name)
 	}
-	endpoint, ok := p.driver.Endpoint(dep)
+	endpoint, ok := p.endpoint(dep)
 	if !ok {
 		return httpx.Errorf(http.StatusServiceUnavailable, "Deployment %q has no running revision.", name)
 	}

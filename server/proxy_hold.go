@@ -200,7 +200,7 @@ func (t *redialTransport) retarget(req *http.Request, dep string, deadline time.
 		if err := t.p.gate.Wait(ctx, dep); err != nil {
 			return false
 		}
-		if endpoint, ok := t.p.driver.Endpoint(dep); ok {
+		if endpoint, ok := t.p.endpoint(dep); ok {
 			base, token, err := agentURL(endpoint)
 			if err != nil {
 				return false

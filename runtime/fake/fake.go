@@ -113,3 +113,8 @@ func (d *Driver) Endpoint(dep string) (string, bool) {
 	defer d.mu.Unlock()
 	return d.endpoints[dep], len(d.running[dep]) > 0
 }
+
+// Scales: the fake driver "runs" a scaled revision as it runs any other
+// (runtime.Scaler), so that the control plane's provisioning for replicas
+// can be tested without processes.
+func (d *Driver) Scales() bool { return true }

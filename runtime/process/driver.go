@@ -5,6 +5,7 @@
 //	uids.json                              deployment → its own uid (when Slipway is root)
 //	<deployment id>/                       Slipway's (0711 when root)
 //	<deployment id>/agent-data/            the agent's database, kept across revisions
+//	<deployment id>/agent-data/replica-<name>/  a scaled revision's replica's data (replicas.go)
 //	<deployment id>/home/, tmp/            the deployment's HOME and TMPDIR
 //	<deployment id>/revisions/<rev>/       Slipway's: the built marker
 //	<deployment id>/revisions/<rev>/app/   the unpacked and built source of one revision
@@ -24,14 +25,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -63,7 +63,7 @@ type Driver struct {
 	Limits Limits
 
 	mu   sync.Mutex
-	deps map[string]*child // deployment → the running revision
+	deps map[string]*group // deployment → the running revision's agents (replicas.go)
 	lost func(dep string)  // told when a serving agent exits (WatchHealth)
 
 	pyOnce  sync.Once
@@ -403,43 +403,55 @@ func (d *Driver) deploy(ctx context.Context, s runtime.Spec, app string, log io.
 	}
 	d.mu.Lock()
 	if d.deps == nil {
-		d.deps = map[string]*child{}
+		d.deps = map[string]*group{}
 	}
 	prev := d.deps[s.DeploymentID]
 	d.mu.Unlock()
-	if prev != nil && prev.rev == s.RevisionID && prev.healthy() {
-		return prev.endpoint, nil
+	if prev != nil && prev.rev == s.RevisionID && len(prev.members) == len(s.Scale.Replicas()) && prev.healthy() {
+		return prev.endpoint(), nil
 	}
+	// The whole group is replaced behind the gate: the old agents stop
+	// before the new ones start, as an unscaled deployment's bbolt file
+	// admits one process at a time; requests wait at the gate meanwhile.
 	resume := d.Gate.Pause(s.DeploymentID)
 	defer resume()
 	if prev != nil {
 		fmt.Fprintf(log, "stopping revision %s\n", prev.rev)
 		prev.stop(d.grace())
 	}
-	c, err := d.start(s, app, log)
+	g, err := d.startGroup(s, app, log)
 	if err == nil {
-		err = c.waitHealthy(ctx, d.healthTimeout())
+		err = g.waitHealthy(ctx, d.healthTimeout())
 		if err != nil {
-			c.stop(d.grace())
+			g.stop(d.grace())
 		}
 	}
 	if err != nil {
 		if prev != nil {
 			fmt.Fprintf(log, "restarting revision %s\n", prev.rev)
-			if again, rerr := d.start(prev.spec, prev.app, io.Discard); rerr == nil && again.waitHealthy(context.Background(), d.healthTimeout()) == nil {
-				d.set(s.DeploymentID, again)
+			if again, rerr := d.startGroup(prev.spec, prev.app, io.Discard); rerr == nil {
+				if again.waitHealthy(context.Background(), d.healthTimeout()) == nil {
+					d.set(s.DeploymentID, again)
+				} else {
+					again.stop(d.grace())
+				}
 			}
 		}
 		return "", err
 	}
-	d.set(s.DeploymentID, c)
-	fmt.Fprintf(log, "revision %s is serving on %s\n", s.RevisionID, c.endpoint)
-	return c.endpoint, nil
+	d.set(s.DeploymentID, g)
+	if g.scaled() {
+		for _, c := range g.members {
+			fmt.Fprintf(log, "replica %s (role %s) is serving on %s\n", c.replica.Name, c.replica.Role, c.endpoint)
+		}
+	}
+	fmt.Fprintf(log, "revision %s is serving on %s\n", s.RevisionID, g.endpoint())
+	return g.endpoint(), nil
 }
 
-func (d *Driver) set(dep string, c *child) {
+func (d *Driver) set(dep string, g *group) {
 	d.mu.Lock()
-	d.deps[dep] = c
+	d.deps[dep] = g
 	d.mu.Unlock()
 }
 
@@ -455,15 +467,15 @@ func (d *Driver) healthTimeout() time.Duration {
 // docker runtime keeps revision images; an unbuilt one's go.
 func (d *Driver) Stop(_ context.Context, dep, rev string) error {
 	d.mu.Lock()
-	c := d.deps[dep]
-	if c != nil && c.rev == rev {
+	g := d.deps[dep]
+	if g != nil && g.rev == rev {
 		delete(d.deps, dep)
 	} else {
-		c = nil
+		g = nil
 	}
 	d.mu.Unlock()
-	if c != nil {
-		c.stop(d.grace())
+	if g != nil {
+		g.stop(d.grace())
 	}
 	if _, err := os.Lstat(filepath.Join(d.revDir(dep, rev), "built")); err == nil {
 		return nil
@@ -478,11 +490,11 @@ func (d *Driver) Stop(_ context.Context, dep, rev string) error {
 // database included.
 func (d *Driver) Remove(_ context.Context, dep string) error {
 	d.mu.Lock()
-	c := d.deps[dep]
+	g := d.deps[dep]
 	delete(d.deps, dep)
 	d.mu.Unlock()
-	if c != nil {
-		c.stop(d.grace())
+	if g != nil {
+		g.stop(d.grace())
 	}
 	if err := d.release(dep); err != nil {
 		return err
@@ -498,20 +510,23 @@ func (d *Driver) Remove(_ context.Context, dep string) error {
 }
 
 // Endpoint is where the deployment's running revision listens, with the
-// agent's token as the URL's password (see runtime.Driver).
+// agent's token as the URL's password (see runtime.Driver): of a scaled
+// revision, the first API replica that is up (Endpoints has them all).
 func (d *Driver) Endpoint(dep string) (string, bool) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	c := d.deps[dep]
-	if c == nil {
+	g := d.deps[dep]
+	d.mu.Unlock()
+	if g == nil {
 		return "", false
 	}
-	u, err := url.Parse(c.endpoint)
-	if err != nil {
-		return "", false
+	c := g.members[0]
+	for _, m := range g.members {
+		if m.replica.API() && m.up.Load() {
+			c = m
+			break
+		}
 	}
-	u.User = url.UserPassword("agent", c.token)
-	return u.String(), true
+	return c.url()
 }
 
 // exited tells the health watcher that dep's serving agent exited.
@@ -536,14 +551,18 @@ func (d *Driver) WatchHealth(_ context.Context, lost func(dep string)) {
 // GET /ok, with the agent's token (runtime.HealthChecker).
 func (d *Driver) CheckHealth(_ context.Context, dep, rev string) error {
 	d.mu.Lock()
-	c := d.deps[dep]
+	g := d.deps[dep]
 	d.mu.Unlock()
-	if c == nil {
+	if g == nil {
 		return errors.New("no agent process of the deployment is running")
 	}
-	if c.rev != rev {
-		return fmt.Errorf("the running agent is of revision %s", c.rev)
+	if g.rev != rev {
+		return fmt.Errorf("the running agent is of revision %s", g.rev)
 	}
+	if g.scaled() {
+		return g.checkGroup()
+	}
+	c := g.members[0]
 	if up, err := c.running(); !up {
 		return fmt.Errorf("the agent process exited (%v)", err)
 	}
@@ -557,32 +576,20 @@ func (d *Driver) CheckHealth(_ context.Context, dep, rev string) error {
 func (d *Driver) StopAll() {
 	d.mu.Lock()
 	all := d.deps
-	d.deps = map[string]*child{}
+	d.deps = map[string]*group{}
 	d.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, c := range all {
+	for _, g := range all {
 		wg.Add(1)
-		go func(c *child) { defer wg.Done(); c.stop(d.grace()) }(c)
+		go func(g *group) { defer wg.Done(); g.stop(d.grace()) }(g)
 	}
 	wg.Wait()
 	d.cgroups.Close()
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// start launches the revision's agent under a supervisor.
-func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, fmt.Errorf("pick a port: %w", err)
-	}
+// start launches one agent of the revision (replica r) under a supervisor,
+// listening on port (freePorts).
+func (d *Driver) start(s runtime.Spec, app string, r runtime.Replica, port int, log io.Writer) (*child, error) {
 	cfg, err := graphConfigPath(app, s.GraphConfig)
 	if err != nil {
 		return nil, err
@@ -597,7 +604,10 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 	if err := d.applyLimits(s, true); err != nil {
 		return nil, err
 	}
-	data := filepath.Join(d.depDir(s.DeploymentID), "agent-data")
+	data, err := d.replicaDataDir(s.DeploymentID, r, uid)
+	if err != nil {
+		return nil, err
+	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	// Every agent shares the host's loopback, so any deployment's code can
 	// reach any agent's port: the agent answers only requests that carry
@@ -612,10 +622,17 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 	for k, v := range s.AgentEnv {
 		own = append(own, k+"="+v)
 	}
+	for k, v := range r.Env {
+		own = append(own, k+"="+v)
+	}
 	env = runtime.Settle(env, own)
 	job := d.revisionJob(s, uid, true, app, []string{d.Bin, "agent"}, env)
 	job.KeepFDs = []int{tokenFD}
-	c := &child{rev: s.RevisionID, spec: s, app: app, endpoint: "http://" + addr, token: token,
+	lg := d.Log.With().Str("deployment_id", s.DeploymentID).Str("revision_id", s.RevisionID)
+	if r.Name != "" {
+		lg = lg.Str("replica", r.Name)
+	}
+	c := &child{rev: s.RevisionID, spec: s, app: app, replica: r, endpoint: "http://" + addr, token: token,
 		command: func() (*exec.Cmd, error) {
 			cmd, err := d.sandbox.Command(context.Background(), job)
 			if err == nil {
@@ -623,8 +640,8 @@ func (d *Driver) start(s runtime.Spec, app string, log io.Writer) (*child, error
 			}
 			return cmd, err
 		},
-		log: d.Log.With().Str("deployment_id", s.DeploymentID).Str("revision_id", s.RevisionID).Logger(),
-		out: log, output: d.capture(), done: make(chan struct{}), stopc: make(chan struct{}),
+		log: lg.Logger(),
+		out: log, output: replicaOutput(d.capture(), r), done: make(chan struct{}), stopc: make(chan struct{}),
 		onExit: func() { d.exited(s.DeploymentID) }}
 	go c.supervise()
 	return c, nil
@@ -638,10 +655,15 @@ type child struct {
 	rev, app, endpoint string
 	token              string // the agent's runtime.AgentTokenHeader; never logged
 	spec               runtime.Spec
-	command            func() (*exec.Cmd, error) // a new sandboxed agent process
-	log                zerolog.Logger
-	out                io.Writer
-	output             runtime.Output // nil: the first start's output goes to out
+	replica            runtime.Replica
+	// up: it answered its last health check (waitHealthy, CheckHealth, or
+	// the probe after a restart) and has not exited since; the proxy
+	// sends requests only to API replicas that are up (Endpoints).
+	up      atomic.Bool
+	command func() (*exec.Cmd, error) // a new sandboxed agent process
+	log     zerolog.Logger
+	out     io.Writer
+	output  runtime.Output // nil: the first start's output goes to out
 
 	onExit func() // the agent exited on its own after serving
 
@@ -673,6 +695,9 @@ func (c *child) supervise() {
 		}
 		if err == nil {
 			c.cmd = cmd
+			if c.served {
+				go c.probeUp(cmd) // a restart: up again once it answers
+			}
 		}
 		c.mu.Unlock()
 		started := time.Now()
@@ -686,6 +711,7 @@ func (c *child) supervise() {
 		c.mu.Lock()
 		stopping, served := c.stopping, c.served
 		c.cmd, c.exitErr = nil, err
+		c.up.Store(false)
 		c.out = io.Discard // build/deploy log is only for the first start
 		c.mu.Unlock()
 		if stopping {
@@ -764,6 +790,7 @@ func (c *child) waitHealthy(ctx context.Context, timeout time.Duration) error {
 			c.mu.Lock()
 			c.served = true
 			c.mu.Unlock()
+			c.up.Store(true)
 			return nil
 		}
 		select {
@@ -779,6 +806,32 @@ func (c *child) waitHealthy(ctx context.Context, timeout time.Duration) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("health check GET /ok did not pass within %v", timeout)
+		}
+	}
+}
+
+// probeUp marks a restarted agent up once it answers GET /ok, unless it
+// exits (or is stopped) first.
+func (c *child) probeUp(cmd *exec.Cmd) {
+	for {
+		select {
+		case <-c.stopc:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		c.mu.Lock()
+		same := c.cmd == cmd
+		c.mu.Unlock()
+		if !same {
+			return
+		}
+		if c.healthy() {
+			c.mu.Lock()
+			if c.cmd == cmd {
+				c.up.Store(true)
+			}
+			c.mu.Unlock()
+			return
 		}
 	}
 }

@@ -342,7 +342,7 @@ func TestHealthOfAServingAgent(t *testing.T) {
 		t.Fatal("CheckHealth passes for a revision that is not running")
 	}
 	d.mu.Lock()
-	c := d.deps["dep1"]
+	c := d.deps["dep1"].members[0]
 	d.mu.Unlock()
 	c.mu.Lock()
 	pid := c.cmd.Process.Pid

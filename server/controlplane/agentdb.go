@@ -196,7 +196,9 @@ func (rc *Reconciler) agentDatabaseURL(ctx context.Context, depID string, rs *ru
 		log(w)
 	}
 	log("agent state in PostgreSQL database " + name)
-	return agentDBURL(rc.PostgresURL, name, password, maxConns)
+	// Replicas share the role's connection limit: each one's pool gets its
+	// share (runtime.Scale.PoolShare), the whole of it when unscaled.
+	return agentDBURL(rc.PostgresURL, name, password, runtime.ScaleOf(rs).PoolShare())
 }
 
 // withAgentDB adds the agent database's URL to spec's agent settings

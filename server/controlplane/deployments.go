@@ -33,6 +33,10 @@ type deploymentRecord struct {
 	// password sealed, once SLIPWAY_POSTGRES_URL provisioned them
 	// (agentdb.go); never in the API.
 	AgentDatabase *agentDatabase `json:"agent_database,omitempty"`
+	// AgentRedis is the deployment's Redis user and key prefix, its
+	// password sealed, once SLIPWAY_REDIS_URL provisioned them for a
+	// scaled revision (agentredis.go); never in the API.
+	AgentRedis *agentRedis `json:"agent_redis,omitempty"`
 }
 
 func readBody(r *http.Request) ([]byte, error) {
@@ -59,6 +63,9 @@ func (s *Service) createDeployment(w http.ResponseWriter, r *http.Request, _ htt
 		return err
 	}
 	if err := s.refuseOwnHost(req.SourceConfig.CustomURL); err != nil {
+		return err
+	}
+	if err := s.refuseScale(req.SourceConfig.ResourceSpec); err != nil {
 		return err
 	}
 	if req.SourceRevisionConfig.SourceTarballPath != nil {
@@ -149,6 +156,9 @@ func (s *Service) patchDeployment(w http.ResponseWriter, r *http.Request, ps htt
 		}
 		if req.SourceConfig != nil {
 			if err := s.refuseOwnHost(req.SourceConfig.CustomURL); err != nil {
+				return err
+			}
+			if err := s.refuseScale(req.SourceConfig.ResourceSpec); err != nil {
 				return err
 			}
 		}

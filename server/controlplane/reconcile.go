@@ -43,6 +43,9 @@ type Reconciler struct {
 	// PostgresURL is SLIPWAY_POSTGRES_URL: each deployment's agent gets a
 	// database there (agentdb.go). Empty: agents keep bbolt files.
 	PostgresURL string
+	// RedisURL is SLIPWAY_REDIS_URL: each scaled deployment's agents get
+	// a user and key prefix there (agentredis.go, scale.go).
+	RedisURL string
 	// Tracing receives the spans of builds and deploys (tracing.go); nil:
 	// off. OTELEnv is what every agent gets from the operator's
 	// environment (oteltrace.AgentEnv).
@@ -272,7 +275,7 @@ func (rc *Reconciler) restore(ctx context.Context, dep *deploymentRecord, rev *r
 		logs.Add("info", why)
 		if artifact, err = rc.Driver.Build(ctx, spec, logs.Writer("info")); err == nil {
 			logs.SetPhase("deploy")
-			if err = rc.withAgentDB(ctx, &spec, func(m string) { logs.Add("info", m) }); err == nil {
+			if err = rc.withAgentState(ctx, &spec, func(m string) { logs.Add("info", m) }); err == nil {
 				_, err = rc.Driver.Deploy(ctx, spec, artifact, logs.Writer("info"))
 			}
 		}
@@ -497,6 +500,10 @@ func (rc *Reconciler) removeDeployment(ctx context.Context, dep *deploymentRecor
 	// names it (a failure keeps the record, and the deletion is retried).
 	if err := rc.removeAgentDB(ctx, dep); err != nil {
 		log.Warn().Err(err).Msg("could not drop the deployment's PostgreSQL database yet; will retry")
+		return
+	}
+	if err := rc.removeAgentRedis(ctx, dep.ID); err != nil {
+		log.Warn().Err(err).Msg("could not delete the deployment's Redis user and keys yet; will retry")
 		return
 	}
 	err := rc.update(func(tx *bolt.Tx) error {

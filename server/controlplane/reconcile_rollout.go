@@ -107,7 +107,7 @@ func (ro *rollout) deploy(ctx context.Context, spec runtime.Spec, artifact strin
 	ro.logs.Add("info", "deploy started")
 	sctx, span := ro.rc.revisionSpan(ctx, "revision.deploy", ro.dep, ro.rev)
 	start := time.Now()
-	if err := ro.rc.withAgentDB(sctx, &spec, func(m string) { ro.logs.Add("info", m) }); err != nil {
+	if err := ro.rc.withAgentState(sctx, &spec, func(m string) { ro.logs.Add("info", m) }); err != nil {
 		ro.rc.Metrics.phase("deploy", outcomeOf(ctx, err), start)
 		oteltrace.End(span, err)
 		if ctx.Err() != nil {

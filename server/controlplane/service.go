@@ -32,8 +32,10 @@ type Service struct {
 	MaxUpload int64 // bytes
 	// PostgresURL is SLIPWAY_POSTGRES_URL (see Reconciler.PostgresURL).
 	PostgresURL string
-	Log         zerolog.Logger
-	Now         func() time.Time
+	// RedisURL is SLIPWAY_REDIS_URL (see Reconciler.RedisURL).
+	RedisURL string
+	Log      zerolog.Logger
+	Now      func() time.Time
 
 	// Writer group-commits writes (shared with the organization API).
 	Writer *storage.Committer
@@ -88,7 +90,7 @@ func (s *Service) agentLog() *agentLogs { return s.book().agent }
 func (s *Service) Start(ctx context.Context) {
 	rc := &Reconciler{DB: s.DB, Update: s.update, Driver: s.Driver, Sealer: s.Sealer, DataDir: s.DataDir,
 		PublicURL: s.AgentsBase(), Log: s.Log, Now: s.now, HealthInterval: s.HealthInterval, logs: s.book(), Metrics: s.Metrics,
-		PostgresURL: s.PostgresURL}
+		PostgresURL: s.PostgresURL, RedisURL: s.RedisURL}
 	rc.Tracing, rc.OTELEnv = s.Tracing, s.OTELEnv
 	rc.Start(ctx)
 	s.rec, s.done = rc, rc.Wait
