@@ -51,14 +51,17 @@ func agentRedisNames(depID string) (user, prefix string, err error) {
 // @dangerous and @admin (FLUSHALL, CONFIG, DEBUG, ...) and what would
 // show or touch other deployments' data despite the key patterns: SCAN,
 // KEYS and RANDOMKEY list key names whatever the patterns, PUBSUB lists
-// channels, FUNCTION and SCRIPT manage server-wide state, and Lua
-// (EVAL) is left out too, as nothing of the agent needs it.
+// channels, FUNCTION and SCRIPT manage server-wide state. EVAL and
+// EVALSHA are in: the agent's run bus appends a run's events in a short
+// script fenced by the run's attempt (runtime/agent/runbus_redis.go), and
+// Redis checks what a script calls against the calling user's rules, its
+// key patterns included, so a script reaches no more than the user does.
 func agentRedisRules(prefix string) []any {
 	return []any{
 		"resetkeys", "~" + prefix + "*", "resetchannels", "&" + prefix + "*",
 		"-@all", "+@connection", "+@string", "+@hash", "+@list", "+@set", "+@sortedset", "+@stream",
 		"+@pubsub", "+@transaction", "+@keyspace",
-		"-@dangerous", "-@admin", "-@scripting",
+		"-@dangerous", "-@admin", "-@scripting", "+eval", "+evalsha",
 		"-scan", "-keys", "-randomkey", "-pubsub", "-swapdb", "-move", "-copy", "-migrate",
 		"-client", "+client|setname", "+client|getname", "+client|id",
 	}
