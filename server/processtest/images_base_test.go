@@ -130,6 +130,7 @@ func waitGone(t *testing.T, e *client.Client, what string, refs ...string) {
 // deployment built on an agent image removes it, the official image
 // Slipway pulled for it, and the cached root filesystem.
 func TestAgentImageBases(t *testing.T) {
+	longParallel(t)
 	servertest.SkipShort(t, "agent images built on two bases")
 	requireRuntime(t, "docker")
 	requireDebootstrap(t)

@@ -16,6 +16,7 @@ import (
 // a Python with venv or node with npm; a version Debian does not carry is
 // refused with what to do.
 func TestImagesBuild(t *testing.T) {
+	longParallel(t)
 	servertest.SkipShort(t, "building the language images")
 	engine(t)
 	if _, err := osexec.LookPath("debootstrap"); err != nil {

@@ -23,6 +23,7 @@ func requireDebootstrap(t *testing.T) { servertest.RequireDebootstrap(t) }
 // cannot be imported ends DEPLOY_FAILED with the import error while the
 // previous one serves.
 func TestJSProjectDocker(t *testing.T) {
+	longParallel(t)
 	servertest.SkipShort(t, "a JavaScript project's build on docker")
 	requireRuntime(t, "docker")
 	requireDebootstrap(t)

@@ -51,6 +51,7 @@ func jsSDKDeployed(t *testing.T, s *servertest.Server, url string) {
 // a PATCH to a revision whose graph cannot be imported ends DEPLOY_FAILED
 // with the import error in its deploy log while the first keeps serving.
 func TestJSProjectOnProcessRuntime(t *testing.T) {
+	longParallel(t)
 	root := servertest.RepoRoot()
 	requireJSSDK(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "process"})

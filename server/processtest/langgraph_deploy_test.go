@@ -32,6 +32,7 @@ func langgraphCLI(t *testing.T) string {
 // the revision must reach DEPLOYED and serve through the deployment URL.
 // A broken project ends BUILD_FAILED, and the CLI says so and exits 1.
 func TestLangGraphDeploy(t *testing.T) {
+	longParallel(t)
 	servertest.SkipShort(t, "a deploy with the official langgraph-cli")
 	cli := langgraphCLI(t)
 	requirePython311(t)

@@ -39,6 +39,7 @@ func requireUV(t *testing.T) string {
 // the graph answers the Python SDK through the deployment URL, and the
 // optional and dev dependencies are not installed.
 func TestPythonPoetryUV(t *testing.T) {
+	longParallel(t)
 	servertest.SkipShort(t, "a Poetry project's build")
 	requirePython311(t)
 	uvDir := requireUV(t)

@@ -117,6 +117,7 @@ func waitPyRevision(t testing.TB, s *servertest.Server, dep, rev string, within 
 // python_version the host lacks, ends BUILD_FAILED with the reason in its
 // logs while the previous revision keeps serving.
 func TestPythonProjectProcess(t *testing.T) {
+	longParallel(t)
 	requirePython311(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "process"})
 	dep := createProject(t, s, "py-deploy")
@@ -296,6 +297,7 @@ func findAgentEnviron(dep string) map[string]string {
 // reuses, and a missing dependency ends BUILD_FAILED while the previous
 // revision serves.
 func TestPythonProjectDocker(t *testing.T) {
+	longParallel(t)
 	servertest.SkipShort(t, "a Python project's build on docker")
 	requireRuntime(t, "docker")
 	requireDebootstrap(t)

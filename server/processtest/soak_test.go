@@ -36,6 +36,7 @@ import (
 //
 //	SLIPWAY_SOAK=15m CI=true go test -count=1 -timeout 40m -run TestSoakStreamsThroughSwitches -v ./server/processtest/ | grep soak
 func TestSoakStreamsThroughSwitches(t *testing.T) {
+	longParallel(t)
 	window, every := 45*time.Second, 6*time.Second
 	if testing.Short() {
 		window, every = 0, 0

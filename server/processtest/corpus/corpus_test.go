@@ -68,12 +68,21 @@ func TestCorpus(t *testing.T) {
 	if *recordReference {
 		recordCorpusReference(t)
 	}
+	// Both runtimes at once, two builds at a time over both (pip and
+	// npm installs dominate, and the machine's cores are shared): run one
+	// after the other, each runtime's last builds ran alone.
+	slots := make(chan struct{}, 2)
 	for _, rt := range []string{"process", "docker"} {
-		t.Run(rt, func(t *testing.T) { corpusOn(t, rt) })
+		t.Run(rt, func(t *testing.T) {
+			t.Parallel()
+			corpusOn(t, rt, slots)
+		})
 	}
 }
 
-func corpusOn(t *testing.T, rt string) {
+// corpusOn deploys the corpus on the runtime rt, at most cap(slots)
+// builds at a time (slots is shared with the other runtime's).
+func corpusOn(t *testing.T, rt string, slots chan struct{}) {
 	requirePython311(t)
 	requireJSSDK(t)
 	if rt == "docker" {
@@ -95,9 +104,6 @@ func corpusOn(t *testing.T, rt string) {
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": rt})
 	start := time.Now()
 	t.Cleanup(func() { t.Logf("the corpus on the %s runtime took %v", rt, time.Since(start).Round(time.Second)) })
-	// Two builds at a time: pip and npm installs dominate, and the
-	// machine's cores are shared.
-	slots := make(chan struct{}, 2)
 	for _, p := range corpusProjects {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
