@@ -1,9 +1,7 @@
 package dashboard_test
 
 import (
-	"bytes"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,48 +19,15 @@ import (
 func TestDashboardChartsInBrowser(t *testing.T) {
 	chromium, node, dir := browserTools(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "process", "SLIPWAY_CHART_INTERVAL": "1s"})
-	roles := map[string]string{}
-	for _, r := range s.Do("GET", "/api/v1/orgs/current/roles", nil).JSON().([]any) {
-		roles[r.(map[string]any)["display_name"].(string)] = r.(map[string]any)["id"].(string)
-	}
 	const pw = "charts-password-1234"
-	if r := s.Do("POST", "/api/v1/orgs/current/members/basic/batch", []any{
-		map[string]any{"email": "charts@example.com", "password": pw, "role_id": roles["Organization Admin"]},
-	}); r.Status != 200 {
-		t.Fatalf("add the user: %d %s", r.Status, r.Body)
-	}
+	addOrgAdmin(t, s, "charts@example.com", pw)
 
 	// Deploy the counter graph from a source archive.
-	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "charted", "source": "internal_source", "source_config": map[string]any{},
-		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
-	if d.Status != 201 {
-		t.Fatalf("create: %d %s", d.Status, d.Body)
-	}
-	dep := d.Map()["id"].(string)
-	up := s.Do("POST", "/v2/deployments/"+dep+"/upload-url", nil)
-	if up.Status != 200 {
-		t.Fatalf("upload url: %d %s", up.Status, up.Body)
-	}
 	archive, err := os.ReadFile(agentArchive(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("PUT", up.Map()["upload_url"].(string), bytes.NewReader(archive))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("upload: %d", resp.StatusCode)
-	}
-	// The uploaded archive becomes the deployment's source: a new revision.
-	r := s.Do("PATCH", "/v2/deployments/"+dep, map[string]any{"source_revision_config": map[string]any{
-		"source_tarball_path": up.Map()["object_path"], "graph_config_path": "langgraph.json"}})
-	if r.Status != 200 {
-		t.Fatalf("patch: %d %s", r.Status, r.Body)
-	}
-	waitDeployed(t, s, dep, r.Map()["latest_revision_id"].(string))
+	dep := deployArchive(t, s, "charted", archive, 2*time.Minute)
 
 	// The charts' first read of the agent is their baseline: the workload
 	// starts once it was made (a point with the agent's gauges).
@@ -112,23 +77,4 @@ func TestDashboardChartsInBrowser(t *testing.T) {
 		t.Fatalf("the browser steps failed: %v\nthe end of the server's log:\n%s", err, tail(s.Logs(), 100))
 	}
 	t.Logf("screenshots in %s", shots)
-}
-
-// waitDeployed waits up to two minutes for a revision to be DEPLOYED.
-func waitDeployed(t *testing.T, s *servertest.Server, dep, rev string) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		st := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev, nil).Map()["status"]
-		switch st {
-		case "DEPLOYED":
-			return
-		case "BUILD_FAILED", "DEPLOY_FAILED", "CREATE_FAILED", "SKIPPED":
-			t.Fatalf("revision %v:\n%s", st, tail(s.Logs(), 100))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("revision still %v after 2 minutes", st)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

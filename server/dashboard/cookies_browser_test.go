@@ -62,35 +62,7 @@ func plantingArchive(t *testing.T) []byte {
 // deployPlanter creates the planting deployment on s and waits until it serves.
 func deployPlanter(t *testing.T, s *servertest.Server, name string) {
 	t.Helper()
-	d := s.Do("POST", "/v2/deployments", map[string]any{"name": name, "source": "internal_source", "source_config": map[string]any{},
-		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
-	if d.Status != 201 {
-		t.Fatalf("create: %d %s", d.Status, d.Body)
-	}
-	dep := d.Map()["id"].(string)
-	up := s.Do("POST", "/v2/deployments/"+dep+"/upload-url", nil)
-	if up.Status != 200 {
-		t.Fatalf("upload-url: %d %s", up.Status, up.Body)
-	}
-	if r := servertest.Do(t, "PUT", up.Map()["upload_url"].(string), plantingArchive(t)); r.Status != 200 {
-		t.Fatalf("upload: %d %s", r.Status, r.Body)
-	}
-	r := s.Do("PATCH", "/v2/deployments/"+dep, map[string]any{"source_revision_config": map[string]any{
-		"source_tarball_path": up.Map()["object_path"], "graph_config_path": "langgraph.json"}})
-	if r.Status != 200 {
-		t.Fatalf("patch: %d %s", r.Status, r.Body)
-	}
-	rev := r.Map()["latest_revision_id"].(string)
-	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		st, _ := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev, nil).Map()["status"].(string)
-		if st == "DEPLOYED" {
-			return
-		}
-		if strings.HasSuffix(st, "FAILED") || time.Now().After(deadline) {
-			logs := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil)
-			t.Fatalf("revision %s: %s\n%s", rev, st, logs.Body)
-		}
-	}
+	deployArchive(t, s, name, plantingArchive(t), 2*time.Minute)
 }
 
 // TestCookiePlantingInBrowser: a deployment whose custom route answers

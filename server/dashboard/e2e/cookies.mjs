@@ -6,16 +6,11 @@
 // session must still work. With AGENTS set (SLIPWAY_AGENTS_URL), the
 // navigation must land on the agents origin instead.
 import { chromium } from "playwright-core";
+import { env, check } from "./common.mjs";
 
-const env = (k) => { if (!process.env[k]) throw new Error(`${k} is not set`); return process.env[k]; };
 const BASE = env("BASE"), KEY = env("KEY"), DEP = env("DEP");
 const AGENTS = process.env.AGENTS || "";
 const route = `/agents/${DEP}/custom/plant`;
-
-function check(cond, what) {
-  if (!cond) throw new Error("expectation failed: " + what);
-  console.log("ok:", what);
-}
 
 // slipwayCookies maps the name of each of the dashboard's cookies the
 // browser holds for BASE to its value.

@@ -4,26 +4,12 @@
 // approval, parent). Each step waits for what a user would see; a failed
 // expectation exits non-zero. Screenshots go to $SHOTS.
 import { chromium } from "playwright-core";
-import axe from "axe-core";
+import { env, check, a11y } from "./common.mjs";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
-const env = (k) => { if (!process.env[k]) throw new Error(`${k} is not set`); return process.env[k]; };
 const BASE = env("BASE"), SHOTS = env("SHOTS"), DEP = env("DEPLOYMENT");
 mkdirSync(SHOTS, { recursive: true });
-
-function check(cond, what) {
-  if (!cond) throw new Error("expectation failed: " + what);
-  console.log("ok:", what);
-}
-
-async function a11y(page, name) {
-  await page.evaluate(axe.source);
-  const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
-  const bad = res.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-  for (const v of bad) console.log(`axe ${name}: ${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`);
-  check(bad.length === 0, `${name}: no serious or critical accessibility violation (${res.violations.length} minor)`);
-}
 
 // runDone waits until the run's stream ended cleanly ("#run-done"); a
 // broken stream (an error box) fails with what the page showed.
