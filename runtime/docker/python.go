@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,8 +16,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/moby/moby/client"
 
 	"slipway/runtime"
 	"slipway/runtime/build"
@@ -222,41 +219,18 @@ func (d *Driver) rootfsImage(ctx context.Context, suite string, packages, apt []
 		return tag, nil // imported by the build this one waited for
 	}
 	dir := filepath.Join(d.imageCache(), "rootfs-"+id)
-	unlockDir, err := lockCacheDir(ctx, dir, log)
+	unlockDir, err := BootstrapRootfs(ctx, dir, suite, packages, apt, log)
 	if err != nil {
 		return "", err
 	}
 	defer unlockDir()
-	if _, err := os.Stat(filepath.Join(dir, ".slipway-complete")); err != nil {
-		if err := debootstrap(ctx, dir, suite, packages, apt, log); err != nil {
-			return "", err
-		}
-	}
 	start := time.Now()
 	fmt.Fprintf(log, "==> import %s as %s\n", dir, tag)
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(tarTree(dir, pw)) }()
-	res, err := d.Client.ImageImport(ctx, client.ImageImportSource{Source: pr, SourceName: "-"}, tag, client.ImageImportOptions{
-		Changes: []string{"LABEL " + LabelManaged + "=true " + LabelRole + "=rootfs " + LabelInstance + "=" + d.Instance + " " + LabelRootfs + "=" + quote(dir), "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-	})
-	if err != nil {
-		pr.CloseWithError(err)
-		return "", fmt.Errorf("import the root filesystem: %w", err)
-	}
-	defer res.Close()
-	dec := json.NewDecoder(res)
-	for {
-		var m struct {
-			Error string `json:"error"`
-		}
-		if err := dec.Decode(&m); err == io.EOF {
-			break
-		} else if err != nil {
-			return "", fmt.Errorf("import the root filesystem: %w", err)
-		}
-		if m.Error != "" {
-			return "", fmt.Errorf("import the root filesystem: %s", m.Error)
-		}
+	if err := ImportRootfs(ctx, d.Client, dir, tag, []string{
+		"LABEL " + LabelManaged + "=true " + LabelRole + "=rootfs " + LabelInstance + "=" + d.Instance + " " + LabelRootfs + "=" + quote(dir),
+		"ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	}); err != nil {
+		return "", err
 	}
 	fmt.Fprintf(log, "<== import done in %s\n", time.Since(start).Round(time.Millisecond))
 	return tag, nil

@@ -20,6 +20,7 @@ import (
 	"github.com/moby/moby/api/types/swarm"
 	"github.com/moby/moby/client"
 
+	"slipway/runtime/docker"
 	"slipway/server/servertest"
 )
 
@@ -293,7 +294,7 @@ func pushWhoamiImage(t *testing.T, ctx context.Context, c *servertest.SwarmClust
 	if err != nil {
 		t.Fatalf("import the whoami image: %v", err)
 	}
-	if err := servertest.EngineStreamErr(res); err != nil {
+	if err := docker.StreamErr(res); err != nil {
 		t.Fatalf("import the whoami image: %v", err)
 	}
 	res.Close()
