@@ -18,12 +18,9 @@ import (
 	"slipway/server/servertest"
 )
 
-// replicaApp is a project whose graphs stream: ticks emits 10 custom
-// events 0.2 s apart, slow 40, each then one update; agent is the echo.
-func replicaApp(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	script := `#!/bin/sh
+// ticksScript is a command graph that streams: TICKS (10 by default)
+// custom events 0.2 s apart, then one update.
+const ticksScript = `#!/bin/sh
 n=${TICKS:-10}
 i=1
 while [ $i -le $n ]; do
@@ -33,7 +30,13 @@ while [ $i -le $n ]; do
 done
 echo '{"event": "updates", "node": "ticks", "data": {"done": true}}'
 `
-	if err := os.WriteFile(filepath.Join(dir, "ticks.sh"), []byte(script), 0o755); err != nil {
+
+// replicaApp is a project whose graphs stream: ticks emits 10 custom
+// events 0.2 s apart, slow 40, each then one update; agent is the echo.
+func replicaApp(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ticks.sh"), []byte(ticksScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cfg := `{"graphs": {"ticks": {"command": ["./ticks.sh"]}, "slow": {"command": ["sh", "-c", "TICKS=40 exec ./ticks.sh"]}, "agent": {"builtin": "echo"}}}`
@@ -129,7 +132,13 @@ func comparableEvents(evs []runEvent) []runEvent {
 	return out
 }
 
-func newThread(t *testing.T, a *servertest.Agent) string {
+// agentClient is where the helpers below send their requests: an agent
+// (servertest.Agent) or a deployment's URL through the proxy.
+type agentClient interface {
+	Do(method, path string, body any, headers ...string) *servertest.Response
+}
+
+func newThread(t *testing.T, a agentClient) string {
 	t.Helper()
 	r := a.Do("POST", "/threads", map[string]any{})
 	if r.Status != 200 {
@@ -139,7 +148,7 @@ func newThread(t *testing.T, a *servertest.Agent) string {
 }
 
 // runOf reads a run through a replica.
-func runOf(t *testing.T, a *servertest.Agent, thread, run string) map[string]any {
+func runOf(t *testing.T, a agentClient, thread, run string) map[string]any {
 	t.Helper()
 	r := a.Do("GET", "/threads/"+thread+"/runs/"+run, nil)
 	if r.Status != 200 {
@@ -149,7 +158,7 @@ func runOf(t *testing.T, a *servertest.Agent, thread, run string) map[string]any
 }
 
 // waitRunning waits until a worker has claimed the run, and returns the worker.
-func waitRunning(t *testing.T, a *servertest.Agent, thread, run string) string {
+func waitRunning(t *testing.T, a agentClient, thread, run string) string {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {

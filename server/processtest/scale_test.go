@@ -1,8 +1,6 @@
 package processtest_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -38,18 +36,9 @@ func TestProcessScaledDeployment(t *testing.T) {
 	pg := servertest.PostgresAdminURL(t)
 	rd := servertest.RedisAdminURL(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "process", "SLIPWAY_POSTGRES_URL": pg, "SLIPWAY_REDIS_URL": rd})
-	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "scaled", "source": "internal_source",
-		"source_config":          map[string]any{"resource_spec": map[string]any{"min_scale": 2, "queue_min_scale": 2, "db_max_connections": 8}},
-		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
-	if d.Status != 201 {
-		t.Fatalf("create: %d %s", d.Status, d.Body)
-	}
-	dep := d.Map()["id"].(string)
-	dbName := "slipway_dep_" + strings.ReplaceAll(dep, "-", "")
-	user, prefix := "slipway-dep-"+dep, "slipway:"+dep+":"
+	sd := createScaled(t, s, pg, rd, "scaled", map[string]any{"min_scale": 2, "queue_min_scale": 2, "db_max_connections": 8})
+	dep, dbName, user, prefix := sd.id, sd.dbName, sd.user, sd.prefix
 	redisAdmin := servertest.RedisClient(t, rd)
-	t.Cleanup(func() { servertest.DropAgentDatabase(t, pg, dbName) })
-	t.Cleanup(func() { redisAdmin.Do(t.Context(), "acl", "deluser", user) })
 	rev := deploySource(t, s, dep, appFiles(t, ""))
 	firstRev := rev
 	revLogs := func() string { return string(s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil).Body) }
@@ -68,24 +57,12 @@ func TestProcessScaledDeployment(t *testing.T) {
 	}
 
 	// The four agents, as their environments say.
-	depDir := filepath.Join(s.DataDir, "deployments", dep)
+	depDir := sd.depDir
 	type agentEnv struct{ role, addr, pgUser, redisUser, prefix, conns string }
 	agents := func() (map[string]agentEnv, map[string][]int) {
-		envs, pids := map[string]agentEnv{}, map[string][]int{}
-		for _, pid := range agentProcesses(t, depDir) {
-			raw, _ := os.ReadFile(filepath.Join("/proc", pid, "environ"))
-			env := map[string]string{}
-			for _, kv := range bytes.Split(raw, []byte{0}) {
-				k, v, _ := strings.Cut(string(kv), "=")
-				env[k] = v
-			}
-			id := env["SLIPWAY_AGENT_WORKER_ID"]
-			if id == "" || env["SLIPWAY_AGENT_ADDR"] == "" {
-				continue // a language host or a process that is not an agent
-			}
-			var n int
-			fmt.Sscan(pid, &n)
-			pids[id] = append(pids[id], n)
+		envs := map[string]agentEnv{}
+		raw, pids := replicaProcesses(t, depDir)
+		for id, env := range raw {
 			pgu, _ := url.Parse(env["SLIPWAY_AGENT_POSTGRES_URL"])
 			ru, _ := url.Parse(env["SLIPWAY_AGENT_REDIS_URL"])
 			a := agentEnv{role: env["SLIPWAY_AGENT_ROLE"], addr: env["SLIPWAY_AGENT_ADDR"], prefix: env["SLIPWAY_AGENT_REDIS_PREFIX"],
@@ -130,43 +107,8 @@ func TestProcessScaledDeployment(t *testing.T) {
 		}
 		return ids
 	}
-	// servedBy waits until the agent log has every request id and says
-	// which replica served each.
-	servedBy := func(ids []string) map[string]int {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			var body struct {
-				Logs []struct {
-					Message string `json:"message"`
-				} `json:"logs"`
-			}
-			if err := json.Unmarshal(s.Do("GET", "/v2/deployments/"+dep+"/logs", nil).Body, &body); err != nil {
-				t.Fatal(err)
-			}
-			by := map[string]string{}
-			for _, l := range body.Logs {
-				name, rest, ok := strings.Cut(strings.TrimPrefix(l.Message, "["), "] ")
-				if !ok || !strings.HasPrefix(l.Message, "[") {
-					continue
-				}
-				for _, id := range ids {
-					if strings.Contains(rest, `"request_id":"`+id+`"`) {
-						by[id] = name
-					}
-				}
-			}
-			if len(by) == len(ids) || time.Now().After(deadline) {
-				count := map[string]int{}
-				for _, id := range ids {
-					count[by[id]]++
-				}
-				return count
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	if got := servedBy(send(20)); got["api-0"] != 10 || got["api-1"] != 10 {
+	served := func(ids []string) map[string]int { t.Helper(); return servedBy(t, s, dep, ids) }
+	if got := served(send(20)); got["api-0"] != 10 || got["api-1"] != 10 {
 		t.Fatalf("20 requests were served %v, want 10 by each API replica", got)
 	}
 
@@ -176,7 +118,7 @@ func TestProcessScaledDeployment(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := servedBy(send(10)); got["api-0"]+got["api-1"] != 10 {
+	if got := served(send(10)); got["api-0"]+got["api-1"] != 10 {
 		t.Fatalf("with api-1 killed, the requests were served %v", got)
 	}
 	// Healed: api-1 runs again (a new process) and gets requests again.
@@ -184,7 +126,7 @@ func TestProcessScaledDeployment(t *testing.T) {
 	for {
 		envs, now := agents()
 		if len(now["api-1"]) > 0 && now["api-1"][0] != pids["api-1"][0] && envs["api-1"].role == "api" {
-			if got := servedBy(send(6)); got["api-1"] > 0 && got["api-0"] > 0 {
+			if got := served(send(6)); got["api-1"] > 0 && got["api-0"] > 0 {
 				break
 			}
 		}
@@ -215,7 +157,7 @@ func TestProcessScaledDeployment(t *testing.T) {
 	if len(envs) != 4 {
 		t.Fatalf("after the redeploy: %+v", envs)
 	}
-	if got := servedBy(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
+	if got := served(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
 		t.Fatalf("after the redeploy 10 requests were served %v", got)
 	}
 
@@ -239,7 +181,7 @@ func TestProcessScaledDeployment(t *testing.T) {
 			t.Fatalf("not restored after a restart of Slipway: %v\n%s", envs, s.Logs())
 		}
 	}
-	if got := servedBy(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
+	if got := served(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
 		t.Fatalf("after the restart 10 requests were served %v", got)
 	}
 	if _, now := agents(); len(now) != 4 || len(now["api-0"]) != 1 || len(now["api-1"]) != 1 || len(now["queue-0"]) != 1 || len(now["queue-1"]) != 1 {

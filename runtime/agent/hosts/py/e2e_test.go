@@ -134,6 +134,31 @@ func TestPyHostThroughSDK(t *testing.T) {
 // suite asks this test for one (PYHOST_POSTGRES_MINT) as it starts each.
 func TestPyHostThroughSDKOnPostgres(t *testing.T) {
 	servertest.SkipShort(t, "the Python SDK suite on PostgreSQL")
+	minter, urls := postgresMinter(t)
+	pyHostSuite(t, "PYHOST_POSTGRES_MINT="+minter)
+	checkPostgresKept(t, urls())
+}
+
+// TestPyHostThroughSDKOnPostgresAndRedis runs the same suite with every
+// agent (role all) on a schema of its own and, on Redis, a key prefix of
+// its own: each run is claimed under a lease after a wake-up on Redis,
+// its events reach the SDK through a Redis Stream, and cancellations go
+// over Redis, as between the processes of a scaled deployment.
+func TestPyHostThroughSDKOnPostgresAndRedis(t *testing.T) {
+	servertest.SkipShort(t, "the Python SDK suite on PostgreSQL and Redis")
+	redisURL, prefix := servertest.RedisPrefix(t)
+	minter, urls := postgresMinter(t)
+	pyHostSuite(t, "PYHOST_POSTGRES_MINT="+minter, "PYHOST_REDIS_URL="+redisURL, "PYHOST_REDIS_PREFIX="+prefix)
+	checkPostgresKept(t, urls())
+	if n := servertest.RedisKeys(t, redisURL, prefix); n == 0 {
+		t.Fatal("the suite's run streams are not in Redis")
+	}
+}
+
+// postgresMinter serves, for the suite's agents, a fresh PostgreSQL schema
+// URL per request (its URL goes in PYHOST_POSTGRES_MINT), and lists the
+// URLs it handed out.
+func postgresMinter(t *testing.T) (string, func() []string) {
 	mint := servertest.PostgresSchemas(t)
 	var mu sync.Mutex
 	var urls []string
@@ -148,9 +173,18 @@ func TestPyHostThroughSDKOnPostgres(t *testing.T) {
 		mu.Unlock()
 		io.WriteString(w, url)
 	}))
-	defer minter.Close()
-	pyHostSuite(t, "PYHOST_POSTGRES_MINT="+minter.URL)
-	// The agents kept their threads and runs there, not in bbolt.
+	t.Cleanup(minter.Close)
+	return minter.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), urls...)
+	}
+}
+
+// checkPostgresKept checks that the agents kept their threads and runs in
+// their schemas, not in bbolt.
+func checkPostgresKept(t *testing.T, urls []string) {
+	t.Helper()
 	threads := 0
 	for _, url := range urls {
 		threads += servertest.PostgresCount(t, url, "select (select count(*) from threads) + (select count(*) from runs)")

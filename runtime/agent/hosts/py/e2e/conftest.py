@@ -49,6 +49,11 @@ class Agent:
         if mint := os.environ.get("PYHOST_POSTGRES_MINT"):
             with urllib.request.urlopen(mint, timeout=30) as r:
                 self.env["SLIPWAY_AGENT_POSTGRES_URL"] = r.read().decode()
+        # With Redis too (TestPyHostThroughSDKOnPostgresAndRedis): each
+        # agent's run bus under a key prefix of its own, below the test's.
+        if redis_url := os.environ.get("PYHOST_REDIS_URL"):
+            self.env["SLIPWAY_AGENT_REDIS_URL"] = redis_url
+            self.env["SLIPWAY_AGENT_REDIS_PREFIX"] = os.environ["PYHOST_REDIS_PREFIX"] + os.path.basename(self.data) + ":"
         self.proc: subprocess.Popen | None = None
         self.log = open(os.path.join(self.data, "agent.log"), "ab")
 

@@ -1,0 +1,135 @@
+package processtest_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"slipway/server/servertest"
+)
+
+// What the tests of scaled deployments on the process runtime share:
+// creating one over the test's PostgreSQL and Redis, finding its agent
+// processes, and telling which replica served a request.
+
+// scaledDeployment is a deployment created with a resource_spec that
+// scales it, and the names the control plane provisions for it.
+type scaledDeployment struct {
+	id     string
+	dbName string // its database, and the database's role
+	user   string // its Redis user
+	prefix string // its Redis key prefix
+	depDir string // the process runtime's directory of it
+}
+
+// createScaled creates a deployment named name with resource_spec spec
+// on s (started with SLIPWAY_POSTGRES_URL pg and SLIPWAY_REDIS_URL rd);
+// its database and Redis user are dropped when the test ends, whatever
+// the test leaves.
+func createScaled(t *testing.T, s *servertest.Server, pg, rd, name string, spec map[string]any) scaledDeployment {
+	t.Helper()
+	d := s.Do("POST", "/v2/deployments", map[string]any{"name": name, "source": "internal_source",
+		"source_config":          map[string]any{"resource_spec": spec},
+		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
+	if d.Status != 201 {
+		t.Fatalf("create: %d %s", d.Status, d.Body)
+	}
+	dep := d.Map()["id"].(string)
+	sd := scaledDeployment{id: dep, dbName: "slipway_dep_" + strings.ReplaceAll(dep, "-", ""),
+		user: "slipway-dep-" + dep, prefix: "slipway:" + dep + ":", depDir: filepath.Join(s.DataDir, "deployments", dep)}
+	redisAdmin := servertest.RedisClient(t, rd)
+	t.Cleanup(func() { servertest.DropAgentDatabase(t, pg, sd.dbName) })
+	t.Cleanup(func() { redisAdmin.Do(t.Context(), "acl", "deluser", sd.user) })
+	return sd
+}
+
+// replicaProcesses lists the agent processes of a deployment by worker id
+// (api-0, queue-1, ...), as their environments say: each one's
+// environment, and its pids (more than one while a replaced agent is
+// still exiting). Language hosts and other processes working in the
+// directory are left out.
+func replicaProcesses(t testing.TB, depDir string) (map[string]map[string]string, map[string][]int) {
+	t.Helper()
+	envs, pids := map[string]map[string]string{}, map[string][]int{}
+	for _, pid := range agentProcesses(t, depDir) {
+		raw, _ := os.ReadFile(filepath.Join("/proc", pid, "environ"))
+		env := map[string]string{}
+		for _, kv := range bytes.Split(raw, []byte{0}) {
+			k, v, _ := strings.Cut(string(kv), "=")
+			env[k] = v
+		}
+		id := env["SLIPWAY_AGENT_WORKER_ID"]
+		if id == "" || env["SLIPWAY_AGENT_ADDR"] == "" {
+			continue // a language host or a process that is not an agent
+		}
+		n, err := strconv.Atoi(pid)
+		if err != nil {
+			continue
+		}
+		pids[id] = append(pids[id], n)
+		envs[id] = env
+	}
+	return envs, pids
+}
+
+// killReplica sends SIGKILL to every process of the replica id: the
+// agent and what it runs (a command graph's processes inherit its
+// environment and directory), which may be gone by the time its turn
+// comes, ended with the agent.
+func killReplica(t testing.TB, depDir, id string) {
+	t.Helper()
+	_, pids := replicaProcesses(t, depDir)
+	if len(pids[id]) == 0 {
+		t.Fatalf("no process of replica %s", id)
+	}
+	for _, pid := range pids[id] {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
+			t.Fatalf("kill -9 %s (pid %d): %v", id, pid, err)
+		}
+	}
+}
+
+// servedBy waits until the deployment's agent log has every request id
+// (the agents' access log lines carry the id sent as X-Request-Id, the
+// log lines the name of the replica: "[api-0] {...}") and counts the
+// requests each replica served; an id not found within 30 s counts under "".
+func servedBy(t testing.TB, s *servertest.Server, dep string, ids []string) map[string]int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var body struct {
+			Logs []struct {
+				Message string `json:"message"`
+			} `json:"logs"`
+		}
+		if err := json.Unmarshal(s.Do("GET", "/v2/deployments/"+dep+"/logs", nil).Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		by := map[string]string{}
+		for _, l := range body.Logs {
+			name, rest, ok := strings.Cut(strings.TrimPrefix(l.Message, "["), "] ")
+			if !ok || !strings.HasPrefix(l.Message, "[") {
+				continue
+			}
+			for _, id := range ids {
+				if strings.Contains(rest, `"request_id":"`+id+`"`) {
+					by[id] = name
+				}
+			}
+		}
+		if len(by) == len(ids) || time.Now().After(deadline) {
+			count := map[string]int{}
+			for _, id := range ids {
+				count[by[id]]++
+			}
+			return count
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
