@@ -27,6 +27,10 @@ type pgStore struct {
 	pool *pgxpool.Pool
 	// origin tells this store's notifications from other replicas'.
 	origin string
+	// channel is the LISTEN/NOTIFY channel of this store's schema
+	// (pgChannelOf): stores of other schemas in the same database are
+	// not replicas of this one.
+	channel string
 	subscribers
 	stopListen context.CancelFunc
 	listenDone chan struct{}
@@ -40,6 +44,7 @@ type pgTx struct {
 	tx       pgx.Tx
 	confined bool // an UpdateThread: writes outside the thread's rows are refused
 	origin   string
+	channel  string
 	events   []storeEvent
 	err      error
 }
@@ -69,6 +74,12 @@ func openPGStore(ctx context.Context, cfg *pgxpool.Config) (*pgStore, error) {
 		return nil, err
 	}
 	s := &pgStore{pool: pool, origin: storage.NewID().String()}
+	var schema string
+	if err := pool.QueryRow(ctx, "select current_schema()").Scan(&schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("read the agent store's schema: %w", redactPG(err))
+	}
+	s.channel = pgChannelOf(schema)
 	if err := s.listen(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -184,7 +195,7 @@ func (s *pgStore) attempt(ctx context.Context, opts pgx.TxOptions, confined bool
 	if err != nil {
 		return nil, fmt.Errorf("agent store: begin: %w", redactPG(err))
 	}
-	t := &pgTx{ctx: ctx, tx: tx, confined: confined, origin: s.origin}
+	t := &pgTx{ctx: ctx, tx: tx, confined: confined, origin: s.origin, channel: s.channel}
 	ferr := fn(t)
 	if t.err != nil {
 		// The database failed first: what fn made of it (or of the

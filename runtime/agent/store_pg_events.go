@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -9,8 +11,15 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// pgChannel is the LISTEN/NOTIFY channel of run events.
-const pgChannel = "slipway_agent_runs"
+// pgChannelOf is the LISTEN/NOTIFY channel of the run events of the
+// stores on schema. Notifications are per database, not per schema, and
+// deployments (or tests) may keep their agents' tables in schemas of one
+// database: a store hears only its own schema's. The schema's hash keeps
+// the name a short identifier whatever the schema is called.
+func pgChannelOf(schema string) string {
+	h := sha256.Sum256([]byte(schema))
+	return "slipway_agent_runs_" + hex.EncodeToString(h[:8])
+}
 
 // pgMaxPayload keeps a notification under PostgreSQL's 8000-byte limit.
 const pgMaxPayload = 7000
@@ -36,7 +45,7 @@ func (t *pgTx) notify() error {
 			return fmt.Errorf("agent store: encode notification: %w", err)
 		}
 		chunk, size = nil, 0
-		return t.exec("notify", "select pg_notify($1, $2)", pgChannel, string(raw))
+		return t.exec("notify", "select pg_notify($1, $2)", t.channel, string(raw))
 	}
 	for _, ev := range t.events {
 		n := len(ev.Kind) + len(ev.Thread) + len(ev.Run) + len(ev.Status) + 64
@@ -59,7 +68,7 @@ func (s *pgStore) listen(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect the agent store's listener: %w", redactPG(err))
 	}
-	if _, err := conn.Exec(ctx, "listen "+pgChannel); err != nil {
+	if _, err := conn.Exec(ctx, "listen "+s.channel); err != nil {
 		_ = conn.Close(ctx)
 		return fmt.Errorf("listen for run events: %w", err)
 	}
@@ -81,7 +90,7 @@ func (s *pgStore) listen(ctx context.Context) error {
 				case <-time.After(time.Second):
 				}
 				if conn, err = pgx.ConnectConfig(lctx, cfg); err == nil {
-					if _, err = conn.Exec(lctx, "listen "+pgChannel); err == nil {
+					if _, err = conn.Exec(lctx, "listen "+s.channel); err == nil {
 						break
 					}
 					_ = conn.Close(context.Background())

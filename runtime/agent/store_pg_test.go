@@ -307,6 +307,15 @@ func TestPostgresStoreEventsReachOtherStores(t *testing.T) {
 	defer b.Close()
 	got := make(chan storeEvent, 16)
 	defer b.Subscribe(func(ev storeEvent) { got <- ev })()
+	// A store of another schema in the same database is not a replica:
+	// it hears nothing of this schema's runs.
+	other, err := openPGStore(ctx, pgTestSchema(t).Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var strays atomic.Int32
+	defer other.Subscribe(func(storeEvent) { strays.Add(1) })()
 	var own atomic.Int32
 	defer a.Subscribe(func(storeEvent) { own.Add(1) })()
 	th, r := newThreadRec(""), newRunRec("")
@@ -336,6 +345,9 @@ func TestPostgresStoreEventsReachOtherStores(t *testing.T) {
 	case ev := <-got:
 		t.Errorf("an extra event: %+v", ev)
 	case <-time.After(200 * time.Millisecond):
+	}
+	if n := strays.Load(); n != 0 {
+		t.Errorf("a store of another schema heard %d of this schema's events", n)
 	}
 }
 
