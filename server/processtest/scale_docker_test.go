@@ -31,7 +31,8 @@ import (
 // log, whose lines name the replica), runs execute on the workers
 // (metadata.worker); with one API container's process killed, requests
 // keep succeeding while its restart policy brings it back, after which it
-// gets requests again. A redeploy replaces all four containers; deleting
+// gets requests again. A redeploy replaces all four containers, a restart
+// of Slipway adopts them; deleting
 // the deployment leaves no container, volume or network of it, no
 // database or role, no Redis user and no key under its prefix.
 func TestDockerScaledDeployment(t *testing.T) {
@@ -271,6 +272,28 @@ func TestDockerScaledDeployment(t *testing.T) {
 	}
 	if got := servedBy(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
 		t.Fatalf("after the redeploy 10 requests were served %v", got)
+	}
+
+	// A restart of Slipway adopts the four running containers (found by
+	// their replica labels) rather than starting new ones, and spreads
+	// requests over both API containers again.
+	s.Restart()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if servertest.Do(t, "GET", base+"/ok", nil, "X-Api-Key", s.Key).Status == 200 &&
+			s.Do("GET", "/v2/deployments/"+dep, nil).Map()["status"] == "READY" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("not restored after a restart of Slipway:\n%s", servertest.LinesWith(s.Logs(), dep))
+		}
+	}
+	adopted := checkAgents()
+	for id, a := range adopted {
+		if a.id != second[id].id || a.pid != second[id].pid {
+			t.Errorf("after the restart, container %s is %s (pid %d), want %s (pid %d) adopted", id, a.id, a.pid, second[id].id, second[id].pid)
+		}
+	}
+	if got := servedBy(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
+		t.Fatalf("after the restart 10 requests were served %v", got)
 	}
 
 	// Deleted: nothing left.
