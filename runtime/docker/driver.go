@@ -373,7 +373,7 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 	resume := d.Gate.Pause(s.DeploymentID)
 	defer resume()
 	for _, c := range prev {
-		fmt.Fprintf(log, "stopping revision %s\n", c.Labels[LabelRevision])
+		fmt.Fprintf(log, "stopping revision %s\n", revisionOf(c))
 		if err := d.stop(ctx, c.ID); err != nil {
 			return "", err
 		}
@@ -392,7 +392,7 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 			d.Log.Warn().Err(rerr).Msg("remove failed revision containers")
 		}
 		for _, c := range prev {
-			fmt.Fprintf(log, "starting revision %s again\n", c.Labels[LabelRevision])
+			fmt.Fprintf(log, "starting revision %s again\n", revisionOf(c))
 		}
 		d.restartPrevious(prev)
 		return "", err

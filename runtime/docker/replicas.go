@@ -192,6 +192,15 @@ func (d *Driver) adoptGroup(ctx context.Context, s runtime.Spec, agents []contai
 	return members[0].endpoint, true
 }
 
+// revisionOf names the revision of an agent container for the deploy
+// log, and its replica when it has one.
+func revisionOf(c container.Summary) string {
+	if r := c.Labels[LabelReplica]; r != "" {
+		return c.Labels[LabelRevision] + " replica " + r
+	}
+	return c.Labels[LabelRevision]
+}
+
 // groupServing is what serves for a group: its first API replica stands
 // for it where the driver names one container (Endpoint, usage).
 func groupServing(rev string, members []*member) serving {

@@ -31,12 +31,14 @@ import (
 // log, whose lines name the replica), runs execute on the workers
 // (metadata.worker); with one API container's process killed, requests
 // keep succeeding while its restart policy brings it back, after which it
-// gets requests again. A redeploy replaces all four containers, a restart
-// of Slipway adopts them; deleting
+// gets requests again. A redeploy replaces all four containers, a failed
+// one brings the previous four back, a restart of Slipway adopts them;
+// deleting
 // the deployment leaves no container, volume or network of it, no
 // database or role, no Redis user and no key under its prefix.
 func TestDockerScaledDeployment(t *testing.T) {
 	requireRuntime(t, "docker")
+	longParallel(t)
 	pgAdmin := servertest.PostgresAdminURL(t)
 	rdAdmin := servertest.RedisAdminURL(t)
 	// The test servers listen on loopback, which a container does not
@@ -274,6 +276,23 @@ func TestDockerScaledDeployment(t *testing.T) {
 		t.Fatalf("after the redeploy 10 requests were served %v", got)
 	}
 
+	// A revision whose agents never become healthy fails its deploy: the
+	// previous group, stopped for the handover, is started again (the same
+	// four containers) and serves.
+	bad := deploySource(t, s, dep, map[string]string{"langgraph.json": `{"graphs": {"agent": {"builtin": "no-such-graph"}}}`})
+	if st := waitStatus(t, s, dep, bad); st != "DEPLOY_FAILED" {
+		t.Fatalf("the unhealthy revision ended %s", st)
+	}
+	back := checkAgents()
+	for id, a := range back {
+		if a.id != second[id].id || a.pid == 0 {
+			t.Errorf("after the failed deploy, container %s is %s (pid %d), want %s running again", id, a.id, a.pid, second[id].id)
+		}
+	}
+	if got := servedBy(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
+		t.Fatalf("after the failed deploy 10 requests were served %v", got)
+	}
+
 	// A restart of Slipway adopts the four running containers (found by
 	// their replica labels) rather than starting new ones, and spreads
 	// requests over both API containers again.
@@ -288,8 +307,8 @@ func TestDockerScaledDeployment(t *testing.T) {
 	}
 	adopted := checkAgents()
 	for id, a := range adopted {
-		if a.id != second[id].id || a.pid != second[id].pid {
-			t.Errorf("after the restart, container %s is %s (pid %d), want %s (pid %d) adopted", id, a.id, a.pid, second[id].id, second[id].pid)
+		if a.id != back[id].id || a.pid != back[id].pid {
+			t.Errorf("after the restart, container %s is %s (pid %d), want %s (pid %d) adopted", id, a.id, a.pid, back[id].id, back[id].pid)
 		}
 	}
 	if got := servedBy(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
