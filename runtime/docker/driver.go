@@ -109,6 +109,9 @@ type Driver struct {
 
 type serving struct {
 	rev, container, endpoint string
+	// members is a scaled revision's group (replicas.go), nil for one
+	// agent; container and endpoint are then its first API replica's.
+	members []*member
 }
 
 // Connect returns a client for the engine named by the environment
@@ -315,6 +318,10 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 		return "", err
 	}
 	p.applyDefaultMemory(d.DefaultMemoryMB)
+	scaled := s.Scale.Scaled()
+	if scaled {
+		p.queue = withDefaultMemory(queueResources(s.ResourceSpec), d.DefaultMemoryMB)
+	}
 	if err := d.ensureShared(ctx, s.DeploymentID, s.DeploymentName); err != nil {
 		return "", err
 	}
@@ -325,7 +332,7 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 	var prev []container.Summary
 	for _, c := range agents {
 		if c.Labels[LabelRevision] == s.RevisionID {
-			if c.State == container.StateRunning {
+			if c.State == container.StateRunning && !scaled {
 				if ep, err := d.endpointOf(ctx, c.ID, s.DeploymentID, false); err == nil && healthy(ep) {
 					// Already serving (adopted after a restart of Slipway).
 					d.set(s.DeploymentID, serving{rev: s.RevisionID, container: c.ID, endpoint: ep})
@@ -337,6 +344,12 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 		}
 		if c.State == container.StateRunning || c.State == container.StateRestarting {
 			prev = append(prev, c)
+		}
+	}
+	if scaled {
+		if ep, ok := d.adoptGroup(ctx, s, agents); ok {
+			fmt.Fprintf(log, "revision %s is already serving on %s\n", s.RevisionID, ep)
+			return ep, nil
 		}
 	}
 	for _, sc := range append(append([]sidecar(nil), p.inits...), p.sidecars...) {
@@ -360,23 +373,31 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 	resume := d.Gate.Pause(s.DeploymentID)
 	defer resume()
 	for _, c := range prev {
-		fmt.Fprintf(log, "stopping revision %s\n", c.Labels[LabelRevision])
+		fmt.Fprintf(log, "stopping revision %s\n", revisionOf(c))
 		if err := d.stop(ctx, c.ID); err != nil {
 			return "", err
 		}
 	}
-	ep, id, err := d.start(ctx, s, image, p, log)
+	var ep, id string
+	var members []*member
+	if scaled {
+		if members, err = d.startGroup(ctx, s, image, p, log); err == nil {
+			ep, id = members[0].endpoint, members[0].container
+		}
+	} else {
+		ep, id, err = d.start(ctx, s, image, p, log)
+	}
 	if err != nil {
 		if rerr := d.removeContainers(context.Background(), s.DeploymentID, s.RevisionID); rerr != nil {
 			d.Log.Warn().Err(rerr).Msg("remove failed revision containers")
 		}
 		for _, c := range prev {
-			fmt.Fprintf(log, "starting revision %s again\n", c.Labels[LabelRevision])
-			d.restart(c)
+			fmt.Fprintf(log, "starting revision %s again\n", revisionOf(c))
 		}
+		d.restartPrevious(prev)
 		return "", err
 	}
-	d.set(s.DeploymentID, serving{rev: s.RevisionID, container: id, endpoint: ep})
+	d.set(s.DeploymentID, serving{rev: s.RevisionID, container: id, endpoint: ep, members: members})
 	fmt.Fprintf(log, "revision %s is serving on %s\n", s.RevisionID, ep)
 	return ep, nil
 }
@@ -432,52 +453,12 @@ func (d *Driver) ensureVolume(ctx context.Context, name, dep, rev string) error 
 // sidecars, and waits for the agent's health check.
 func (d *Driver) start(ctx context.Context, s runtime.Spec, image string, p *plan, log io.Writer) (endpoint, id string, err error) {
 	dep, rev := s.DeploymentID, s.RevisionID
-	netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{networkName(dep): {}}}
-	for _, ic := range p.inits {
-		fmt.Fprintf(log, "running init container %s\n", ic.name)
-		cid, err := d.create(ctx, agentName(dep, rev)+"-"+ic.name, ic.config(d.labels(dep, rev, "init"), p.labels),
-			ic.hostConfig(container.NetworkMode(networkName(dep))), netcfg)
-		if err != nil {
-			return "", "", err
-		}
-		if err := d.runToCompletion(ctx, cid, ic.name, log); err != nil {
-			return "", "", err
-		}
-	}
-	cfg := &container.Config{
-		Image:  image,
-		Env:    runtime.Settle(p.env, append([]string{"SLIPWAY_AGENT_DATA_DIR=/data"}, agentEnv(s)...)),
-		Labels: merge(p.labels, d.labels(dep, rev, "agent")),
-	}
-	cfg.Labels[LabelName] = s.DeploymentName
-	// An image Slipway built keeps everything the agent writes on its data
-	// volume and in /tmp, so its root filesystem can be read only; an image
-	// given by reference may expect to write anywhere.
-	hc := harden(&container.HostConfig{
-		NetworkMode: container.NetworkMode(networkName(dep)),
-		Resources:   p.resources,
-		Mounts: append([]mount.Mount{{Type: mount.TypeVolume, Source: dataVolume(dep), Target: "/data"}},
-			p.mounts...),
-		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyUnlessStopped},
-	}, s.Source == "internal_source")
-	id, err = d.create(ctx, agentName(dep, rev), cfg, hc, netcfg)
-	if err != nil {
+	if err := d.runInits(ctx, s, p, agentName(dep, rev)+"-", log); err != nil {
 		return "", "", err
 	}
-	if _, err := d.Client.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		return "", "", fmt.Errorf("start the agent container: %w", err)
-	}
-	for _, sc := range p.sidecars {
-		fmt.Fprintf(log, "starting sidecar %s\n", sc.name)
-		// Sidecars share the agent's network namespace, as in a pod.
-		sid, err := d.create(ctx, agentName(dep, rev)+"-"+sc.name, sc.config(d.labels(dep, rev, "sidecar"), p.labels),
-			sc.hostConfig(container.NetworkMode("container:"+id)), nil)
-		if err != nil {
-			return "", "", err
-		}
-		if _, err := d.Client.ContainerStart(ctx, sid, client.ContainerStartOptions{}); err != nil {
-			return "", "", fmt.Errorf("start sidecar %s: %w", sc.name, err)
-		}
+	id, err = d.startAgent(ctx, s, image, p, runtime.Replica{}, log)
+	if err != nil {
+		return "", "", err
 	}
 	hctx, cancel := context.WithTimeout(ctx, d.healthTimeout())
 	defer cancel()
@@ -489,6 +470,77 @@ func (d *Driver) start(ctx context.Context, s runtime.Spec, image string, p *pla
 		return "", "", err
 	}
 	return ep, id, nil
+}
+
+// runInits runs the init containers to completion, named prefix+name.
+func (d *Driver) runInits(ctx context.Context, s runtime.Spec, p *plan, prefix string, log io.Writer) error {
+	dep, rev := s.DeploymentID, s.RevisionID
+	netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{networkName(dep): {}}}
+	for _, ic := range p.inits {
+		fmt.Fprintf(log, "running init container %s\n", ic.name)
+		cid, err := d.create(ctx, prefix+ic.name, ic.config(d.labels(dep, rev, "init"), p.labels),
+			ic.hostConfig(container.NetworkMode(networkName(dep))), netcfg)
+		if err != nil {
+			return err
+		}
+		if err := d.runToCompletion(ctx, cid, ic.name, log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startAgent creates and starts one agent container and its sidecars:
+// the deployment's one agent (r.Name ""), or replica r of a scaled
+// revision (replicas.go: its name, labels, environment, data volume and
+// limits).
+func (d *Driver) startAgent(ctx context.Context, s runtime.Spec, image string, p *plan, r runtime.Replica, log io.Writer) (string, error) {
+	dep, rev := s.DeploymentID, s.RevisionID
+	netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{networkName(dep): {}}}
+	name, volume, resources := agentName(dep, rev), dataVolume(dep), p.resources
+	own := append([]string{"SLIPWAY_AGENT_DATA_DIR=/data"}, agentEnv(s)...)
+	if r.Name != "" {
+		name, volume, resources = replicaContainer(dep, rev, r), replicaVolume(dep, r), p.replicaResources(r)
+		own = append(own, replicaEnv(r)...)
+	}
+	cfg := &container.Config{
+		Image:  image,
+		Env:    runtime.Settle(p.env, own),
+		Labels: merge(p.labels, d.labels(dep, rev, "agent")),
+	}
+	cfg.Labels[LabelName] = s.DeploymentName
+	replicaLabels(cfg.Labels, r)
+	// An image Slipway built keeps everything the agent writes on its data
+	// volume and in /tmp, so its root filesystem can be read only; an image
+	// given by reference may expect to write anywhere.
+	hc := harden(&container.HostConfig{
+		NetworkMode: container.NetworkMode(networkName(dep)),
+		Resources:   resources,
+		Mounts: append([]mount.Mount{{Type: mount.TypeVolume, Source: volume, Target: "/data"}},
+			p.mounts...),
+		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyUnlessStopped},
+	}, s.Source == "internal_source")
+	id, err := d.create(ctx, name, cfg, hc, netcfg)
+	if err != nil {
+		return "", err
+	}
+	if _, err := d.Client.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return "", fmt.Errorf("start the agent container: %w", err)
+	}
+	for _, sc := range p.sidecars {
+		fmt.Fprintf(log, "starting sidecar %s\n", sc.name)
+		// Sidecars share the agent's network namespace, as in a pod.
+		scfg := sc.config(d.labels(dep, rev, "sidecar"), p.labels)
+		replicaLabels(scfg.Labels, r)
+		sid, err := d.create(ctx, name+"-"+sc.name, scfg, sc.hostConfig(container.NetworkMode("container:"+id)), nil)
+		if err != nil {
+			return "", err
+		}
+		if _, err := d.Client.ContainerStart(ctx, sid, client.ContainerStartOptions{}); err != nil {
+			return "", fmt.Errorf("start sidecar %s: %w", sc.name, err)
+		}
+	}
+	return id, nil
 }
 
 func merge(user, ours map[string]string) map[string]string {
@@ -705,6 +757,10 @@ func (d *Driver) Refresh(dep string) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), d.healthTimeout())
 	defer cancel()
+	if s.members != nil {
+		_ = d.checkGroup(ctx, dep, s, true) // its members' addresses and states are what matter
+		return
+	}
 	ep, err := d.endpointOf(ctx, s.container, dep, false)
 	if err != nil {
 		d.Log.Warn().Err(err).Str("deployment_id", dep).Msg("the serving agent is down; starting it again")
@@ -741,6 +797,9 @@ func (d *Driver) CheckHealth(ctx context.Context, dep, rev string) error {
 	}
 	if s.rev != rev {
 		return fmt.Errorf("the serving agent is of revision %s", s.rev)
+	}
+	if s.members != nil {
+		return d.checkGroup(ctx, dep, s, false)
 	}
 	ep, err := d.endpointOf(ctx, s.container, dep, false)
 	if cerrdefs.IsNotFound(err) {
@@ -798,8 +857,12 @@ func (d *Driver) WatchHealth(ctx context.Context, lost func(dep string)) {
 					dep := m.Actor.Attributes[LabelDeployment]
 					d.mu.Lock()
 					s, serving := d.deps[dep]
+					mem := s.memberOf(m.Actor.ID)
+					if mem != nil {
+						mem.up = false // no more requests until a check finds it answering
+					}
 					d.mu.Unlock()
-					if serving && s.container == m.Actor.ID {
+					if serving && (s.container == m.Actor.ID || mem != nil) {
 						lost(dep)
 					}
 				case err := <-res.Err:

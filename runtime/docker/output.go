@@ -43,7 +43,9 @@ func (d *Driver) CaptureOutput(out runtime.Output) {
 }
 
 // follow makes sure the deployment's serving container's output is being
-// followed; it is called whenever the driver records what serves.
+// followed; it is called whenever the driver records what serves. A
+// scaled revision's members are followed each, their lines prefixed with
+// the replica's name ("[api-1] ..."), as on the process runtime.
 func (d *Driver) follow(dep string, s serving) {
 	o := &d.outputs
 	o.mu.Lock()
@@ -51,8 +53,21 @@ func (d *Driver) follow(dep string, s serving) {
 	if o.out == nil {
 		return
 	}
-	if f := o.deps[dep]; f != nil {
-		if f.container == s.container {
+	if s.members == nil {
+		d.followOne(dep, dep, s.rev, s.container, "")
+		return
+	}
+	for _, m := range s.members {
+		d.followOne(dep+"/"+m.name, dep, s.rev, m.container, "["+m.name+"] ")
+	}
+}
+
+// followOne follows container id under key (the deployment, or the
+// deployment and replica). Under outputs.mu.
+func (d *Driver) followOne(key, dep, rev, id, prefix string) {
+	o := &d.outputs
+	if f := o.deps[key]; f != nil {
+		if f.container == id {
 			return
 		}
 		f.cancel()
@@ -61,12 +76,12 @@ func (d *Driver) follow(dep string, s serving) {
 		o.deps = map[string]*follower{}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &follower{container: s.container, cancel: cancel}
-	o.deps[dep] = f
-	go d.followContainer(ctx, dep, s.rev, s.container, o.out, func() {
+	f := &follower{container: id, cancel: cancel}
+	o.deps[key] = f
+	go d.followContainer(ctx, dep, rev, id, prefix, o.out, func() {
 		o.mu.Lock()
-		if o.deps[dep] == f {
-			delete(o.deps, dep)
+		if o.deps[key] == f {
+			delete(o.deps, key)
 		}
 		o.mu.Unlock()
 	})
@@ -76,7 +91,7 @@ func (d *Driver) follow(dep string, s serving) {
 // longer serves the deployment. The engine ends a stream when its
 // container stops; it is attached again, from just after the last line
 // read, until the container is gone or another one serves.
-func (d *Driver) followContainer(ctx context.Context, dep, rev, id string, out runtime.Output, done func()) {
+func (d *Driver) followContainer(ctx context.Context, dep, rev, id, prefix string, out runtime.Output, done func()) {
 	defer done()
 	var since time.Time
 	first := true
@@ -94,7 +109,7 @@ func (d *Driver) followContainer(ctx context.Context, dep, rev, id string, out r
 		}
 		first = false
 		if err == nil && insp.Container.State != nil && insp.Container.State.Running {
-			last, rerr := d.readLogs(ctx, dep, rev, id, since, out)
+			last, rerr := d.readLogs(ctx, dep, rev, id, prefix, since, out)
 			if !last.IsZero() {
 				since = last
 			}
@@ -112,17 +127,18 @@ func (d *Driver) followContainer(ctx context.Context, dep, rev, id string, out r
 	}
 }
 
-// serves says whether id is the deployment's serving container.
+// serves says whether id is the deployment's serving container (or one
+// of its serving group's).
 func (d *Driver) serves(dep, id string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s, ok := d.deps[dep]
-	return ok && s.container == id
+	return ok && (s.container == id || s.memberOf(id) != nil)
 }
 
 // readLogs follows one log stream from since (all when zero), handing each
 // line to out with the engine's timestamp; it returns the last timestamp.
-func (d *Driver) readLogs(ctx context.Context, dep, rev, id string, since time.Time, out runtime.Output) (time.Time, error) {
+func (d *Driver) readLogs(ctx context.Context, dep, rev, id, prefix string, since time.Time, out runtime.Output) (time.Time, error) {
 	opts := client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true, Timestamps: true}
 	if !since.IsZero() {
 		// Since is inclusive: one nanosecond on, the last line read is
@@ -137,8 +153,8 @@ func (d *Driver) readLogs(ctx context.Context, dep, rev, id string, since time.T
 	defer rc.Close()
 	var mu sync.Mutex
 	var last time.Time
-	stdout, stderr := &stampedLines{out: out, dep: dep, rev: rev, stream: "stdout", last: &last, mu: &mu},
-		&stampedLines{out: out, dep: dep, rev: rev, stream: "stderr", last: &last, mu: &mu}
+	stdout, stderr := &stampedLines{out: out, dep: dep, rev: rev, prefix: prefix, stream: "stdout", last: &last, mu: &mu},
+		&stampedLines{out: out, dep: dep, rev: rev, prefix: prefix, stream: "stderr", last: &last, mu: &mu}
 	// Without a TTY the stream is multiplexed; stdcopy splits it.
 	_, err = stdcopy.StdCopy(stdout, stderr, rc)
 	stdout.Close()
@@ -153,6 +169,7 @@ func (d *Driver) readLogs(ctx context.Context, dep, rev, id string, since time.T
 type stampedLines struct {
 	out              runtime.Output
 	dep, rev, stream string
+	prefix           string // the replica's name on each line, for a scaled revision
 	mu               *sync.Mutex
 	last             *time.Time
 	partial          []byte
@@ -199,7 +216,7 @@ func (s *stampedLines) emit(line string) {
 		if len(piece) > runtime.MaxOutputLine {
 			piece = line[:runtime.MaxOutputLine]
 		}
-		s.out.Line(runtime.OutputLine{DeploymentID: s.dep, RevisionID: s.rev, Stream: s.stream, Time: at, Text: piece})
+		s.out.Line(runtime.OutputLine{DeploymentID: s.dep, RevisionID: s.rev, Stream: s.stream, Time: at, Text: s.prefix + piece})
 		line = line[len(piece):]
 		if line == "" {
 			return

@@ -42,8 +42,9 @@ type plan struct {
 	env       []string          // main container environment (secrets, references)
 	labels    map[string]string // user labels and annotations, then ours
 	resources container.Resources
-	mounts    []mount.Mount // main container, besides the agent's data volume
-	volumes   []namedVolume // volumes to create
+	queue     container.Resources // a scaled revision's queue workers' (replicas.go)
+	mounts    []mount.Mount       // main container, besides the agent's data volume
+	volumes   []namedVolume       // volumes to create
 	inits     []sidecar
 	sidecars  []sidecar
 }
