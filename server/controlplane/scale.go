@@ -33,7 +33,7 @@ func scaleUnavailable(postgresURL, redisURL string, driver runtime.Driver) strin
 		return "several agent processes share their state through PostgreSQL and Redis, which Slipway provisions per deployment: configure Slipway with SLIPWAY_POSTGRES_URL and SLIPWAY_REDIS_URL (" + missing + ")"
 	}
 	if s, ok := driver.(runtime.Scaler); !ok || !s.Scales() {
-		return "the " + driver.Name() + " runtime runs one agent process per deployment; replicas run on the process runtime (SLIPWAY_RUNTIME=process)"
+		return "the " + driver.Name() + " runtime runs one agent process per deployment; replicas run on the process and swarm runtimes (SLIPWAY_RUNTIME=process or swarm)"
 	}
 	return ""
 }
