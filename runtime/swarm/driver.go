@@ -63,8 +63,9 @@ type Driver struct {
 	// credentials for it ("" for none; see EncodeAuth).
 	Registry     string
 	RegistryAuth string
-	// PublishHost is the address the published ports are reached at from
-	// Slipway (127.0.0.1: the routing mesh answers on every node).
+	// PublishHost is the address a node's published ports are reached at
+	// when the node is this host (default 127.0.0.1); other nodes are
+	// reached at their own addresses (nodeHost, scale.go).
 	PublishHost string
 	Log         zerolog.Logger
 	// HealthTimeout bounds how long a new revision may take to become
