@@ -81,6 +81,14 @@ type Driver struct {
 	// the swarm nodes' addresses by id.
 	pools     map[string]*pool
 	nodeAddrs map[string]string
+
+	// AutoscaleInterval and ScaleDownAfter time the queue workers'
+	// autoscaler (autoscale.go); zero: the defaults.
+	AutoscaleInterval, ScaleDownAfter time.Duration
+	scalers                           map[string]context.CancelFunc
+	events                            runtime.Output
+	metricsOnce                       sync.Once
+	autoMetrics                       *autoscaleMetrics
 }
 
 type serving struct {
@@ -140,6 +148,9 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 	if err := checkPlan(p); err != nil {
 		return "", err
 	}
+	// The autoscaler of the revision before must not change the queue
+	// service while it is updated; the new revision starts its own.
+	d.stopAutoscale(s.DeploymentID)
 	cur, found, err := d.service(ctx, s.DeploymentID)
 	if err != nil {
 		return "", err
@@ -510,6 +521,7 @@ func (d *Driver) Stop(ctx context.Context, dep, rev string) error {
 		delete(d.deps, dep)
 		delete(d.pools, dep)
 		d.mu.Unlock()
+		d.stopAutoscale(dep)
 		if _, err := d.Client.ServiceRemove(ctx, cur.ID, client.ServiceRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("remove service: %w", err)
 		}
@@ -532,6 +544,7 @@ func (d *Driver) remove(ctx context.Context, dep string, claimed bool) error {
 	delete(d.deps, dep)
 	delete(d.pools, dep)
 	d.mu.Unlock()
+	d.stopAutoscale(dep)
 	if err := d.removeQueue(ctx, dep, claimed); err != nil {
 		return err
 	}

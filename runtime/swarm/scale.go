@@ -99,6 +99,7 @@ func (d *Driver) settleScale(ctx context.Context, s runtime.Spec, api swarm.Serv
 	dep := s.DeploymentID
 	if !s.Scale.Scaled() {
 		d.setPool(dep, false)
+		d.stopAutoscale(dep)
 		return d.removeQueue(ctx, dep, true)
 	}
 	hctx, cancel := context.WithTimeout(ctx, d.healthTimeout())
@@ -116,6 +117,10 @@ func (d *Driver) settleScale(ctx context.Context, s runtime.Spec, api swarm.Serv
 	}
 	d.setPool(dep, true)
 	fmt.Fprintf(log, "%s of revision %s are serving; requests are spread over the API replicas\n", scaleNote(s), s.RevisionID)
+	d.startAutoscale(s)
+	if rs := s.ResourceSpec; s.Scale.Queue > 0 && rs != nil && rs.QueueMaxScale != nil && *rs.QueueMaxScale > s.Scale.Queue {
+		fmt.Fprintf(log, "queue workers autoscale between %d and %d from the pending runs\n", s.Scale.Queue, *rs.QueueMaxScale)
+	}
 	return nil
 }
 
