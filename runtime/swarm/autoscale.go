@@ -240,4 +240,3 @@ func (d *Driver) pendingRuns(ctx context.Context, dep string) (int, error) {
 	}
 	return 0, errors.New("the agent's metrics have no lg_api_num_pending_runs")
 }
-
