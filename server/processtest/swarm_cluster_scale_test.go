@@ -8,6 +8,7 @@ import (
 	neturl "net/url"
 	"os"
 	osexec "os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -122,7 +123,8 @@ func TestSwarmClusterScaledNodeLoss(t *testing.T) {
 	lost := c.Nodes[victim]
 
 	url := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
-	cmd := osexec.Command(python, "testdata/swarm_load.py", url, s.Key, "4", "3")
+	startedFile := filepath.Join(t.TempDir(), "started")
+	cmd := osexec.Command(python, "testdata/swarm_load.py", url, s.Key, "4", "3", startedFile)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -135,8 +137,41 @@ func TestSwarmClusterScaledNodeLoss(t *testing.T) {
 	defer func() { stdin.Close(); _ = cmd.Wait() }()
 	time.Sleep(10 * time.Second) // the load in its steady state
 
+	// Kill the node while the queue worker on it executes a run: a run
+	// whose metadata.worker names the victim's task (worker ids end with
+	// the task id).
+	var victimTasks []string
+	for _, tk := range queue {
+		if tk.NodeID == lost.NodeID {
+			victimTasks = append(victimTasks, tk.ID)
+		}
+	}
+	var inFlight [2]string // thread, run
+	for deadline := time.Now().Add(60 * time.Second); inFlight[1] == ""; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no run of the load ran on the queue worker of %s within 60 s", lost.Name)
+		}
+		raw, _ := os.ReadFile(startedFile)
+		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+		for _, l := range lines[max(0, len(lines)-8):] {
+			th, run, ok := strings.Cut(l, " ")
+			if !ok {
+				continue
+			}
+			r := servertest.Do(t, "GET", url+"/threads/"+th+"/runs/"+run, nil, "X-Api-Key", s.Key).Map()
+			md, _ := r["metadata"].(map[string]any)
+			w, _ := md["worker"].(string)
+			for _, id := range victimTasks {
+				if r["status"] == "running" && strings.HasSuffix(w, "-"+id) {
+					inFlight = [2]string{th, run}
+				}
+			}
+		}
+	}
 	c.KillNode(t, victim)
 	killed := time.Now()
+	t.Logf("killed node %s while its queue worker ran run %s", lost.Name, inFlight[1])
+
 	var downAt, rescheduled time.Duration
 	for deadline := time.Now().Add(4 * time.Minute); ; time.Sleep(250 * time.Millisecond) {
 		if downAt == 0 {
@@ -156,8 +191,18 @@ func TestSwarmClusterScaledNodeLoss(t *testing.T) {
 			t.Fatalf("the services were not rescheduled off %s within 4 minutes", lost.Name)
 		}
 	}
+	// When the run in flight on the lost worker ends (its lease, 30 s,
+	// runs out after the reschedule).
+	var takenOverAfter time.Duration
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		r := servertest.Do(t, "GET", url+"/threads/"+inFlight[0]+"/runs/"+inFlight[1], nil, "X-Api-Key", s.Key).Map()
+		if r["status"] == "success" {
+			takenOverAfter = time.Since(killed)
+			break
+		}
+	}
 	// Load goes on until every stream begun before the kill has ended.
-	time.Sleep(45 * time.Second)
+	time.Sleep(20 * time.Second)
 	stdin.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the load: %v\n%s", err, errOut.String())
@@ -170,8 +215,7 @@ func TestSwarmClusterScaledNodeLoss(t *testing.T) {
 	// Every stream ended with its run's result, every run in success;
 	// runs in flight on the lost worker were taken over (attempt 2).
 	kill := float64(killed.UnixNano()) / 1e9
-	var completed, rejoined, takenOver, aroundKill int
-	var lastRecovered float64
+	var completed, rejoined, takenOver, takenOverBefore, aroundKill int
 	for _, st := range streams {
 		if st.Outcome != "completed" {
 			t.Errorf("a stream ended %q (run %s, %d rejoins): %v", st.Outcome, st.RunID, st.Rejoins, st.Errors)
@@ -195,19 +239,25 @@ func TestSwarmClusterScaledNodeLoss(t *testing.T) {
 			t.Errorf("run %s ended %v", st.RunID, run["status"])
 		}
 		md, _ := run["metadata"].(map[string]any)
-		if a, _ := md["attempt"].(float64); a >= 2 {
+		if a, _ := md["attempt"].(float64); a >= 2 && st.End > kill {
 			takenOver++
-			lastRecovered = max(lastRecovered, st.End)
+		} else if a >= 2 {
+			takenOverBefore++ // a lease that ran out before the kill: logged, not asserted
+		}
+		if st.RunID == inFlight[1] {
+			w, _ := md["worker"].(string)
+			if a, _ := md["attempt"].(float64); a < 2 || strings.HasSuffix(w, "-"+victimTasks[0]) {
+				t.Errorf("the run in flight on the lost worker ended on %s at attempt %v: not taken over", w, md["attempt"])
+			}
 		}
 	}
-	t.Logf("%d streams under load (4 SDK clients, runs of 3 s): %d completed, %d rejoined after a broken stream (the documented retry), %d in flight at the kill, %d runs taken over from the lost worker",
-		len(streams), completed, rejoined, aroundKill, takenOver)
-	if takenOver == 0 {
-		t.Errorf("no run was taken over (attempt 2): none was in flight on the lost worker")
-	} else {
-		t.Logf("time to recover: the last run taken over finished %.1f s after the kill; the services were rescheduled after %s",
-			lastRecovered-kill, rescheduled.Round(time.Millisecond))
+	t.Logf("%d streams under load (4 SDK clients, runs of 3 s): %d completed, %d rejoined after a broken stream (the documented retry), %d in flight at the kill, %d runs taken over after the kill (%d before it)",
+		len(streams), completed, rejoined, aroundKill, takenOver, takenOverBefore)
+	if takenOverAfter == 0 {
+		t.Errorf("run %s, in flight on the lost worker, did not end in success", inFlight[1])
 	}
+	t.Logf("time to recover: the services were rescheduled %s after the kill; the run in flight on the lost worker was taken over and finished %s after it",
+		rescheduled.Round(time.Millisecond), takenOverAfter.Round(time.Millisecond))
 	if r := s.Do("DELETE", "/v2/deployments/"+dep, nil); r.Status != 204 {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}

@@ -1,7 +1,9 @@
 """Steady official-SDK load for the multi-node swarm test: N clients each
 stream runs of the echo graph (which sleeps SLEEP seconds inside the run)
 through a deployment URL, one after another, until stdin closes; then every
-stream is reported as JSON on stdout.
+stream is reported as JSON on stdout. Each run's "thread_id run_id" is
+appended to STARTED as soon as its stream announces it, for the test to
+find the runs in flight.
 
 A stream that breaks (its API replica was on a node that went away) is
 rejoined, as a client is told to: runs.join_stream on the same run, through
@@ -10,7 +12,7 @@ run's events come from Redis and PostgreSQL, wherever it executes. Each
 stream reports its run id, whether it was rejoined, its outcome
 ("completed": the last values event holds the echoed word) and any error.
 
-usage: swarm_load.py URL API_KEY CLIENTS SLEEP  (stop: close stdin)
+usage: swarm_load.py URL API_KEY CLIENTS SLEEP STARTED  (stop: close stdin)
 """
 
 import asyncio
@@ -23,7 +25,7 @@ import httpx
 from langgraph_sdk import get_client
 
 
-async def one_stream(client, sleep, out):
+async def one_stream(client, sleep, out, started):
     word = uuid.uuid4().hex
     rec = {"start": time.time(), "run_id": None, "thread_id": None, "rejoins": 0, "errors": []}
     out.append(rec)
@@ -44,6 +46,8 @@ async def one_stream(client, sleep, out):
             async for part in stream:
                 if part.event == "metadata" and rec["run_id"] is None:
                     rec["run_id"] = part.data.get("run_id")
+                    started.write("%s %s\n" % (rec["thread_id"], rec["run_id"]))
+                    started.flush()
                 elif part.event == "values":
                     last = part.data
                 elif part.event == "error":
@@ -63,18 +67,19 @@ async def one_stream(client, sleep, out):
     rec["end"] = time.time()
 
 
-async def client_loop(url, key, sleep, stop, out):
+async def client_loop(url, key, sleep, stop, out, started):
     client = get_client(url=url, api_key=key, timeout=httpx.Timeout(120.0))
     while not stop.is_set():
-        await one_stream(client, sleep, out)
+        await one_stream(client, sleep, out, started)
 
 
-async def main(url, key, clients, sleep):
+async def main(url, key, clients, sleep, started_path):
     out = []
+    started = open(started_path, "a")
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     loop.run_in_executor(None, lambda: (sys.stdin.read(), loop.call_soon_threadsafe(stop.set)))
-    await asyncio.gather(*(client_loop(url, key, float(sleep), stop, out) for _ in range(int(clients))))
+    await asyncio.gather(*(client_loop(url, key, float(sleep), stop, out, started) for _ in range(int(clients))))
     print(json.dumps(out))
 
 
