@@ -150,6 +150,7 @@ func newApp(cfg config.Serve, db *bolt.DB, sealer *storage.Sealer, log zerolog.L
 		a.cp.Metrics = a.metrics.cp
 		a.metrics.agents = agents
 	}
+	wireAutoscale(a.driver, a.cp.AgentOutput(), a.metrics)
 	a.charts = newCharts(cfg.ChartInterval, agents.Gather, a.cp.DeploymentExists)
 	a.cp.Tracing, a.cp.OTELEnv = a.otel, oteltrace.AgentEnv(os.Environ())
 	if c, ok := a.driver.(runtime.OutputCapturer); ok {

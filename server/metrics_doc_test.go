@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"slipway/runtime/agent"
+	"slipway/runtime/swarm"
 	"slipway/server/servertest"
 )
 
@@ -75,8 +76,8 @@ func documentedMetrics(t *testing.T, readme string) map[string][]string {
 
 // TestMetricsDocumented: README's metric tables list exactly the metrics
 // `slipway serve` exposes, with their labels: the control plane's
-// registry, the relay's own gauge, and every agent metric, which the relay
-// labels with deployment_id.
+// registry, the relay's own gauge, every agent metric, which the relay
+// labels with deployment_id, and the swarm runtime's autoscaler's.
 func TestMetricsDocumented(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(servertest.RepoRoot(), "README.md"))
 	if err != nil {
@@ -84,6 +85,10 @@ func TestMetricsDocumented(t *testing.T) {
 	}
 	exposed := describedMetrics(t, newMetrics("unused-token-0123456789").reg)
 	for name, labels := range describedMetrics(t, agent.NewMetrics().Registry, labelDeployment) {
+		exposed[name] = labels
+	}
+	// The swarm runtime's autoscaler registers its own (wireAutoscale).
+	for name, labels := range describedMetrics(t, &swarm.Driver{}) {
 		exposed[name] = labels
 	}
 	for _, name := range relayFamilies { // made by the relay at each scrape

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"slipway/config"
@@ -38,4 +39,15 @@ func swarmDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger, insta
 	d := &swarm.Driver{Client: c, Docker: dd, Registry: cfg.Registry, RegistryAuth: auth,
 		Log: log.With().Str("component", "swarm-runtime").Logger()}
 	return d, fmt.Sprintf("SLIPWAY_RUNTIME=swarm: a Swarm manager answers at %s (API %s); images go through %s", c.DaemonHost(), api, cfg.Registry)
+}
+
+// wireAutoscale gives a driver with an autoscaler (the swarm runtime's)
+// the deployments' logs for its decisions and registers its metrics.
+func wireAutoscale(d runtime.Driver, out runtime.Output, m *metrics) {
+	if e, ok := d.(interface{ ScaleEvents(runtime.Output) }); ok {
+		e.ScaleEvents(out)
+	}
+	if c, ok := d.(prometheus.Collector); ok && m != nil {
+		m.reg.MustRegister(c)
+	}
 }

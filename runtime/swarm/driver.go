@@ -12,7 +12,8 @@
 //
 //	network  slipway-<deployment>          overlay, attachable
 //	volume   slipway-<deployment>-data     the agent database (on the node)
-//	service  slipway-<deployment>          one agent per replica
+//	service  slipway-<deployment>          one agent per replica (API replicas)
+//	service  slipway-<deployment>-queue    queue workers of a scaled revision
 //	secret   slipway-<hash>                one per revision and secret
 //	image    <registry>/slipway/<deployment>:<revision>
 package swarm
@@ -48,6 +49,7 @@ type Engine interface {
 	client.TaskAPIClient
 	client.SecretAPIClient
 	client.SwarmAPIClient
+	client.NodeAPIClient
 }
 
 // Driver is the swarm runtime.
@@ -61,8 +63,9 @@ type Driver struct {
 	// credentials for it ("" for none; see EncodeAuth).
 	Registry     string
 	RegistryAuth string
-	// PublishHost is the address the published ports are reached at from
-	// Slipway (127.0.0.1: the routing mesh answers on every node).
+	// PublishHost is the address a node's published ports are reached at
+	// when the node is this host (default 127.0.0.1); other nodes are
+	// reached at their own addresses (nodeHost, scale.go).
 	PublishHost string
 	Log         zerolog.Logger
 	// HealthTimeout bounds how long a new revision may take to become
@@ -74,6 +77,18 @@ type Driver struct {
 
 	mu   sync.Mutex
 	deps map[string]serving
+	// pools: the API tasks of scaled deployments (scale.go); nodeAddrs:
+	// the swarm nodes' addresses by id.
+	pools     map[string]*pool
+	nodeAddrs map[string]string
+
+	// AutoscaleInterval and ScaleDownAfter time the queue workers'
+	// autoscaler (autoscale.go); zero: the defaults.
+	AutoscaleInterval, ScaleDownAfter time.Duration
+	scalers                           map[string]context.CancelFunc
+	events                            runtime.Output
+	metricsOnce                       sync.Once
+	autoMetrics                       *autoscaleMetrics
 }
 
 type serving struct {
@@ -133,6 +148,9 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 	if err := checkPlan(p); err != nil {
 		return "", err
 	}
+	// The autoscaler of the revision before must not change the queue
+	// service while it is updated; the new revision starts its own.
+	d.stopAutoscale(s.DeploymentID)
 	cur, found, err := d.service(ctx, s.DeploymentID)
 	if err != nil {
 		return "", err
@@ -148,6 +166,9 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 			return "", err
 		}
 		d.set(s.DeploymentID, serving{rev: s.RevisionID, endpoint: ep})
+		if err := d.settleScale(ctx, s, cur.Spec, cur.ID, log); err != nil {
+			return "", err
+		}
 		fmt.Fprintf(log, "revision %s is already serving on the swarm\n", s.RevisionID)
 		return ep, nil
 	}
@@ -169,6 +190,9 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 		t.token = newToken()
 	}
 	spec := d.serviceSpec(s, p, t)
+	if s.Scale.Scaled() {
+		withRole(&spec, s, apiRole(s), max(s.Scale.API, 1))
+	}
 	var ep string
 	if found {
 		if spec.UpdateConfig.Order == swarm.UpdateOrderStopFirst && d.Docker.Gate != nil {
@@ -183,6 +207,18 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 		return "", err
 	}
 	d.set(s.DeploymentID, serving{rev: s.RevisionID, endpoint: ep})
+	svc, _, err := d.service(ctx, s.DeploymentID)
+	if err != nil {
+		return "", err
+	}
+	if err := d.settleScale(ctx, s, spec, svc.ID, log); err != nil {
+		if found {
+			// The API service runs the new revision; its queue workers do
+			// not: put the previous revision back whole.
+			d.rollback(svc, log)
+		}
+		return "", err
+	}
 	fmt.Fprintf(log, "revision %s is serving on the swarm (service %s)\n", s.RevisionID, spec.Name)
 	d.collectSecrets(ctx, s.DeploymentID, true)
 	return ep, nil
@@ -249,6 +285,9 @@ func (d *Driver) create(ctx context.Context, spec swarm.ServiceSpec, rev string,
 // update: completed, or rolled back to the revision before.
 func (d *Driver) update(ctx context.Context, cur swarm.Service, spec swarm.ServiceSpec, rev string, log io.Writer) (string, error) {
 	prev := cur.Spec.Labels[docker.LabelRevision]
+	// The API service's serving task is the deployment's endpoint; a
+	// queue service's is not.
+	primary := cur.Spec.Name == serviceName(cur.Spec.Labels[docker.LabelDeployment])
 	how := "start-first: the new agent starts beside the old one"
 	if spec.UpdateConfig.Order == swarm.UpdateOrderStopFirst {
 		how = "stop-first: the agent database on the data volume admits one agent at a time"
@@ -274,7 +313,7 @@ func (d *Driver) update(ctx context.Context, cur swarm.Service, spec swarm.Servi
 		if us != nil {
 			state, msg = us.State, us.Message
 		}
-		if state == swarm.UpdateStateUpdating && res.Service.Spec.Labels[docker.LabelRevision] == rev {
+		if state == swarm.UpdateStateUpdating && primary && res.Service.Spec.Labels[docker.LabelRevision] == rev {
 			// Start-first: once the new task serves, Slipway sends requests
 			// to it, before Swarm stops the old one.
 			if ep, ok := d.serves(hctx, res.Service); ok {
@@ -295,7 +334,7 @@ func (d *Driver) update(ctx context.Context, cur swarm.Service, spec swarm.Servi
 				fmt.Fprintf(log, "agent output:\n%s\n", tail)
 			}
 			fmt.Fprintf(log, "Swarm rolled the service back to revision %s: %s\n", prev, msg)
-			if ep, ok := d.serves(ctx, res.Service); ok {
+			if ep, ok := d.serves(ctx, res.Service); ok && primary {
 				d.set(cur.Spec.Labels[docker.LabelDeployment], serving{rev: prev, endpoint: ep})
 			}
 			return "", fmt.Errorf("the new agent failed on the swarm and Swarm rolled back to revision %s: %s", prev, msg)
@@ -386,15 +425,8 @@ func (d *Driver) taskEndpoint(ctx context.Context, svc swarm.Service) string {
 		if t.Status.State != swarm.TaskStateRunning || cs == nil || cs.Labels[docker.LabelRevision] != rev {
 			continue
 		}
-		for _, pc := range t.Status.PortStatus.Ports {
-			if pc.TargetPort != agentPort || pc.PublishedPort == 0 {
-				continue
-			}
-			host := cmp.Or(d.PublishHost, "127.0.0.1")
-			if token := envValue(cs, "SLIPWAY_AGENT_TOKEN"); token != "" {
-				return fmt.Sprintf("http://agent:%s@%s:%d", token, host, pc.PublishedPort)
-			}
-			return fmt.Sprintf("http://%s:%d", host, pc.PublishedPort)
+		if u := d.taskURL(ctx, t); u != "" {
+			return u
 		}
 	}
 	return ""
@@ -487,9 +519,14 @@ func (d *Driver) Stop(ctx context.Context, dep, rev string) error {
 	if found && cur.Spec.Labels[docker.LabelRevision] == rev {
 		d.mu.Lock()
 		delete(d.deps, dep)
+		delete(d.pools, dep)
 		d.mu.Unlock()
+		d.stopAutoscale(dep)
 		if _, err := d.Client.ServiceRemove(ctx, cur.ID, client.ServiceRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("remove service: %w", err)
+		}
+		if err := d.removeQueue(ctx, dep, true); err != nil {
+			return err
 		}
 	}
 	d.collectSecrets(ctx, dep, true)
@@ -505,7 +542,12 @@ func (d *Driver) Remove(ctx context.Context, dep string) error {
 func (d *Driver) remove(ctx context.Context, dep string, claimed bool) error {
 	d.mu.Lock()
 	delete(d.deps, dep)
+	delete(d.pools, dep)
 	d.mu.Unlock()
+	d.stopAutoscale(dep)
+	if err := d.removeQueue(ctx, dep, claimed); err != nil {
+		return err
+	}
 	res, err := d.Client.ServiceInspect(ctx, serviceName(dep), client.ServiceInspectOptions{})
 	switch {
 	case cerrdefs.IsNotFound(err):
@@ -535,18 +577,22 @@ func (d *Driver) remove(ctx context.Context, dep string, claimed bool) error {
 // waitGone waits until no container of the deployment's tasks is left on
 // this node.
 func (d *Driver) waitGone(ctx context.Context, dep string) error {
-	f := client.Filters{}.Add("label", "com.docker.swarm.service.name="+serviceName(dep))
 	deadline := time.Now().Add(d.grace() + 15*time.Second)
 	for {
-		res, err := d.Client.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-		if err != nil {
-			return fmt.Errorf("list containers: %w", err)
+		left := 0
+		for _, name := range []string{serviceName(dep), queueServiceName(dep)} {
+			f := client.Filters{}.Add("label", "com.docker.swarm.service.name="+name)
+			res, err := d.Client.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+			if err != nil {
+				return fmt.Errorf("list containers: %w", err)
+			}
+			left += len(res.Items)
 		}
-		if len(res.Items) == 0 {
+		if left == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d containers of service %s are still there", len(res.Items), serviceName(dep))
+			return fmt.Errorf("%d containers of the services of deployment %s are still there", left, dep)
 		}
 		select {
 		case <-ctx.Done():

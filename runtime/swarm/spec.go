@@ -56,9 +56,10 @@ func ownSecretName(dep, rev, env string) string {
 // keys, so the key is part of its name: <secret_name>.<secret_key>.
 func referencedSecretName(r runtime.SecretReference) string { return r.SecretName + "." + r.SecretKey }
 
-// replicas is the service's replica count. One agent serves a deployment
-// for now (role all); once runtime.Spec carries min_scale, it is that.
-func replicas(runtime.Spec) uint64 { return 1 }
+// replicas is the API service's replica count: min_scale for a scaled
+// revision (runtime.Scale), else one agent doing everything. The queue
+// workers are a service of their own (scale.go).
+func replicas(s runtime.Spec) uint64 { return uint64(max(s.Scale.API, 1)) }
 
 // taskSpec is what serviceSpec needs beyond the revision's spec.
 type taskSpec struct {

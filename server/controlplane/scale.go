@@ -33,7 +33,7 @@ func scaleUnavailable(postgresURL, redisURL string, driver runtime.Driver) strin
 		return "several agent processes share their state through PostgreSQL and Redis, which Slipway provisions per deployment: configure Slipway with SLIPWAY_POSTGRES_URL and SLIPWAY_REDIS_URL (" + missing + ")"
 	}
 	if s, ok := driver.(runtime.Scaler); !ok || !s.Scales() {
-		return "the " + driver.Name() + " runtime runs one agent process per deployment; replicas run on the process and docker runtimes (SLIPWAY_RUNTIME=process or docker)"
+		return "the " + driver.Name() + " runtime runs one agent process per deployment; replicas run on the process, docker and swarm runtimes (SLIPWAY_RUNTIME=process, docker or swarm)"
 	}
 	return ""
 }
@@ -82,7 +82,7 @@ func (rc *Reconciler) withAgentState(ctx context.Context, spec *runtime.Spec, lo
 	if spec.Scale.Queue > 0 {
 		apiRole = "api"
 	}
-	msg := fmt.Sprintf("%d API replicas (role %s) and %d queue workers (role queue); they stay at min_scale and queue_min_scale (max_scale is not acted on)",
+	msg := fmt.Sprintf("%d API replicas (role %s) and %d queue workers (role queue); they start at min_scale and queue_min_scale (max_scale is not acted on; queue_max_scale only by the swarm runtime's autoscaler)",
 		spec.Scale.API, apiRole, spec.Scale.Queue)
 	if p := spec.Scale.PoolShare(); p > 0 {
 		msg += fmt.Sprintf("; each gets %d of the db_max_connections %d", p, spec.Scale.DBMaxConnections)

@@ -550,7 +550,13 @@ func gatewayForward(t *testing.T, target string) string {
 	if err != nil || len(n.Network.IPAM.Config) == 0 || !n.Network.IPAM.Config[0].Gateway.IsValid() {
 		t.Fatalf("the swarm's docker_gwbridge network: %v", err)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(n.Network.IPAM.Config[0].Gateway.String(), "0"))
+	return forwardOn(t, n.Network.IPAM.Config[0].Gateway.String(), target)
+}
+
+// forwardOn listens on host and forwards each connection to target.
+func forwardOn(t *testing.T, host, target string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
