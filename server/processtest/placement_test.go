@@ -17,10 +17,12 @@ import (
 // starts the control plane in-process (apptest.New) or lives here.
 var processStarters = map[string]string{
 	// Suites of their own packages, with their own helpers and testdata.
-	"server/cli/e2e_test.go":                   "the CLI binary against a server, as users run it",
-	"server/cli/logs_follow_e2e_test.go":       "the CLI binary against a server, as users run it",
-	"server/dashboard/browser_test.go":         "the dashboard in a browser, deployments on the process runtime",
-	"server/dashboard/cookies_browser_test.go": "the dashboard in a browser, deployments on the process runtime",
+	"server/cli/e2e_test.go":                    "the CLI binary against a server, as users run it",
+	"server/cli/logs_follow_e2e_test.go":        "the CLI binary against a server, as users run it",
+	"server/dashboard/browser_test.go":          "the dashboard in a browser, deployments on the process runtime",
+	"server/dashboard/cookies_browser_test.go":  "the dashboard in a browser, deployments on the process runtime",
+	"server/dashboard/charts_browser_test.go":   "the dashboard in a browser, deployments on the process runtime",
+	"server/dashboard/explorer_browser_test.go": "the dashboard in a browser, a Python project on the process runtime",
 }
 
 var startsProcess = regexp.MustCompile(`servertest\.(Start|StartAs|StartUnmanaged)\(`)
