@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -282,30 +281,7 @@ func TestAgentReplicas(t *testing.T) {
 
 	t.Run("reject answers 409 to all but one of 50 racing creations on two replicas", func(t *testing.T) {
 		th := newThread(t, apiA)
-		var wg sync.WaitGroup
-		codes := make([]int, 50)
-		for i := range codes {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				raw, _ := json.Marshal(map[string]any{"assistant_id": "slow", "input": map[string]any{}, "multitask_strategy": "reject"})
-				resp, err := http.Post(apis[i%2].URL+"/threads/"+th+"/runs", "application/json", bytes.NewReader(raw))
-				if err != nil {
-					return
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				codes[i] = resp.StatusCode
-			}()
-		}
-		wg.Wait()
-		count := map[int]int{}
-		for _, c := range codes {
-			count[c]++
-		}
-		if count[200] != 1 || count[409] != 49 {
-			t.Fatalf("statuses %v, want one 200 and 49 409", count)
-		}
+		raceReject(t, []string{apis[0].URL, apis[1].URL}, th, "slow")
 		runs := apiB.Do("GET", "/threads/"+th+"/runs", nil).JSON().([]any)
 		if len(runs) != 1 {
 			t.Fatalf("%d runs on the thread, want 1", len(runs))

@@ -2,7 +2,6 @@ package processtest_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -158,55 +157,9 @@ func TestDockerScaledDeployment(t *testing.T) {
 
 	// Requests through the proxy, counted per replica by request id.
 	base := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
-	round := 0
-	send := func(n int) []string {
-		t.Helper()
-		round++
-		ids := make([]string, n)
-		for i := range n {
-			ids[i] = fmt.Sprintf("dscale-%d-%d", round, i)
-			r := servertest.Do(t, "POST", base+"/assistants/search", map[string]any{}, "X-Api-Key", s.Key, "X-Request-Id", ids[i])
-			if r.Status != 200 {
-				t.Fatalf("request %s: %d %s", ids[i], r.Status, r.Body)
-			}
-		}
-		return ids
-	}
-	servedBy := func(ids []string) map[string]int {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			var body struct {
-				Logs []struct {
-					Message string `json:"message"`
-				} `json:"logs"`
-			}
-			if err := json.Unmarshal(s.Do("GET", "/v2/deployments/"+dep+"/logs", nil).Body, &body); err != nil {
-				t.Fatal(err)
-			}
-			by := map[string]string{}
-			for _, l := range body.Logs {
-				name, rest, ok := strings.Cut(strings.TrimPrefix(l.Message, "["), "] ")
-				if !ok || !strings.HasPrefix(l.Message, "[") {
-					continue
-				}
-				for _, id := range ids {
-					if strings.Contains(rest, `"request_id":"`+id+`"`) {
-						by[id] = name
-					}
-				}
-			}
-			if len(by) == len(ids) || time.Now().After(deadline) {
-				count := map[string]int{}
-				for _, id := range ids {
-					count[by[id]]++
-				}
-				return count
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	if got := servedBy(send(20)); got["api-0"] != 10 || got["api-1"] != 10 {
+	send := requestSender(t, s, base, "dscale")
+	served := func(ids []string) map[string]int { t.Helper(); return servedBy(t, s, dep, ids) }
+	if got := served(send(20)); got["api-0"] != 10 || got["api-1"] != 10 {
 		t.Fatalf("20 requests were served %v, want 10 by each API container", got)
 	}
 
@@ -235,7 +188,7 @@ func TestDockerScaledDeployment(t *testing.T) {
 		if err := syscall.Kill(first["api-1"].pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		if got := servedBy(send(10)); got["api-0"]+got["api-1"] != 10 {
+		if got := served(send(10)); got["api-0"]+got["api-1"] != 10 {
 			t.Fatalf("with api-1 killed, the requests were served %v", got)
 		}
 		// Healed: api-1 runs again (a new process in the same container)
@@ -245,7 +198,7 @@ func TestDockerScaledDeployment(t *testing.T) {
 			now, _ := agents()
 			var got map[string]int
 			if a := now["api-1"]; a.pid != 0 && a.pid != first["api-1"].pid && a.id == first["api-1"].id {
-				if got = servedBy(send(6)); got["api-1"] > 0 && got["api-0"] > 0 {
+				if got = served(send(6)); got["api-1"] > 0 && got["api-0"] > 0 {
 					break
 				}
 			}
@@ -272,7 +225,7 @@ func TestDockerScaledDeployment(t *testing.T) {
 			t.Errorf("container %s of the first revision still serves", id)
 		}
 	}
-	if got := servedBy(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
+	if got := served(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
 		t.Fatalf("after the redeploy 10 requests were served %v", got)
 	}
 
@@ -289,7 +242,7 @@ func TestDockerScaledDeployment(t *testing.T) {
 			t.Errorf("after the failed deploy, container %s is %s (pid %d), want %s running again", id, a.id, a.pid, second[id].id)
 		}
 	}
-	if got := servedBy(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
+	if got := served(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
 		t.Fatalf("after the failed deploy 10 requests were served %v", got)
 	}
 
@@ -311,7 +264,7 @@ func TestDockerScaledDeployment(t *testing.T) {
 			t.Errorf("after the restart, container %s is %s (pid %d), want %s (pid %d) adopted", id, a.id, a.pid, back[id].id, back[id].pid)
 		}
 	}
-	if got := servedBy(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
+	if got := served(send(10)); got["api-0"] != 5 || got["api-1"] != 5 {
 		t.Fatalf("after the restart 10 requests were served %v", got)
 	}
 

@@ -93,20 +93,7 @@ func TestProcessScaledDeployment(t *testing.T) {
 
 	// Requests through the proxy, counted per replica by request id.
 	base := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
-	round := 0
-	send := func(n int) []string {
-		t.Helper()
-		round++
-		ids := make([]string, n)
-		for i := range n {
-			ids[i] = fmt.Sprintf("scale-%d-%d", round, i)
-			r := servertest.Do(t, "POST", base+"/assistants/search", map[string]any{}, "X-Api-Key", s.Key, "X-Request-Id", ids[i])
-			if r.Status != 200 {
-				t.Fatalf("request %s: %d %s", ids[i], r.Status, r.Body)
-			}
-		}
-		return ids
-	}
+	send := requestSender(t, s, base, "scale")
 	served := func(ids []string) map[string]int { t.Helper(); return servedBy(t, s, dep, ids) }
 	if got := served(send(20)); got["api-0"] != 10 || got["api-1"] != 10 {
 		t.Fatalf("20 requests were served %v, want 10 by each API replica", got)

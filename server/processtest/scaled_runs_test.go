@@ -1,16 +1,12 @@
 package processtest_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -136,31 +132,7 @@ asyncio.run(main(*sys.argv[1:]))
 
 	t.Run("reject answers 409 to all but one of 50 racing creations through the proxy", func(t *testing.T) {
 		th := newThread(t, c)
-		var wg sync.WaitGroup
-		codes := make([]int, 50)
-		raw, _ := json.Marshal(map[string]any{"assistant_id": "slow", "input": map[string]any{}, "multitask_strategy": "reject"})
-		for i := range codes {
-			wg.Go(func() {
-				req, _ := http.NewRequest("POST", base+"/threads/"+th+"/runs", bytes.NewReader(raw))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("X-Api-Key", s.Key)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					return
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				codes[i] = resp.StatusCode
-			})
-		}
-		wg.Wait()
-		count := map[int]int{}
-		for _, code := range codes {
-			count[code]++
-		}
-		if count[200] != 1 || count[409] != 49 {
-			t.Fatalf("statuses %v, want one 200 and 49 409", count)
-		}
+		raceReject(t, []string{base}, th, "slow", "X-Api-Key", s.Key)
 		runs := c.Do("GET", "/threads/"+th+"/runs", nil).JSON().([]any)
 		if len(runs) != 1 {
 			t.Fatalf("%d runs on the thread, want 1", len(runs))

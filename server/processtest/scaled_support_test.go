@@ -3,10 +3,14 @@ package processtest_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -131,5 +135,61 @@ func servedBy(t testing.TB, s *servertest.Server, dep string, ids []string) map[
 			return count
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// requestSender returns a function that sends n requests (POST
+// /assistants/search) through the deployment URL base, each with an
+// X-Request-Id of its own (tag, the call's number, the request's), and
+// returns their ids for servedBy.
+func requestSender(t testing.TB, s *servertest.Server, base, tag string) func(n int) []string {
+	round := 0
+	return func(n int) []string {
+		t.Helper()
+		round++
+		ids := make([]string, n)
+		for i := range n {
+			ids[i] = fmt.Sprintf("%s-%d-%d", tag, round, i)
+			r := servertest.Do(t, "POST", base+"/assistants/search", map[string]any{}, "X-Api-Key", s.Key, "X-Request-Id", ids[i])
+			if r.Status != 200 {
+				t.Fatalf("request %s: %d %s", ids[i], r.Status, r.Body)
+			}
+		}
+		return ids
+	}
+}
+
+// raceReject creates 50 runs of assistant on thread th at once with
+// multitask_strategy reject, spread over urls (agents, or one deployment
+// URL), each request with headers, and fails unless exactly one was
+// admitted (200) and the 49 others refused (409).
+func raceReject(t testing.TB, urls []string, th, assistant string, headers ...string) {
+	t.Helper()
+	raw, _ := json.Marshal(map[string]any{"assistant_id": assistant, "input": map[string]any{}, "multitask_strategy": "reject"})
+	codes := make([]int, 50)
+	var wg sync.WaitGroup
+	for i := range codes {
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", urls[i%len(urls)]+"/threads/"+th+"/runs", bytes.NewReader(raw))
+			req.Header.Set("Content-Type", "application/json")
+			for j := 0; j+1 < len(headers); j += 2 {
+				req.Header.Set(headers[j], headers[j+1])
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		})
+	}
+	wg.Wait()
+	count := map[int]int{}
+	for _, c := range codes {
+		count[c]++
+	}
+	if count[200] != 1 || count[409] != 49 {
+		t.Fatalf("statuses %v, want one 200 and 49 409", count)
 	}
 }

@@ -201,6 +201,11 @@ func TestSwarmScaledDeployment(t *testing.T) {
 		t.Fatalf("the streamed run: status %v on worker %v", run["status"], md["worker"])
 	}
 
+	// The official JS SDK suite (threads, runs with every multitask
+	// strategy, streams, assistants, store) through the deployment URL,
+	// its runs on the queue workers.
+	runSDKSuite(t, url, s.Key)
+
 	// Delete: both services, the database, the Redis user and its keys go.
 	if r := s.Do("DELETE", "/v2/deployments/"+dep, nil); r.Status != 204 {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
