@@ -172,6 +172,41 @@ func waitRunning(t *testing.T, a agentClient, thread, run string) string {
 	return ""
 }
 
+// checkRetriedOnce checks a run that was taken over once after its
+// worker died: its stream (evs) has increasing ids, a metadata event for
+// attempts 1 and 2 and a single final update, and its thread th holds as
+// many checkpoints as one run of ticks on a new thread through a: it
+// completed once.
+func checkRetriedOnce(t *testing.T, a agentClient, th string, evs []runEvent) {
+	t.Helper()
+	var attempts []string
+	ends, last := 0, 0
+	for _, ev := range evs {
+		if ev.ID <= last {
+			t.Fatalf("event ids not increasing: %d after %d", ev.ID, last)
+		}
+		last = ev.ID
+		switch ev.Event {
+		case "metadata":
+			attempts = append(attempts, ev.Data)
+		case "updates":
+			ends++
+		}
+	}
+	if len(attempts) != 2 || !strings.Contains(attempts[0], `"attempt":1`) || !strings.Contains(attempts[1], `"attempt":2`) || ends != 1 {
+		t.Fatalf("stream of the retried run: attempts %v, %d final updates", attempts, ends)
+	}
+	once := newThread(t, a)
+	if r := a.Do("POST", "/threads/"+once+"/runs/wait", map[string]any{"assistant_id": "ticks", "input": map[string]any{}}); r.Status != 200 {
+		t.Fatalf("reference run: %d %s", r.Status, r.Body)
+	}
+	h1 := a.Do("POST", "/threads/"+th+"/history", map[string]any{"limit": 100}).JSON().([]any)
+	h2 := a.Do("POST", "/threads/"+once+"/history", map[string]any{"limit": 100}).JSON().([]any)
+	if len(h1) != len(h2) || len(h1) == 0 {
+		t.Fatalf("the retried run left %d checkpoints, one run leaves %d", len(h1), len(h2))
+	}
+}
+
 // TestAgentReplicas runs a deployment as processes: two `slipway agent`
 // API replicas and two queue workers over one fresh PostgreSQL schema and
 // one fresh Redis prefix (a lease of 3 s, so a dead worker's run is taken
@@ -339,33 +374,7 @@ func TestAgentReplicas(t *testing.T) {
 			t.Fatalf("after the takeover: status %v, attempt %v, worker %v (killed %s)", got["status"], md["attempt"], md["worker"], victim)
 		}
 		evs := streamAll(t, "GET", apiA.URL+"/threads/"+th+"/runs/"+run+"/stream?stream_mode=updates&stream_mode=custom", nil)
-		var attempts []string
-		ends, last := 0, 0
-		for _, ev := range evs {
-			if ev.ID <= last {
-				t.Fatalf("event ids not increasing: %d after %d", ev.ID, last)
-			}
-			last = ev.ID
-			switch ev.Event {
-			case "metadata":
-				attempts = append(attempts, ev.Data)
-			case "updates":
-				ends++
-			}
-		}
-		if len(attempts) != 2 || !strings.Contains(attempts[0], `"attempt":1`) || !strings.Contains(attempts[1], `"attempt":2`) || ends != 1 {
-			t.Fatalf("stream of the retried run: attempts %v, %d final updates", attempts, ends)
-		}
-		// One completion: the thread's history holds one run's checkpoints.
-		once := newThread(t, apiA)
-		if r := apiA.Do("POST", "/threads/"+once+"/runs/wait", map[string]any{"assistant_id": "ticks", "input": map[string]any{}}); r.Status != 200 {
-			t.Fatalf("reference run: %d %s", r.Status, r.Body)
-		}
-		h1 := apiB.Do("POST", "/threads/"+th+"/history", map[string]any{"limit": 100}).JSON().([]any)
-		h2 := apiB.Do("POST", "/threads/"+once+"/history", map[string]any{"limit": 100}).JSON().([]any)
-		if len(h1) != len(h2) {
-			t.Fatalf("the retried run left %d checkpoints, one run leaves %d", len(h1), len(h2))
-		}
+		checkRetriedOnce(t, apiB, th, evs)
 		workers[victim].Restart()
 	})
 

@@ -217,33 +217,7 @@ asyncio.run(main(*sys.argv[1:]))
 			t.Fatalf("join: %d %s", r.Status, r.Body)
 		}
 		evs := streamAll(t, "GET", base+"/threads/"+th+"/runs/"+run+"/stream?stream_mode=updates&stream_mode=custom", nil, "X-Api-Key", s.Key)
-		var attempts []string
-		ends, last := 0, 0
-		for _, ev := range evs {
-			if ev.ID <= last {
-				t.Fatalf("event ids not increasing: %d after %d", ev.ID, last)
-			}
-			last = ev.ID
-			switch ev.Event {
-			case "metadata":
-				attempts = append(attempts, ev.Data)
-			case "updates":
-				ends++
-			}
-		}
-		if len(attempts) != 2 || !strings.Contains(attempts[0], `"attempt":1`) || !strings.Contains(attempts[1], `"attempt":2`) || ends != 1 {
-			t.Fatalf("stream of the retried run: attempts %v, %d final updates", attempts, ends)
-		}
-		// One completion: the thread's history holds one run's checkpoints.
-		once := newThread(t, c)
-		if r := c.Do("POST", "/threads/"+once+"/runs/wait", map[string]any{"assistant_id": "ticks", "input": map[string]any{}}); r.Status != 200 {
-			t.Fatalf("reference run: %d %s", r.Status, r.Body)
-		}
-		h1 := c.Do("POST", "/threads/"+th+"/history", map[string]any{"limit": 100}).JSON().([]any)
-		h2 := c.Do("POST", "/threads/"+once+"/history", map[string]any{"limit": 100}).JSON().([]any)
-		if len(h1) != len(h2) || len(h1) == 0 {
-			t.Fatalf("the retried run left %d checkpoints, one run leaves %d", len(h1), len(h2))
-		}
+		checkRetriedOnce(t, c, th, evs)
 		// The takeover is in the agent log, from a queue worker.
 		if logs := agentLogs(); !strings.Contains(logs, "run taken over") || !strings.Contains(logs, "[queue-") {
 			t.Fatalf("the agent log does not show the takeover by a worker:\n%s", logs)
