@@ -554,6 +554,8 @@ func gatewayForward(t *testing.T, target string) string {
 }
 
 // forwardOn listens on host and forwards each connection to target.
+// Either side's end ends both: a killed agent's connections must close on
+// the server too, or they count against its role's connection limit.
 func forwardOn(t *testing.T, host, target string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
@@ -574,7 +576,7 @@ func forwardOn(t *testing.T, host, target string) string {
 					return
 				}
 				defer u.Close()
-				go io.Copy(u, c)
+				go func() { io.Copy(u, c); u.Close(); c.Close() }()
 				io.Copy(c, u)
 			}()
 		}

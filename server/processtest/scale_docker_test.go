@@ -3,8 +3,6 @@ package processtest_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	neturl "net/url"
 	"os"
 	"strings"
@@ -304,33 +302,6 @@ func bridgeURL(t *testing.T, admin string) string {
 	if err != nil || len(n.Network.IPAM.Config) == 0 || !n.Network.IPAM.Config[0].Gateway.IsValid() {
 		t.Fatalf("the docker bridge network: %v", err)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(n.Network.IPAM.Config[0].Gateway.String(), "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	target := u.Host
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				up, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				// Either side's end ends both: a killed agent's
-				// connections must close on the server too, or they
-				// count against its role's connection limit.
-				go func() { io.Copy(up, c); up.Close(); c.Close() }()
-				io.Copy(c, up)
-			}()
-		}
-	}()
-	u.Host = ln.Addr().String()
+	u.Host = forwardOn(t, n.Network.IPAM.Config[0].Gateway.String(), u.Host)
 	return u.String()
 }
