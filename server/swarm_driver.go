@@ -36,7 +36,7 @@ func swarmDriver(cfg config.Serve, gate *runtime.Gate, log zerolog.Logger, insta
 		SecretsDir: filepath.Join(cfg.DataDir, "secrets"), Gate: gate, APIAddr: cfg.Addr, Instance: instance, ImageCache: cfg.ImageCache,
 		PythonBaseImage: cfg.PythonBaseImage, NodeBaseImage: cfg.NodeBaseImage, BasePullTimeout: cfg.BasePullTimeout,
 		DefaultMemoryMB: cfg.DefaultMemoryLimitMB, Log: log.With().Str("component", "docker-runtime").Logger()}
-	d := &swarm.Driver{Client: c, Docker: dd, Registry: cfg.Registry, RegistryAuth: auth,
+	d := &swarm.Driver{Client: c, Docker: dd, Registry: cfg.Registry, RegistryAuth: auth, APIRequestsPerReplica: cfg.APIRequestsPerReplica,
 		Log: log.With().Str("component", "swarm-runtime").Logger()}
 	return d, fmt.Sprintf("SLIPWAY_RUNTIME=swarm: a Swarm manager answers at %s (API %s); images go through %s", c.DaemonHost(), api, cfg.Registry)
 }

@@ -1,38 +1,45 @@
 package swarm
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"slipway/runtime"
 )
 
-// Autoscaling of the queue workers. A scaled revision whose
-// queue_max_scale is above its queue_min_scale gets an autoscaler: every
-// AutoscaleInterval it reads the deployment's pending runs (the agents'
+// Autoscaling of a scaled revision's services. A scaled revision gets an
+// autoscaler when its queue_max_scale is above its queue_min_scale (the
+// queue workers) or its max_scale above its min_scale (the API replicas).
+// Every AutoscaleInterval it reads what the agents measure and sets the
+// services' replica counts.
+//
+// Queue workers follow the deployment's pending runs (the agents'
 // lg_api_num_pending_runs, counted in the shared database, so any API
-// task tells) and sets the queue service's replica count:
+// task tells):
 //
 //   - up when there is at least one pending run per worker: to
 //     current + ceil(pending / current), at most queue_max_scale;
 //   - down by one when no run has been pending for ScaleDownAfter (and
 //     again after as long once more), at least queue_min_scale.
 //
-// The two thresholds are the hysteresis: a burst scales up at once, a
-// lull must last before a worker goes, so the count does not flap. Each
-// decision is a line in the deployment's log (runtime.Output, see
-// ScaleEvents) and in Slipway's, and counted in
-// slipway_swarm_autoscale_decisions_total; slipway_swarm_queue_workers is
-// the count set last. A new revision starts again from queue_min_scale.
+// API replicas follow the request rate (autoscale_api.go).
+//
+// The two thresholds of each are the hysteresis: a burst scales up at
+// once, a lull must last before a replica goes, so the count does not
+// flap. Each decision is a line in the deployment's log (runtime.Output,
+// see ScaleEvents) and in Slipway's, and counted in
+// slipway_swarm_autoscale_decisions_total; slipway_swarm_queue_workers and
+// slipway_swarm_api_replicas are the counts set last. A new revision
+// starts again from its minimums.
 
 // Defaults of the autoscaler's timing.
 const (
@@ -72,18 +79,21 @@ func (p *scalePolicy) decide(now time.Time, current, pending int) (int, string) 
 // autoscaleMetrics are the autoscaler's series, collected with Slipway's
 // metrics (the driver is a prometheus.Collector).
 type autoscaleMetrics struct {
-	decisions *prometheus.CounterVec // deployment_id, direction
+	decisions *prometheus.CounterVec // deployment_id, service, direction
 	workers   *prometheus.GaugeVec   // deployment_id
+	api       *prometheus.GaugeVec   // deployment_id
 }
 
 func (d *Driver) metrics() *autoscaleMetrics {
 	d.metricsOnce.Do(func() {
 		d.autoMetrics = &autoscaleMetrics{
 			decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_swarm_autoscale_decisions_total",
-				Help: "Queue-worker scaling decisions of the swarm runtime's autoscaler, by deployment id and direction (up, down)."},
-				[]string{"deployment_id", "direction"}),
+				Help: "Scaling decisions of the swarm runtime's autoscaler, by deployment id, service (api, queue) and direction (up, down)."},
+				[]string{"deployment_id", "service", "direction"}),
 			workers: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slipway_swarm_queue_workers",
 				Help: "Queue workers the swarm runtime's autoscaler last set, by deployment id."}, []string{"deployment_id"}),
+			api: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slipway_swarm_api_replicas",
+				Help: "API replicas the swarm runtime's autoscaler last set, by deployment id."}, []string{"deployment_id"}),
 		}
 	})
 	return d.autoMetrics
@@ -95,12 +105,14 @@ func (d *Driver) Describe(ch chan<- *prometheus.Desc) {
 	m := d.metrics()
 	m.decisions.Describe(ch)
 	m.workers.Describe(ch)
+	m.api.Describe(ch)
 }
 
 func (d *Driver) Collect(ch chan<- prometheus.Metric) {
 	m := d.metrics()
 	m.decisions.Collect(ch)
 	m.workers.Collect(ch)
+	m.api.Collect(ch)
 }
 
 // ScaleEvents is where the autoscaler writes its decisions, as lines of
@@ -116,10 +128,17 @@ func (d *Driver) ScaleEvents(out runtime.Output) {
 func (d *Driver) startAutoscale(s runtime.Spec) {
 	d.stopAutoscale(s.DeploymentID)
 	rs := s.ResourceSpec
-	if s.Scale.Queue == 0 || rs == nil || rs.QueueMaxScale == nil || *rs.QueueMaxScale <= s.Scale.Queue {
+	var queue *scalePolicy
+	if s.Scale.Queue > 0 && rs != nil && rs.QueueMaxScale != nil && *rs.QueueMaxScale > s.Scale.Queue {
+		queue = &scalePolicy{min: s.Scale.Queue, max: *rs.QueueMaxScale, downAfter: d.scaleDownAfter()}
+	}
+	var api *apiPolicy
+	if n := max(s.Scale.API, 1); s.Scale.Scaled() && rs != nil && rs.MaxScale != nil && *rs.MaxScale > n {
+		api = &apiPolicy{min: n, max: *rs.MaxScale, target: d.apiTarget(), downAfter: d.scaleDownAfter()}
+	}
+	if queue == nil && api == nil {
 		return
 	}
-	p := &scalePolicy{min: s.Scale.Queue, max: *rs.QueueMaxScale, downAfter: d.scaleDownAfter()}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.mu.Lock()
 	if d.scalers == nil {
@@ -127,8 +146,14 @@ func (d *Driver) startAutoscale(s runtime.Spec) {
 	}
 	d.scalers[s.DeploymentID] = cancel
 	d.mu.Unlock()
-	d.metrics().workers.WithLabelValues(s.DeploymentID).Set(float64(s.Scale.Queue))
-	go d.autoscale(ctx, s.DeploymentID, s.RevisionID, p)
+	m := d.metrics()
+	if queue != nil {
+		m.workers.WithLabelValues(s.DeploymentID).Set(float64(queue.min))
+	}
+	if api != nil {
+		m.api.WithLabelValues(s.DeploymentID).Set(float64(api.min))
+	}
+	go d.autoscale(ctx, s.DeploymentID, s.RevisionID, queue, api)
 }
 
 func (d *Driver) stopAutoscale(dep string) {
@@ -147,7 +172,9 @@ func (d *Driver) scaleDownAfter() time.Duration {
 	return DefaultScaleDownAfter
 }
 
-func (d *Driver) autoscale(ctx context.Context, dep, rev string, p *scalePolicy) {
+// autoscale runs dep's autoscaler until ctx ends: queue and api are the
+// policies of the services it scales (nil: that one is not scaled).
+func (d *Driver) autoscale(ctx context.Context, dep, rev string, queue *scalePolicy, api *apiPolicy) {
 	every := d.AutoscaleInterval
 	if every <= 0 {
 		every = DefaultAutoscaleInterval
@@ -160,43 +187,63 @@ func (d *Driver) autoscale(ctx context.Context, dep, rev string, p *scalePolicy)
 			return
 		case <-tick.C:
 		}
-		pending, err := d.pendingRuns(ctx, dep)
-		if err != nil {
-			d.Log.Debug().Err(err).Str("deployment_id", dep).Msg("autoscale: the pending runs are unknown")
-			continue
+		if queue != nil {
+			if pending, err := d.pendingRuns(ctx, dep); err != nil {
+				d.Log.Debug().Err(err).Str("deployment_id", dep).Msg("autoscale: the pending runs are unknown")
+			} else {
+				d.scaleService(ctx, dep, rev, "queue", func(current int) (int, string) {
+					return queue.decide(time.Now(), current, pending)
+				}, fmt.Sprintf("queue_min_scale %d, queue_max_scale %d", queue.min, queue.max))
+			}
 		}
-		svc, err := d.Client.ServiceInspect(ctx, queueServiceName(dep), client.ServiceInspectOptions{})
-		if err != nil || svc.Service.Spec.Mode.Replicated == nil || svc.Service.Spec.Mode.Replicated.Replicas == nil {
-			continue
+		if api != nil {
+			if rate, ok := d.requestRate(ctx, dep, api, time.Now()); ok {
+				d.scaleService(ctx, dep, rev, "api", func(current int) (int, string) {
+					return api.decide(time.Now(), current, rate)
+				}, fmt.Sprintf("min_scale %d, max_scale %d", api.min, api.max))
+			}
 		}
-		current := int(*svc.Service.Spec.Mode.Replicated.Replicas)
-		target, why := p.decide(time.Now(), current, pending)
-		if target == current {
-			continue
-		}
-		spec := svc.Service.Spec
-		n := uint64(target)
-		spec.Mode.Replicated.Replicas = &n
-		if _, err := d.Client.ServiceUpdate(ctx, svc.Service.ID, client.ServiceUpdateOptions{Version: svc.Service.Version, Spec: spec,
-			EncodedRegistryAuth: d.RegistryAuth}); err != nil {
-			d.Log.Warn().Err(err).Str("deployment_id", dep).Msg("autoscale: update the queue service")
-			continue
-		}
-		dir := "up"
-		if target < current {
-			dir = "down"
-		}
-		m := d.metrics()
-		m.decisions.WithLabelValues(dep, dir).Inc()
-		m.workers.WithLabelValues(dep).Set(float64(target))
-		line := fmt.Sprintf("autoscale: queue workers %d -> %d (%s; queue_min_scale %d, queue_max_scale %d)", current, target, why, p.min, p.max)
-		d.Log.Info().Str("deployment_id", dep).Int("from", current).Int("to", target).Str("why", why).Msg("autoscale: queue workers")
-		d.mu.Lock()
-		out := d.events
-		d.mu.Unlock()
-		if out != nil {
-			out.Line(runtime.OutputLine{DeploymentID: dep, RevisionID: rev, Stream: "stdout", Time: time.Now(), Text: "[slipway] " + line})
-		}
+	}
+}
+
+// scaleService sets the replicas of dep's service of role ("api" or
+// "queue") to what decide says for its current count, and tells: a line
+// in the deployment's log and Slipway's, the metrics.
+func (d *Driver) scaleService(ctx context.Context, dep, rev, role string, decide func(current int) (int, string), bounds string) {
+	name, what, gauge := queueServiceName(dep), "queue workers", d.metrics().workers
+	if role == "api" {
+		name, what, gauge = serviceName(dep), "API replicas", d.metrics().api
+	}
+	svc, err := d.Client.ServiceInspect(ctx, name, client.ServiceInspectOptions{})
+	if err != nil || svc.Service.Spec.Mode.Replicated == nil || svc.Service.Spec.Mode.Replicated.Replicas == nil {
+		return
+	}
+	current := int(*svc.Service.Spec.Mode.Replicated.Replicas)
+	target, why := decide(current)
+	if target == current {
+		return
+	}
+	spec := svc.Service.Spec
+	n := uint64(target)
+	spec.Mode.Replicated.Replicas = &n
+	if _, err := d.Client.ServiceUpdate(ctx, svc.Service.ID, client.ServiceUpdateOptions{Version: svc.Service.Version, Spec: spec,
+		EncodedRegistryAuth: d.RegistryAuth}); err != nil {
+		d.Log.Warn().Err(err).Str("deployment_id", dep).Msgf("autoscale: update the %s service", role)
+		return
+	}
+	dir := "up"
+	if target < current {
+		dir = "down"
+	}
+	d.metrics().decisions.WithLabelValues(dep, role, dir).Inc()
+	gauge.WithLabelValues(dep).Set(float64(target))
+	line := fmt.Sprintf("autoscale: %s %d -> %d (%s; %s)", what, current, target, why, bounds)
+	d.Log.Info().Str("deployment_id", dep).Str("service", role).Int("from", current).Int("to", target).Str("why", why).Msg("autoscale: " + what)
+	d.mu.Lock()
+	out := d.events
+	d.mu.Unlock()
+	if out != nil {
+		out.Line(runtime.OutputLine{DeploymentID: dep, RevisionID: rev, Stream: "stdout", Time: time.Now(), Text: "[slipway] " + line})
 	}
 }
 
@@ -208,7 +255,16 @@ func (d *Driver) pendingRuns(ctx context.Context, dep string) (int, error) {
 	if len(eps) == 0 {
 		return 0, errors.New("no API task answers")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, eps[0]+"/metrics", nil)
+	v, err := scrapeSum(ctx, eps[0], "lg_api_num_pending_runs")
+	return int(v), err
+}
+
+// scrapeSum reads an agent's /metrics (endpoint is its base URL, the
+// agent's token as the password) and sums the samples of the family
+// name: a gauge's or a counter's value over all its label sets; 0 when
+// the family has no sample (a counter vector nothing was counted in yet).
+func scrapeSum(ctx context.Context, endpoint, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/metrics", nil)
 	if err != nil {
 		return 0, err
 	}
@@ -225,18 +281,21 @@ func (d *Driver) pendingRuns(ctx context.Context, dep string) (int, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, v, ok := strings.Cut(sc.Text(), " ")
-		if !ok || name != "lg_api_num_pending_runs" {
-			continue
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil {
-			return 0, fmt.Errorf("lg_api_num_pending_runs: %w", err)
-		}
-		return int(f), nil
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return 0, fmt.Errorf("parse the agent's metrics: %w", err)
 	}
-	return 0, errors.New("the agent's metrics have no lg_api_num_pending_runs")
+	var sum float64
+	for _, m := range fams[name].GetMetric() {
+		switch {
+		case m.Gauge != nil:
+			sum += m.Gauge.GetValue()
+		case m.Counter != nil:
+			sum += m.Counter.GetValue()
+		case m.Untyped != nil:
+			sum += m.Untyped.GetValue()
+		}
+	}
+	return sum, nil
 }

@@ -82,9 +82,11 @@ type Driver struct {
 	pools     map[string]*pool
 	nodeAddrs map[string]string
 
-	// AutoscaleInterval and ScaleDownAfter time the queue workers'
-	// autoscaler (autoscale.go); zero: the defaults.
+	// AutoscaleInterval and ScaleDownAfter time the autoscaler
+	// (autoscale.go); APIRequestsPerReplica is its target for the API
+	// replicas (autoscale_api.go). Zero: the defaults.
 	AutoscaleInterval, ScaleDownAfter time.Duration
+	APIRequestsPerReplica             float64
 	scalers                           map[string]context.CancelFunc
 	events                            runtime.Output
 	metricsOnce                       sync.Once

@@ -82,7 +82,7 @@ func (rc *Reconciler) withAgentState(ctx context.Context, spec *runtime.Spec, lo
 	if spec.Scale.Queue > 0 {
 		apiRole = "api"
 	}
-	msg := fmt.Sprintf("%d API replicas (role %s) and %d queue workers (role queue); they start at min_scale and queue_min_scale (max_scale is not acted on; queue_max_scale only by the swarm runtime's autoscaler)",
+	msg := fmt.Sprintf("%d API replicas (role %s) and %d queue workers (role queue); they start at min_scale and queue_min_scale (max_scale and queue_max_scale are acted on by the swarm runtime's autoscaler only)",
 		spec.Scale.API, apiRole, spec.Scale.Queue)
 	if p := spec.Scale.PoolShare(); p > 0 {
 		msg += fmt.Sprintf("; each gets %d of the db_max_connections %d", p, spec.Scale.DBMaxConnections)
