@@ -12,37 +12,34 @@ import (
 	"slipway/runtime"
 )
 
-// TestScalePolicy: the queue workers scale up at once when at least one
-// run per worker is pending (in proportion, at most max), and down one at
-// a time only after no run has been pending for downAfter (hysteresis),
-// never below min.
-func TestScalePolicy(t *testing.T) {
-	type step struct {
-		at               time.Duration
-		current, pending int
-		want             int
-	}
-	for _, tc := range []struct {
-		name  string
-		steps []step
-	}{
-		{"burst scales up in proportion, capped", []step{{0, 1, 1, 2}, {5 * time.Second, 2, 10, 4}}},
-		{"fewer pending than workers: no change", []step{{0, 3, 2, 3}, {5 * time.Second, 3, 1, 3}}},
-		{"at max: no change", []step{{0, 4, 40, 4}}},
-		{"idle: down one step per downAfter, not below min", []step{
-			{0, 4, 0, 4}, {20 * time.Second, 4, 0, 4}, {30 * time.Second, 4, 0, 3},
-			{40 * time.Second, 3, 0, 3}, {60 * time.Second, 3, 0, 2}, {90 * time.Second, 2, 0, 1},
-			{200 * time.Second, 1, 0, 1}}},
-		{"a pending run restarts the idle clock", []step{
-			{0, 3, 0, 3}, {25 * time.Second, 3, 1, 3}, {30 * time.Second, 3, 0, 3}, {55 * time.Second, 3, 0, 3}, {60 * time.Second, 3, 0, 2}}},
-	} {
+// policyStep is one tick of an autoscaling policy: at a time, with a
+// current count and a load (pending runs, requests a second), the count
+// it must decide.
+type policyStep struct {
+	at      time.Duration
+	current int
+	load    float64
+	want    int
+}
+
+// policyCase is a sequence of ticks of one policy from a fresh state.
+type policyCase struct {
+	name  string
+	steps []policyStep
+}
+
+// runPolicy checks each case's steps against a fresh policy's decide: the
+// count, and a reason exactly when the count changes.
+func runPolicy(t *testing.T, cases []policyCase, fresh func() func(now time.Time, current int, load float64) (int, string)) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &scalePolicy{min: 1, max: 4, downAfter: 30 * time.Second}
+			decide := fresh()
 			t0 := time.Unix(1e9, 0)
 			for i, s := range tc.steps {
-				got, why := p.decide(t0.Add(s.at), s.current, s.pending)
+				got, why := decide(t0.Add(s.at), s.current, s.load)
 				if got != s.want {
-					t.Fatalf("step %d (%v, %d workers, %d pending): %d, want %d", i, s.at, s.current, s.pending, got, s.want)
+					t.Fatalf("step %d (%v, count %d, load %g): %d, want %d", i, s.at, s.current, s.load, got, s.want)
 				}
 				if (got != s.current) != (why != "") {
 					t.Fatalf("step %d: a decision %d -> %d with reason %q", i, s.current, got, why)
@@ -52,46 +49,48 @@ func TestScalePolicy(t *testing.T) {
 	}
 }
 
+// TestScalePolicy: the queue workers scale up at once when at least one
+// run per worker is pending (in proportion, at most max), and down one at
+// a time only after no run has been pending for downAfter (hysteresis),
+// never below min. The load is pending runs.
+func TestScalePolicy(t *testing.T) {
+	runPolicy(t, []policyCase{
+		{"burst scales up in proportion, capped", []policyStep{{0, 1, 1, 2}, {5 * time.Second, 2, 10, 4}}},
+		{"fewer pending than workers: no change", []policyStep{{0, 3, 2, 3}, {5 * time.Second, 3, 1, 3}}},
+		{"at max: no change", []policyStep{{0, 4, 40, 4}}},
+		{"idle: down one step per downAfter, not below min", []policyStep{
+			{0, 4, 0, 4}, {20 * time.Second, 4, 0, 4}, {30 * time.Second, 4, 0, 3},
+			{40 * time.Second, 3, 0, 3}, {60 * time.Second, 3, 0, 2}, {90 * time.Second, 2, 0, 1},
+			{200 * time.Second, 1, 0, 1}}},
+		{"a pending run restarts the idle clock", []policyStep{
+			{0, 3, 0, 3}, {25 * time.Second, 3, 1, 3}, {30 * time.Second, 3, 0, 3}, {55 * time.Second, 3, 0, 3}, {60 * time.Second, 3, 0, 2}}},
+	}, func() func(time.Time, int, float64) (int, string) {
+		p := &scalePolicy{min: 1, max: 4, downAfter: 30 * time.Second}
+		return func(now time.Time, current int, pending float64) (int, string) {
+			return p.decide(now, current, int(pending))
+		}
+	})
+}
+
 // TestAPIPolicy: the API replicas scale up at once to what the request
 // rate needs at the target (at most max), and down one at a time only
 // after one replica fewer would have run under half the target for
-// downAfter (hysteresis), never below min.
+// downAfter (hysteresis), never below min. The load is requests a second.
 func TestAPIPolicy(t *testing.T) {
-	type step struct {
-		at      time.Duration
-		current int
-		rate    float64
-		want    int
-	}
-	for _, tc := range []struct {
-		name  string
-		steps []step
-	}{
-		{"over the target: up to what the rate needs", []step{{0, 1, 25, 3}}},
-		{"far over: capped at max", []step{{0, 2, 1000, 4}}},
-		{"at the target exactly: no change", []step{{0, 2, 20, 2}}},
-		{"between half and the target: no change, ever", []step{{0, 3, 15, 3}, {60 * time.Second, 3, 15, 3}, {120 * time.Second, 3, 15, 3}}},
-		{"low: down one step per downAfter, not below min", []step{
+	runPolicy(t, []policyCase{
+		{"over the target: up to what the rate needs", []policyStep{{0, 1, 25, 3}}},
+		{"far over: capped at max", []policyStep{{0, 2, 1000, 4}}},
+		{"at the target exactly: no change", []policyStep{{0, 2, 20, 2}}},
+		{"between half and the target: no change, ever", []policyStep{{0, 3, 15, 3}, {60 * time.Second, 3, 15, 3}, {120 * time.Second, 3, 15, 3}}},
+		{"low: down one step per downAfter, not below min", []policyStep{
 			{0, 4, 0, 4}, {20 * time.Second, 4, 0, 4}, {30 * time.Second, 4, 0, 3},
 			{45 * time.Second, 3, 0, 3}, {60 * time.Second, 3, 0, 2}, {90 * time.Second, 2, 0, 1},
 			{200 * time.Second, 1, 0, 1}}},
-		{"load back: the low clock restarts", []step{
+		{"load back: the low clock restarts", []policyStep{
 			{0, 3, 2, 3}, {25 * time.Second, 3, 12, 3}, {30 * time.Second, 3, 2, 3}, {55 * time.Second, 3, 2, 3}, {60 * time.Second, 3, 2, 2}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := &apiPolicy{min: 1, max: 4, target: 10, downAfter: 30 * time.Second}
-			t0 := time.Unix(1e9, 0)
-			for i, s := range tc.steps {
-				got, why := p.decide(t0.Add(s.at), s.current, s.rate)
-				if got != s.want {
-					t.Fatalf("step %d (%v, %d replicas, %g requests/s): %d, want %d", i, s.at, s.current, s.rate, got, s.want)
-				}
-				if (got != s.current) != (why != "") {
-					t.Fatalf("step %d: a decision %d -> %d with reason %q", i, s.current, got, why)
-				}
-			}
-		})
-	}
+	}, func() func(time.Time, int, float64) (int, string) {
+		return (&apiPolicy{min: 1, max: 4, target: 10, downAfter: 30 * time.Second}).decide
+	})
 }
 
 // TestAPIPolicyObserve: the rate is the increase of the tasks read twice
