@@ -34,6 +34,9 @@ type pgStore struct {
 	subscribers
 	stopListen context.CancelFunc
 	listenDone chan struct{}
+	// listenInPool: the listener holds one of the pool's connections
+	// (listenConn).
+	listenInPool bool
 }
 
 // pgTx is a PostgreSQL transaction as a Tx. err is the first database
@@ -65,6 +68,12 @@ const pgMaxAttempts = 10
 // migrations under an advisory lock, and starts listening for other
 // replicas' notifications.
 func openPGStore(ctx context.Context, cfg *pgxpool.Config) (*pgStore, error) {
+	return openPGStoreBounded(ctx, cfg, false)
+}
+
+// openPGStoreBounded is openPGStore where bounded says cfg.MaxConns bounds
+// every connection of the store, its listener's included (see listenConn).
+func openPGStoreBounded(ctx context.Context, cfg *pgxpool.Config, bounded bool) (*pgStore, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the agent's PostgreSQL: %w", redactPG(err))
@@ -73,7 +82,7 @@ func openPGStore(ctx context.Context, cfg *pgxpool.Config) (*pgStore, error) {
 		pool.Close()
 		return nil, err
 	}
-	s := &pgStore{pool: pool, origin: storage.NewID().String()}
+	s := &pgStore{pool: pool, origin: storage.NewID().String(), listenInPool: bounded && cfg.MaxConns >= 2}
 	var schema string
 	if err := pool.QueryRow(ctx, "select current_schema()").Scan(&schema); err != nil {
 		pool.Close()
@@ -355,9 +364,13 @@ func OpenPostgresStore(ctx context.Context, url string) (store Store, close func
 	return OpenPostgresStoreMax(ctx, url, 0)
 }
 
-// OpenPostgresStoreMax is OpenPostgresStore with the pool bounded to
-// maxConns connections (SLIPWAY_AGENT_DB_MAX_CONNECTIONS; 0: pgx's
-// default). The listener of other replicas' notifications takes one more.
+// OpenPostgresStoreMax is OpenPostgresStore with the store's connections
+// bounded to maxConns (SLIPWAY_AGENT_DB_MAX_CONNECTIONS; 0: url's
+// pool_max_conns if it has one, else pgx's default pool and one
+// connection more for the listener of other replicas' notifications). A
+// bound, from either, covers the listener too (but for a bound of 1, which
+// it exceeds by one): a deployment's replicas share the role's connection
+// limit out between them.
 func OpenPostgresStoreMax(ctx context.Context, url string, maxConns int) (store Store, close func(), err error) {
 	cfg, err := parsePGConfig(url)
 	if err != nil {
@@ -366,7 +379,7 @@ func OpenPostgresStoreMax(ctx context.Context, url string, maxConns int) (store 
 	if maxConns > 0 {
 		cfg.MaxConns = int32(maxConns)
 	}
-	s, err := openPGStore(ctx, cfg)
+	s, err := openPGStoreBounded(ctx, cfg, maxConns > 0 || hasPoolMaxConns(url))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -63,13 +66,12 @@ func (t *pgTx) notify() error {
 // this store's subscribers, on a connection of its own, reconnecting
 // when it drops.
 func (s *pgStore) listen(ctx context.Context) error {
-	cfg := s.pool.Config().ConnConfig.Copy()
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, done, err := s.listenConn(ctx)
 	if err != nil {
 		return fmt.Errorf("connect the agent store's listener: %w", redactPG(err))
 	}
 	if _, err := conn.Exec(ctx, "listen "+s.channel); err != nil {
-		_ = conn.Close(ctx)
+		done()
 		return fmt.Errorf("listen for run events: %w", err)
 	}
 	lctx, stop := context.WithCancel(context.Background())
@@ -78,7 +80,7 @@ func (s *pgStore) listen(ctx context.Context) error {
 		defer close(s.listenDone)
 		for {
 			err := s.deliver(lctx, conn)
-			_ = conn.Close(context.Background())
+			done()
 			if lctx.Err() != nil {
 				return
 			}
@@ -89,16 +91,55 @@ func (s *pgStore) listen(ctx context.Context) error {
 					return
 				case <-time.After(time.Second):
 				}
-				if conn, err = pgx.ConnectConfig(lctx, cfg); err == nil {
+				if conn, done, err = s.listenConn(lctx); err == nil {
 					if _, err = conn.Exec(lctx, "listen "+s.channel); err == nil {
 						break
 					}
-					_ = conn.Close(context.Background())
+					done()
 				}
 			}
 		}
 	}()
 	return nil
+}
+
+// listenConn opens a connection for the listener; done closes it. With a
+// bounded pool (listenInPool) it is one of the pool's, held for as long as
+// it listens, so that the store never has more connections than its
+// bound: a deployment's replicas share its role's CONNECTION LIMIT out
+// between them, and one more each went over it (PostgreSQL refusing the
+// next query with "too many connections for role"). A bound of 1 would
+// leave no connection to query with: the listener then has one of its
+// own, as with pgx's default pool.
+func (s *pgStore) listenConn(ctx context.Context) (conn *pgx.Conn, done func(), err error) {
+	if s.listenInPool {
+		pc, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		// Closed before its release: a listening connection never goes
+		// back to the pool, which opens another in its place.
+		return pc.Conn(), func() { _ = pc.Conn().Close(context.Background()); pc.Release() }, nil
+	}
+	conn, err = pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, nil, err
+	}
+	return conn, func() { _ = conn.Close(context.Background()) }, nil
+}
+
+// poolMaxConnsRE finds pool_max_conns in a key=value connection string.
+var poolMaxConnsRE = regexp.MustCompile(`(^|\s)pool_max_conns\s*=`)
+
+// hasPoolMaxConns says whether connString (a URL or key=value) bounds the
+// pool with pool_max_conns, as the control plane's URL for a deployment
+// with db_max_connections does.
+func hasPoolMaxConns(connString string) bool {
+	if strings.HasPrefix(connString, "postgres://") || strings.HasPrefix(connString, "postgresql://") {
+		u, err := url.Parse(connString)
+		return err == nil && u.Query().Has("pool_max_conns")
+	}
+	return poolMaxConnsRE.MatchString(connString)
 }
 
 // deliver hands notifications from other stores to subscribers until the

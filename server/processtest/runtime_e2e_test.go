@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -79,7 +78,7 @@ func waitStatus(t *testing.T, s *servertest.Server, dep, rev string) string {
 // TestRuntimeEndToEnd is the spec's recommended flow on each real runtime:
 // create, upload (the echo built-in and a static Go command graph), poll
 // until DEPLOYED, use the deployment through its URL (the reject scenario,
-// the official JS SDK), PATCH while a client keeps creating runs, roll back,
+// the official JS and Python SDKs' suites), PATCH while a client keeps creating runs, roll back,
 // delete — and nothing of the deployment remains.
 func TestRuntimeEndToEnd(t *testing.T) {
 	for _, driver := range drivers {
@@ -141,8 +140,8 @@ func runtimeEndToEnd(t *testing.T, driver string) {
 		t.Fatalf("command graph: %d %s", cw.Status, cw.Body)
 	}
 
-	// The official JS SDK's suite, through the deployment URL (the SDK sends
-	// LANGGRAPH_API_KEY as x-api-key).
+	// The official SDK suites, JS and Python, through the deployment URL
+	// (the SDKs send LANGGRAPH_API_KEY as x-api-key).
 	runSDKSuite(t, url, s.Key)
 
 	// SSE passes through unbuffered: the first event of a one-second run
@@ -336,28 +335,6 @@ func TestKilledDuringBuildIsInterruptedAndRetried(t *testing.T) {
 	all := s.Do("GET", "/v2/deployments/"+dep+"/revisions/"+rev+"/logs", nil)
 	if strings.Count(string(all.Body), "build started") < 2 || !strings.Contains(string(all.Body), "interrupted by a restart") {
 		t.Fatalf("expected the interrupted attempt and its retry in the log: %s", all.Body)
-	}
-}
-
-// runSDKSuite runs runtime/agent/agentapi/sdktest against url with the JS SDK;
-// without Node it fails in CI and skips elsewhere.
-func runSDKSuite(t *testing.T, url, key string) {
-	t.Helper()
-	dir, _ := filepath.Abs(filepath.Join(servertest.RepoRoot(), "runtime", "agent", "agentapi", "sdktest"))
-	_, nodeErr := osexec.LookPath("node")
-	_, modErr := os.Stat(filepath.Join(dir, "node_modules", "@langchain", "langgraph-sdk"))
-	if nodeErr != nil || modErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node and `npm ci` in runtime/agent/agentapi/sdktest are needed")
-		}
-		t.Log("skipping the JS SDK suite through the proxy: node or its packages are missing")
-		return
-	}
-	cmd := osexec.Command("node", "--test", "agent.test.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "AGENT_URL="+url, "LANGGRAPH_API_KEY="+key)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("JS SDK suite through the proxy: %v\n%s", err, out)
 	}
 }
 

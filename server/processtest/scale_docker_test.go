@@ -26,7 +26,8 @@ import (
 // spec's cpu (API) or queue_cpu (workers). Requests through the proxy are
 // spread over the two API containers (counted by request id in the agent
 // log, whose lines name the replica), runs execute on the workers
-// (metadata.worker); with one API container's process killed, requests
+// (metadata.worker) and the official JS and Python SDK suites pass
+// through the deployment URL; with one API container's process killed, requests
 // keep succeeding while its restart policy brings it back, after which it
 // gets requests again. A redeploy replaces all four containers, a failed
 // one brings the previous four back, a restart of Slipway adopts them;
@@ -176,6 +177,9 @@ func TestDockerScaledDeployment(t *testing.T) {
 			t.Fatalf("run %d ran on %v, not on a queue container", i, md["worker"])
 		}
 	}
+
+	// The official SDK suites, JS and Python, through the deployment URL.
+	runSDKSuite(t, base, s.Key)
 
 	// api-1's process killed (a crash: the restart policy applies, as it
 	// does not to a stop through the engine's API): the requests keep

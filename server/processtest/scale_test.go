@@ -22,7 +22,8 @@ import (
 // id, all on the deployment's database and Redis user and prefix. The
 // proxy spreads requests over the two API replicas and none to the
 // workers (counted by request id in the agent log, whose lines name the
-// replica); with one API replica killed, requests keep succeeding through
+// replica), and the official JS and Python SDK suites pass through the
+// deployment URL; with one API replica killed, requests keep succeeding through
 // the other while its supervisor brings it back, after which it gets
 // requests again. Deleting the deployment leaves no process, no database
 // or role, no Redis user and no key under its prefix.
@@ -98,6 +99,11 @@ func TestProcessScaledDeployment(t *testing.T) {
 	if got := served(send(20)); got["api-0"] != 10 || got["api-1"] != 10 {
 		t.Fatalf("20 requests were served %v, want 10 by each API replica", got)
 	}
+
+	// The official SDK suites, JS and Python, through the deployment URL:
+	// every multitask strategy, streams, cancel, crons, across two API
+	// replicas with the runs on the two workers.
+	runSDKSuite(t, base, s.Key)
 
 	// api-1 killed: the requests keep succeeding, through api-0.
 	for _, pid := range pids["api-1"] {

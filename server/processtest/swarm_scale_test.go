@@ -111,8 +111,9 @@ func servedByTask(t *testing.T, service string, ids []string) map[string]int {
 // workers (role queue), each with a worker id of its own, all on the
 // deployment's PostgreSQL database and Redis user; requests through the
 // deployment URL are spread over both API tasks, runs execute on the
-// queue workers, the official SDK streams a run through the URL, and
-// delete leaves nothing.
+// queue workers, the official SDK streams a run through the URL, the
+// official JS and Python SDK suites pass through it, and delete leaves
+// nothing.
 func TestSwarmScaledDeployment(t *testing.T) {
 	reg := requireSwarm(t)
 	python := soakPython(t)
@@ -201,9 +202,9 @@ func TestSwarmScaledDeployment(t *testing.T) {
 		t.Fatalf("the streamed run: status %v on worker %v", run["status"], md["worker"])
 	}
 
-	// The official JS SDK suite (threads, runs with every multitask
-	// strategy, streams, assistants, store) through the deployment URL,
-	// its runs on the queue workers.
+	// The official SDK suites, JS and Python (threads, runs with every
+	// multitask strategy, streams, assistants, store, crons), through the
+	// deployment URL, their runs on the queue workers.
 	runSDKSuite(t, url, s.Key)
 
 	// Delete: both services, the database, the Redis user and its keys go.
