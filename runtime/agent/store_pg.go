@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/tern/v2/migrate"
 
 	"slipway/storage"
+	"slipway/storage/errs"
 )
 
 // pgStore is the Store over PostgreSQL (store.go's contract; schema in
@@ -123,6 +124,26 @@ func redactPG(err error) error {
 	return errors.New("connection failed")
 }
 
+// unavailablePG words, as errs.Unavailable, a failure to begin a unit of
+// work that sending the request again may not meet: the role has no
+// connection left (its CONNECTION LIMIT, which db_max_connections sets,
+// taken by the replicas, or by a lost replica's connections the server has
+// not noticed yet), or the server does not take connections now (it is
+// starting or shutting down). Nothing was done yet. Other failures: nil.
+func unavailablePG(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return nil
+	}
+	switch pe.Code {
+	case "53300": // too_many_connections
+		return errs.New(errs.Unavailable, "The deployment's database has no connection free for this request (its role's connections, db_max_connections, are all in use); send it again.")
+	case "57P03": // cannot_connect_now
+		return errs.New(errs.Unavailable, "The deployment's database does not take connections now (it is starting or stopping); send the request again.")
+	}
+	return nil
+}
+
 // migratePG brings the schema to the newest version (tern, versions in
 // pgmigrations/), one opener at a time.
 func migratePG(ctx context.Context, pool *pgxpool.Pool) error {
@@ -202,6 +223,9 @@ func (s *pgStore) unit(ctx context.Context, opts pgx.TxOptions, confined bool, f
 func (s *pgStore) attempt(ctx context.Context, opts pgx.TxOptions, confined bool, fn func(*pgTx) error) (*pgTx, error) {
 	tx, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {
+		if u := unavailablePG(err); u != nil {
+			return nil, u
+		}
 		return nil, fmt.Errorf("agent store: begin: %w", redactPG(err))
 	}
 	t := &pgTx{ctx: ctx, tx: tx, confined: confined, origin: s.origin, channel: s.channel}

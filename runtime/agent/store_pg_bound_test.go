@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"slipway/server/httpx"
 	"slipway/storage"
+	"slipway/storage/errs"
 )
 
 // TestPostgresStoreStaysWithinItsBound: a bounded store (the deployment's
@@ -108,5 +111,86 @@ func TestPostgresStoreStaysWithinItsBound(t *testing.T) {
 				t.Fatal("the replica never heard the run")
 			}
 		})
+	}
+}
+
+// TestPostgresStoreUnavailable: when the deployment's role has no
+// connection left (its CONNECTION LIMIT reached: here by a connection from
+// elsewhere, as a lost replica's would hold one), a unit of work that needs
+// a new connection is refused as errs.Unavailable, which the API answers
+// 503 with a detail that names neither the role nor the server, and not as
+// an internal error; once the connection is free, the same unit commits.
+func TestPostgresStoreUnavailable(t *testing.T) {
+	base := pgTestURL(t)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(redactPG(err))
+	}
+	defer admin.Close(ctx)
+	id := strings.ReplaceAll(storage.NewID().String(), "-", "")
+	role, schema, pw := "lim_"+id, "lim_"+id, "pw_"+id
+	for _, q := range []string{
+		fmt.Sprintf("create role %s login password '%s' connection limit 2", role, pw),
+		fmt.Sprintf("grant %s to current_user", role),
+		fmt.Sprintf("create schema %s authorization %s", schema, role),
+	} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Error(redactPG(err))
+			return
+		}
+		defer c.Close(ctx)
+		for _, q := range []string{"drop schema " + schema + " cascade", "drop role " + role} {
+			if _, err := c.Exec(ctx, q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, pw)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	// Bound 2: the listener holds one of the pool's two connections.
+	st, closeStore, err := OpenPostgresStoreMax(ctx, u.String(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	other, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		t.Fatalf("the role's second connection: %v", redactPG(err))
+	}
+	th := newThreadRec("")
+	put := func() error { return st.Update(ctx, func(tx Tx) error { return tx.PutThread(th) }) }
+	err = put()
+	if !errors.Is(err, errs.Unavailable) {
+		_ = other.Close(ctx)
+		t.Fatalf("a unit of work without a connection free: %v, want errs.Unavailable", err)
+	}
+	status, _, _ := httpx.DomainStatus(err)
+	if status != 503 || strings.Contains(err.Error(), role) || strings.Contains(err.Error(), u.Host) {
+		t.Fatalf("answered %d %q; want 503 naming neither the role nor the server", status, err)
+	}
+	if err := other.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The server frees the slot as the connection ends; a moment later
+	// the same unit commits.
+	deadline := time.Now().Add(5 * time.Second)
+	for err = put(); errors.Is(err, errs.Unavailable) && time.Now().Before(deadline); err = put() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("with the connection free again: %v", err)
 	}
 }

@@ -20,6 +20,7 @@ var domainStatus = []struct {
 	{errs.BadRequest, http.StatusBadRequest},
 	{errs.Invalid, http.StatusUnprocessableEntity},
 	{errs.Forbidden, http.StatusForbidden},
+	{errs.Unavailable, http.StatusServiceUnavailable},
 }
 
 // DomainStatus returns the status of the first kind of the vocabulary

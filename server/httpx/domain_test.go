@@ -22,6 +22,7 @@ func TestFromDomain(t *testing.T) {
 		{"bad request", errs.New(errs.BadRequest, "No."), http.StatusBadRequest, "No."},
 		{"invalid", errs.New(errs.Invalid, "Bad field."), http.StatusUnprocessableEntity, "Bad field."},
 		{"forbidden", errs.New(errs.Forbidden, "Not yours."), http.StatusForbidden, "Not yours."},
+		{"unavailable", errs.New(errs.Unavailable, "Try again."), http.StatusServiceUnavailable, "Try again."},
 		// A bare kind (storage.Get's not-found, wrapped) carries no client
 		// message: it stays an internal error.
 		{"bare kind", fmt.Errorf("record: %w", errs.NotFound), 0, ""},

@@ -31,6 +31,10 @@ var (
 	BadRequest = errors.New("bad request")
 	// Forbidden: the caller may not do this (HTTP 403).
 	Forbidden = errors.New("forbidden")
+	// Unavailable: a service the store needs refused the request before
+	// anything was done (no connection free at its database); sending it
+	// again may succeed (HTTP 503).
+	Unavailable = errors.New("unavailable")
 )
 
 // Error is a domain error whose message is written for the client and
