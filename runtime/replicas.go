@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 )
@@ -151,4 +152,15 @@ type ReplicaEndpoint struct {
 // (queue workers execute the runs, so their metrics matter most).
 type ReplicaLister interface {
 	ReplicaEndpoints(deploymentID string) []ReplicaEndpoint
+}
+
+// WorkerLister is implemented by drivers whose replicas can be lost with
+// the machine they ran on (a swarm node): LiveWorkers lists the worker ids
+// (SLIPWAY_AGENT_WORKER_ID) of dep's agents that exist now, running or
+// starting, of any revision; ok is false when the driver cannot tell (the
+// manager did not answer) or dep runs no replicas. The control plane ends
+// the database connections of the other workers, which a lost node leaves
+// open at the server until TCP gives up on them.
+type WorkerLister interface {
+	LiveWorkers(ctx context.Context, deploymentID string) (workers []string, ok bool)
 }

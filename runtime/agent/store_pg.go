@@ -396,9 +396,25 @@ func OpenPostgresStore(ctx context.Context, url string) (store Store, close func
 // it exceeds by one): a deployment's replicas share the role's connection
 // limit out between them.
 func OpenPostgresStoreMax(ctx context.Context, url string, maxConns int) (store Store, close func(), err error) {
+	return OpenPostgresStoreAs(ctx, url, maxConns, "")
+}
+
+// AppNamePrefix begins the application_name of a replica's connections,
+// followed by its worker id: the control plane ends the connections of
+// workers that are gone (a lost node's), which the server may otherwise
+// hold, against the role's connection limit, until TCP gives up on them.
+const AppNamePrefix = "slipway-agent/"
+
+// OpenPostgresStoreAs is OpenPostgresStoreMax whose connections carry
+// application_name AppNamePrefix+worker (SLIPWAY_AGENT_WORKER_ID), unless
+// url sets one or worker is "".
+func OpenPostgresStoreAs(ctx context.Context, url string, maxConns int, worker string) (store Store, close func(), err error) {
 	cfg, err := parsePGConfig(url)
 	if err != nil {
 		return nil, nil, err
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set && worker != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = AppNamePrefix + worker
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = int32(maxConns)

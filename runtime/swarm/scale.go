@@ -413,3 +413,35 @@ func scaleNote(s runtime.Spec) string {
 	}
 	return b.String()
 }
+
+// LiveWorkers lists the worker ids of dep's tasks that Swarm wants running
+// (runtime.WorkerLister): api-<slot>-<task id> and queue-<slot>-<task id>,
+// as withRole names them. A task on a lost node is set to shut down once
+// Swarm replaces it, and drops out. Unscaled deployments have no worker
+// ids: ok is false.
+func (d *Driver) LiveWorkers(ctx context.Context, dep string) ([]string, bool) {
+	d.mu.Lock()
+	_, scaled := d.pools[dep]
+	d.mu.Unlock()
+	if !scaled {
+		return nil, false
+	}
+	var out []string
+	for _, svc := range []string{serviceName(dep), queueServiceName(dep)} {
+		res, err := d.Client.TaskList(ctx, client.TaskListOptions{Filters: client.Filters{}.Add("service", svc).Add("desired-state", "running")})
+		if err != nil {
+			if cerrdefs.IsNotFound(err) {
+				continue // no queue service
+			}
+			return nil, false
+		}
+		for _, t := range res.Items {
+			prefix := "api"
+			if envValue(t.Spec.ContainerSpec, "SLIPWAY_AGENT_ROLE") == "queue" {
+				prefix = "queue"
+			}
+			out = append(out, prefix+"-"+strconv.Itoa(t.Slot)+"-"+t.ID)
+		}
+	}
+	return out, true
+}

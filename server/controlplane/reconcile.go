@@ -101,6 +101,10 @@ func (rc *Reconciler) Start(ctx context.Context) {
 		}
 	}
 	rc.startWatcher(ctx)
+	if wl, ok := rc.Driver.(runtime.WorkerLister); ok && rc.PostgresURL != "" {
+		rc.wg.Add(1)
+		go rc.sweepLoop(ctx, wl)
+	}
 	rc.wg.Add(1)
 	go rc.loop(ctx)
 }

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
+	"slipway/runtime/agent"
 	"slipway/server/servertest"
 )
 
@@ -207,6 +209,11 @@ func TestSwarmScaledDeployment(t *testing.T) {
 	// deployment URL, their runs on the queue workers.
 	runSDKSuite(t, url, s.Key)
 
+	// A replica lost with its node leaves its database connections open
+	// at the server: Slipway ends those of workers that are gone and
+	// spares those of workers that exist.
+	checkLostReplicaConnections(t, s, dep, pg, fmt.Sprint(md["worker"]))
+
 	// Delete: both services, the database, the Redis user and its keys go.
 	if r := s.Do("DELETE", "/v2/deployments/"+dep, nil); r.Status != 204 {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
@@ -222,5 +229,51 @@ func TestSwarmScaledDeployment(t *testing.T) {
 	}
 	if users, keys := servertest.RedisLeft(t, redisAdmin, user, "slipway:"+dep+":"); users != 0 || keys != 0 {
 		t.Fatalf("left on Redis: %d users, %d keys", users, keys)
+	}
+}
+
+// checkLostReplicaConnections opens two connections to dep's agent
+// database as the admin role, one named (application_name) as a worker
+// that does not exist, one as liveWorker: within the sweeps of 10 s the
+// first is ended, and the deployment's log says so; the second stays.
+func checkLostReplicaConnections(t *testing.T, s *servertest.Server, dep, admin, liveWorker string) {
+	t.Helper()
+	ctx := context.Background()
+	u, err := neturl.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/slipway_dep_" + strings.ReplaceAll(dep, "-", "")
+	connect := func(worker string) *pgx.Conn {
+		q := u.Query()
+		q.Set("application_name", agent.AppNamePrefix+worker)
+		u.RawQuery = q.Encode()
+		c, err := pgx.Connect(ctx, u.String())
+		if err != nil {
+			t.Fatalf("connect to the agent database as %s: %v", worker, err)
+		}
+		t.Cleanup(func() { _ = c.Close(ctx) })
+		return c
+	}
+	const lostWorker = "queue-9-lostnodetask"
+	lost, live := connect(lostWorker), connect(liveWorker)
+	opened := time.Now()
+	for deadline := opened.Add(45 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		if _, err := lost.Exec(ctx, "select 1"); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the connection of worker %s, which does not exist, is still open after 45 s", lostWorker)
+		}
+	}
+	if _, err := live.Exec(ctx, "select 1"); err != nil {
+		t.Fatalf("the connection named as the live worker %s was ended too: %v", liveWorker, err)
+	}
+	t.Logf("the lost worker's connection was ended %v after it opened; the live worker's stayed", time.Since(opened).Round(100*time.Millisecond))
+	want := "ended 1 database connection(s) of replica(s) that are gone: " + lostWorker
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(string(s.Do("GET", "/v2/deployments/"+dep+"/logs", nil).Body), want); time.Sleep(300 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the deployment's log does not say %q", want)
+		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 // stopped.
 func openStore(ctx context.Context, cfg config.Agent) (db *bolt.DB, store agent.Store, closeStore func(), err error) {
 	if cfg.PostgresURL != "" {
-		store, closeStore, err := agent.OpenPostgresStoreMax(ctx, cfg.PostgresURL, cfg.DBMaxConnections)
+		store, closeStore, err := agent.OpenPostgresStoreAs(ctx, cfg.PostgresURL, cfg.DBMaxConnections, cfg.WorkerID)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("SLIPWAY_AGENT_POSTGRES_URL: %w", err)
 		}
