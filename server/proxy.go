@@ -47,6 +47,9 @@ type proxy struct {
 	// turns spreads requests over a deployment's API replicas
 	// (proxy_replicas.go).
 	turns replicaTurns
+	// unreachable is where dials failed lately: other replicas are
+	// taken first (proxy_replicas.go).
+	unreachable dialFailures
 
 	// cors is the server-wide cross-origin policy (nil: none); see
 	// withCORS.

@@ -101,6 +101,7 @@ func (t *redialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		switch {
 		case isDialError(err) && body.replayable():
+			t.p.unreachable.mark(out.URL.Host)
 			if rf, ok := t.p.driver.(runtime.Refresher); ok {
 				rf.Refresh(tg.dep)
 			}

@@ -3,6 +3,7 @@ package server
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"slipway/runtime"
 )
@@ -28,14 +29,53 @@ func (t *replicaTurns) next(dep string) uint64 {
 }
 
 // endpoint is where the next request for dep goes: one of its healthy API
-// replicas in turn, or the driver's one endpoint.
+// replicas in turn, or the driver's one endpoint. Replicas a dial failed
+// to reach within unreachableFor are passed over while another is left.
 func (p *proxy) endpoint(dep string) (string, bool) {
 	if b, ok := p.driver.(runtime.Balancer); ok {
-		if eps := b.Endpoints(dep); len(eps) > 1 {
+		eps := b.Endpoints(dep)
+		if len(eps) > 1 {
+			reachable := make([]string, 0, len(eps))
+			for _, ep := range eps {
+				if u, _, err := agentURL(ep); err != nil || !p.unreachable.recent(u.Host) {
+					reachable = append(reachable, ep)
+				}
+			}
+			if len(reachable) > 0 {
+				eps = reachable
+			}
+		}
+		if len(eps) > 1 {
 			return eps[p.turns.next(dep)%uint64(len(eps))], true
 		} else if len(eps) == 1 {
 			return eps[0], true
 		}
 	}
 	return p.driver.Endpoint(dep)
+}
+
+// unreachableFor is how long a replica a dial failed to reach is passed
+// over. The balancer's list follows health checks, but a node that went
+// away answers nothing (a dial to it fails only after the kernel gives up
+// on the address, seconds later) until the list drops it; a request held
+// for its agent (proxy_hold.go) must not be sent there again meanwhile.
+const unreachableFor = 10 * time.Second
+
+// dialFailures remembers when a dial to each host:port last failed.
+type dialFailures struct{ m sync.Map } // host:port → time.Time
+
+func (f *dialFailures) mark(host string) { f.m.Store(host, time.Now()) }
+
+// recent reports a dial failure to host within unreachableFor; older
+// ones are forgotten.
+func (f *dialFailures) recent(host string) bool {
+	v, ok := f.m.Load(host)
+	if !ok {
+		return false
+	}
+	if time.Since(v.(time.Time)) < unreachableFor {
+		return true
+	}
+	f.m.CompareAndDelete(host, v)
+	return false
 }

@@ -199,7 +199,7 @@ func (d *Driver) removeQueue(ctx context.Context, dep string, claimed bool) erro
 func (d *Driver) waitTasks(ctx context.Context, svcID, rev string, n int) error {
 	got := 0
 	for {
-		eps := d.taskEndpoints(ctx, svcID, rev)
+		eps, _ := d.taskEndpoints(ctx, svcID, rev)
 		got = 0
 		for _, e := range eps {
 			if e.healthy {
@@ -225,11 +225,12 @@ type replicaTask struct {
 }
 
 // taskEndpoints lists the running tasks of revision rev of the service
-// (by id or name), each probed with GET /ok at once.
-func (d *Driver) taskEndpoints(ctx context.Context, svc, rev string) []replicaTask {
+// (by id or name), each probed with GET /ok at once; an error when the
+// manager did not list them.
+func (d *Driver) taskEndpoints(ctx context.Context, svc, rev string) ([]replicaTask, error) {
 	res, err := d.Client.TaskList(ctx, client.TaskListOptions{Filters: client.Filters{}.Add("service", svc).Add("desired-state", "running")})
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("list the tasks of %s: %w", svc, err)
 	}
 	var out []replicaTask
 	for _, t := range res.Items {
@@ -254,7 +255,7 @@ func (d *Driver) taskEndpoints(ctx context.Context, svc, rev string) []replicaTa
 	}
 	wg.Wait()
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
+	return out, nil
 }
 
 // taskURL is where Slipway reaches a running task: the port its node
@@ -352,17 +353,28 @@ func (d *Driver) refreshPool(dep string) {
 	d.mu.Lock()
 	rev := d.deps[dep].rev
 	d.mu.Unlock()
+	tasks, err := d.taskEndpoints(ctx, serviceName(dep), rev)
 	var eps []string
-	for _, t := range d.taskEndpoints(ctx, serviceName(dep), rev) {
+	for _, t := range tasks {
 		if t.healthy {
 			eps = append(eps, t.url)
 		}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if p, ok := d.pools[dep]; ok {
-		p.at, p.eps, p.refreshing = time.Now(), eps, false
+	p, ok := d.pools[dep]
+	if !ok {
+		return
 	}
+	p.at, p.refreshing = time.Now(), false
+	if err != nil {
+		// The manager did not answer (busy, or electing a leader after
+		// losing a node): the replicas it listed last are still the
+		// best guess; an empty list would send every request to one.
+		d.Log.Debug().Err(err).Str("deployment_id", dep).Msg("refresh the API replicas")
+		return
+	}
+	p.eps = eps
 }
 
 // setPool starts (scaled) or ends (not) spreading dep's requests.
@@ -397,7 +409,8 @@ func (d *Driver) ReplicaEndpoints(dep string) []runtime.ReplicaEndpoint {
 	defer cancel()
 	var out []runtime.ReplicaEndpoint
 	for _, svc := range []string{serviceName(dep), queueServiceName(dep)} {
-		for _, t := range d.taskEndpoints(ctx, svc, rev) {
+		tasks, _ := d.taskEndpoints(ctx, svc, rev)
+		for _, t := range tasks {
 			out = append(out, runtime.ReplicaEndpoint{Name: t.name, URL: t.url})
 		}
 	}

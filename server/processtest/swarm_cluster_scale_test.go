@@ -42,7 +42,11 @@ type loadStream struct {
 // runs out (attempt 2), every stream ends with its run's result (a stream
 // whose API replica was on the lost node is rejoined, the documented
 // retry), and every run the load created ends in success. The times to
-// reschedule and to recover are logged.
+// reschedule and to recover are logged. db_max_connections 8 gives each
+// of the 4 replicas 2, so the replacements must find the lost replicas'
+// connections gone. (Here the host's forwarder ends them with the node's
+// side; on a real network the server keeps them until Slipway ends them,
+// see TestSwarmScaledDeployment.)
 func TestSwarmClusterScaledNodeLoss(t *testing.T) {
 	if os.Getenv("SLIPWAY_TEST_SWARM_CLUSTER") != "1" {
 		t.Skip("the multi-node swarm tests start three nested Docker engines; set SLIPWAY_TEST_SWARM_CLUSTER=1 to run them")
@@ -68,7 +72,8 @@ func TestSwarmClusterScaledNodeLoss(t *testing.T) {
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "swarm", "DOCKER_HOST": c.ManagerAPI,
 		"SLIPWAY_REGISTRY": c.RegistryNodes, "SLIPWAY_POSTGRES_URL": pu.String(), "SLIPWAY_REDIS_URL": ru.String()})
 	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "cluster-scaled", "source": "internal_source",
-		"source_config":          map[string]any{"resource_spec": map[string]any{"min_scale": 2, "queue_min_scale": 2}},
+		"source_config": map[string]any{"resource_spec": map[string]any{"min_scale": 2, "queue_min_scale": 2,
+			"db_max_connections": 8}},
 		"source_revision_config": map[string]any{"graph_config_path": "langgraph.json"}, "secrets": []any{}})
 	if d.Status != 201 {
 		t.Fatalf("create: %d %s", d.Status, d.Body)
@@ -107,20 +112,28 @@ func TestSwarmClusterScaledNodeLoss(t *testing.T) {
 		t.Fatalf("the tasks run on %d node(s), want them spread", len(spread))
 	}
 	// The lost node: a worker (not the manager Slipway talks to) that runs
-	// a queue worker; Swarm spreads a service's tasks, so one of the two
-	// workers does.
-	victim := -1
-	for i := 1; i < len(c.Nodes) && victim < 0; i++ {
-		for _, tk := range queue {
-			if tk.NodeID == c.Nodes[i].NodeID {
-				victim = i
+	// a queue worker, and an API task too when one does (the proxy then
+	// loses a replica it sends requests to); Swarm spreads a service's
+	// tasks, so one of the two workers runs a queue worker.
+	victim, victimAPI := -1, false
+	for i := 1; i < len(c.Nodes); i++ {
+		runs := func(tasks []servertest.ServiceTask) bool {
+			for _, tk := range tasks {
+				if tk.NodeID == c.Nodes[i].NodeID {
+					return true
+				}
 			}
+			return false
+		}
+		if runs(queue) && (victim < 0 || !victimAPI && runs(api)) {
+			victim, victimAPI = i, runs(api)
 		}
 	}
 	if victim < 0 {
 		t.Fatalf("no worker node runs a queue worker: %s", clusterNodes(c, queue))
 	}
 	lost := c.Nodes[victim]
+	t.Logf("the node to lose: %s (a queue worker; an API task too: %v)", lost.Name, victimAPI)
 
 	url := s.Do("GET", "/v2/deployments/"+dep, nil).Map()["url"].(string)
 	startedFile := filepath.Join(t.TempDir(), "started")
