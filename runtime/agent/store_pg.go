@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,8 +59,23 @@ var pgMigrations embed.FS
 const pgMigrationLock = int64(0x736c6970_77617900) // "slipway\0"
 
 // pgMaxAttempts bounds the runs of a unit of work that keeps failing to
-// serialize.
-const pgMaxAttempts = 10
+// serialize; pgRetryCap bounds the pause before one (pgRetryPause).
+const (
+	pgMaxAttempts = 20
+	pgRetryCap    = 250 * time.Millisecond
+)
+
+// pgRetryPause is the pause after a unit's attempt failed to serialize:
+// random up to a bound that doubles from 2 ms to pgRetryCap. Random, so
+// units that collided do not run again in step and collide again; long
+// enough in all (about 2 s expected over every attempt) to outlast the
+// units it collided with on a loaded machine. (A fixed attempt² ms, 0.4 s
+// in all, gave up under API + 2 workers at a load average of 5 to 7:
+// BENCHMARKS.md, "Slipway on PostgreSQL against Aegra".)
+func pgRetryPause(attempt int) time.Duration {
+	bound := min(pgRetryCap, time.Millisecond<<min(attempt, 16))
+	return rand.N(bound) + 1
+}
 
 // openPGStore connects to the database cfg names, applies the schema's
 // migrations under an advisory lock, and starts listening for other
@@ -179,12 +195,12 @@ func (s *pgStore) unit(ctx context.Context, opts pgx.TxOptions, confined bool, f
 			return nil, err
 		}
 		last = err
-		// A short, growing pause lets the transaction it collided with
+		// A growing, random pause lets the transaction it collided with
 		// finish.
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(time.Duration(attempt*attempt) * time.Millisecond):
+		case <-time.After(pgRetryPause(attempt)):
 		}
 	}
 	return nil, fmt.Errorf("agent store: gave up after %d attempts: %w", pgMaxAttempts, last)
