@@ -178,6 +178,10 @@ func retryable(err error) bool {
 // contract's serializability without locking every row read.
 var pgIsoSerializable = pgx.TxOptions{IsoLevel: pgx.Serializable}
 
+// pgIsoLocked runs the units that order themselves with row locks
+// instead (PutCheckpointRows): each statement sees what is committed.
+var pgIsoLocked = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+
 // pgIsoSnapshot runs reads: one snapshot of everything committed when
 // the read began.
 var pgIsoSnapshot = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
