@@ -31,6 +31,16 @@ const (
 // its run over.
 var errClaimLost = errors.New("the run was taken over by another worker")
 
+// errClaimSkipped is a claim (ClaimNextRun, SkipLocked, in a locked unit)
+// that found the thread's row held by another unit: nothing to claim now.
+var errClaimSkipped = errors.New("the thread is another unit's at this moment")
+
+// lockedUpdater is a Store whose claims run under row locks instead of
+// SERIALIZABLE (the PostgreSQL store: pgStore.updateLocked).
+type lockedUpdater interface {
+	updateLocked(ctx context.Context, fn func(Tx) error) error
+}
+
 func (e *Engine) lease() time.Duration {
 	if e.Lease > 0 {
 		return e.Lease
@@ -164,10 +174,17 @@ func (e *Engine) pollClaims(ctx context.Context) {
 // is claiming at this moment is skipped (SKIP LOCKED): that worker has it.
 func (e *Engine) claimLeased(threadID string) (*runRecord, error) {
 	var claimed *runRecord
-	err := e.store.Update(e.ctx, func(tx Tx) error {
+	update := e.store.Update
+	if l, ok := e.store.(lockedUpdater); ok {
+		update = l.updateLocked
+	}
+	err := update(e.ctx, func(tx Tx) error {
 		claimed = nil
 		now := time.Now().UTC()
 		r, err := tx.ClaimNextRun(threadID, runClaim{Worker: e.WorkerID, Now: now, Lease: e.lease(), SkipLocked: true})
+		if errors.Is(err, errClaimSkipped) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}

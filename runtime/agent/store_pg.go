@@ -44,6 +44,7 @@ type pgTx struct {
 	ctx      context.Context
 	tx       pgx.Tx
 	confined bool // an UpdateThread: writes outside the thread's rows are refused
+	locked   bool // a READ COMMITTED unit (pgIsoLocked): it locks the rows it depends on before it reads them
 	origin   string
 	channel  string
 	events   []storeEvent
@@ -179,7 +180,8 @@ func retryable(err error) bool {
 var pgIsoSerializable = pgx.TxOptions{IsoLevel: pgx.Serializable}
 
 // pgIsoLocked runs the units that order themselves with row locks
-// instead (PutCheckpointRows): each statement sees what is committed.
+// instead (PutCheckpointRows, updateLocked): each statement sees what is
+// committed.
 var pgIsoLocked = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 
 // pgIsoSnapshot runs reads: one snapshot of everything committed when
@@ -215,7 +217,7 @@ func (s *pgStore) attempt(ctx context.Context, opts pgx.TxOptions, confined bool
 	if err != nil {
 		return nil, fmt.Errorf("agent store: begin: %w", redactPG(err))
 	}
-	t := &pgTx{ctx: ctx, tx: tx, confined: confined, origin: s.origin, channel: s.channel}
+	t := &pgTx{ctx: ctx, tx: tx, confined: confined, locked: opts.IsoLevel == pgx.ReadCommitted, origin: s.origin, channel: s.channel}
 	ferr := fn(t)
 	if t.err != nil {
 		// The database failed first: what fn made of it (or of the
@@ -249,6 +251,20 @@ func (s *pgStore) Update(ctx context.Context, fn func(Tx) error) error {
 // pgStore), and end has nothing to end (OpenFence is a no-op).
 func (s *pgStore) UpdateThread(ctx context.Context, _ string, _ bool, fn func(Tx) error) error {
 	t, err := s.unit(ctx, pgIsoSerializable, true, func(t *pgTx) error { return fn(t) })
+	if err == nil {
+		s.publish(t.events)
+	}
+	return err
+}
+
+// updateLocked is Update for a worker's claim (claimLeased), under READ
+// COMMITTED: ClaimNextRun locks the thread's row and the row of the run
+// it may claim before it reads them, so a unit that changes either
+// commits before (and the claim sees it) or waits for the claim; a
+// SERIALIZABLE unit that read them before then fails to serialize
+// ("concurrent update") and runs again. See PutCheckpointRows for why.
+func (s *pgStore) updateLocked(ctx context.Context, fn func(Tx) error) error {
+	t, err := s.unit(ctx, pgIsoLocked, false, func(t *pgTx) error { return fn(t) })
 	if err == nil {
 		s.publish(t.events)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"slipway/storage"
 )
 
@@ -22,25 +24,6 @@ func TestPGCheckpointWriteOrderedByRowLocks(t *testing.T) {
 	row := func(thread, id string) []cpRow {
 		return []cpRow{{mode: rowPut, key: lgKey(thread, "", lgKindCheckpoint, id), val: []byte(`{"run_id":"x"}`)}}
 	}
-	// hold runs fn in an Update whose first attempt stops, after fn's
-	// first step, until release is closed.
-	hold := func(s Store, first func(Tx) error, then func(Tx) error) (reached, release chan struct{}, done chan error, attempts *int) {
-		reached, release, done = make(chan struct{}), make(chan struct{}), make(chan error, 1)
-		attempts = new(int)
-		var once sync.Once
-		go func() {
-			done <- s.Update(ctx, func(tx Tx) error {
-				*attempts++
-				if err := first(tx); err != nil {
-					return err
-				}
-				once.Do(func() { close(reached); <-release })
-				return then(tx)
-			})
-		}()
-		return reached, release, done, attempts
-	}
-
 	t.Run("a takeover committing: the write waits for it, then is fenced", func(t *testing.T) {
 		s := openPGTestStore(t)
 		thread, run := storage.NewID().String(), storage.NewID().String()
@@ -56,7 +39,7 @@ func TestPGCheckpointWriteOrderedByRowLocks(t *testing.T) {
 			}
 			return tx.IndexRun(thread, run)
 		})
-		reached, release, done, _ := hold(s, func(tx Tx) error {
+		reached, release, done, _ := holdUnit(s, func(tx Tx) error {
 			r, err := tx.GetRun(run)
 			if err != nil {
 				return err
@@ -86,7 +69,7 @@ func TestPGCheckpointWriteOrderedByRowLocks(t *testing.T) {
 		s := openPGTestStore(t)
 		th := newThreadRec("")
 		mustUpdate(t, s, func(tx Tx) error { return tx.PutThread(th) })
-		reached, release, done, attempts := hold(s, func(tx Tx) error {
+		reached, release, done, attempts := holdUnit(s, func(tx Tx) error {
 			_, err := tx.GetThread(th.ThreadID)
 			return err
 		}, func(tx Tx) error { return deleteThreadData(tx, th.ThreadID) }) // as DeleteThread does
@@ -108,5 +91,83 @@ func TestPGCheckpointWriteOrderedByRowLocks(t *testing.T) {
 		if left != 0 || *attempts < 2 {
 			t.Fatalf("after the deletion: %d checkpoint rows left, %d attempts (want none left, the deletion run again)", left, *attempts)
 		}
+	})
+}
+
+// holdUnit runs first and then then in an Update whose first attempt
+// stops between them until release is closed; reached is closed there.
+func holdUnit(s Store, first, then func(Tx) error) (reached, release chan struct{}, done chan error, attempts *int) {
+	reached, release, done = make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	attempts = new(int)
+	var once sync.Once
+	go func() {
+		done <- s.Update(context.Background(), func(tx Tx) error {
+			*attempts++
+			if err := first(tx); err != nil {
+				return err
+			}
+			once.Do(func() { close(reached); <-release })
+			return then(tx)
+		})
+	}()
+	return reached, release, done, attempts
+}
+
+// TestPGClaimOrderedByRowLocks: a worker's claim runs under READ
+// COMMITTED with row locks (updateLocked). A takeover of a run whose
+// expired lease is being renewed at that moment waits for the renewal,
+// sees it, and takes nothing: the run stays its worker's.
+func TestPGClaimOrderedByRowLocks(t *testing.T) {
+	s := openPGTestStore(t)
+	thread, run := storage.NewID().String(), storage.NewID().String()
+	now := time.Now().UTC()
+	mustUpdate(t, s, func(tx Tx) error {
+		if err := tx.PutThread(&threadRecord{Thread: Thread{ThreadID: thread, CreatedAt: now, UpdatedAt: now, Status: ThreadBusy,
+			Metadata: map[string]any{}, Values: map[string]any{}}, Active: run}); err != nil {
+			return err
+		}
+		if err := tx.PutRun(&runRecord{Run: Run{RunID: run, ThreadID: thread, Status: RunRunning, CreatedAt: now, UpdatedAt: now},
+			Attempt: 1, Lease: &runLease{Worker: "worker-a", Until: now.Add(-time.Second)}}); err != nil {
+			return err
+		}
+		return tx.IndexRun(thread, run)
+	})
+	// The renewal has written the run's row and not committed yet when
+	// the claim comes.
+	reached, release, done, _ := holdUnit(s, func(tx Tx) error {
+		return tx.RenewLease(run, "worker-a", time.Now().UTC().Add(time.Minute))
+	}, func(Tx) error { return nil })
+	<-reached
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	e := &Engine{store: s, WorkerID: "worker-b", Lease: time.Minute, ctx: ctx, Log: zerolog.Nop()}
+	type result struct {
+		r   *runRecord
+		err error
+	}
+	claimed := make(chan result, 1)
+	go func() {
+		r, err := e.claimLeased(thread)
+		claimed <- result{r, err}
+	}()
+	select {
+	case got := <-claimed:
+		t.Fatalf("the claim returned (%+v, %v) while the renewal held the run's row", got.r, got.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := <-claimed
+	if got.err != nil || got.r != nil {
+		t.Fatalf("the takeover of a run renewed meanwhile: %+v, %v; want nothing claimed", got.r, got.err)
+	}
+	mustView(t, s, func(tx ReadTx) error {
+		r, err := tx.GetRun(run)
+		if err != nil || r.Lease == nil || r.Lease.Worker != "worker-a" || r.Attempt != 1 {
+			t.Errorf("the run after the claim: %+v %v, want worker-a's attempt 1", r, err)
+		}
+		return nil
 	})
 }
