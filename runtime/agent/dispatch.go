@@ -2,17 +2,36 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
 // dispatch makes sure a goroutine is working through the thread's queue.
-func (e *Engine) dispatch(threadID string) {
+func (e *Engine) dispatch(threadID string) { e.dispatchWith(threadID, false) }
+
+// dispatchWith is dispatch; held says the caller holds a worker slot (a
+// wake-up taken from the bus, replicas.go), which the thread's first
+// claim uses, or which is released.
+func (e *Engine) dispatchWith(threadID string, held bool) {
+	release := func() {
+		if held {
+			held = false
+			<-e.sem
+		}
+	}
 	if !e.executes() {
+		release()
 		return // an API replica: the workers claim (wake-ups)
 	}
 	e.mu.Lock()
 	if e.disp[threadID] {
+		if e.distributed() {
+			// Its dispatcher looks again before it stops: this worker
+			// took the wake-up, so no other worker will claim the run.
+			e.again[threadID] = true
+		}
 		e.mu.Unlock()
+		release()
 		return
 	}
 	e.disp[threadID] = true
@@ -21,26 +40,49 @@ func (e *Engine) dispatch(threadID string) {
 	go func() {
 		defer e.wg.Done()
 		for {
-			if !e.waitHead(threadID) {
+			ok, pending := e.waitHead(threadID, release)
+			if !ok {
+				release()
 				e.releaseDispatch(threadID)
 				return
 			}
-			select {
-			case e.sem <- struct{}{}:
-			case <-e.ctx.Done():
-				e.releaseDispatch(threadID)
-				return
+			// Of several workers, a thread with no run at all (the common
+			// case once this worker's run ended) is not claimed: a claim
+			// locks the thread's row, a commit PostgreSQL flushes.
+			if e.distributed() && !pending {
+				release()
+				if e.stopDispatch(threadID) {
+					return
+				}
+				continue
+			}
+			if held {
+				held = false // the slot is this claim's now
+			} else {
+				select {
+				case e.sem <- struct{}{}:
+				case <-e.ctx.Done():
+					e.releaseDispatch(threadID)
+					return
+				}
 			}
 			r, err := e.claimNext(threadID)
 			if err != nil || r == nil {
 				<-e.sem
+				if e.distributed() {
+					if err == nil && !e.stopDispatch(threadID) {
+						continue
+					}
+					if err != nil {
+						e.releaseDispatch(threadID)
+					}
+					return
+				}
 				e.mu.Lock()
 				delete(e.disp, threadID)
 				e.mu.Unlock()
 				// A run queued after our last look must not be stranded.
-				// (Of several workers, its admission's wake-up and the
-				// poll see to that: the thread may be another worker's.)
-				if err == nil && !e.distributed() && e.hasQueued(threadID) {
+				if err == nil && e.hasQueued(threadID) {
 					e.dispatch(threadID)
 				}
 				return
@@ -51,16 +93,40 @@ func (e *Engine) dispatch(threadID string) {
 	}()
 }
 
+// stopDispatch ends the thread's dispatcher unless a wake-up for the
+// thread came while it ran (dispatchWith): then it is false, and the
+// dispatcher looks again.
+func (e *Engine) stopDispatch(threadID string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.again[threadID] {
+		delete(e.again, threadID)
+		return false
+	}
+	delete(e.disp, threadID)
+	return true
+}
+
 // waitHead waits, without holding a worker, until the run at the head of
-// the thread's queue may start (after_seconds). It looks again at least
-// every 250 ms, since the head may be cancelled or overtaken meanwhile.
-// It is false when the engine stops.
-func (e *Engine) waitHead(threadID string) bool {
+// the thread's queue may start (after_seconds); beforeWait is called
+// before it waits (it gives a held worker slot back). It looks again at
+// least every 250 ms, since the head may be cancelled or overtaken
+// meanwhile. ok is false when the engine stops; pending is whether the
+// thread has a run (running or queued) a claim could take.
+func (e *Engine) waitHead(threadID string, beforeWait func()) (ok, pending bool) {
 	for {
 		var wait time.Duration
-		_ = e.store.ViewThread(context.Background(), threadID, func(tx ReadTx) error {
+		pending = false
+		err := e.store.ViewThread(context.Background(), threadID, func(tx ReadTx) error {
 			active, queue, err := tx.ThreadQueue(threadID)
-			if err != nil || active != "" || len(queue) == 0 {
+			if errors.Is(err, ErrNotFound) {
+				return nil // deleted
+			}
+			if err != nil {
+				return err
+			}
+			pending = active != "" || len(queue) > 0
+			if active != "" || len(queue) == 0 {
 				return nil
 			}
 			if nb, err := tx.RunNotBefore(queue[0]); err == nil && nb != nil {
@@ -68,13 +134,17 @@ func (e *Engine) waitHead(threadID string) bool {
 			}
 			return nil
 		})
-		if wait <= 0 {
-			return true
+		if err != nil {
+			pending = true // the look failed: the claim decides
 		}
+		if wait <= 0 {
+			return true, pending
+		}
+		beforeWait()
 		select {
 		case <-time.After(min(wait, 250*time.Millisecond)):
 		case <-e.ctx.Done():
-			return false
+			return false, pending
 		}
 	}
 }
@@ -82,6 +152,7 @@ func (e *Engine) waitHead(threadID string) bool {
 func (e *Engine) releaseDispatch(threadID string) {
 	e.mu.Lock()
 	delete(e.disp, threadID)
+	delete(e.again, threadID)
 	e.mu.Unlock()
 }
 

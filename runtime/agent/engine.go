@@ -72,8 +72,11 @@ type Engine struct {
 	mu    sync.Mutex
 	live  map[string]*liveRun // run id → its execution and events
 	disp  map[string]bool     // thread id → a dispatcher is running
+	again map[string]bool     // thread id → its dispatcher looks again before it stops (dispatchWith)
 	wg    sync.WaitGroup
 	ctx   context.Context
+	// emptyClaims counts this worker's claims that found no run (replicas.go).
+	emptyClaims atomic.Int64
 }
 
 type liveRun struct {
@@ -96,7 +99,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.Workers = 1
 	}
 	e.sem = make(chan struct{}, e.Workers)
-	e.live, e.disp, e.ctx = map[string]*liveRun{}, map[string]bool{}, ctx
+	e.live, e.disp, e.again, e.ctx = map[string]*liveRun{}, map[string]bool{}, map[string]bool{}, ctx
 	if e.Store != nil {
 		// A store of its own (PostgreSQL) has no journal to replay or
 		// flush, and its schema was migrated when it was opened.

@@ -31,6 +31,16 @@ const (
 // its run over.
 var errClaimLost = errors.New("the run was taken over by another worker")
 
+// errClaimSkipped is a claim (ClaimNextRun, SkipLocked, in a locked unit)
+// that found the thread's row held by another unit: nothing to claim now.
+var errClaimSkipped = errors.New("the thread is another unit's at this moment")
+
+// lockedUpdater is a Store whose claims run under row locks instead of
+// SERIALIZABLE (the PostgreSQL store: pgStore.updateLocked).
+type lockedUpdater interface {
+	updateLocked(ctx context.Context, fn func(Tx) error) error
+}
+
 func (e *Engine) lease() time.Duration {
 	if e.Lease > 0 {
 		return e.Lease
@@ -39,23 +49,77 @@ func (e *Engine) lease() time.Duration {
 }
 
 // startReplica starts what a process of a multi-process deployment runs:
-// a worker (role all or queue) listens for wake-ups and cancellations,
-// scans for claimable runs as a safety net, and runs the cron scheduler
-// and the TTL sweeper (serializable units of work, so several workers
-// running them do not fire a cron twice). There is no start-up recovery:
-// a run that was running is another worker's until its lease expires.
+// a worker (role all or queue) takes wake-ups while it has a free slot,
+// listens for cancellations, scans for claimable runs as a safety net,
+// and runs the cron scheduler and the TTL sweeper (serializable units of
+// work, so several workers running them do not fire a cron twice). There
+// is no start-up recovery: a run that was running is another worker's
+// until its lease expires.
 func (e *Engine) startReplica(ctx context.Context) error {
 	if !e.executes() {
 		return nil
 	}
-	if err := e.Bus.Listen(ctx, e.onBusCancel, e.dispatch); err != nil {
+	if err := e.Bus.Listen(ctx, e.onBusCancel); err != nil {
 		return err
 	}
-	e.wg.Add(3)
+	e.wg.Add(4)
+	go e.takeWakes(ctx)
 	go e.pollClaims(ctx)
 	go e.runCrons()
 	go e.runTTLSweeper()
 	return nil
+}
+
+// wakeBlock is how long a worker waits for a wake-up at a time: how long
+// its shutdown may wait for the one it is waiting on.
+const wakeBlock = time.Second
+
+// takeWakes takes "run queued" wake-ups from the bus, one at a time and
+// only while this worker has a free slot, which it holds while it waits
+// and hands to the claim: a busy worker leaves wake-ups to idle ones
+// instead of taking runs it would make wait. Each wake-up is taken by one
+// worker, so a run costs one claim transaction, not one per worker. A
+// wake-up lost (its worker died after taking it, or Redis was away) is a
+// run the poll finds (pollClaims).
+func (e *Engine) takeWakes(ctx context.Context) {
+	defer e.wg.Done()
+	failing := false
+	for {
+		select {
+		case e.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		thread, err := e.Bus.TakeWake(ctx, wakeBlock)
+		switch {
+		case ctx.Err() != nil:
+			<-e.sem
+			if thread != "" {
+				// Stopping: another worker takes it now, not at its poll.
+				pctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_ = e.Bus.Wake(pctx, thread)
+				cancel()
+			}
+			return
+		case err != nil:
+			<-e.sem
+			if !failing {
+				e.Log.Warn().Err(err).Msg("take wake-ups from Redis; queued runs are found by the poll until it answers")
+			}
+			failing = true
+			select {
+			case <-time.After(wakeBlock):
+			case <-ctx.Done():
+				return
+			}
+		case thread == "":
+			<-e.sem
+			failing = false
+		default:
+			failing = false
+			e.dispatchWith(thread, true)
+		}
+	}
 }
 
 // pollClaims dispatches, every PollEvery, the threads with a run to
@@ -110,10 +174,17 @@ func (e *Engine) pollClaims(ctx context.Context) {
 // is claiming at this moment is skipped (SKIP LOCKED): that worker has it.
 func (e *Engine) claimLeased(threadID string) (*runRecord, error) {
 	var claimed *runRecord
-	err := e.store.Update(e.ctx, func(tx Tx) error {
+	update := e.store.Update
+	if l, ok := e.store.(lockedUpdater); ok {
+		update = l.updateLocked
+	}
+	err := update(e.ctx, func(tx Tx) error {
 		claimed = nil
 		now := time.Now().UTC()
 		r, err := tx.ClaimNextRun(threadID, runClaim{Worker: e.WorkerID, Now: now, Lease: e.lease(), SkipLocked: true})
+		if errors.Is(err, errClaimSkipped) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -132,6 +203,9 @@ func (e *Engine) claimLeased(threadID string) (*runRecord, error) {
 		claimed = r
 		return tx.PutRun(r)
 	})
+	if err == nil && claimed == nil {
+		e.emptyClaims.Add(1)
+	}
 	if err == nil && claimed != nil && claimed.Attempt > 1 {
 		e.Log.Warn().Str("run_id", claimed.RunID).Int("attempt", claimed.Attempt).Msg("run taken over: its worker stopped renewing its lease")
 	}

@@ -11,7 +11,8 @@ import (
 // API replicas and queue workers (Engine.Bus): a run's stream events,
 // from the worker executing it to whichever replica holds the client;
 // cancellations (and the interrupt and rollback strategies) from the
-// replica that took the request to the worker; and "run queued" wake-ups.
+// replica that took the request to the worker; and "run queued" wake-ups,
+// each taken by one idle worker.
 // The threads, runs and checkpoints themselves are in the shared Store
 // (PostgreSQL). A nil Bus is one process: events go through the run's
 // in-memory EventLog only, cancellation and dispatch are in-process.
@@ -38,11 +39,18 @@ type RunBus interface {
 	Exists(ctx context.Context, run string) (bool, error)
 	// Cancel asks the worker executing run to stop it (action: interrupt or rollback).
 	Cancel(ctx context.Context, run, action string) error
-	// Wake tells workers that thread has a run to claim.
+	// Wake queues a wake-up: thread has a run to claim. One worker takes
+	// it (TakeWake), not every worker: the others would each open a claim
+	// transaction that finds nothing.
 	Wake(ctx context.Context, thread string) error
-	// Listen delivers cancellations and wake-ups until ctx ends (a lost
-	// message is caught up by the workers' slow poll and lease renewals).
-	Listen(ctx context.Context, onCancel func(run, action string), onWake func(thread string)) error
+	// TakeWake waits up to block for a queued wake-up and takes it, so no
+	// other worker gets it; "" when none came. A worker calls it only
+	// while it has a free slot (replicas.go, takeWakes).
+	TakeWake(ctx context.Context, block time.Duration) (thread string, err error)
+	// Listen delivers cancellations, to every listener, until ctx ends (a
+	// lost cancellation is caught up by the workers' lease renewals, a
+	// lost wake-up by their slow poll).
+	Listen(ctx context.Context, onCancel func(run, action string)) error
 	Close() error
 }
 

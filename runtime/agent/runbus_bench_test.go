@@ -13,21 +13,43 @@ import (
 
 // BenchmarkCrossProcessMessage measures what the run bus's choice rests
 // on (README, "Replicas"): the time from one process sending a message
-// (a wake-up, a cancellation) to another hearing it, through Redis
-// PUBLISH and through PostgreSQL NOTIFY; and the time to append one stream
-// event where every replica can read it back from any id, a Redis Stream
-// XADD (the bus's fenced script) and a PostgreSQL insert with its NOTIFY
-// in one transaction.
+// to another hearing it (a cancellation through Redis PUBLISH, a wake-up
+// through the Redis list a worker blocked in BRPOP pops, either through
+// PostgreSQL NOTIFY); and the time to append one stream event where
+// every replica can read it back from any id, a Redis Stream XADD (the
+// bus's fenced script) and a PostgreSQL insert with its NOTIFY in one
+// transaction.
 func BenchmarkCrossProcessMessage(b *testing.B) {
 	ctx := context.Background()
-	b.Run("wake/redis-publish", func(b *testing.B) {
+	b.Run("cancel/redis-publish", func(b *testing.B) {
 		bus := redisBenchBus(b)
 		heard := make(chan string, 1)
 		lctx, stop := context.WithCancel(ctx)
 		defer stop()
-		if err := bus.Listen(lctx, func(string, string) {}, func(th string) { heard <- th }); err != nil {
+		if err := bus.Listen(lctx, func(run, _ string) { heard <- run }); err != nil {
 			b.Fatal(err)
 		}
+		b.ResetTimer()
+		for b.Loop() {
+			if err := bus.Cancel(ctx, "r", StrategyInterrupt); err != nil {
+				b.Fatal(err)
+			}
+			<-heard
+		}
+	})
+	b.Run("wake/redis-list", func(b *testing.B) {
+		// A worker blocked in BRPOP, as takeWakes is, takes each wake-up.
+		bus := redisBenchBus(b)
+		heard := make(chan string, 1)
+		lctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			for lctx.Err() == nil {
+				if th, err := bus.TakeWake(lctx, time.Second); err == nil && th != "" {
+					heard <- th
+				}
+			}
+		}()
 		b.ResetTimer()
 		for b.Loop() {
 			if err := bus.Wake(ctx, "t"); err != nil {

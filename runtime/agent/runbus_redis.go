@@ -22,11 +22,15 @@ import (
 //	                              an entry with field end
 //	<prefix>run:<run_id>:attempt  the attempt allowed to write the stream
 //	<prefix>cancel                channel: {"run","action"} cancellations
-//	<prefix>wake                  channel: a thread id with a run to claim
+//	<prefix>wakeups               a list of thread ids with a run to claim:
+//	                              LPUSH by the replica that admitted the
+//	                              run, BRPOP by one idle worker
 //
 // A stream is capped at streamMaxLen entries (XADD MAXLEN ~) and expires
 // streamLive after its last write while the run goes on, streamKept after
-// its end.
+// its end. The wake-up list keeps its newest wakeMaxLen entries and
+// expires wakeKept after its last push (no worker is taking them): a
+// wake-up dropped either way is a run the workers' poll finds.
 type redisBus struct {
 	rdb    *redis.Client
 	prefix string
@@ -36,6 +40,8 @@ const (
 	streamMaxLen = 10000
 	streamLive   = 24 * time.Hour
 	streamKept   = 10 * time.Minute
+	wakeMaxLen   = 100000
+	wakeKept     = 10 * time.Minute
 )
 
 // OpenRedisBus connects to the Redis url names (redis:// or rediss://)
@@ -193,16 +199,39 @@ func (b *redisBus) Cancel(ctx context.Context, run, action string) error {
 	return nil
 }
 
+func (b *redisBus) wakeups() string { return b.prefix + "wakeups" }
+
 func (b *redisBus) Wake(ctx context.Context, thread string) error {
-	if err := b.rdb.Publish(ctx, b.prefix+"wake", thread).Err(); err != nil {
-		return fmt.Errorf("publish a wake-up: %w", redactRedis(err))
+	// One round trip: the push, the cap and the expiry in a MULTI.
+	_, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.LPush(ctx, b.wakeups(), thread)
+		p.LTrim(ctx, b.wakeups(), 0, wakeMaxLen-1)
+		p.PExpire(ctx, b.wakeups(), wakeKept)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("queue a wake-up: %w", redactRedis(err))
 	}
 	return nil
 }
 
-func (b *redisBus) Listen(ctx context.Context, onCancel func(run, action string), onWake func(thread string)) error {
-	ps := b.rdb.Subscribe(ctx, b.prefix+"cancel", b.prefix+"wake")
-	// Subscribed before Listen returns: a wake-up sent after it is heard.
+func (b *redisBus) TakeWake(ctx context.Context, block time.Duration) (string, error) {
+	res, err := b.rdb.BRPop(ctx, block, b.wakeups()).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("take a wake-up: %w", redactRedis(err))
+	}
+	if len(res) != 2 {
+		return "", fmt.Errorf("take a wake-up: BRPOP answered %d values", len(res))
+	}
+	return res[1], nil
+}
+
+func (b *redisBus) Listen(ctx context.Context, onCancel func(run, action string)) error {
+	ps := b.rdb.Subscribe(ctx, b.prefix+"cancel")
+	// Subscribed before Listen returns: a cancellation sent after it is heard.
 	if _, err := ps.Receive(ctx); err != nil {
 		_ = ps.Close()
 		return fmt.Errorf("subscribe to the agent's channels: %w", redactRedis(err))
@@ -218,14 +247,9 @@ func (b *redisBus) Listen(ctx context.Context, onCancel func(run, action string)
 				if !ok {
 					return
 				}
-				switch m.Channel {
-				case b.prefix + "wake":
-					onWake(m.Payload)
-				case b.prefix + "cancel":
-					var c busCancelMsg
-					if json.Unmarshal([]byte(m.Payload), &c) == nil && c.Run != "" {
-						onCancel(c.Run, c.Action)
-					}
+				var c busCancelMsg
+				if json.Unmarshal([]byte(m.Payload), &c) == nil && c.Run != "" {
+					onCancel(c.Run, c.Action)
 				}
 			}
 		}

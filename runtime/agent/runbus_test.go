@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,44 +116,82 @@ func TestRedisBusStreamFencedByAttempt(t *testing.T) {
 	}
 }
 
-// TestRedisBusWakesAndCancels: a listener hears wake-ups and cancellations
-// published after Listen returned.
+// TestRedisBusWakesAndCancels: every listener hears a cancellation
+// published after Listen returned; a wake-up is taken by exactly one of
+// several workers waiting for one; and
+// another deployment's prefix is another world for both.
 func TestRedisBusWakesAndCancels(t *testing.T) {
 	b := redisTestBus(t)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	wakes, cancels := make(chan string, 1), make(chan string, 1)
-	if err := b.Listen(ctx, func(run, action string) { cancels <- run + " " + action }, func(th string) { wakes <- th }); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Wake(ctx, "thread-1"); err != nil {
-		t.Fatal(err)
+	cancels := make(chan string, 4)
+	for range 2 {
+		if err := b.Listen(ctx, func(run, action string) { cancels <- run + " " + action }); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := b.Cancel(ctx, "run-1", StrategyRollback); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		ch   chan string
-		want string
-	}{{wakes, "thread-1"}, {cancels, "run-1 rollback"}} {
+	for i := range 2 {
 		select {
-		case got := <-c.ch:
-			if got != c.want {
-				t.Fatalf("heard %q, want %q", got, c.want)
+		case got := <-cancels:
+			if got != "run-1 rollback" {
+				t.Fatalf("heard %q, want run-1 rollback", got)
 			}
 		case <-time.After(5 * time.Second):
-			t.Fatalf("%q not heard", c.want)
+			t.Fatalf("listener %d of 2 did not hear the cancellation", i+1)
 		}
 	}
-	// Another deployment's prefix is another world.
+
+	// Three workers wait; two wake-ups are taken once each.
+	taken := make(chan string, 8)
+	for range 3 {
+		go func() {
+			th, err := b.TakeWake(ctx, time.Second)
+			if err != nil {
+				th = "error: " + err.Error()
+			}
+			taken <- th
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // all three blocked in BRPOP
+	for _, th := range []string{"thread-1", "thread-2"} {
+		if err := b.Wake(ctx, th); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for range 3 {
+		select {
+		case th := <-taken:
+			got = append(got, th)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("a worker's TakeWake did not return within its block: %q so far", got)
+		}
+	}
+	slices.Sort(got)
+	if fmt.Sprint(got) != "[ thread-1 thread-2]" {
+		t.Fatalf("the three workers took %q, want thread-1, thread-2 and nothing", got)
+	}
+	// Another deployment's prefix: neither its wake-ups nor its cancellations.
 	other := &redisBus{rdb: b.rdb, prefix: b.prefix + "other:"}
-	if err := other.Wake(ctx, "thread-2"); err != nil {
+	if err := other.Wake(ctx, "thread-3"); err != nil {
 		t.Fatal(err)
 	}
+	if err := other.Cancel(ctx, "run-2", StrategyInterrupt); err != nil {
+		t.Fatal(err)
+	}
+	if th, err := b.TakeWake(ctx, time.Second); err != nil || th != "" {
+		t.Fatalf("took %q (%v), another prefix's wake-up", th, err)
+	}
 	select {
-	case got := <-wakes:
-		t.Fatalf("heard another prefix's wake-up %q", got)
+	case got := <-cancels:
+		t.Fatalf("heard another prefix's cancellation %q", got)
 	case <-time.After(200 * time.Millisecond):
+	}
+	if n, err := b.rdb.PTTL(ctx, other.wakeups()).Result(); err != nil || n <= 0 || n > wakeKept {
+		t.Fatalf("the wake-up list's expiry: %v %v, want at most %v", n, err, wakeKept)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,6 +48,7 @@ type pgTx struct {
 	ctx      context.Context
 	tx       pgx.Tx
 	confined bool // an UpdateThread: writes outside the thread's rows are refused
+	locked   bool // a READ COMMITTED unit (pgIsoLocked): it locks the rows it depends on before it reads them
 	origin   string
 	channel  string
 	events   []storeEvent
@@ -62,8 +64,23 @@ var pgMigrations embed.FS
 const pgMigrationLock = int64(0x736c6970_77617900) // "slipway\0"
 
 // pgMaxAttempts bounds the runs of a unit of work that keeps failing to
-// serialize.
-const pgMaxAttempts = 10
+// serialize; pgRetryCap bounds the pause before one (pgRetryPause).
+const (
+	pgMaxAttempts = 20
+	pgRetryCap    = 250 * time.Millisecond
+)
+
+// pgRetryPause is the pause after a unit's attempt failed to serialize:
+// random up to a bound that doubles from 2 ms to pgRetryCap. Random, so
+// units that collided do not run again in step and collide again; long
+// enough in all (about 2 s expected over every attempt) to outlast the
+// units it collided with on a loaded machine. (A fixed attempt² ms, 0.4 s
+// in all, gave up under API + 2 workers at a load average of 5 to 7:
+// BENCHMARKS.md, "Slipway on PostgreSQL against Aegra".)
+func pgRetryPause(attempt int) time.Duration {
+	bound := min(pgRetryCap, time.Millisecond<<min(attempt, 16))
+	return rand.N(bound) + 1
+}
 
 // openPGStore connects to the database cfg names, applies the schema's
 // migrations under an advisory lock, and starts listening for other
@@ -192,6 +209,11 @@ func retryable(err error) bool {
 // contract's serializability without locking every row read.
 var pgIsoSerializable = pgx.TxOptions{IsoLevel: pgx.Serializable}
 
+// pgIsoLocked runs the units that order themselves with row locks
+// instead (PutCheckpointRows, updateLocked): each statement sees what is
+// committed.
+var pgIsoLocked = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+
 // pgIsoSnapshot runs reads: one snapshot of everything committed when
 // the read began.
 var pgIsoSnapshot = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
@@ -209,12 +231,12 @@ func (s *pgStore) unit(ctx context.Context, opts pgx.TxOptions, confined bool, f
 			return nil, err
 		}
 		last = err
-		// A short, growing pause lets the transaction it collided with
+		// A growing, random pause lets the transaction it collided with
 		// finish.
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(time.Duration(attempt*attempt) * time.Millisecond):
+		case <-time.After(pgRetryPause(attempt)):
 		}
 	}
 	return nil, fmt.Errorf("agent store: gave up after %d attempts: %w", pgMaxAttempts, last)
@@ -228,7 +250,7 @@ func (s *pgStore) attempt(ctx context.Context, opts pgx.TxOptions, confined bool
 		}
 		return nil, fmt.Errorf("agent store: begin: %w", redactPG(err))
 	}
-	t := &pgTx{ctx: ctx, tx: tx, confined: confined, origin: s.origin, channel: s.channel}
+	t := &pgTx{ctx: ctx, tx: tx, confined: confined, locked: opts.IsoLevel == pgx.ReadCommitted, origin: s.origin, channel: s.channel}
 	ferr := fn(t)
 	if t.err != nil {
 		// The database failed first: what fn made of it (or of the
@@ -262,6 +284,20 @@ func (s *pgStore) Update(ctx context.Context, fn func(Tx) error) error {
 // pgStore), and end has nothing to end (OpenFence is a no-op).
 func (s *pgStore) UpdateThread(ctx context.Context, _ string, _ bool, fn func(Tx) error) error {
 	t, err := s.unit(ctx, pgIsoSerializable, true, func(t *pgTx) error { return fn(t) })
+	if err == nil {
+		s.publish(t.events)
+	}
+	return err
+}
+
+// updateLocked is Update for a worker's claim (claimLeased), under READ
+// COMMITTED: ClaimNextRun locks the thread's row and the row of the run
+// it may claim before it reads them, so a unit that changes either
+// commits before (and the claim sees it) or waits for the claim; a
+// SERIALIZABLE unit that read them before then fails to serialize
+// ("concurrent update") and runs again. See PutCheckpointRows for why.
+func (s *pgStore) updateLocked(ctx context.Context, fn func(Tx) error) error {
+	t, err := s.unit(ctx, pgIsoLocked, false, func(t *pgTx) error { return fn(t) })
 	if err == nil {
 		s.publish(t.events)
 	}

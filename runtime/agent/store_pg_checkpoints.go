@@ -299,18 +299,34 @@ func (t *pgTx) applyRow(r cpRow) error {
 }
 
 // PutCheckpointRows writes the rows in a unit of work that checks the
-// fence there: the thread's row, read in a serializable unit, orders the
-// write against the claim or the end of the run.
+// fence there, under row locks rather than SERIALIZABLE: the thread's
+// row is updated in place (a write that changes nothing) and the run's
+// row is locked FOR SHARE before the fence reads them, so a claim, the
+// run's end or the thread's deletion either commits before (and the
+// fence sees it) or waits for this write, and a SERIALIZABLE unit that
+// deletes the thread after reading it first fails to serialize
+// ("concurrent update") and runs again, seeing these rows.
+//
+// Why not SERIALIZABLE, as the other units of work: a run writes several
+// checkpoints, and the keys of recent threads, runs and checkpoint rows
+// are adjacent (time-ordered ids), so their index pages are the same few.
+// PostgreSQL's serializable reads lock index pages, not keys: every
+// checkpoint unit read the pages every admission and claim wrote, and
+// under 16 clients most units failed to serialize and ran again (about
+// 7 retries per run with API + 2 workers; BENCHMARKS.md, "Slipway on
+// PostgreSQL against Aegra").
 func (s *pgStore) PutCheckpointRows(ctx context.Context, thread, run string, rows []cpRow) error {
-	return s.Update(ctx, func(tx Tx) error {
-		if err := fence(tx, thread, run); err != nil {
+	t, err := s.unit(ctx, pgIsoLocked, false, func(t *pgTx) error {
+		if err := t.lockFence(thread, run); err != nil {
+			return err
+		}
+		if err := fence(t, thread, run); err != nil {
 			return err
 		}
 		// Of several workers, only the run's current attempt writes.
-		if err := fenceClaim(ctx, tx, run); err != nil {
+		if err := fenceClaim(ctx, t, run); err != nil {
 			return err
 		}
-		t := tx.(*pgTx)
 		for _, r := range rows {
 			if err := t.applyRow(r); err != nil {
 				return err
@@ -318,6 +334,28 @@ func (s *pgStore) PutCheckpointRows(ctx context.Context, thread, run string, row
 		}
 		return nil
 	})
+	if err == nil {
+		s.publish(t.events)
+	}
+	return err
+}
+
+// lockFence locks, in a READ COMMITTED unit, the rows the fence reads
+// (PutCheckpointRows): the thread's with an update that changes nothing,
+// the run's FOR SHARE. A row that is not there is the fence's to judge.
+func (t *pgTx) lockFence(thread, run string) error {
+	if err := t.exec("lock the thread", "update threads set busy = busy where thread_id = $1", thread); err != nil {
+		return err
+	}
+	if run == "" {
+		return nil
+	}
+	var one int
+	err := t.one("lock the run", "select 1 from runs where run_id = $1 for share", []any{run}, &one)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 func (s *pgStore) ViewCheckpointRows(ctx context.Context, _ string, fn func(checkpointRows) error) error {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -139,6 +140,9 @@ func (t *pgTx) ClaimNextRun(thread string, c runClaim) (*runRecord, error) {
 	}
 	err := t.one("claim a run", lock, []any{thread}, &one)
 	if errors.Is(err, ErrNotFound) {
+		if t.locked {
+			return nil, errClaimSkipped // nothing read here may be relied on
+		}
 		return nil, nil
 	}
 	if err != nil {
@@ -148,7 +152,24 @@ func (t *pgTx) ClaimNextRun(thread string, c runClaim) (*runRecord, error) {
 	if err != nil {
 		return nil, err
 	}
+	if run := cmp.Or(th.Active, firstOf(th.Queue)); t.locked && run != "" {
+		// The run claimNext reads and may write: its row too is this
+		// unit's before it is read (a lease renewal committing meanwhile
+		// is seen, not overwritten).
+		err := t.one("claim a run", "select 1 from runs where run_id = $1 for update", []any{run}, &one)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
 	return claimNext(t, th, c)
+}
+
+// firstOf is ids[0], or "" for none.
+func firstOf(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return ids[0]
 }
 
 func (t *pgTx) RenewLease(run, worker string, until time.Time) error {

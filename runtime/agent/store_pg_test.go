@@ -581,3 +581,25 @@ func TestPostgresStoreSearchMatchesBolt(t *testing.T) {
 
 // pgconnError40001 is a serialization failure as the server reports it.
 var pgconnError40001 = pgconn.PgError{Code: "40001", Message: "could not serialize access"}
+
+// TestPGRetryPause: the pause before a unit's next attempt is random (so
+// units that collided do not retry in step), grows with the attempts,
+// and stays under pgRetryCap.
+func TestPGRetryPause(t *testing.T) {
+	for _, c := range []struct {
+		attempt int
+		bound   time.Duration
+	}{{1, 2 * time.Millisecond}, {3, 8 * time.Millisecond}, {7, 128 * time.Millisecond}, {8, pgRetryCap}, {pgMaxAttempts, pgRetryCap}} {
+		seen := map[time.Duration]bool{}
+		for range 200 {
+			p := pgRetryPause(c.attempt)
+			if p <= 0 || p > c.bound {
+				t.Fatalf("attempt %d: pause %v, want within (0, %v]", c.attempt, p, c.bound)
+			}
+			seen[p] = true
+		}
+		if len(seen) < 10 {
+			t.Fatalf("attempt %d: %d distinct pauses in 200, want them random", c.attempt, len(seen))
+		}
+	}
+}

@@ -17,17 +17,25 @@ func (e *Engine) CreateThread(id string, metadata map[string]any, ifExists strin
 // createThread is CreateThread with the new thread's TTL (nil: the
 // configured default), set in the transaction that creates it.
 func (e *Engine) createThread(id string, metadata map[string]any, ifExists string, ttl *ThreadTTL) (Thread, error) {
-	if id == "" {
+	// An id made here is new: the unit only writes. (On PostgreSQL a
+	// SERIALIZABLE read of a recent thread locks the index page that
+	// every other recent thread is on, so the look for an existing one
+	// made thread creation collide with the admissions and claims of the
+	// other threads: BENCHMARKS.md, "Slipway on PostgreSQL against Aegra".)
+	fresh := id == ""
+	if fresh {
 		id = storage.NewID().String() // time-ordered: new threads append to the B-trees
 	}
 	var out Thread
 	create := func(tx Tx) error {
-		if t, err := tx.GetThread(id); err == nil {
-			if ifExists == "do_nothing" {
-				out = t.view()
-				return nil
+		if !fresh {
+			if t, err := tx.GetThread(id); err == nil {
+				if ifExists == "do_nothing" {
+					out = t.view()
+					return nil
+				}
+				return fmt.Errorf("%w: thread %s already exists", ErrConflict, id)
 			}
-			return fmt.Errorf("%w: thread %s already exists", ErrConflict, id)
 		}
 		now := e.now()
 		t := threadRecord{Thread: Thread{ThreadID: id, CreatedAt: now, UpdatedAt: now, Metadata: metadata,

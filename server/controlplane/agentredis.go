@@ -56,6 +56,8 @@ func agentRedisNames(depID string) (user, prefix string, err error) {
 // script fenced by the run's attempt (runtime/agent/runbus_redis.go), and
 // Redis checks what a script calls against the calling user's rules, its
 // key patterns included, so a script reaches no more than the user does.
+// Lists carry the run bus's wake-ups (LPUSH in a MULTI, BRPOP: @list,
+// whose blocking commands are not @dangerous).
 func agentRedisRules(prefix string) []any {
 	return []any{
 		"resetkeys", "~" + prefix + "*", "resetchannels", "&" + prefix + "*",

@@ -16,8 +16,10 @@ import (
 
 // TestAgentRedisUser provisions two deployments' users on a real Redis
 // and checks what an agent may do with one: its own prefix's strings with
-// expiry, streams, channels and scripts on its keys work (the agent's run
-// bus appends in a script); another prefix's keys and channels, also from
+// expiry, streams, lists (the run bus's wake-ups: LPUSH, LTRIM and
+// PEXPIRE in a MULTI, BRPOP), channels and scripts on its keys work (the
+// agent's run bus appends in a script); another prefix's keys (BRPOP
+// too) and channels, also from
 // a script, FLUSHALL, CONFIG, KEYS, SCAN and SCRIPT are refused; dropping the user
 // leaves neither the user nor a key under its prefix, and leaves the
 // other deployment's keys alone.
@@ -71,7 +73,18 @@ func TestAgentRedisUser(t *testing.T) {
 			return c.XRead(ctx, &redis.XReadArgs{Streams: []string{a.prefix + "run:1", "0"}, Count: 1, Block: -1}).Err()
 		},
 		"publish": func() error { return c.Publish(ctx, a.prefix+"wake", "1").Err() },
-		"unlink":  func() error { return c.Unlink(ctx, a.prefix+"gone").Err() },
+		// The run bus's wake-ups: a capped, expiring list one worker pops.
+		"queue a wake-up": func() error {
+			_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.LPush(ctx, a.prefix+"wakeups", "thread")
+				p.LTrim(ctx, a.prefix+"wakeups", 0, 99)
+				p.PExpire(ctx, a.prefix+"wakeups", time.Minute)
+				return nil
+			})
+			return err
+		},
+		"brpop":  func() error { return c.BRPop(ctx, time.Second, a.prefix+"wakeups").Err() },
+		"unlink": func() error { return c.Unlink(ctx, a.prefix+"gone").Err() },
 		"eval on its keys": func() error {
 			return c.Eval(ctx, "return redis.call('SET', KEYS[1], 'v')", []string{a.prefix + "s"}).Err()
 		},
@@ -87,12 +100,13 @@ func TestAgentRedisUser(t *testing.T) {
 		"publish another prefix": func() error {
 			return c.Publish(ctx, b.prefix+"wake", "1").Err()
 		},
-		"flushall":   func() error { return c.FlushAll(ctx).Err() },
-		"flushdb":    func() error { return c.FlushDB(ctx).Err() },
-		"config get": func() error { return c.ConfigGet(ctx, "*").Err() },
-		"config set": func() error { return c.ConfigSet(ctx, "maxmemory", "1").Err() },
-		"keys":       func() error { return c.Keys(ctx, "*").Err() },
-		"scan":       func() error { return c.Scan(ctx, 0, "*", 10).Err() },
+		"brpop another prefix": func() error { return c.BRPop(ctx, time.Second, b.prefix+"wakeups").Err() },
+		"flushall":             func() error { return c.FlushAll(ctx).Err() },
+		"flushdb":              func() error { return c.FlushDB(ctx).Err() },
+		"config get":           func() error { return c.ConfigGet(ctx, "*").Err() },
+		"config set":           func() error { return c.ConfigSet(ctx, "maxmemory", "1").Err() },
+		"keys":                 func() error { return c.Keys(ctx, "*").Err() },
+		"scan":                 func() error { return c.Scan(ctx, 0, "*", 10).Err() },
 		"eval on another prefix": func() error {
 			return c.Eval(ctx, "return redis.call('GET', KEYS[1])", []string{b.prefix + "secret"}).Err()
 		},
