@@ -2,6 +2,7 @@ package processtest_test
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,6 +57,8 @@ func shared(b *testing.B) *servertest.Server {
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	raiseParallel()
 	code := m.Run()
 	if sharedSrv != nil {
 		sharedSrv.Stop()

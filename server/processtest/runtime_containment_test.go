@@ -37,6 +37,7 @@ import (
 // the revision image, and checks that a volume that would mount something
 // of the host, or another deployment's image, is refused.
 func TestDockerContainment(t *testing.T) {
+	waitParallel(t)
 	requireRuntime(t, "docker")
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "docker"})
 	ctx := context.Background()

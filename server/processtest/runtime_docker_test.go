@@ -109,6 +109,7 @@ func TestDockerKilledDuringBuildAndDeploy(t *testing.T) {
 // and mounts, an init container that ran to completion, a sidecar in the
 // agent's network namespace, and the hardening every container gets.
 func TestDockerResourceMapping(t *testing.T) {
+	waitParallel(t)
 	requireRuntime(t, "docker")
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "docker"})
 	dep := s.Do("POST", "/v2/deployments", map[string]any{"name": "mapped", "source": "internal_source", "source_config": map[string]any{},

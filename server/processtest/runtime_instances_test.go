@@ -25,6 +25,7 @@ import (
 // its deployment keeps serving and its thread is still there; the
 // unlabelled container stays too.
 func TestDockerTwoInstallsOnOneEngine(t *testing.T) {
+	waitParallel(t)
 	requireRuntime(t, "docker")
 	ctx := context.Background()
 	e := engine(t)

@@ -168,6 +168,7 @@ func revLogs(s *servertest.Server, dep, rev string) string {
 // secret); the service carries the limits, reservations and hardening;
 // delete leaves nothing with the deployment's label.
 func TestSwarmDeployServeDelete(t *testing.T) {
+	waitParallel(t)
 	reg := requireSwarm(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "swarm", "SLIPWAY_REGISTRY": reg})
 	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "swarmed", "source": "internal_source",
@@ -331,6 +332,7 @@ func swarmEnvOf(t *testing.T, s *servertest.Server, url string, names ...string)
 // serving. Then secret_references: an external_docker deployment reads an
 // existing Swarm secret, and one naming a missing secret fails clearly.
 func TestSwarmRolloutRollbackSecrets(t *testing.T) {
+	waitParallel(t)
 	reg := requireSwarm(t)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": "swarm", "SLIPWAY_REGISTRY": reg})
 	d := s.Do("POST", "/v2/deployments", map[string]any{"name": "rolled", "source": "internal_source", "source_config": map[string]any{},
@@ -480,6 +482,7 @@ func TestSwarmRolloutRollbackSecrets(t *testing.T) {
 // restart its service, rolled back outside Slipway meanwhile, is brought
 // back to the revision Slipway's record names, and serves.
 func TestSwarmRestartReconcileSecondInstall(t *testing.T) {
+	waitParallel(t)
 	reg := requireSwarm(t)
 	env := map[string]string{"SLIPWAY_RUNTIME": "swarm", "SLIPWAY_REGISTRY": reg}
 	s := servertest.Start(t, env)
@@ -589,6 +592,7 @@ func forwardOn(t *testing.T, host, target string) string {
 // task runs beside the old one until it is healthy, and the thread stored
 // through revision 1 is there after it.
 func TestSwarmStartFirstOnPostgres(t *testing.T) {
+	waitParallel(t)
 	reg := requireSwarm(t)
 	admin := servertest.PostgresAdminURL(t)
 	u, err := neturl.Parse(admin)

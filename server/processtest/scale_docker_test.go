@@ -35,8 +35,8 @@ import (
 // the deployment leaves no container, volume or network of it, no
 // database or role, no Redis user and no key under its prefix.
 func TestDockerScaledDeployment(t *testing.T) {
+	waitParallel(t)
 	requireRuntime(t, "docker")
-	longParallel(t)
 	pgAdmin := servertest.PostgresAdminURL(t)
 	rdAdmin := servertest.RedisAdminURL(t)
 	// The test servers listen on loopback, which a container does not

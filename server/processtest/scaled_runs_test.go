@@ -45,7 +45,7 @@ func (c *deploymentClient) Do(method, path string, body any, headers ...string) 
 //   - 50 racing creations with multitask_strategy reject: one 200 and 49
 //     409s.
 func TestScaledDeploymentServesRuns(t *testing.T) {
-	longParallel(t)
+	waitParallel(t)
 	requireRuntime(t, "process")
 	python := soakPython(t)
 	pg := servertest.PostgresAdminURL(t)
