@@ -28,7 +28,7 @@ import (
 // A test whose assertions depend on the machine being otherwise quiet
 // stays serial: one that times a kill against a build step
 // (TestDockerKilledDuringBuildAndDeploy) or a lease (TestAgentReplicas);
-// TestSwarmQueueAutoscale, whose added workers must start before the two
+// TestSwarmAutoscale, whose added workers must start before the two
 // first ones drain the load (beside the others, they came up after it);
 // TestSwarmScaledDeployment, whose agents share 8 database connections
 // (beside the others, the JS SDK suite through them met a 500).
