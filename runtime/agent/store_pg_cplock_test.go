@@ -26,19 +26,8 @@ func TestPGCheckpointWriteOrderedByRowLocks(t *testing.T) {
 	}
 	t.Run("a takeover committing: the write waits for it, then is fenced", func(t *testing.T) {
 		s := openPGTestStore(t)
-		thread, run := storage.NewID().String(), storage.NewID().String()
 		now := time.Now().UTC()
-		mustUpdate(t, s, func(tx Tx) error {
-			if err := tx.PutThread(&threadRecord{Thread: Thread{ThreadID: thread, CreatedAt: now, UpdatedAt: now, Status: ThreadBusy,
-				Metadata: map[string]any{}, Values: map[string]any{}}, Active: run}); err != nil {
-				return err
-			}
-			if err := tx.PutRun(&runRecord{Run: Run{RunID: run, ThreadID: thread, Status: RunRunning, CreatedAt: now, UpdatedAt: now},
-				Attempt: 1, Lease: &runLease{Worker: "worker-a", Until: now.Add(time.Minute)}}); err != nil {
-				return err
-			}
-			return tx.IndexRun(thread, run)
-		})
+		thread, run := putLeasedRun(t, s, now.Add(time.Minute))
 		reached, release, done, _ := holdUnit(s, func(tx Tx) error {
 			r, err := tx.GetRun(run)
 			if err != nil {
@@ -119,19 +108,7 @@ func holdUnit(s Store, first, then func(Tx) error) (reached, release chan struct
 // sees it, and takes nothing: the run stays its worker's.
 func TestPGClaimOrderedByRowLocks(t *testing.T) {
 	s := openPGTestStore(t)
-	thread, run := storage.NewID().String(), storage.NewID().String()
-	now := time.Now().UTC()
-	mustUpdate(t, s, func(tx Tx) error {
-		if err := tx.PutThread(&threadRecord{Thread: Thread{ThreadID: thread, CreatedAt: now, UpdatedAt: now, Status: ThreadBusy,
-			Metadata: map[string]any{}, Values: map[string]any{}}, Active: run}); err != nil {
-			return err
-		}
-		if err := tx.PutRun(&runRecord{Run: Run{RunID: run, ThreadID: thread, Status: RunRunning, CreatedAt: now, UpdatedAt: now},
-			Attempt: 1, Lease: &runLease{Worker: "worker-a", Until: now.Add(-time.Second)}}); err != nil {
-			return err
-		}
-		return tx.IndexRun(thread, run)
-	})
+	thread, run := putLeasedRun(t, s, time.Now().UTC().Add(-time.Second))
 	// The renewal has written the run's row and not committed yet when
 	// the claim comes.
 	reached, release, done, _ := holdUnit(s, func(tx Tx) error {
@@ -170,4 +147,24 @@ func TestPGClaimOrderedByRowLocks(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// putLeasedRun stores a busy thread whose running run is worker-a's first
+// attempt under a lease until until, and returns their ids.
+func putLeasedRun(t *testing.T, s *pgStore, until time.Time) (thread, run string) {
+	t.Helper()
+	thread, run = storage.NewID().String(), storage.NewID().String()
+	now := time.Now().UTC()
+	mustUpdate(t, s, func(tx Tx) error {
+		if err := tx.PutThread(&threadRecord{Thread: Thread{ThreadID: thread, CreatedAt: now, UpdatedAt: now, Status: ThreadBusy,
+			Metadata: map[string]any{}, Values: map[string]any{}}, Active: run}); err != nil {
+			return err
+		}
+		if err := tx.PutRun(&runRecord{Run: Run{RunID: run, ThreadID: thread, Status: RunRunning, CreatedAt: now, UpdatedAt: now},
+			Attempt: 1, Lease: &runLease{Worker: "worker-a", Until: until}}); err != nil {
+			return err
+		}
+		return tx.IndexRun(thread, run)
+	})
+	return thread, run
 }

@@ -77,15 +77,8 @@ func TestOneWorkerClaimsEachWakeUp(t *testing.T) {
 	type made struct{ thread, run string }
 	var all []made
 	for range runs {
-		th, err := api.CreateThread("", nil, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, _, err := api.CreateRun(th.ThreadID, RunCreate{AssistantID: "echo", Input: map[string]any{"n": 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, made{th.ThreadID, r.RunID})
+		thread, run := createRun(t, api, "echo", map[string]any{"n": 1})
+		all = append(all, made{thread, run})
 	}
 	byWorker := map[string]int{}
 	for _, m := range all {
@@ -116,16 +109,9 @@ func TestBusyWorkerLeavesWakeUpsToIdleOnes(t *testing.T) {
 	prefix := redisTestBus(t).prefix
 	api := startWakeEngine(t, store, prefix, "api", RoleAPI, 1, noPoll)
 	busy := startWakeEngine(t, store, prefix, "busy", RoleQueue, 1, noPoll)
-	slowTh, err := api.CreateThread("", nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow, _, err := api.CreateRun(slowTh.ThreadID, RunCreate{AssistantID: "slow", Input: map[string]any{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	slowThread, slowRun := createRun(t, api, "slow", map[string]any{})
 	for {
-		r, err := api.GetRun(slowTh.ThreadID, slow.RunID)
+		r, err := api.GetRun(slowThread, slowRun)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,19 +120,12 @@ func TestBusyWorkerLeavesWakeUpsToIdleOnes(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Cleanup(func() { _ = api.Cancel(context.Background(), slowTh.ThreadID, slow.RunID, StrategyInterrupt, true) })
-	th, err := api.CreateThread("", nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	quick, _, err := api.CreateRun(th.ThreadID, RunCreate{AssistantID: "echo", Input: map[string]any{"n": 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = api.Cancel(context.Background(), slowThread, slowRun, StrategyInterrupt, true) })
+	thread, quick := createRun(t, api, "echo", map[string]any{"n": 1})
 	// Long enough for the busy worker to take the wake-up if it would.
 	time.Sleep(1500 * time.Millisecond)
 	startWakeEngine(t, store, prefix, "idle", RoleQueue, 1, noPoll)
-	r := waitRunEnds(t, api, th.ThreadID, quick.RunID, 5*time.Second)
+	r := waitRunEnds(t, api, thread, quick, 5*time.Second)
 	if r.Metadata["worker"] != "idle" {
 		t.Fatalf("the run was executed by %v, want the idle worker", r.Metadata["worker"])
 	}
@@ -178,14 +157,7 @@ func TestLostWakeUpFoundByPoll(t *testing.T) {
 			store := openPGTestStore(t)
 			bus := redisTestBus(t)
 			api := c.lose(t, store, bus)
-			th, err := api.CreateThread("", nil, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, _, err := api.CreateRun(th.ThreadID, RunCreate{AssistantID: "echo", Input: map[string]any{"n": 1}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			thread, run := createRun(t, api, "echo", map[string]any{"n": 1})
 			// The worker that took the wake-up and died (with Redis away,
 			// there is none to take).
 			_, _ = bus.TakeWake(context.Background(), time.Second)
@@ -194,8 +166,22 @@ func TestLostWakeUpFoundByPoll(t *testing.T) {
 			}
 			began := time.Now()
 			startWakeEngine(t, store, bus.prefix, "worker", RoleQueue, 2, 300*time.Millisecond)
-			waitRunEnds(t, api, th.ThreadID, r.RunID, 5*time.Second)
+			waitRunEnds(t, api, thread, run, 5*time.Second)
 			t.Logf("the poll found the run after %v", time.Since(began).Round(time.Millisecond))
 		})
 	}
+}
+
+// createRun creates a thread and a run of graph on it through api.
+func createRun(t *testing.T, api *Engine, graph string, input map[string]any) (thread, run string) {
+	t.Helper()
+	th, err := api.CreateThread("", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := api.CreateRun(th.ThreadID, RunCreate{AssistantID: graph, Input: input})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return th.ThreadID, r.RunID
 }
