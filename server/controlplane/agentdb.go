@@ -169,6 +169,22 @@ func (rc *Reconciler) adminConnect(ctx context.Context) (*pgx.Conn, error) {
 	return c, nil
 }
 
+// adminWork connects to SLIPWAY_POSTGRES_URL for one piece of admin
+// work, bounded by adminWorkTimeout: it returns the bounded context, the
+// connection, and done, which closes both.
+func (rc *Reconciler) adminWork(ctx context.Context) (context.Context, *pgx.Conn, func(), error) {
+	ctx, cancel := context.WithTimeout(ctx, adminWorkTimeout)
+	c, err := rc.adminConnect(ctx)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, c, func() {
+		_ = c.Close(context.Background())
+		cancel()
+	}, nil
+}
+
 // agentDatabaseURL returns the connection URL of the deployment's agent
 // database, creating its record, role and database when missing; "" when
 // SLIPWAY_POSTGRES_URL is not set. log receives what the deploy log should
@@ -250,13 +266,11 @@ func (rc *Reconciler) agentDBPassword(depID, name string) (string, error) {
 // each time) sets the role's password, connection limit and the
 // database's privileges, so a half-done earlier attempt is completed.
 func (rc *Reconciler) ensureAgentDB(ctx context.Context, name, password string, maxConns int) error {
-	ctx, cancel := context.WithTimeout(ctx, adminWorkTimeout)
-	defer cancel()
-	c, err := rc.adminConnect(ctx)
+	ctx, c, done, err := rc.adminWork(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close(context.Background())
+	defer done()
 	verifier, err := scramVerifier(password)
 	if err != nil {
 		return errAgentDB("hash the password", err)
@@ -309,13 +323,11 @@ func (rc *Reconciler) ensureAgentDB(ctx context.Context, name, password string, 
 // dropAgentDB drops the deployment's database (ending its sessions) and
 // its role; both may already be gone.
 func (rc *Reconciler) dropAgentDB(ctx context.Context, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, adminWorkTimeout)
-	defer cancel()
-	c, err := rc.adminConnect(ctx)
+	ctx, c, done, err := rc.adminWork(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close(context.Background())
+	defer done()
 	ident := pgx.Identifier{name}.Sanitize()
 	var version int
 	if err := c.QueryRow(ctx, "select current_setting('server_version_num')::int").Scan(&version); err != nil {

@@ -65,13 +65,11 @@ func (rc *Reconciler) sweepAgentConnections(ctx context.Context, wl runtime.Work
 	if err != nil || len(dbs) == 0 {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, adminWorkTimeout)
-	defer cancel()
-	c, err := rc.adminConnect(ctx)
+	ctx, c, done, err := rc.adminWork(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close(context.Background())
+	defer done()
 	names := make([]string, 0, len(dbs))
 	for n := range dbs {
 		names = append(names, n)
