@@ -315,16 +315,7 @@ func TestAgentReplicas(t *testing.T) {
 	})
 
 	t.Run("reject answers 409 to all but one of 50 racing creations on two replicas", func(t *testing.T) {
-		th := newThread(t, apiA)
-		raceReject(t, []string{apis[0].URL, apis[1].URL}, th, "slow")
-		runs := apiB.Do("GET", "/threads/"+th+"/runs", nil).JSON().([]any)
-		if len(runs) != 1 {
-			t.Fatalf("%d runs on the thread, want 1", len(runs))
-		}
-		run := runs[0].(map[string]any)["run_id"].(string)
-		if r := apiB.Do("POST", "/threads/"+th+"/runs/"+run+"/cancel?wait=1", nil); r.Status >= 300 {
-			t.Fatalf("cancel: %d %s", r.Status, r.Body)
-		}
+		rejectRace(t, apiA, apiB, []string{apis[0].URL, apis[1].URL})
 	})
 
 	t.Run("kill -9 of an API replica mid-stream: the client resumes on another with Last-Event-ID", func(t *testing.T) {

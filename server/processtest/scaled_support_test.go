@@ -193,3 +193,21 @@ func raceReject(t testing.TB, urls []string, th, assistant string, headers ...st
 		t.Fatalf("statuses %v, want one 200 and 49 409", count)
 	}
 }
+
+// rejectRace makes a thread through creator, races 50 creations of a
+// "slow" run with multitask_strategy reject on it over urls (raceReject:
+// one 200, 49 409), then checks through reader that the thread holds that
+// one run, and cancels it.
+func rejectRace(t *testing.T, creator, reader agentClient, urls []string, headers ...string) {
+	t.Helper()
+	th := newThread(t, creator)
+	raceReject(t, urls, th, "slow", headers...)
+	runs := reader.Do("GET", "/threads/"+th+"/runs", nil).JSON().([]any)
+	if len(runs) != 1 {
+		t.Fatalf("%d runs on the thread, want 1", len(runs))
+	}
+	run := runs[0].(map[string]any)["run_id"].(string)
+	if r := reader.Do("POST", "/threads/"+th+"/runs/"+run+"/cancel?wait=1", nil); r.Status >= 300 {
+		t.Fatalf("cancel: %d %s", r.Status, r.Body)
+	}
+}
