@@ -402,19 +402,29 @@ func (d *Driver) Deploy(ctx context.Context, s runtime.Spec, image string, log i
 	return ep, nil
 }
 
+// startAgain starts a previous revision's stopped container and waits
+// until its agent answers GET /ok; a failure is logged, and ok is false.
+func (d *Driver) startAgain(ctx context.Context, id, dep string) (endpoint string, ok bool) {
+	if _, err := d.Client.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		d.Log.Error().Err(err).Str("container", id).Msg("restart previous revision")
+		return "", false
+	}
+	ep, err := d.waitHealthy(ctx, id, dep, false)
+	if err != nil {
+		d.Log.Error().Err(err).Str("container", id).Msg("previous revision did not become healthy again")
+		return "", false
+	}
+	return ep, true
+}
+
 // restart brings a previous revision's container back after a failed
 // handover, and makes it the deployment's endpoint again.
 func (d *Driver) restart(c container.Summary) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.healthTimeout())
 	defer cancel()
 	dep := c.Labels[LabelDeployment]
-	if _, err := d.Client.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
-		d.Log.Error().Err(err).Str("container", c.ID).Msg("restart previous revision")
-		return
-	}
-	ep, err := d.waitHealthy(ctx, c.ID, dep, false)
-	if err != nil {
-		d.Log.Error().Err(err).Str("container", c.ID).Msg("previous revision did not become healthy again")
+	ep, ok := d.startAgain(ctx, c.ID, dep)
+	if !ok {
 		return
 	}
 	d.set(dep, serving{rev: c.Labels[LabelRevision], container: c.ID, endpoint: ep})

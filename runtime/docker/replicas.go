@@ -233,16 +233,9 @@ func (d *Driver) restartPrevious(prev []container.Summary) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := d.Client.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
-				d.Log.Error().Err(err).Str("container", c.ID).Msg("restart previous revision")
-				return
+			if ep, ok := d.startAgain(ctx, c.ID, dep); ok {
+				m.endpoint, m.up = ep, true // not shared yet
 			}
-			ep, err := d.waitHealthy(ctx, c.ID, dep, false)
-			if err != nil {
-				d.Log.Error().Err(err).Str("container", c.ID).Msg("previous revision did not become healthy again")
-				return
-			}
-			m.endpoint, m.up = ep, true // not shared yet
 		}()
 	}
 	wg.Wait()
