@@ -155,14 +155,7 @@ func TestHostCheckpointFencing(t *testing.T) {
 	if err := e.bolt().w.Update(func(tx *bolt.Tx) error { return deleteLG(&boltTx{tx: tx}, th.ThreadID, "run-b") }); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	_ = e.DB.View(func(tx *bolt.Tx) error {
-		list, err := listTuples((*pendingWrites)(nil).reader(tx, ""), &cpQuery{ThreadID: &th.ThreadID})
-		for _, c := range list {
-			ids = append(ids, c.CheckpointID)
-		}
-		return err
-	})
+	ids := bboltIDs(t, e, th.ThreadID)
 	if len(ids) != 1 || ids[0] != "1a" {
 		t.Fatalf("after rolling back run-b: %v", ids)
 	}

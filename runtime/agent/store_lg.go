@@ -91,14 +91,33 @@ func (s *boltStore) PutCheckpointRows(ctx context.Context, thread, run string, r
 }
 
 func (s *boltStore) ViewCheckpointRows(_ context.Context, thread string, fn func(checkpointRows) error) error {
-	return s.db.View(func(tx *bolt.Tx) error { return fn(s.pend.reader(tx, thread)) })
+	return s.db.View(func(tx *bolt.Tx) error {
+		r, err := s.pend.reader(tx, thread)
+		if err != nil {
+			return err
+		}
+		return fn(r)
+	})
 }
 
 func (s *boltStore) OpenFence(thread, run string) { s.pend.own(thread, run) }
 func (s *boltStore) CloseFence(thread string)     { s.pend.disown(thread) }
 
 func (t *boltTx) ScanCheckpointRows(prefix []byte, fn func(k, v []byte) bool) error {
-	c := t.tx.Bucket([]byte(bLG)).Cursor()
+	// A journaled unit of work reads a thread without its pending
+	// checkpoint rows (pendingWrites.overlay): it must not scan them.
+	if err := t.unconfined(); err != nil {
+		return err
+	}
+	thread := ""
+	if bytes.IndexByte(prefix, 0) >= 0 {
+		thread = string(lgThreadOf(prefix))
+	}
+	base, err := lgBase(t.tx, thread)
+	if err != nil {
+		return err
+	}
+	c := base.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		if !fn(k, v) {
 			break
@@ -111,6 +130,9 @@ func (t *boltTx) PutCheckpointRow(k, v []byte) error {
 	if err := t.unconfined(); err != nil {
 		return err
 	}
+	if err := unpackThread(t.tx, lgThreadOf(k)); err != nil {
+		return err
+	}
 	if err := t.tx.Bucket([]byte(bLG)).Put(k, v); err != nil {
 		return fmt.Errorf("put checkpoint row: %w", err)
 	}
@@ -119,6 +141,9 @@ func (t *boltTx) PutCheckpointRow(k, v []byte) error {
 
 func (t *boltTx) DeleteCheckpointRow(k []byte) error {
 	if err := t.unconfined(); err != nil {
+		return err
+	}
+	if err := unpackThread(t.tx, lgThreadOf(k)); err != nil {
 		return err
 	}
 	return t.tx.Bucket([]byte(bLG)).Delete(k)

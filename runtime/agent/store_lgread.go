@@ -14,21 +14,26 @@ import (
 // Readers (the host's getTuple and list, mostly during the very run that
 // wrote) then need no write transaction.
 type lgRead struct {
-	b    *bolt.Bucket
+	b    rowBase
 	over map[string][]byte
 	keys []string // over's keys, sorted
 }
 
 // reader returns the lg bucket of tx with thread's journaled rows over it
-// (every thread's for "").
-func (p *pendingWrites) reader(tx *bolt.Tx, thread string) *lgRead {
-	r := &lgRead{b: tx.Bucket([]byte(bLG))}
+// (every thread's for ""). A thread's reader reads only that thread's
+// rows: a packed thread's come from its block (lgBase).
+func (p *pendingWrites) reader(tx *bolt.Tx, thread string) (*lgRead, error) {
+	base, err := lgBase(tx, thread)
+	if err != nil {
+		return nil, err
+	}
+	r := &lgRead{b: base}
 	if p == nil {
-		return r
+		return r, nil
 	}
 	ops := p.since(horizon(tx), thread)
 	if len(ops) == 0 {
-		return r
+		return r, nil
 	}
 	r.over = map[string][]byte{}
 	for _, op := range ops {
@@ -57,7 +62,7 @@ func (p *pendingWrites) reader(tx *bolt.Tx, thread string) *lgRead {
 		r.keys = append(r.keys, k)
 	}
 	sort.Strings(r.keys)
-	return r
+	return r, nil
 }
 
 func (r *lgRead) get(k []byte) []byte {

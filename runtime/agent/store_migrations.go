@@ -68,6 +68,9 @@ var Migrations = []storage.Migration{
 	{Version: 7, Name: "thread search and busy indexes", Apply: buildThreadIndexes},
 	{Version: 8, Name: "assistant search indexes", Apply: buildAssistantIndexes},
 	{Version: 9, Name: "cron search and schedule indexes", Apply: buildCronIndexes},
+	{Version: 10, Name: "packed checkpoint rows of idle threads", Apply: func(tx *bolt.Tx) error {
+		return storage.CreateBuckets(tx, bLGPacked)
+	}},
 }
 
 // mergeLGBuckets moves the rows of the three buckets language-host

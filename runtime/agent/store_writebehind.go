@@ -82,6 +82,13 @@ func applyRows(tx *bolt.Tx, rows []wbRow) error {
 		if b == nil {
 			return fmt.Errorf("apply journaled row: no bucket %q", r.bucket)
 		}
+		if r.bucket == bLG {
+			// A packed thread's rows go back to lg before one of them
+			// changes (store_lgpack.go).
+			if err := unpackThread(tx, lgThreadOf(r.key)); err != nil {
+				return err
+			}
+		}
 		switch r.bucket {
 		case bLG, bThreads, bRuns, bThreadRuns, bThreadsCreated, bThreadsUpdated:
 			// Keys are time-ordered (thread, run and checkpoint ids) and
@@ -309,6 +316,11 @@ func (p *pendingWrites) prepare(tx *bolt.Tx) (func(), error) {
 			return nil, fmt.Errorf("apply journal record %d: %w", op.seq, err)
 		}
 	}
+	for _, thread := range p.idle(ops) {
+		if err := packThread(tx, []byte(thread)); err != nil {
+			return nil, err
+		}
+	}
 	last := ops[len(ops)-1].seq
 	if err := tx.Bucket([]byte("meta")).Put(journalHorizon, storage.U64(last)); err != nil {
 		return nil, err
@@ -316,15 +328,63 @@ func (p *pendingWrites) prepare(tx *bolt.Tx) (func(), error) {
 	return func() { p.settle(last) }, nil
 }
 
+// idle lists, in order, the threads of ops whose run no longer writes
+// checkpoints through the journal (it ended, or none runs): the flush
+// packs their rows. A thread whose next run starts meanwhile is unpacked
+// by its first write, so this decides only what is worth packing.
+func (p *pendingWrites) idle(ops []*wbOp) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, op := range ops {
+		if _, running := p.owner[op.thread]; op.thread == "" || running || seen[op.thread] {
+			continue
+		}
+		seen[op.thread] = true
+		out = append(out, op.thread)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // overlay lays thread's records newer than tx's horizon over tx (a write
-// transaction the caller rolls back).
+// transaction the caller rolls back), except its checkpoint rows: a run's
+// are most of what is pending (two dozen rows of the bench graph), putting
+// them costs most of a read's time, and nothing read here needs them.
+// Checkpoint rows are read through ViewCheckpointRows (lgRead lays them
+// over itself), and a journaled unit of work may not touch them
+// (boltTx.ScanCheckpointRows and its writes refuse with errNotHot).
 func (p *pendingWrites) overlay(tx *bolt.Tx, thread string) error {
 	for _, op := range p.since(horizon(tx), thread) {
-		if err := applyRows(tx, op.rows); err != nil {
+		rows := op.rows
+		if hasLG(rows) {
+			rows = withoutLG(rows)
+		}
+		if err := applyRows(tx, rows); err != nil {
 			return fmt.Errorf("lay journal record %d over the database: %w", op.seq, err)
 		}
 	}
 	return nil
+}
+
+func hasLG(rows []wbRow) bool {
+	for _, r := range rows {
+		if r.bucket == bLG {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutLG(rows []wbRow) []wbRow {
+	out := make([]wbRow, 0, len(rows))
+	for _, r := range rows {
+		if r.bucket != bLG {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // own starts journaling run's checkpoint writes to thread.

@@ -1,0 +1,429 @@
+package agent
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Packed threads. Once a thread's run has ended, the flush that commits
+// its rows moves every checkpoint row of the thread into one deflated
+// block in lg_packed, keyed by the thread id: a run of the bench graph
+// writes two dozen rows (11–12 KiB with their keys, three leaves of lg)
+// that repeat channel names, versions, ids and the growing message list,
+// and deflate over all of them takes them to under 2 KiB (one row per
+// row of the thread compresses only the checkpoint rows, to 13.5 KiB a run
+// in all). A thread's rows are in one place at a time: in lg, or in its
+// block. Readers take the block as the thread's rows (lgBase); anything
+// that writes a row of a packed thread first puts its rows back in lg
+// (unpackThread), and the next flush after its next run packs it again.
+const (
+	bLGPacked = "lg_packed"
+
+	lgPackFormat = 1
+	// lgPackMax bounds the raw bytes of a thread packed: a thread that
+	// grows beyond it stays in lg, so a long conversation is not
+	// inflated, rewritten and deflated whole after every turn.
+	lgPackMax = 256 << 10
+)
+
+// kvRow is one checkpoint row, key and value.
+type kvRow struct{ k, v []byte }
+
+// lgThreadOf is the thread a checkpoint row key (or prefix) begins with.
+func lgThreadOf(k []byte) []byte {
+	if i := bytes.IndexByte(k, 0); i >= 0 {
+		return k[:i]
+	}
+	return k
+}
+
+// encodePack deflates rows (all of thread's, in key order): per row the
+// key after the thread id, whether its value was stored deflated (format
+// 2, kept inflated here so that deflate sees across rows), and the value.
+func encodePack(thread []byte, rows []kvRow) ([]byte, error) {
+	var raw []byte
+	for _, r := range rows {
+		v, err := inflateRow(r.v)
+		if err != nil {
+			return nil, err
+		}
+		flag := byte(0)
+		if len(r.v) > 0 && r.v[0] == lgRowFormatFlate {
+			flag = 1
+		}
+		raw = binary.AppendUvarint(raw, uint64(len(r.k)-len(thread)))
+		raw = append(raw, r.k[len(thread):]...)
+		raw = append(raw, flag)
+		raw = binary.AppendUvarint(raw, uint64(len(v)))
+		raw = append(raw, v...)
+	}
+	var buf bytes.Buffer
+	buf.WriteByte(lgPackFormat)
+	w := flateWriters.Get().(*flate.Writer)
+	defer flateWriters.Put(w)
+	w.Reset(&buf)
+	if _, err := w.Write(raw); err != nil {
+		return nil, fmt.Errorf("pack checkpoint rows: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("pack checkpoint rows: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+var errBadPack = errors.New("damaged packed checkpoint rows")
+
+// decodePack returns a packed thread's rows in key order, their values as
+// they were in lg.
+func decodePack(thread, block []byte) ([]kvRow, error) {
+	if len(block) == 0 || block[0] != lgPackFormat {
+		return nil, errBadPack
+	}
+	r := flateReaders.Get().(io.ReadCloser)
+	defer flateReaders.Put(r)
+	if err := r.(flate.Resetter).Reset(bytes.NewReader(block[1:]), nil); err != nil {
+		return nil, fmt.Errorf("unpack checkpoint rows: %w", err)
+	}
+	raw, err := appendAll(nil, r)
+	if err != nil {
+		return nil, fmt.Errorf("unpack checkpoint rows: %w", err)
+	}
+	d := rowDec{b: raw}
+	var rows []kvRow
+	for len(d.b) > 0 && d.err == nil {
+		suffix := d.bytes()
+		if d.err != nil || len(d.b) == 0 {
+			return nil, errBadPack
+		}
+		flag := d.b[0]
+		d.b = d.b[1:]
+		v := d.bytes()
+		if d.err != nil {
+			break
+		}
+		if flag == 1 {
+			v = deflateRow(v)
+		}
+		rows = append(rows, kvRow{append(slices.Clip(thread), suffix...), v})
+	}
+	if d.err != nil {
+		return nil, errBadPack
+	}
+	return rows, nil
+}
+
+// packThread moves thread's rows from lg into its block, unless it has
+// none there or they are more than lgPackMax bytes.
+func packThread(tx *bolt.Tx, thread []byte) error {
+	lg, pk := tx.Bucket([]byte(bLG)), tx.Bucket([]byte(bLGPacked))
+	prefix := append(slices.Clip(thread), 0)
+	var rows []kvRow
+	size := 0
+	c := lg.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if size += len(k) + len(v); size > lgPackMax {
+			return nil
+		}
+		rows = append(rows, kvRow{storageCopy(k), storageCopy(v)})
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	if old := pk.Get(thread); old != nil {
+		// Not expected (writes unpack first); rows in lg are the newer.
+		packed, err := decodePack(thread, old)
+		if err != nil {
+			return fmt.Errorf("pack thread %s: %w", thread, err)
+		}
+		rows = mergeRows(packed, rows)
+	}
+	block, err := encodePack(thread, rows)
+	if err != nil {
+		return fmt.Errorf("pack thread %s: %w", thread, err)
+	}
+	// Thread ids are time-ordered: blocks are appended, leaves split full.
+	pk.FillPercent = 0.9
+	if err := pk.Put(thread, block); err != nil {
+		return fmt.Errorf("pack thread %s: %w", thread, err)
+	}
+	for _, r := range rows {
+		if err := lg.Delete(r.k); err != nil {
+			return fmt.Errorf("pack thread %s: %w", thread, err)
+		}
+	}
+	return nil
+}
+
+// mergeRows is a ∪ b in key order, b's value where both have a key.
+func mergeRows(a, b []kvRow) []kvRow {
+	out := make([]kvRow, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || i < len(a) && bytes.Compare(a[i].k, b[j].k) < 0:
+			out = append(out, a[i])
+			i++
+		default:
+			if i < len(a) && bytes.Equal(a[i].k, b[j].k) {
+				i++
+			}
+			out = append(out, b[j])
+			j++
+		}
+	}
+	return out
+}
+
+// unpackThread puts a packed thread's rows back in lg, before a write to
+// one of them.
+func unpackThread(tx *bolt.Tx, thread []byte) error {
+	pk := tx.Bucket([]byte(bLGPacked))
+	block := pk.Get(thread)
+	if block == nil {
+		return nil
+	}
+	rows, err := decodePack(thread, block)
+	if err != nil {
+		return fmt.Errorf("unpack thread %s: %w", thread, err)
+	}
+	lg := tx.Bucket([]byte(bLG))
+	for _, r := range rows {
+		if err := lg.Put(r.k, r.v); err != nil {
+			return fmt.Errorf("unpack thread %s: %w", thread, err)
+		}
+	}
+	if err := pk.Delete(thread); err != nil {
+		return fmt.Errorf("unpack thread %s: %w", thread, err)
+	}
+	return nil
+}
+
+// rowCursor is what reads of checkpoint rows need of a cursor (a
+// *bolt.Cursor is one).
+type rowCursor interface {
+	First() ([]byte, []byte)
+	Last() ([]byte, []byte)
+	Seek([]byte) ([]byte, []byte)
+	Next() ([]byte, []byte)
+	Prev() ([]byte, []byte)
+}
+
+// rowBase is the checkpoint rows as bbolt holds them, packed or not.
+type rowBase interface {
+	Get([]byte) []byte
+	Cursor() rowCursor
+}
+
+// lgBase is tx's checkpoint rows of thread ("": of every thread).
+func lgBase(tx *bolt.Tx, thread string) (rowBase, error) {
+	lg, pk := tx.Bucket([]byte(bLG)), tx.Bucket([]byte(bLGPacked))
+	if pk == nil { // a database migrated no further than schema 9
+		return boltBase{lg}, nil
+	}
+	if thread != "" {
+		block := pk.Get([]byte(thread))
+		if block == nil {
+			return boltBase{lg}, nil
+		}
+		rows, err := decodePack([]byte(thread), block)
+		if err != nil {
+			return nil, fmt.Errorf("read thread %s: %w", thread, err)
+		}
+		return memRows(rows), nil
+	}
+	if k, _ := pk.Cursor().First(); k == nil {
+		return boltBase{lg}, nil
+	}
+	return &mergedBase{lg: lg, pk: &packedCursor{c: pk.Cursor()}}, nil
+}
+
+type boltBase struct{ b *bolt.Bucket }
+
+func (b boltBase) Get(k []byte) []byte { return b.b.Get(k) }
+func (b boltBase) Cursor() rowCursor   { return b.b.Cursor() }
+
+// memRows is one packed thread's rows, in key order.
+type memRows []kvRow
+
+func (m memRows) find(k []byte) int {
+	return sort.Search(len(m), func(i int) bool { return bytes.Compare(m[i].k, k) >= 0 })
+}
+
+func (m memRows) Get(k []byte) []byte {
+	if i := m.find(k); i < len(m) && bytes.Equal(m[i].k, k) {
+		return m[i].v
+	}
+	return nil
+}
+
+func (m memRows) Cursor() rowCursor { return &memCursor{rows: m, i: -1} }
+
+type memCursor struct {
+	rows memRows
+	i    int // -1 before the first row, len(rows) after the last
+}
+
+func (c *memCursor) at() ([]byte, []byte) {
+	if c.i < 0 || c.i >= len(c.rows) {
+		return nil, nil
+	}
+	return c.rows[c.i].k, c.rows[c.i].v
+}
+
+func (c *memCursor) First() ([]byte, []byte) { c.i = 0; return c.at() }
+func (c *memCursor) Last() ([]byte, []byte)  { c.i = len(c.rows) - 1; return c.at() }
+func (c *memCursor) Seek(k []byte) ([]byte, []byte) {
+	c.i = c.rows.find(k)
+	return c.at()
+}
+func (c *memCursor) Next() ([]byte, []byte) {
+	c.i = min(c.i+1, len(c.rows))
+	return c.at()
+}
+func (c *memCursor) Prev() ([]byte, []byte) {
+	c.i = max(c.i-1, -1)
+	return c.at()
+}
+
+// packedCursor walks the rows of every packed thread in key order,
+// unpacking one block at a time.
+type packedCursor struct {
+	c      *bolt.Cursor
+	thread []byte // the thread whose rows are in rows
+	rows   memRows
+}
+
+func (p *packedCursor) load(thread, block []byte) memRows {
+	if thread == nil {
+		return nil
+	}
+	if !bytes.Equal(thread, p.thread) || p.rows == nil {
+		// A damaged block reads as no rows in a list of every thread's
+		// checkpoints; a read of the thread itself reports it (lgBase).
+		rows, _ := decodePack(thread, block)
+		p.thread, p.rows = storageCopy(thread), rows
+	}
+	return p.rows
+}
+
+// seek returns the first row at or after k.
+func (p *packedCursor) seek(k []byte) ([]byte, []byte) {
+	t, block := p.c.Seek(lgThreadOf(k))
+	for t != nil {
+		rows := p.load(t, block)
+		if i := rows.find(k); i < len(rows) {
+			return rows[i].k, rows[i].v
+		}
+		t, block = p.c.Next()
+	}
+	return nil, nil
+}
+
+// before returns the last row before k (nil k: the last row).
+func (p *packedCursor) before(k []byte) ([]byte, []byte) {
+	var t, block []byte
+	if k == nil {
+		t, block = p.c.Last()
+	} else if t, block = p.c.Seek(lgThreadOf(k)); t == nil {
+		t, block = p.c.Last()
+	}
+	for t != nil {
+		rows := p.load(t, block)
+		i := len(rows)
+		if k != nil {
+			i = rows.find(k)
+		}
+		if i > 0 {
+			return rows[i-1].k, rows[i-1].v
+		}
+		t, block = p.c.Prev()
+	}
+	return nil, nil
+}
+
+// mergedBase is every thread's rows: lg's and the packed ones (a thread's
+// are in one or the other). Its cursor seeks both at every step, which
+// suits the scans that read it (a checkpoint list with no thread).
+type mergedBase struct {
+	lg *bolt.Bucket
+	pk *packedCursor
+}
+
+func (m *mergedBase) Get(k []byte) []byte {
+	if v := m.lg.Get(k); v != nil {
+		return v
+	}
+	if ck, v := m.pk.seek(k); bytes.Equal(ck, k) {
+		return v
+	}
+	return nil
+}
+
+func (m *mergedBase) Cursor() rowCursor { return &mergedCursor{lg: m.lg.Cursor(), pk: m.pk} }
+
+type mergedCursor struct {
+	lg  *bolt.Cursor
+	pk  *packedCursor
+	cur []byte
+}
+
+func (c *mergedCursor) pick(ak, av, bk, bv []byte, later bool) ([]byte, []byte) {
+	k, v := ak, av
+	if ak == nil || bk != nil && (bytes.Compare(bk, ak) < 0) != later {
+		k, v = bk, bv
+	}
+	c.cur = storageCopy(k)
+	if k == nil {
+		c.cur = nil
+	}
+	return k, v
+}
+
+func (c *mergedCursor) First() ([]byte, []byte) { return c.Seek(nil) }
+
+func (c *mergedCursor) Seek(k []byte) ([]byte, []byte) {
+	var ak, av []byte
+	if k == nil {
+		ak, av = c.lg.First()
+	} else {
+		ak, av = c.lg.Seek(k)
+	}
+	bk, bv := c.pk.seek(k)
+	return c.pick(ak, av, bk, bv, false)
+}
+
+func (c *mergedCursor) Next() ([]byte, []byte) {
+	if c.cur == nil {
+		return nil, nil
+	}
+	// The first key above cur is the first at or above cur ‖ 0.
+	return c.Seek(append(storageCopy(c.cur), 0))
+}
+
+func (c *mergedCursor) Last() ([]byte, []byte) {
+	ak, av := c.lg.Last()
+	bk, bv := c.pk.before(nil)
+	return c.pick(ak, av, bk, bv, true)
+}
+
+func (c *mergedCursor) Prev() ([]byte, []byte) {
+	if c.cur == nil {
+		return nil, nil
+	}
+	ak, av := c.lg.Seek(c.cur)
+	if ak == nil {
+		ak, av = c.lg.Last()
+	} else {
+		ak, av = c.lg.Prev()
+	}
+	bk, bv := c.pk.before(c.cur)
+	return c.pick(ak, av, bk, bv, true)
+}
