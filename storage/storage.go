@@ -84,6 +84,15 @@ func Version(tx *bolt.Tx) int {
 // Migrate applies the migrations above the stored version in order; keys
 // (which may be nil) is passed to the keyed ones.
 func Migrate(db *bolt.DB, migrations []Migration, keys Keys) error {
+	// A database a newer binary migrated may hold rows this one cannot
+	// read (packed checkpoint rows, migration 10 of the agent's): a
+	// downgrade must not start and write beside them as if they were not
+	// there.
+	var have int
+	_ = db.View(func(tx *bolt.Tx) error { have = Version(tx); return nil })
+	if len(migrations) > 0 && have > len(migrations) {
+		return fmt.Errorf("%w: schema %d, this binary knows up to %d; run the Slipway version that wrote it", ErrSchemaNewer, have, len(migrations))
+	}
 	for i, m := range migrations {
 		if m.Version != i+1 {
 			return fmt.Errorf("migration %q has version %d, want %d", m.Name, m.Version, i+1)
@@ -111,6 +120,9 @@ func Migrate(db *bolt.DB, migrations []Migration, keys Keys) error {
 	}
 	return nil
 }
+
+// ErrSchemaNewer refuses a database written by a newer Slipway.
+var ErrSchemaNewer = errors.New("the database was written by a newer Slipway")
 
 // U64 encodes n big-endian so byte order equals numeric order.
 func U64(n uint64) []byte {

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,5 +59,39 @@ func TestBadMigrationNumbering(t *testing.T) {
 	_, err := Open(filepath.Join(t.TempDir(), "db"), time.Second, []Migration{{Version: 2, Name: "x"}})
 	if err == nil {
 		t.Fatal("want error")
+	}
+}
+
+// TestNewerSchemaRefused: a binary does not open a database that a newer
+// one migrated further (a downgrade), and says so.
+func TestNewerSchemaRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	ms := []Migration{
+		{Version: 1, Name: "one", Apply: func(tx *bolt.Tx) error { return CreateBuckets(tx, "a") }},
+		{Version: 2, Name: "two", Apply: func(tx *bolt.Tx) error { return CreateBuckets(tx, "b") }},
+	}
+	db, err := Open(path, time.Second, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for _, tc := range []struct {
+		name string
+		ms   []Migration
+		want error
+	}{
+		{"older binary", ms[:1], ErrSchemaNewer},
+		{"same binary", ms, nil},
+		{"no migrations", nil, nil},
+	} {
+		db, err := Open(path, time.Second, tc.ms)
+		if !errors.Is(err, tc.want) {
+			t.Fatalf("%s: err = %v, want %v", tc.name, err, tc.want)
+		}
+		if err == nil {
+			db.Close()
+		} else if strings.Contains(err.Error(), path) {
+			t.Fatalf("%s: the error names the path: %v", tc.name, err)
+		}
 	}
 }
