@@ -120,30 +120,91 @@ func decodePack(thread, block []byte) ([]kvRow, error) {
 	return rows, nil
 }
 
-// packThread moves thread's rows from lg into its block, unless it has
-// none there or they are more than lgPackMax bytes.
-func packThread(tx *bolt.Tx, thread []byte) error {
-	lg, pk := tx.Bucket([]byte(bLG)), tx.Bucket([]byte(bLGPacked))
-	prefix := append(slices.Clip(thread), 0)
-	var rows []kvRow
-	size := 0
-	c := lg.Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if size += len(k) + len(v); size > lgPackMax {
-			return nil
+// packing is a thread's checkpoint rows gathered by a flush to be
+// packed: its block's or lg's, with the flush's rows applied (applyRow).
+type packing struct {
+	rows    map[string][]byte
+	inLG    map[string][]byte // the thread's rows in lg, as they are there
+	packed  bool              // the thread has a block
+	changed bool              // rows were applied
+}
+
+func (m *packing) Get(k []byte) []byte { return m.rows[string(k)] }
+func (m *packing) Put(k, v []byte) error {
+	m.rows[string(k)] = v
+	return nil
+}
+func (m *packing) Delete(k []byte) error {
+	delete(m.rows, string(k))
+	return nil
+}
+
+// loadPacking gathers thread's rows as bbolt holds them.
+func loadPacking(tx *bolt.Tx, thread []byte) (*packing, error) {
+	m := &packing{rows: map[string][]byte{}, inLG: map[string][]byte{}}
+	if block := tx.Bucket([]byte(bLGPacked)).Get(thread); block != nil {
+		rows, err := decodePack(thread, block)
+		if err != nil {
+			return nil, fmt.Errorf("pack thread %s: %w", thread, err)
 		}
-		rows = append(rows, kvRow{storageCopy(k), storageCopy(v)})
+		for _, r := range rows {
+			m.rows[string(r.k)] = r.v
+		}
+		m.packed = true
 	}
-	if len(rows) == 0 {
+	prefix := append(slices.Clip(thread), 0)
+	c := tx.Bucket([]byte(bLG)).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		v = storageCopy(v)
+		m.rows[string(k)], m.inLG[string(k)] = v, v
+	}
+	return m, nil
+}
+
+// store writes the gathered rows as thread's block (in lg when they are
+// more than lgPackMax bytes), and deletes the thread's rows from lg.
+func (m *packing) store(tx *bolt.Tx, thread []byte) error {
+	if !m.changed && len(m.inLG) == 0 {
+		return nil // packed already, or nothing to pack
+	}
+	lg, pk := tx.Bucket([]byte(bLG)), tx.Bucket([]byte(bLGPacked))
+	rows := make([]kvRow, 0, len(m.rows))
+	size := 0
+	for k, v := range m.rows {
+		rows = append(rows, kvRow{[]byte(k), v})
+		size += len(k) + len(v)
+	}
+	slices.SortFunc(rows, func(a, b kvRow) int { return bytes.Compare(a.k, b.k) })
+	if len(rows) == 0 || size > lgPackMax {
+		// Too big to rewrite whole after every run (or nothing left):
+		// the rows stay in lg, changed where they differ.
+		if m.packed {
+			if err := pk.Delete(thread); err != nil {
+				return fmt.Errorf("pack thread %s: %w", thread, err)
+			}
+		}
+		for k := range m.inLG {
+			if _, ok := m.rows[k]; !ok {
+				if err := lg.Delete([]byte(k)); err != nil {
+					return fmt.Errorf("pack thread %s: %w", thread, err)
+				}
+			}
+		}
+		lg.FillPercent = 0.9
+		for _, r := range rows {
+			if old, ok := m.inLG[string(r.k)]; ok && bytes.Equal(old, r.v) {
+				continue
+			}
+			if err := lg.Put(r.k, r.v); err != nil {
+				return fmt.Errorf("pack thread %s: %w", thread, err)
+			}
+		}
 		return nil
 	}
-	if old := pk.Get(thread); old != nil {
-		// Not expected (writes unpack first); rows in lg are the newer.
-		packed, err := decodePack(thread, old)
-		if err != nil {
+	for k := range m.inLG {
+		if err := lg.Delete([]byte(k)); err != nil {
 			return fmt.Errorf("pack thread %s: %w", thread, err)
 		}
-		rows = mergeRows(packed, rows)
 	}
 	block, err := encodePack(thread, rows)
 	if err != nil {
@@ -154,32 +215,7 @@ func packThread(tx *bolt.Tx, thread []byte) error {
 	if err := pk.Put(thread, block); err != nil {
 		return fmt.Errorf("pack thread %s: %w", thread, err)
 	}
-	for _, r := range rows {
-		if err := lg.Delete(r.k); err != nil {
-			return fmt.Errorf("pack thread %s: %w", thread, err)
-		}
-	}
 	return nil
-}
-
-// mergeRows is a ∪ b in key order, b's value where both have a key.
-func mergeRows(a, b []kvRow) []kvRow {
-	out := make([]kvRow, 0, len(a)+len(b))
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case j == len(b) || i < len(a) && bytes.Compare(a[i].k, b[j].k) < 0:
-			out = append(out, a[i])
-			i++
-		default:
-			if i < len(a) && bytes.Equal(a[i].k, b[j].k) {
-				i++
-			}
-			out = append(out, b[j])
-			j++
-		}
-	}
-	return out
 }
 
 // unpackThread puts a packed thread's rows back in lg, before a write to

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -107,7 +108,11 @@ func TestPackedThreadsReadAsUnpacked(t *testing.T) {
 		}
 		packed := []string{"1f0a-t1", "1f0a-t20", "1f0b-t3"}
 		for _, th := range packed {
-			if err := packThread(tx, []byte(th)); err != nil {
+			pk, err := loadPacking(tx, []byte(th))
+			if err != nil {
+				return err
+			}
+			if err := pk.store(tx, []byte(th)); err != nil {
 				return err
 			}
 			if k, _ := lg.Cursor().Seek(lgKey(th, "")); k != nil && bytes.HasPrefix(k, lgKey(th, "")) {
@@ -200,4 +205,100 @@ func FuzzDecodePack(f *testing.F) {
 			t.Fatalf("re-encoded block does not decode: %v", err)
 		}
 	})
+}
+
+// TestFlushPacksIdleThreads: the flush after a thread's run ended packs
+// its journaled checkpoint rows (never putting them in lg), a thread whose
+// run still writes stays in lg, a new run's write unpacks it, and a
+// thread too big to rewrite after every run stays in lg.
+func TestFlushPacksIdleThreads(t *testing.T) {
+	r := &restartable{t: t, path: filepath.Join(t.TempDir(), "agent.db")}
+	e := r.start()
+	defer func() { r.crash() }()
+	ctx := context.Background()
+	s := e.bolt()
+	flush := func() {
+		t.Helper()
+		if err := s.w.Update(func(*bolt.Tx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	where := func(thread string) (packed bool, inLG int) {
+		t.Helper()
+		_ = e.DB.View(func(tx *bolt.Tx) error {
+			packed = tx.Bucket([]byte(bLGPacked)).Get([]byte(thread)) != nil
+			c := tx.Bucket([]byte(bLG)).Cursor()
+			for k, _ := c.Seek(lgKey(thread, "")); k != nil && bytes.HasPrefix(k, lgKey(thread, "")); k, _ = c.Next() {
+				inLG++
+			}
+			return nil
+		})
+		return packed, inLG
+	}
+	read := func(thread string, key []byte) string {
+		t.Helper()
+		var v []byte
+		if err := s.ViewCheckpointRows(ctx, thread, func(lg checkpointRows) error { v = lg.get(key); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+	write := func(thread, run string, rows ...cpRow) {
+		t.Helper()
+		if err := s.PutCheckpointRows(ctx, thread, run, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := func(thread, ch, v string) []byte { return lgKey(thread, "", lgKindBlob, ch, v) }
+
+	done, running, big := "1f0-done", "1f0-running", "1f0-big"
+	for _, th := range []string{done, running, big} {
+		s.OpenFence(th, "run-1")
+		write(th, "run-1", cpRow{rowPut, key(th, "a", "1"), []byte("a1")}, cpRow{rowPutNew, key(th, "b", "1"), []byte("b1")})
+	}
+	write(big, "run-1", cpRow{rowPut, key(big, "huge", "1"), bytes.Repeat([]byte("x"), lgPackMax)})
+	s.CloseFence(done)
+	s.CloseFence(big)
+	flush()
+	if packed, n := where(done); !packed || n != 0 {
+		t.Fatalf("ended thread: packed %v, %d rows in lg; want packed, none", packed, n)
+	}
+	if packed, n := where(running); packed || n != 2 {
+		t.Fatalf("running thread: packed %v, %d rows in lg; want 2 in lg", packed, n)
+	}
+	if packed, n := where(big); packed || n != 3 {
+		t.Fatalf("big thread: packed %v, %d rows in lg; want 3 in lg", packed, n)
+	}
+	if got := read(done, key(done, "b", "1")); got != "b1" {
+		t.Fatalf("packed row read back %q", got)
+	}
+
+	// The running thread's run ends with one more row: packed with it.
+	write(running, "run-1", cpRow{rowPut, key(running, "c", "1"), []byte("c1")})
+	s.CloseFence(running)
+	flush()
+	if packed, n := where(running); !packed || n != 0 {
+		t.Fatalf("thread whose run ended: packed %v, %d rows in lg", packed, n)
+	}
+
+	// A next run on the packed thread: journaled rows read over the block,
+	// a put-new of an existing key kept as it was, then packed again.
+	s.OpenFence(done, "run-2")
+	write(done, "run-2", cpRow{rowPutNew, key(done, "b", "1"), []byte("b2")}, cpRow{rowPut, key(done, "a", "2"), []byte("a2")})
+	if got := read(done, key(done, "b", "1")) + read(done, key(done, "a", "2")); got != "b1a2" {
+		t.Fatalf("pending rows over the block: %q", got)
+	}
+	s.CloseFence(done)
+	flush()
+	if packed, n := where(done); !packed || n != 0 {
+		t.Fatalf("after the next run: packed %v, %d rows in lg", packed, n)
+	}
+
+	// After a crash and a restart the packed rows read as before.
+	r.crash()
+	e = r.start()
+	s = e.bolt()
+	if got := read(done, key(done, "a", "1")) + read(done, key(done, "b", "1")) + read(done, key(done, "a", "2")) + read(running, key(running, "c", "1")); got != "a1b1a2c1" {
+		t.Fatalf("after a restart: %q", got)
+	}
 }

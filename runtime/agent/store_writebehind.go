@@ -96,8 +96,7 @@ func applyRows(tx *bolt.Tx, rows []wbRow) error {
 			// pages hold the same rows and fewer are rewritten.
 			b.FillPercent = 0.9
 		}
-		switch r.mode {
-		case rowAdd:
+		if r.mode == rowAdd {
 			if len(r.val) != 8 {
 				return fmt.Errorf("apply journaled row: a counter delta of %d bytes", len(r.val))
 			}
@@ -105,34 +104,46 @@ func applyRows(tx *bolt.Tx, rows []wbRow) error {
 				return err
 			}
 			continue
-		case rowDelete:
-			if err := b.Delete(r.key); err != nil {
-				return err
-			}
-			continue
-		case rowPutNew:
-			if b.Get(r.key) != nil {
-				continue
-			}
-		case rowPutChanged:
-			// A value sent again unchanged (a saver sending every
-			// channel, a retried put) is not rewritten: its row, and the
-			// run it names for rollbacks, stay. A different value under
-			// the same version replaces it: JavaScript savers number
-			// versions 1, 2, 3…, so a fork can reuse one.
-			if old := b.Get(r.key); old != nil {
-				prev, err1 := decodeBlob(old)
-				next, err2 := decodeBlob(r.val)
-				if err1 == nil && err2 == nil && prev.T == next.T && bytes.Equal(prev.B, next.B) {
-					continue
-				}
-			}
 		}
-		if err := b.Put(r.key, r.val); err != nil {
+		if err := applyRow(b, r); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// rowTarget is where a row is applied: a bucket, or a thread's checkpoint
+// rows gathered to be packed (packing).
+type rowTarget interface {
+	Get(k []byte) []byte
+	Put(k, v []byte) error
+	Delete(k []byte) error
+}
+
+// applyRow applies one row (not a counter's delta) as its writer meant it.
+func applyRow(b rowTarget, r wbRow) error {
+	switch r.mode {
+	case rowDelete:
+		return b.Delete(r.key)
+	case rowPutNew:
+		if b.Get(r.key) != nil {
+			return nil
+		}
+	case rowPutChanged:
+		// A value sent again unchanged (a saver sending every
+		// channel, a retried put) is not rewritten: its row, and the
+		// run it names for rollbacks, stay. A different value under
+		// the same version replaces it: JavaScript savers number
+		// versions 1, 2, 3…, so a fork can reuse one.
+		if old := b.Get(r.key); old != nil {
+			prev, err1 := decodeBlob(old)
+			next, err2 := decodeBlob(r.val)
+			if err1 == nil && err2 == nil && prev.T == next.T && bytes.Equal(prev.B, next.B) {
+				return nil
+			}
+		}
+	}
+	return b.Put(r.key, r.val)
 }
 
 // wbOp is one journal record: rows of one thread.
@@ -311,13 +322,50 @@ func (p *pendingWrites) prepare(tx *bolt.Tx) (func(), error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
+	// The checkpoint rows of threads whose run has ended are gathered in
+	// memory and packed, never put in lg only to be deleted from it.
+	idle := p.idle(ops)
+	packs := make(map[string]*packing, len(idle))
+	for _, t := range idle {
+		packs[t] = nil
+	}
 	for _, op := range ops {
-		if err := applyRows(tx, op.rows); err != nil {
+		rows := op.rows
+		if pk, ok := packs[op.thread]; ok && hasLG(rows) {
+			if pk == nil {
+				var err error
+				if pk, err = loadPacking(tx, []byte(op.thread)); err != nil {
+					return nil, err
+				}
+				packs[op.thread] = pk
+			}
+			rest := rows[:0:0]
+			for _, r := range rows {
+				if r.bucket != bLG || !bytes.Equal(lgThreadOf(r.key), []byte(op.thread)) {
+					rest = append(rest, r)
+					continue
+				}
+				pk.changed = true
+				if err := applyRow(pk, r); err != nil {
+					return nil, fmt.Errorf("apply journal record %d: %w", op.seq, err)
+				}
+			}
+			rows = rest
+		}
+		if err := applyRows(tx, rows); err != nil {
 			return nil, fmt.Errorf("apply journal record %d: %w", op.seq, err)
 		}
 	}
-	for _, thread := range p.idle(ops) {
-		if err := packThread(tx, []byte(thread)); err != nil {
+	for _, t := range idle {
+		pk := packs[t]
+		if pk == nil {
+			// Its rows came in earlier flushes, while its run ran.
+			var err error
+			if pk, err = loadPacking(tx, []byte(t)); err != nil {
+				return nil, err
+			}
+		}
+		if err := pk.store(tx, []byte(t)); err != nil {
 			return nil, err
 		}
 	}
