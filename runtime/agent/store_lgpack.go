@@ -2,25 +2,23 @@ package agent
 
 import (
 	"bytes"
-	"compress/flate"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 
+	"github.com/klauspost/compress/zstd"
 	bolt "go.etcd.io/bbolt"
 )
 
 // Packed threads. Once a thread's run has ended, the flush that commits
-// its rows moves every checkpoint row of the thread into one deflated
+// its rows moves every checkpoint row of the thread into one compressed
 // block in lg_packed, keyed by the thread id: a run of the bench graph
 // writes two dozen rows (11–12 KiB with their keys, three leaves of lg)
 // that repeat channel names, versions, ids and the growing message list,
-// and deflate over all of them takes them to under 2 KiB (one row per
-// row of the thread compresses only the checkpoint rows, to 13.5 KiB a run
-// in all). A thread's rows are in one place at a time: in lg, or in its
+// and compressed together they take under 2 KiB (row by row, only the
+// checkpoint rows compressed, they took 13.5 KiB a run in all). A thread's rows are in one place at a time: in lg, or in its
 // block. Readers take the block as the thread's rows (lgBase); anything
 // that writes a row of a packed thread first puts its rows back in lg
 // (unpackThread), and the next flush after its next run packs it again.
@@ -30,7 +28,7 @@ const (
 	lgPackFormat = 1
 	// lgPackMax bounds the raw bytes of a thread packed: a thread that
 	// grows beyond it stays in lg, so a long conversation is not
-	// inflated, rewritten and deflated whole after every turn.
+	// unpacked, rewritten and packed whole after every turn.
 	lgPackMax = 256 << 10
 )
 
@@ -45,9 +43,22 @@ func lgThreadOf(k []byte) []byte {
 	return k
 }
 
-// encodePack deflates rows (all of thread's, in key order): per row the
-// key after the thread id, whether its value was stored deflated (format
-// 2, kept inflated here so that deflate sees across rows), and the value.
+// The packed blocks' codec: zstd (github.com/klauspost/compress, pure Go
+// and maintained) at its fastest level, which packs a run's rows of the
+// bench graph in about 30 µs against 65 for deflate, a little smaller,
+// and unpacks them four times as fast. A flush packs every thread whose
+// run ended, holding bbolt's writer lock. The decoder refuses a block that
+// claims more than lgPackDecodeMax bytes.
+const lgPackDecodeMax = 4 * lgPackMax
+
+var (
+	packEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	packDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(lgPackDecodeMax), zstd.WithDecoderConcurrency(0))
+)
+
+// encodePack compresses rows (all of thread's, in key order): per row the
+// key after the thread id and the value, inflated (format 1) so that the
+// codec sees across rows.
 func encodePack(thread []byte, rows []kvRow) ([]byte, error) {
 	var raw []byte
 	for _, r := range rows {
@@ -55,64 +66,33 @@ func encodePack(thread []byte, rows []kvRow) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		flag := byte(0)
-		if len(r.v) > 0 && r.v[0] == lgRowFormatFlate {
-			flag = 1
-		}
 		raw = binary.AppendUvarint(raw, uint64(len(r.k)-len(thread)))
 		raw = append(raw, r.k[len(thread):]...)
-		raw = append(raw, flag)
 		raw = binary.AppendUvarint(raw, uint64(len(v)))
 		raw = append(raw, v...)
 	}
-	var buf bytes.Buffer
-	buf.WriteByte(lgPackFormat)
-	w := flateWriters.Get().(*flate.Writer)
-	defer flateWriters.Put(w)
-	w.Reset(&buf)
-	if _, err := w.Write(raw); err != nil {
-		return nil, fmt.Errorf("pack checkpoint rows: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("pack checkpoint rows: %w", err)
-	}
-	return buf.Bytes(), nil
+	return packEncoder.EncodeAll(raw, []byte{lgPackFormat}), nil
 }
 
 var errBadPack = errors.New("damaged packed checkpoint rows")
 
-// decodePack returns a packed thread's rows in key order, their values as
-// they were in lg.
+// decodePack returns a packed thread's rows in key order.
 func decodePack(thread, block []byte) ([]kvRow, error) {
 	if len(block) == 0 || block[0] != lgPackFormat {
 		return nil, errBadPack
 	}
-	r := flateReaders.Get().(io.ReadCloser)
-	defer flateReaders.Put(r)
-	if err := r.(flate.Resetter).Reset(bytes.NewReader(block[1:]), nil); err != nil {
-		return nil, fmt.Errorf("unpack checkpoint rows: %w", err)
-	}
-	raw, err := appendAll(nil, r)
+	raw, err := packDecoder.DecodeAll(block[1:], nil)
 	if err != nil {
-		return nil, fmt.Errorf("unpack checkpoint rows: %w", err)
+		return nil, fmt.Errorf("%w: %w", errBadPack, err)
 	}
 	d := rowDec{b: raw}
 	var rows []kvRow
 	for len(d.b) > 0 && d.err == nil {
 		suffix := d.bytes()
-		if d.err != nil || len(d.b) == 0 {
-			return nil, errBadPack
-		}
-		flag := d.b[0]
-		d.b = d.b[1:]
 		v := d.bytes()
-		if d.err != nil {
-			break
+		if d.err == nil {
+			rows = append(rows, kvRow{append(slices.Clip(thread), suffix...), v})
 		}
-		if flag == 1 {
-			v = deflateRow(v)
-		}
-		rows = append(rows, kvRow{append(slices.Clip(thread), suffix...), v})
 	}
 	if d.err != nil {
 		return nil, errBadPack
