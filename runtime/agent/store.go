@@ -121,9 +121,10 @@ type boltStore struct {
 // write), collects the rows the unit of work wrote, in order, for the
 // journal.
 type boltTx struct {
-	tx     *bolt.Tx
-	track  *[]wbKey
-	events []storeEvent // published once the unit of work is durable
+	tx       *bolt.Tx
+	track    *[]wbKey
+	events   []storeEvent // published once the unit of work is durable
+	unpacked []string     // packed threads whose rows it changed (repack)
 }
 
 func (t *boltTx) touched(bucket string, key []byte) {
@@ -173,7 +174,10 @@ func (s *boltStore) Update(_ context.Context, fn func(Tx) error) error {
 	var last *boltTx
 	err := s.w.Update(func(tx *bolt.Tx) error {
 		last = &boltTx{tx: tx}
-		return fn(last)
+		if err := fn(last); err != nil {
+			return err
+		}
+		return last.repack(s.pend)
 	})
 	if err == nil && last != nil {
 		s.publish(last.events)

@@ -86,6 +86,11 @@ func (s *boltStore) PutCheckpointRows(ctx context.Context, thread, run string, r
 		if err := fence(tx, thread, run); err != nil {
 			return err
 		}
+		// Unpacked as a unit of work's write, so that Update packs the
+		// thread again (update_state's rows, a write outside any run).
+		if err := tx.(*boltTx).unpack([]byte(thread)); err != nil {
+			return err
+		}
 		return applyRows(boltOf(tx), wb)
 	})
 }
@@ -130,7 +135,7 @@ func (t *boltTx) PutCheckpointRow(k, v []byte) error {
 	if err := t.unconfined(); err != nil {
 		return err
 	}
-	if err := unpackThread(t.tx, lgThreadOf(k)); err != nil {
+	if err := t.unpack(lgThreadOf(k)); err != nil {
 		return err
 	}
 	if err := t.tx.Bucket([]byte(bLG)).Put(k, v); err != nil {
@@ -143,7 +148,7 @@ func (t *boltTx) DeleteCheckpointRow(k []byte) error {
 	if err := t.unconfined(); err != nil {
 		return err
 	}
-	if err := unpackThread(t.tx, lgThreadOf(k)); err != nil {
+	if err := t.unpack(lgThreadOf(k)); err != nil {
 		return err
 	}
 	return t.tx.Bucket([]byte(bLG)).Delete(k)

@@ -21,7 +21,8 @@ import (
 // checkpoint rows compressed, they took 13.5 KiB a run in all). A thread's rows are in one place at a time: in lg, or in its
 // block. Readers take the block as the thread's rows (lgBase); anything
 // that writes a row of a packed thread first puts its rows back in lg
-// (unpackThread), and the next flush after its next run packs it again.
+// (unpackThread); the flush after its next run packs it again, and a unit
+// of work that is not a run's packs it again before it commits (repack).
 const (
 	bLGPacked = "lg_packed"
 
@@ -199,25 +200,55 @@ func (m *packing) store(tx *bolt.Tx, thread []byte) error {
 }
 
 // unpackThread puts a packed thread's rows back in lg, before a write to
-// one of them.
-func unpackThread(tx *bolt.Tx, thread []byte) error {
+// one of them; false: it was not packed.
+func unpackThread(tx *bolt.Tx, thread []byte) (bool, error) {
 	pk := tx.Bucket([]byte(bLGPacked))
 	block := pk.Get(thread)
 	if block == nil {
-		return nil
+		return false, nil
 	}
 	rows, err := decodePack(thread, block)
 	if err != nil {
-		return fmt.Errorf("unpack thread %s: %w", thread, err)
+		return false, fmt.Errorf("unpack thread %s: %w", thread, err)
 	}
 	lg := tx.Bucket([]byte(bLG))
 	for _, r := range rows {
 		if err := lg.Put(r.k, r.v); err != nil {
-			return fmt.Errorf("unpack thread %s: %w", thread, err)
+			return false, fmt.Errorf("unpack thread %s: %w", thread, err)
 		}
 	}
 	if err := pk.Delete(thread); err != nil {
-		return fmt.Errorf("unpack thread %s: %w", thread, err)
+		return false, fmt.Errorf("unpack thread %s: %w", thread, err)
+	}
+	return true, nil
+}
+
+// unpack is unpackThread in a unit of work, which packs the thread again
+// before it commits (repack).
+func (t *boltTx) unpack(thread []byte) error {
+	done, err := unpackThread(t.tx, thread)
+	if done {
+		t.unpacked = append(t.unpacked, string(thread))
+	}
+	return err
+}
+
+// repack packs again the threads the unit of work unpacked to change
+// their rows (a rollback, a prune, update_state), unless a run of the
+// thread now writes checkpoints through the journal: the flush after it
+// ends packs them.
+func (t *boltTx) repack(p *pendingWrites) error {
+	for _, thread := range t.unpacked {
+		if p.running(thread) {
+			continue
+		}
+		pk, err := loadPacking(t.tx, []byte(thread))
+		if err != nil {
+			return err
+		}
+		if err := pk.store(t.tx, []byte(thread)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

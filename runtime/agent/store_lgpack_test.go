@@ -302,3 +302,65 @@ func TestFlushPacksIdleThreads(t *testing.T) {
 		t.Fatalf("after a restart: %q", got)
 	}
 }
+
+// TestUnitOfWorkRepacks: a unit of work that changes a packed thread's rows
+// (a prune, a rollback, update_state's write outside any run) leaves it
+// packed, with the change; one whose thread has a running run leaves it
+// in lg for the flush after the run.
+func TestUnitOfWorkRepacks(t *testing.T) {
+	r := &restartable{t: t, path: filepath.Join(t.TempDir(), "agent.db")}
+	e := r.start()
+	defer r.crash()
+	ctx := context.Background()
+	s := e.bolt()
+	th, err := e.CreateThread("", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := th.ThreadID
+	k1, k2 := lgKey(id, "", lgKindBlob, "a", "1"), lgKey(id, "", lgKindBlob, "b", "1")
+	s.OpenFence(id, "run-1")
+	if err := s.PutCheckpointRows(ctx, id, "run-1", []cpRow{{rowPut, k1, []byte("a")}, {rowPut, k2, []byte("b")}}); err != nil {
+		t.Fatal(err)
+	}
+	s.CloseFence(id)
+	state := func() (packed bool, rows int) {
+		t.Helper()
+		_ = e.DB.View(func(tx *bolt.Tx) error {
+			packed = tx.Bucket([]byte(bLGPacked)).Get([]byte(id)) != nil
+			return nil
+		})
+		if err := s.ViewCheckpointRows(ctx, id, func(lg checkpointRows) error {
+			lg.scan(lgKey(id, ""), func(_, _ []byte) bool { rows++; return true })
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return packed, rows
+	}
+	if err := s.w.Update(func(*bolt.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if packed, n := state(); !packed || n != 2 {
+		t.Fatalf("after the run: packed %v, %d rows", packed, n)
+	}
+	if err := s.Update(ctx, func(tx Tx) error { return tx.DeleteCheckpointRow(k2) }); err != nil {
+		t.Fatal(err)
+	}
+	if packed, n := state(); !packed || n != 1 {
+		t.Fatalf("after a unit of work deleted a row: packed %v, %d rows; want packed, 1", packed, n)
+	}
+	if err := s.PutCheckpointRows(ctx, id, "", []cpRow{{rowPut, k2, []byte("b2")}}); err != nil {
+		t.Fatal(err)
+	}
+	if packed, n := state(); !packed || n != 2 {
+		t.Fatalf("after a write outside any run: packed %v, %d rows; want packed, 2", packed, n)
+	}
+	s.OpenFence(id, "run-2")
+	if err := s.Update(ctx, func(tx Tx) error { return tx.DeleteCheckpointRow(k2) }); err != nil {
+		t.Fatal(err)
+	}
+	if packed, n := state(); packed || n != 1 {
+		t.Fatalf("with a run writing: packed %v, %d rows; want in lg, 1", packed, n)
+	}
+}

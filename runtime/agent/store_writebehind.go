@@ -85,7 +85,7 @@ func applyRows(tx *bolt.Tx, rows []wbRow) error {
 		if r.bucket == bLG {
 			// A packed thread's rows go back to lg before one of them
 			// changes (store_lgpack.go).
-			if err := unpackThread(tx, lgThreadOf(r.key)); err != nil {
+			if _, err := unpackThread(tx, lgThreadOf(r.key)); err != nil {
 				return err
 			}
 		}
@@ -440,6 +440,18 @@ func (p *pendingWrites) own(thread, run string) {
 	p.mu.Lock()
 	p.owner[thread] = run
 	p.mu.Unlock()
+}
+
+// running reports whether a run of thread writes its checkpoints through
+// the journal.
+func (p *pendingWrites) running(thread string) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.owner[thread]
+	return ok
 }
 
 // disown stops it: what comes after takes the fenced commit.
