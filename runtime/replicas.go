@@ -156,8 +156,8 @@ type ReplicaLister interface {
 
 // WorkerLister is implemented by drivers whose replicas can be lost with
 // the machine they ran on (a swarm node): LiveWorkers lists the worker ids
-// (SLIPWAY_AGENT_WORKER_ID) of dep's agents that exist now, running or
-// starting, of any revision; ok is false when the driver cannot tell (the
+// (SLIPWAY_AGENT_WORKER_ID) of dep's agents that exist now, running,
+// starting or draining before they stop, of any revision; ok is false when the driver cannot tell (the
 // manager did not answer) or dep runs no replicas. The control plane ends
 // the database connections of the other workers, which a lost node leaves
 // open at the server until TCP gives up on them.

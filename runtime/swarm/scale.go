@@ -427,11 +427,10 @@ func scaleNote(s runtime.Spec) string {
 	return b.String()
 }
 
-// LiveWorkers lists the worker ids of dep's tasks that Swarm wants running
-// (runtime.WorkerLister): api-<slot>-<task id> and queue-<slot>-<task id>,
-// as withRole names them. A task on a lost node is set to shut down once
-// Swarm replaces it, and drops out. Unscaled deployments have no worker
-// ids: ok is false.
+// LiveWorkers lists the worker ids of dep's tasks that may still hold
+// connections (runtime.WorkerLister): api-<slot>-<task id> and
+// queue-<slot>-<task id>, as withRole names them. See liveWorkerIDs for
+// which tasks count. Unscaled deployments have no worker ids: ok is false.
 func (d *Driver) LiveWorkers(ctx context.Context, dep string) ([]string, bool) {
 	d.mu.Lock()
 	_, scaled := d.pools[dep]
@@ -439,22 +438,48 @@ func (d *Driver) LiveWorkers(ctx context.Context, dep string) ([]string, bool) {
 	if !scaled {
 		return nil, false
 	}
-	var out []string
+	nodes, err := d.Client.NodeList(ctx, client.NodeListOptions{})
+	if err != nil {
+		return nil, false
+	}
+	ready := map[string]bool{}
+	for _, n := range nodes.Items {
+		ready[n.ID] = n.Status.State == swarm.NodeStateReady
+	}
+	var tasks []swarm.Task
 	for _, svc := range []string{serviceName(dep), queueServiceName(dep)} {
-		res, err := d.Client.TaskList(ctx, client.TaskListOptions{Filters: client.Filters{}.Add("service", svc).Add("desired-state", "running")})
+		res, err := d.Client.TaskList(ctx, client.TaskListOptions{Filters: client.Filters{}.Add("service", svc)})
 		if err != nil {
 			if cerrdefs.IsNotFound(err) {
 				continue // no queue service
 			}
 			return nil, false
 		}
-		for _, t := range res.Items {
-			prefix := "api"
-			if envValue(t.Spec.ContainerSpec, "SLIPWAY_AGENT_ROLE") == "queue" {
-				prefix = "queue"
-			}
-			out = append(out, prefix+"-"+strconv.Itoa(t.Slot)+"-"+t.ID)
-		}
+		tasks = append(tasks, res.Items...)
 	}
-	return out, true
+	return liveWorkerIDs(tasks, ready), true
+}
+
+// liveWorkerIDs names the tasks that are, or may still be, running: those
+// Swarm wants running, and those it has told to shut down that still run
+// on a node that is up. The second kind are replicas draining after a
+// scale-down or an update, for up to their stop grace period; their
+// in-flight requests still use their connections. A task on a lost node
+// keeps the last state it reported (running), so it counts only while
+// Swarm wants it: once Swarm replaces it, it drops out, and its
+// connections are ended.
+func liveWorkerIDs(tasks []swarm.Task, nodeReady map[string]bool) []string {
+	var out []string
+	for _, t := range tasks {
+		draining := t.Status.State == swarm.TaskStateRunning && nodeReady[t.NodeID]
+		if t.DesiredState != swarm.TaskStateRunning && !draining {
+			continue
+		}
+		prefix := "api"
+		if envValue(t.Spec.ContainerSpec, "SLIPWAY_AGENT_ROLE") == "queue" {
+			prefix = "queue"
+		}
+		out = append(out, prefix+"-"+strconv.Itoa(t.Slot)+"-"+t.ID)
+	}
+	return out
 }

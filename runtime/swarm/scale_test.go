@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/moby/moby/api/types/swarm"
+
 	"slipway/runtime"
 	"slipway/runtime/docker"
 )
@@ -79,5 +81,45 @@ func TestScaledServiceSpecs(t *testing.T) {
 				t.Error("queue and API env are the same")
 			}
 		})
+	}
+}
+
+// TestLiveWorkerIDs: a replica told to shut down still counts while it
+// runs on a node that is up (it drains its requests over its connections);
+// one on a lost node counts only while Swarm wants it running.
+func TestLiveWorkerIDs(t *testing.T) {
+	task := func(id string, slot int, role string, desired, state swarm.TaskState, node string) swarm.Task {
+		var tk swarm.Task
+		tk.ID, tk.Slot, tk.NodeID, tk.DesiredState, tk.Status.State = id, slot, node, desired, state
+		tk.Spec.ContainerSpec = &swarm.ContainerSpec{Env: []string{"SLIPWAY_AGENT_ROLE=" + role}}
+		return tk
+	}
+	up := map[string]bool{"n1": true, "n2": false}
+	run, shut := swarm.TaskStateRunning, swarm.TaskStateShutdown
+	tests := []struct {
+		name string
+		task swarm.Task
+		live bool
+	}{
+		{"wanted and running", task("a", 1, "api", run, run, "n1"), true},
+		{"wanted, still starting", task("b", 2, "api", run, swarm.TaskStateStarting, "n1"), true},
+		{"draining on a node that is up", task("c", 3, "queue", shut, run, "n1"), true},
+		{"stopped after draining", task("d", 3, "queue", shut, swarm.TaskStateComplete, "n1"), false},
+		{"shut down on a lost node", task("e", 4, "api", shut, run, "n2"), false},
+		{"wanted on a lost node", task("f", 5, "api", run, run, "n2"), true},
+		{"on a node that left", task("g", 6, "api", shut, run, "n3"), false},
+		{"failed", task("h", 7, "queue", shut, swarm.TaskStateFailed, "n1"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := liveWorkerIDs([]swarm.Task{tt.task}, up)
+			if (len(got) == 1) != tt.live {
+				t.Fatalf("live = %v, want %v", got, tt.live)
+			}
+		})
+	}
+	got := liveWorkerIDs([]swarm.Task{task("a", 1, "api", run, run, "n1"), task("c", 3, "queue", shut, run, "n1")}, up)
+	if want := []string{"api-1-a", "queue-3-c"}; !slices.Equal(got, want) {
+		t.Fatalf("ids = %v, want %v", got, want)
 	}
 }
