@@ -123,6 +123,7 @@ type boltStore struct {
 type boltTx struct {
 	tx       *bolt.Tx
 	track    *[]wbKey
+	scoped   bool         // one thread's view or unit of work (wholeDB)
 	events   []storeEvent // published once the unit of work is durable
 	unpacked []string     // packed threads whose rows it changed (repack)
 }
@@ -165,6 +166,19 @@ func (t *boltTx) unconfined() error {
 	return nil
 }
 
+// wholeDB refuses a read across threads in a transaction scoped to one
+// thread (ViewThread, UpdateThread): only that thread's pending rows are
+// laid over it, without the thread indexes' rows (pendingWrites.overlay),
+// so such a read would miss writes already acknowledged. A unit of work
+// that meets it runs again as an Update (errNotHot); in a view it is a
+// mistake of the caller's.
+func (t *boltTx) wholeDB() error {
+	if t.scoped {
+		return errNotHot
+	}
+	return nil
+}
+
 // boltOf is the bbolt transaction under a Tx of the bbolt store.
 func boltOf(tx ReadTx) *bolt.Tx { return tx.(*boltTx).tx }
 
@@ -190,7 +204,7 @@ func (s *boltStore) View(_ context.Context, fn func(ReadTx) error) error {
 }
 
 func (s *boltStore) ViewThread(_ context.Context, thread string, fn func(ReadTx) error) error {
-	return s.view(thread, func(tx *bolt.Tx) error { return fn(&boltTx{tx: tx}) })
+	return s.view(thread, func(tx *bolt.Tx) error { return fn(&boltTx{tx: tx, scoped: thread != ""}) })
 }
 
 func (s *boltStore) ViewCommitted(_ context.Context, fn func(ReadTx) error) error {
@@ -201,7 +215,7 @@ func (s *boltStore) UpdateThread(_ context.Context, thread string, end bool, fn 
 	var bt *boltTx
 	err := s.hot(thread, end, func(tx *bolt.Tx) ([]wbKey, error) {
 		var keys []wbKey
-		bt = &boltTx{tx: tx, track: &keys}
+		bt = &boltTx{tx: tx, track: &keys, scoped: true}
 		if err := fn(bt); err != nil {
 			return nil, err
 		}

@@ -79,6 +79,9 @@ func (t *boltTx) ThreadQueue(id string) (string, []string, error) {
 }
 
 func (t *boltTx) ForEachThread(fn func(*threadRecord) error) error {
+	if err := t.wholeDB(); err != nil {
+		return err
+	}
 	return t.tx.Bucket([]byte(bThreads)).ForEach(func(_, v []byte) error {
 		r, err := decodeThread(v)
 		if err != nil {
@@ -89,6 +92,9 @@ func (t *boltTx) ForEachThread(fn func(*threadRecord) error) error {
 }
 
 func (t *boltTx) CountBusy() (pending, running int, err error) {
+	if err := t.wholeDB(); err != nil {
+		return 0, 0, err
+	}
 	err = t.tx.Bucket([]byte(bThreadsBusy)).ForEach(func(k, _ []byte) error {
 		active, queue, err := t.ThreadQueue(string(k))
 		if err != nil {
@@ -104,6 +110,9 @@ func (t *boltTx) CountBusy() (pending, running int, err error) {
 }
 
 func (t *boltTx) ForEachBusyThread(fn func(*threadRecord) error) error {
+	if err := t.wholeDB(); err != nil {
+		return err
+	}
 	// Ids first: fn may write the threads it is given (recovery does).
 	var ids []string
 	err := t.tx.Bucket([]byte(bThreadsBusy)).ForEach(func(k, _ []byte) error {

@@ -374,6 +374,9 @@ func page[T any](all []T, offset, limit int) []T {
 }
 
 func (t *boltTx) SearchThreads(f ThreadFilter) ([]*threadRecord, error) {
+	if err := t.wholeDB(); err != nil {
+		return nil, err
+	}
 	q := newThreadQuery(t.tx, f)
 	if len(f.IDs) > 0 {
 		all, err := q.byIDs()
@@ -413,6 +416,9 @@ func (t *boltTx) SearchThreads(f ThreadFilter) ([]*threadRecord, error) {
 }
 
 func (t *boltTx) CountThreads(f ThreadFilter) (int, error) {
+	if err := t.wholeDB(); err != nil {
+		return 0, err
+	}
 	q := newThreadQuery(t.tx, f)
 	if len(f.IDs) == 0 && len(q.metas) == 0 && !q.hasResidual() {
 		// Unfiltered or by status alone: a counter.

@@ -397,23 +397,57 @@ func (p *pendingWrites) idle(ops []*wbOp) []string {
 }
 
 // overlay lays thread's records newer than tx's horizon over tx (a write
-// transaction the caller rolls back), except its checkpoint rows: a run's
-// are most of what is pending (two dozen rows of the bench graph), putting
-// them costs most of a read's time, and nothing read here needs them.
-// Checkpoint rows are read through ViewCheckpointRows (lgRead lays them
-// over itself), and a journaled unit of work may not touch them
+// transaction the caller rolls back), except the rows no one-thread read
+// needs (overlaid): putting them costs most of a read's time.
+//
+// A run's checkpoint rows are most of what is pending (two dozen rows of
+// the bench graph). They are read through ViewCheckpointRows (lgRead lays
+// them over itself), and a journaled unit of work may not touch them
 // (boltTx.ScanCheckpointRows and its writes refuse with errNotHot).
+//
+// The thread indexes' rows (but the attributes row, what a thread's write
+// reads to replace them) are read only across threads, which a scoped
+// transaction refuses (boltTx.wholeDB). A write replaces them without
+// reading them: the rows it journals are what it put or deleted.
 func (p *pendingWrites) overlay(tx *bolt.Tx, thread string) error {
 	for _, op := range p.since(horizon(tx), thread) {
 		rows := op.rows
-		if hasLG(rows) {
-			rows = withoutLG(rows)
+		if !allOverlaid(rows) {
+			rows = overlaidRows(rows)
 		}
 		if err := applyRows(tx, rows); err != nil {
 			return fmt.Errorf("lay journal record %d over the database: %w", op.seq, err)
 		}
 	}
 	return nil
+}
+
+// overlaid says whether overlay lays rows of bucket.
+func overlaid(bucket string) bool {
+	switch bucket {
+	case bLG, bThreadsCreated, bThreadsUpdated, bThreadsStatus, bThreadsMeta, bThreadsBusy, bThreadsCount:
+		return false
+	}
+	return true
+}
+
+func allOverlaid(rows []wbRow) bool {
+	for _, r := range rows {
+		if !overlaid(r.bucket) {
+			return false
+		}
+	}
+	return true
+}
+
+func overlaidRows(rows []wbRow) []wbRow {
+	out := make([]wbRow, 0, len(rows))
+	for _, r := range rows {
+		if overlaid(r.bucket) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func hasLG(rows []wbRow) bool {
@@ -423,16 +457,6 @@ func hasLG(rows []wbRow) bool {
 		}
 	}
 	return false
-}
-
-func withoutLG(rows []wbRow) []wbRow {
-	out := make([]wbRow, 0, len(rows))
-	for _, r := range rows {
-		if r.bucket != bLG {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // own starts journaling run's checkpoint writes to thread.
