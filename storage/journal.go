@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,16 +22,28 @@ import (
 // flushes twice); the owner applies the records to its database later,
 // in commits it makes anyway, and then releases them.
 //
-// Records live in segment files (journal-<n>.log) in one directory. Each
-// record carries the owner's sequence number; a segment is removed once it
+// Records live in segment files (journal-<n>.wal) in one directory. Each
+// record carries the owner's sequence number; a segment is retired once it
 // is no longer the one appended to and the owner has released every
-// sequence number in it (ReleaseThrough). On start the owner reads what is left
-// (ReadJournal), applies it durably, and only then opens the journal,
-// which removes the old segments.
+// sequence number in it (ReleaseThrough). On start the owner reads what is
+// left (ReadJournal), applies it durably, and only then opens the journal,
+// which retires the old segments.
 //
-// A record is framed as length (uint32) ‖ CRC-32C of the payload
-// (uint32) ‖ payload, little-endian. A torn tail (a crash during a write
-// that was never acknowledged) ends the reading of its segment.
+// A record is framed as length (uint32) ‖ checksum (uint32) ‖ payload,
+// little-endian; the checksum is the CRC-32C of the segment's number
+// (uint64) and the payload. A torn tail (a crash during a write that was
+// never acknowledged) ends the reading of its segment.
+//
+// Writes overwrite space the file already has, so an fdatasync flushes
+// the records alone, not the file's size through the filesystem's own
+// journal (on ext4, a commit that queues behind every other file's):
+// segments grow by zeroed chunks (journalChunk), and a retired segment is
+// kept as a spare (spare-<n>.wal) that the next rotation renames and
+// writes over, as PostgreSQL recycles its WAL segments. Its old records
+// fail the checksum, which names the segment, so the reading of the
+// renamed segment stops where its new records end. Segments written before
+// this format (journal-<n>.log, appended, the checksum of the payload
+// alone) are still read.
 type Journal struct {
 	dir     string
 	maxSize int64
@@ -38,8 +51,10 @@ type Journal struct {
 	mu      sync.Mutex
 	f       *os.File
 	seg     uint64
-	size    int64
+	size    int64             // where the next group is written
+	zeroed  int64             // the file's length: space a write need not grow
 	maxSeq  map[uint64]uint64 // segment → the greatest sequence number in it
+	spares  []string          // retired segments kept for reuse
 	queue   []*JournalTicket
 	running bool
 	err     error // a failed write or flush: the journal refuses further appends
@@ -60,57 +75,98 @@ const (
 	journalFrame    = 8
 	journalMaxRec   = 64 << 20
 	journalSegBytes = 16 << 20
+	// journalChunk is how much a segment grows by at once: one fdatasync
+	// that carries the file's size per this many bytes of records.
+	journalChunk = 1 << 20
+	// journalSpares is how many retired segments are kept for reuse: the
+	// owner releases a segment well before the next one fills.
+	journalSpares = 2
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-func segmentName(n uint64) string { return fmt.Sprintf("journal-%016x.log", n) }
+// segFile is a segment on disk: its number, and whether it is in the
+// format before segments were reused (appended, payload-only checksums).
+type segFile struct {
+	n      uint64
+	legacy bool
+}
 
-// segments lists dir's segment numbers in order.
-func segments(dir string) ([]uint64, error) {
+func segmentName(n uint64) string { return fmt.Sprintf("journal-%016x.wal", n) }
+
+func (s segFile) name() string {
+	if s.legacy {
+		return fmt.Sprintf("journal-%016x.log", s.n)
+	}
+	return segmentName(s.n)
+}
+
+// checksum is a record's frame checksum in segment seg.
+func (s segFile) checksum(rec []byte) uint32 {
+	if s.legacy {
+		return crc32.Checksum(rec, castagnoli)
+	}
+	return frameSum(s.n, rec)
+}
+
+func frameSum(seg uint64, rec []byte) uint32 {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], seg)
+	return crc32.Update(crc32.Checksum(n[:], castagnoli), castagnoli, rec)
+}
+
+// segments lists dir's segments in order, and its spares.
+func segments(dir string) ([]segFile, []string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read journal directory: %w", err)
+		return nil, nil, fmt.Errorf("read journal directory: %w", err)
 	}
-	var out []uint64
+	var out []segFile
+	var spares []string
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasPrefix(name, "journal-") || !strings.HasSuffix(name, ".log") {
+		if strings.HasPrefix(name, "spare-") && strings.HasSuffix(name, ".wal") {
+			spares = append(spares, name)
 			continue
 		}
-		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, "journal-"), ".log"), 16, 64)
+		ext := filepath.Ext(name)
+		if !strings.HasPrefix(name, "journal-") || ext != ".wal" && ext != ".log" {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(name, "journal-"), ext), 16, 64)
 		if err != nil {
 			continue
 		}
-		out = append(out, n)
+		out = append(out, segFile{n: n, legacy: ext == ".log"})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].n < out[j].n })
+	sort.Strings(spares)
+	return out, spares, nil
 }
 
 // ReadJournal returns the records left in dir, oldest first.
 func ReadJournal(dir string) ([][]byte, error) {
-	segs, err := segments(dir)
+	segs, _, err := segments(dir)
 	if err != nil {
 		return nil, err
 	}
 	var out [][]byte
-	for _, n := range segs {
-		raw, err := os.ReadFile(filepath.Join(dir, segmentName(n)))
+	for _, s := range segs {
+		raw, err := os.ReadFile(filepath.Join(dir, s.name()))
 		if err != nil {
 			return nil, fmt.Errorf("read journal segment: %w", err)
 		}
-		out = append(out, parseSegment(raw)...)
+		out = append(out, parseSegment(raw, s.checksum)...)
 	}
 	return out, nil
 }
 
 // parseSegment splits a segment into its records, stopping at the first
 // frame that is incomplete or fails its checksum.
-func parseSegment(raw []byte) [][]byte {
+func parseSegment(raw []byte, checksum func([]byte) uint32) [][]byte {
 	var out [][]byte
 	for len(raw) >= journalFrame {
 		n := binary.LittleEndian.Uint32(raw)
@@ -120,7 +176,7 @@ func parseSegment(raw []byte) [][]byte {
 			break
 		}
 		rec := raw[journalFrame : journalFrame+int(n)]
-		if crc32.Checksum(rec, castagnoli) != sum {
+		if checksum(rec) != sum {
 			break
 		}
 		out = append(out, append([]byte(nil), rec...))
@@ -129,36 +185,79 @@ func parseSegment(raw []byte) [][]byte {
 	return out
 }
 
-// OpenJournal removes dir's old segments (the caller has applied them)
+// OpenJournal retires dir's old segments (the caller has applied them)
 // and starts a new one.
 func OpenJournal(dir string) (*Journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create journal directory: %w", err)
 	}
-	segs, err := segments(dir)
+	segs, spares, err := segments(dir)
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{dir: dir, maxSize: journalSegBytes, maxSeq: map[uint64]uint64{}}
+	j := &Journal{dir: dir, maxSize: journalSegBytes, maxSeq: map[uint64]uint64{}, spares: spares}
 	next := uint64(1)
 	if len(segs) > 0 {
-		next = segs[len(segs)-1] + 1
+		next = segs[len(segs)-1].n + 1
+	}
+	for _, s := range segs {
+		if s.legacy {
+			if err := os.Remove(filepath.Join(dir, s.name())); err != nil {
+				return nil, fmt.Errorf("remove applied journal segment: %w", err)
+			}
+			continue
+		}
+		if err := j.retire(s.n); err != nil {
+			return nil, err
+		}
 	}
 	if err := j.rotate(next); err != nil {
 		return nil, err
 	}
-	for _, n := range segs {
-		if err := os.Remove(filepath.Join(dir, segmentName(n))); err != nil {
-			return nil, fmt.Errorf("remove applied journal segment: %w", err)
-		}
-	}
-	return j, syncDir(dir)
+	return j, nil
 }
 
-// rotate starts segment n; the caller holds no appends in flight.
+// retire turns segment n, whose records are all applied, into a spare, or
+// removes it when there are spares enough.
+func (j *Journal) retire(n uint64) error {
+	from := filepath.Join(j.dir, segmentName(n))
+	if len(j.spares) >= journalSpares {
+		if err := os.Remove(from); err != nil {
+			return fmt.Errorf("remove applied journal segment: %w", err)
+		}
+		return nil
+	}
+	name := fmt.Sprintf("spare-%016x.wal", n)
+	if err := os.Rename(from, filepath.Join(j.dir, name)); err != nil {
+		return fmt.Errorf("keep applied journal segment: %w", err)
+	}
+	j.spares = append(j.spares, name)
+	return nil
+}
+
+// rotate starts segment n, in a spare if there is one; the caller holds
+// no appends in flight. The directory is synced before the segment takes
+// a record, so a crash cannot leave that record under a spare's name.
 func (j *Journal) rotate(n uint64) error {
-	f, err := os.OpenFile(filepath.Join(j.dir, segmentName(n)), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	path := filepath.Join(j.dir, segmentName(n))
+	var f *os.File
+	var err error
+	if len(j.spares) > 0 {
+		spare := j.spares[0]
+		if err = os.Rename(filepath.Join(j.dir, spare), path); err != nil {
+			return fmt.Errorf("reuse journal segment: %w", err)
+		}
+		j.spares = j.spares[1:]
+		f, err = os.OpenFile(path, os.O_WRONLY, 0o600)
+	} else {
+		f, err = os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	}
 	if err != nil {
+		return fmt.Errorf("create journal segment: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
 		return fmt.Errorf("create journal segment: %w", err)
 	}
 	if err := syncDir(j.dir); err != nil {
@@ -168,7 +267,7 @@ func (j *Journal) rotate(n uint64) error {
 	if j.f != nil {
 		j.f.Close()
 	}
-	j.f, j.seg, j.size = f, n, 0
+	j.f, j.seg, j.size, j.zeroed = f, n, 0, st.Size()
 	return nil
 }
 
@@ -227,7 +326,7 @@ func (t *JournalTicket) Wait() error {
 		if err == nil && j.size >= j.maxSize {
 			err = j.rotate(j.seg + 1)
 		}
-		f, seg := j.f, j.seg
+		f, seg, off, zeroed := j.f, j.seg, j.size, j.zeroed
 		if err == nil {
 			for _, c := range group {
 				j.maxSeq[seg] = max(j.maxSeq[seg], c.seq)
@@ -236,12 +335,13 @@ func (t *JournalTicket) Wait() error {
 		// Written outside the lock, so records queued meanwhile wait for
 		// the next flush rather than for this one's lock.
 		j.mu.Unlock()
-		var n int64
+		var n, grown int64
 		if err == nil {
-			n, err = writeGroup(f, group)
+			n, grown, err = writeGroup(f, seg, off, zeroed, group)
 		}
 		j.mu.Lock()
 		j.size += n
+		j.zeroed = max(j.zeroed, grown)
 		if err != nil {
 			// Whatever reached the file is not acknowledged; a later
 			// append must not make it look so.
@@ -256,24 +356,38 @@ func (t *JournalTicket) Wait() error {
 	return <-t.done
 }
 
-func writeGroup(f *os.File, group []*JournalTicket) (int64, error) {
+// writeGroup writes group's records at off in segment seg and flushes
+// them. A group that passes zeroed, the file's length, is written with
+// zeros after it up to a chunk boundary: the file grows by a chunk in
+// that one flush, and the flushes after it carry no size. It returns the
+// records' length and the file's.
+func writeGroup(f *os.File, seg uint64, off, zeroed int64, group []*JournalTicket) (int64, int64, error) {
 	size := 0
 	for _, c := range group {
 		size += journalFrame + len(c.rec)
 	}
-	buf := make([]byte, 0, size)
+	end := off + int64(size)
+	grown, capacity := zeroed, int64(size)
+	if end > zeroed {
+		grown = (end + journalChunk - 1) / journalChunk * journalChunk
+		capacity = grown - off
+	}
+	buf := make([]byte, 0, capacity)
 	for _, c := range group {
 		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(c.rec)))
-		buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(c.rec, castagnoli))
+		buf = binary.LittleEndian.AppendUint32(buf, frameSum(seg, c.rec))
 		buf = append(buf, c.rec...)
 	}
-	if _, err := f.Write(buf); err != nil {
-		return int64(size), fmt.Errorf("write: %w", err)
+	if end > zeroed {
+		buf = buf[:grown-off] // the capacity's zeros
+	}
+	if _, err := f.WriteAt(buf, off); err != nil {
+		return int64(size), zeroed, fmt.Errorf("write: %w", err)
 	}
 	if err := fdatasync(f); err != nil {
-		return int64(size), fmt.Errorf("flush: %w", err)
+		return int64(size), zeroed, fmt.Errorf("flush: %w", err)
 	}
-	return int64(size), nil
+	return int64(size), grown, nil
 }
 
 // ReleaseThrough says every record numbered up to seq is applied durably
@@ -282,11 +396,18 @@ func writeGroup(f *os.File, group []*JournalTicket) (int64, error) {
 func (j *Journal) ReleaseThrough(seq uint64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	var done []uint64
 	for seg, m := range j.maxSeq {
 		if seg != j.seg && m <= seq {
-			delete(j.maxSeq, seg)
-			_ = os.Remove(filepath.Join(j.dir, segmentName(seg)))
+			done = append(done, seg)
 		}
+	}
+	slices.Sort(done)
+	for _, seg := range done {
+		delete(j.maxSeq, seg)
+		// A segment that cannot be retired stays, and is read (and
+		// skipped, its records applied) at the next start.
+		_ = j.retire(seg)
 	}
 }
 

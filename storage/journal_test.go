@@ -2,7 +2,9 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sync"
@@ -53,7 +55,7 @@ func TestJournalAppendReadRelease(t *testing.T) {
 	if string(recs[0]) != "record 00" || string(recs[19]) != "record 19" {
 		t.Fatalf("order: %q … %q", recs[0], recs[19])
 	}
-	segs, _ := segments(dir)
+	segs, _, _ := segments(dir)
 	if len(segs) < 4 {
 		t.Fatalf("want rotation into several segments, have %v", segs)
 	}
@@ -73,9 +75,12 @@ func TestJournalAppendReadRelease(t *testing.T) {
 	}
 	// Releasing everything removes every segment but the current one.
 	j.ReleaseThrough(40)
-	segs, _ = segments(dir)
-	if len(segs) != 1 || segs[0] != j.seg {
+	segs, spares, _ := segments(dir)
+	if len(segs) != 1 || segs[0].n != j.seg {
 		t.Fatalf("after release: segments %v, current %d", segs, j.seg)
+	}
+	if len(spares) != journalSpares {
+		t.Fatalf("after release: spares %v, want %d kept", spares, journalSpares)
 	}
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
@@ -132,10 +137,19 @@ func TestJournalTornTail(t *testing.T) {
 	}
 	j.Close()
 	path := filepath.Join(dir, segmentName(j.seg))
-	whole, err := os.ReadFile(path)
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The segment is a zeroed chunk; its records are at the start.
+	if len(raw) != journalChunk {
+		t.Fatalf("segment is %d bytes, want one chunk (%d)", len(raw), journalChunk)
+	}
+	whole := raw[:2*journalFrame+len("first")+len("second")]
+	// The same records framed for another segment: what a reused
+	// segment holds after its new records.
+	stale := append([]byte{}, whole...)
+	binary.LittleEndian.PutUint32(stale[4:], frameSum(j.seg+7, []byte("first")))
 	cases := []struct {
 		name string
 		raw  []byte
@@ -146,11 +160,13 @@ func TestJournalTornTail(t *testing.T) {
 		{"torn in the second header", whole[:journalFrame+len("first")+4], 1},
 		{"second payload flipped", append(append([]byte{}, whole[:len(whole)-1]...), whole[len(whole)-1]^1), 1},
 		{"zeros after", append(append([]byte{}, whole...), make([]byte, 64)...), 2},
+		{"an older segment's records after", append(append([]byte{}, whole...), stale...), 2},
+		{"framed for another segment", stale, 0},
 		{"empty", nil, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := parseSegment(c.raw)
+			got := parseSegment(c.raw, segFile{n: j.seg}.checksum)
 			if len(got) != c.want {
 				t.Fatalf("read %d records, want %d", len(got), c.want)
 			}
@@ -166,12 +182,105 @@ func FuzzParseSegment(f *testing.F) {
 	f.Add([]byte{5, 0, 0, 0, 0, 0, 0, 0, 'h', 'e', 'l', 'l', 'o'})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4})
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		total := 0
-		for _, r := range parseSegment(raw) {
-			total += journalFrame + len(r)
-		}
-		if total > len(raw) {
-			t.Fatalf("records span %d bytes of %d", total, len(raw))
+		for _, seg := range []segFile{{n: 1}, {n: 1, legacy: true}} {
+			total := 0
+			for _, r := range parseSegment(raw, seg.checksum) {
+				total += journalFrame + len(r)
+			}
+			if total > len(raw) {
+				t.Fatalf("records span %d bytes of %d", total, len(raw))
+			}
 		}
 	})
+}
+
+// A retired segment is reused by the next rotation: no file is created,
+// and reading the reused segment returns its new records only, not the
+// older ones still in its bytes after them.
+func TestJournalReusesSegments(t *testing.T) {
+	dir := t.TempDir()
+	j, err := OpenJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	j.maxSize = 64
+	for i := range 12 {
+		if err := j.Append(fmt.Appendf(nil, "old record %02d", i), uint64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.ReleaseThrough(12)
+	_, spares, _ := segments(dir)
+	if len(spares) != journalSpares {
+		t.Fatalf("spares %v", spares)
+	}
+	reused := filepath.Join(dir, spares[0])
+	before, err := os.Stat(reused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fill the current segment: the next append rotates into the spare.
+	for i := 12; i < 20 && len(j.spares) == journalSpares; i++ {
+		if err := j.Append([]byte("n"), uint64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(j.spares) != journalSpares-1 {
+		t.Fatalf("no spare was reused: %v", j.spares)
+	}
+	after, err := os.Stat(filepath.Join(dir, segmentName(j.seg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Fatal("the new segment is a new file, not the spare")
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, segmentName(j.seg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte("old record")) {
+		t.Fatal("the reused segment holds no old records: the test proves nothing")
+	}
+	recs := parseSegment(raw, segFile{n: j.seg}.checksum)
+	if len(recs) == 0 {
+		t.Fatal("the reused segment's new record was not read")
+	}
+	for _, r := range recs {
+		if string(r) != "n" {
+			t.Fatalf("a reused segment's old record was read: %q", r)
+		}
+	}
+}
+
+// Segments of the format before reuse (journal-<n>.log, checksums of the
+// payload alone) are read, and removed once applied.
+func TestJournalReadsLegacySegments(t *testing.T) {
+	dir := t.TempDir()
+	var raw []byte
+	for _, r := range []string{"a", "bb"} {
+		raw = binary.LittleEndian.AppendUint32(raw, uint32(len(r)))
+		raw = binary.LittleEndian.AppendUint32(raw, crc32.Checksum([]byte(r), castagnoli))
+		raw = append(raw, r...)
+	}
+	legacy := filepath.Join(dir, "journal-0000000000000003.log")
+	if err := os.WriteFile(legacy, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadJournal(dir)
+	if err != nil || len(recs) != 2 || string(recs[1]) != "bb" {
+		t.Fatalf("records %q, %v", recs, err)
+	}
+	j, err := OpenJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if j.seg != 4 {
+		t.Fatalf("new segment %d, want 4 (after the legacy one)", j.seg)
+	}
+	if _, err := os.Stat(legacy); !os.IsNotExist(err) {
+		t.Fatalf("the applied legacy segment is still there: %v", err)
+	}
 }
