@@ -302,10 +302,6 @@ func bridgeURL(t *testing.T, admin string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := engine(t).NetworkInspect(context.Background(), "bridge", client.NetworkInspectOptions{})
-	if err != nil || len(n.Network.IPAM.Config) == 0 || !n.Network.IPAM.Config[0].Gateway.IsValid() {
-		t.Fatalf("the docker bridge network: %v", err)
-	}
-	u.Host = forwardOn(t, n.Network.IPAM.Config[0].Gateway.String(), u.Host)
+	u.Host = forwardOn(t, servertest.BridgeGateway(t).String(), u.Host)
 	return u.String()
 }

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -96,9 +95,7 @@ func corpusOn(t *testing.T, rt string, slots chan struct{}) {
 	// error, which the projects that need the model may).
 	host := "127.0.0.1"
 	if rt == "docker" {
-		if out, err := osexec.Command("docker", "network", "inspect", "bridge", "-f", "{{(index .IPAM.Config 0).Gateway}}").Output(); err == nil && net.ParseIP(strings.TrimSpace(string(out))) != nil {
-			host = strings.TrimSpace(string(out))
-		}
+		host = servertest.BridgeGateway(t).String()
 	}
 	model := startFakeModel(t, host)
 	s := servertest.Start(t, map[string]string{"SLIPWAY_RUNTIME": rt})
