@@ -28,7 +28,7 @@ import (
 // below) the service goes back to 1 while those requests keep being
 // answered.
 //
-// Queue workers: 50 runs of 8 s each, more than two workers take at once
+// Queue workers: 64 runs of 8 s each, more than three workers take at once
 // (16 runs each), leave runs pending: the autoscaler sets 4 workers (in
 // one step or two), the new workers execute some of the runs, all end in
 // success; once nothing is pending for 30 s the workers go back one at a
@@ -172,10 +172,17 @@ func TestSwarmAutoscale(t *testing.T) {
 		}
 	}()
 
+	// Each queue worker runs 16 runs at once (SLIPWAY_AGENT_WORKERS's
+	// default). The load is more than three workers take, so runs stay
+	// pending until the fourth comes, whichever moment the autoscaler's
+	// ticks fall on: with 50 runs, a tick early in the load saw 2 pending
+	// and added one worker, and the three then took all but 2, fewer than
+	// one per worker, so the fourth never came.
+	const slots, nRuns = 16, 4 * 16
 	type run struct{ thread, id string }
 	var runs []run
 	load := time.Now()
-	for range 50 {
+	for range nRuns {
 		th := servertest.Do(t, "POST", url+"/threads", map[string]any{}, "X-Api-Key", s.Key).Map()["thread_id"].(string)
 		r := servertest.Do(t, "POST", url+"/threads/"+th+"/runs", map[string]any{"assistant_id": "agent",
 			"input": map[string]any{"messages": []any{map[string]any{"type": "human", "content": "hi"}}, "sleep": 8}}, "X-Api-Key", s.Key)
@@ -207,7 +214,7 @@ func TestSwarmAutoscale(t *testing.T) {
 		slot, _, _ := strings.Cut(strings.TrimPrefix(w, "queue-"), "-")
 		workers["queue-"+slot]++
 	}
-	t.Logf("the workers went 2 -> 4 %s into the load; the 50 runs executed on %v (%s after the load began)", up.Round(time.Millisecond), workers, time.Since(load).Round(time.Millisecond))
+	t.Logf("the workers went 2 -> 4 %s into the load; the %d runs (%d slots a worker) executed on %v (%s after the load began)", up.Round(time.Millisecond), nRuns, slots, workers, time.Since(load).Round(time.Millisecond))
 	if workers["queue-3"]+workers["queue-4"] == 0 {
 		t.Errorf("no run executed on the workers the autoscaler added: %v", workers)
 	}
@@ -249,7 +256,7 @@ func TestSwarmAutoscale(t *testing.T) {
 	}
 	t.Logf("the deployment's log:\n%s", logs)
 	// Up in one step or two (the pending runs a tick sees depend on how
-	// far the 50 creations got), down one at a time.
+	// far the creations got), down one at a time.
 	for _, want := range []string{"autoscale: queue workers 2 -> ", " -> 4 (", "autoscale: queue workers 4 -> 3", "autoscale: queue workers 3 -> 2",
 		"autoscale: API replicas 1 -> 2 (", "autoscale: API replicas 2 -> 1 ("} {
 		if !strings.Contains(logs, want) {
