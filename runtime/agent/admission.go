@@ -132,6 +132,9 @@ func (e *Engine) createRun(parent trace.SpanContext, threadID string, rc RunCrea
 // stops the running run an interrupt or rollback strategy displaced, and
 // hands the thread's queue to the dispatcher.
 func (e *Engine) settle(threadID string, ad admission) {
+	for _, id := range ad.dropped {
+		e.endPending(id)
+	}
 	if e.distributed() {
 		// The victim runs on some worker: the cancellation reaches it
 		// there (its lease renewal reads it from the record otherwise).
@@ -164,6 +167,8 @@ type admission struct {
 	claimed *runRecord
 	// victim is the running run an interrupt or rollback strategy stops.
 	victim string
+	// dropped are the queued runs that strategy stopped before they started.
+	dropped []string
 }
 
 // admit decides a run request in tx: it finds the thread (or creates it,
@@ -216,16 +221,25 @@ func (e *Engine) admit(tx Tx, threadID string, rc RunCreate, temporary, slot boo
 	case t.busy() && strategy == StrategyReject:
 		return admission{}, ErrBusy
 	case t.busy() && (strategy == StrategyInterrupt || strategy == StrategyRollback):
-		// The newer run goes first; the running one is stopped after commit.
+		// As on the reference servers, the newer run stops every run in
+		// flight on the thread: the running one after commit, the queued
+		// ones here (they never start: interrupted, or deleted by a
+		// rollback). A queued run may be one a worker has not claimed yet.
 		ad.victim = t.Active
-		if e.distributed() {
+		if e.distributed() && t.Active != "" {
 			// Recorded for the victim's worker, which reads it when it
 			// renews its lease should the cancellation's message be lost.
 			if err := markVictim(tx, t.Active, strategy); err != nil {
 				return admission{}, err
 			}
 		}
-		t.Queue = append([]string{r.RunID}, t.Queue...)
+		for _, id := range t.Queue {
+			if err := dropPending(tx, threadID, id, strategy, now); err != nil {
+				return admission{}, err
+			}
+		}
+		ad.dropped = t.Queue
+		t.Queue = []string{r.RunID}
 	case !t.busy() && slot && r.NotBefore == nil:
 		r.Status, r.FirstSeq = RunRunning, t.Seq
 		t.Active = r.RunID

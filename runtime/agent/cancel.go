@@ -104,6 +104,42 @@ func (e *Engine) CancelMany(ctx context.Context, threadID string, runIDs []strin
 	return nil
 }
 
+// dropPending ends a run that never started, in tx: a rollback deletes
+// it, an interrupt records it interrupted. The caller takes it off its
+// thread's queue.
+func dropPending(tx Tx, threadID, runID, action string, now time.Time) error {
+	r, err := tx.GetRun(runID)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if action == StrategyRollback {
+		return tx.DeleteRun(threadID, runID)
+	}
+	r.Status, r.UpdatedAt = RunInterrupted, now
+	return tx.PutRun(r)
+}
+
+// endPending ends, once dropPending's commit is done, the event log of a
+// run that never started: its joins and streams return.
+func (e *Engine) endPending(runID string) {
+	e.Metrics.pendingCancelled()
+	if e.distributed() {
+		// Readers on every replica see the stream end.
+		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := e.Bus.End(ectx, runID, 0); err != nil {
+			e.Log.Warn().Err(err).Str("run_id", runID).Msg("end a cancelled run's stream")
+		}
+		return
+	}
+	if lr := e.liveRun(runID); lr != nil {
+		lr.events.close()
+	}
+}
+
 // cancelLive stops a running run (or marks a pending one to stop when it starts).
 func (e *Engine) cancelLive(runID, action string, cause error) {
 	if e.distributed() {
@@ -166,15 +202,8 @@ func (e *Engine) Cancel(ctx context.Context, threadID, runID, action string, wai
 			if !t.busy() {
 				t.Status = ThreadIdle
 			}
-			if action == StrategyRollback {
-				if err := tx.DeleteRun(threadID, runID); err != nil {
-					return err
-				}
-			} else {
-				r.Status, r.UpdatedAt = RunInterrupted, time.Now().UTC()
-				if err := tx.PutRun(r); err != nil {
-					return err
-				}
+			if err := dropPending(tx, threadID, runID, action, time.Now().UTC()); err != nil {
+				return err
 			}
 			return tx.PutThread(t)
 		}
@@ -184,19 +213,7 @@ func (e *Engine) Cancel(ctx context.Context, threadID, runID, action string, wai
 		return err
 	}
 	if !running {
-		e.Metrics.pendingCancelled()
-		if e.distributed() {
-			// Readers on every replica see the stream end.
-			ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := e.Bus.End(ectx, runID, 0); err != nil {
-				e.Log.Warn().Err(err).Str("run_id", runID).Msg("end a cancelled run's stream")
-			}
-			return nil
-		}
-		if lr := e.liveRun(runID); lr != nil {
-			lr.events.close()
-		}
+		e.endPending(runID)
 		return nil
 	}
 	cause := causeCancel

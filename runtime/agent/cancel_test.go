@@ -164,3 +164,103 @@ func TestRestartEndsACancelledRunAsItsCancelSaid(t *testing.T) {
 		})
 	}
 }
+
+// TestStrategiesStopQueuedRunsToo: as on the reference servers, a run
+// created with the interrupt or rollback strategy stops every run in
+// flight on its thread, the queued ones too: they never start, and end
+// interrupted or (rollback) deleted, their joins returning. Single
+// process (a running run, one queued behind it) and as replicas (an API
+// process whose runs stay queued: no worker claims them).
+func TestStrategiesStopQueuedRunsToo(t *testing.T) {
+	for _, tc := range []struct {
+		strategy string
+		gone     bool
+	}{{StrategyInterrupt, false}, {StrategyRollback, true}} {
+		t.Run(tc.strategy, func(t *testing.T) {
+			g := &lateGraph{started: make(chan struct{}), release: make(chan struct{})}
+			e := startCancelEngine(t, filepath.Join(t.TempDir(), "agent.db"), map[string]Graph{"late": g, "echo": Echo{}})
+			release := sync.OnceFunc(func() { close(g.release) })
+			t.Cleanup(release) // before the engine's: a failed test must not leave the run blocked
+			th, err := e.CreateThread("", nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			running, _, err := e.CreateRun(th.ThreadID, RunCreate{AssistantID: "late", Input: map[string]any{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-g.started
+			queued, _, err := e.CreateRun(th.ThreadID, RunCreate{AssistantID: "echo", Input: map[string]any{}, MultitaskStrategy: StrategyEnqueue})
+			if err != nil || queued.Status != RunPending {
+				t.Fatalf("queued run: %+v %v", queued, err)
+			}
+			newer, _, err := e.CreateRun(th.ThreadID, RunCreate{AssistantID: "echo", Input: map[string]any{}, MultitaskStrategy: tc.strategy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			if _, err := e.Join(ctx, th.ThreadID, queued.RunID); err != nil && !errors.Is(err, ErrNotFound) {
+				t.Fatalf("join of the queued run: %v", err)
+			}
+			checkDropped(t, e, th.ThreadID, queued.RunID, tc.gone)
+			// The running run is released only now: had the queued one been
+			// left in the queue, it would still be pending here.
+			release()
+			if _, err := e.Join(ctx, th.ThreadID, newer.RunID); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := e.GetRun(th.ThreadID, newer.RunID); err != nil || r.Status != RunSuccess {
+				t.Fatalf("the newer run: %+v %v", r, err)
+			}
+			checkDropped(t, e, th.ThreadID, queued.RunID, tc.gone)
+			checkDropped(t, e, th.ThreadID, running.RunID, tc.gone)
+		})
+		t.Run(tc.strategy+" as replicas", func(t *testing.T) {
+			ctx, stop := context.WithCancel(t.Context())
+			e := &Engine{Store: openPGTestStore(t), Bus: redisTestBus(t), Role: RoleAPI, WorkerID: "api", Lease: 3 * time.Second,
+				Graphs: map[string]Graph{"echo": Echo{}}, Workers: 2, Timeout: time.Minute, Log: zerolog.Nop()}
+			if err := e.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { stop(); e.Wait() })
+			th, err := e.CreateThread("", nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			queued, _, err := e.CreateRun(th.ThreadID, RunCreate{AssistantID: "echo", Input: map[string]any{}})
+			if err != nil || queued.Status != RunPending {
+				t.Fatalf("queued run: %+v %v", queued, err)
+			}
+			newer, _, err := e.CreateRun(th.ThreadID, RunCreate{AssistantID: "echo", Input: map[string]any{}, MultitaskStrategy: tc.strategy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkDropped(t, e, th.ThreadID, queued.RunID, tc.gone)
+			var queue []string
+			err = e.store.ViewThread(t.Context(), th.ThreadID, func(tx ReadTx) error {
+				tr, err := tx.GetThread(th.ThreadID)
+				if err == nil {
+					queue = tr.Queue
+				}
+				return err
+			})
+			if err != nil || len(queue) != 1 || queue[0] != newer.RunID {
+				t.Fatalf("the thread's queue after the %s: %v %v, want only the newer run", tc.strategy, queue, err)
+			}
+		})
+	}
+}
+
+// checkDropped checks a run a strategy stopped: deleted (gone) or
+// interrupted.
+func checkDropped(t *testing.T, e *Engine, threadID, runID string, gone bool) {
+	t.Helper()
+	r, err := e.GetRun(threadID, runID)
+	switch {
+	case gone && !errors.Is(err, ErrNotFound):
+		t.Fatalf("the queued run after a rollback: %+v %v, want it deleted", r, err)
+	case !gone && (err != nil || r.Status != RunInterrupted):
+		t.Fatalf("the queued run after an interrupt: %+v %v, want it interrupted", r, err)
+	}
+}
