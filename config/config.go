@@ -156,6 +156,13 @@ type Agent struct {
 	// venv beside langgraph.json, else python3 on PATH. A runtime that
 	// builds each revision's virtualenv points it there.
 	Python string `env:"SLIPWAY_AGENT_PYTHON"`
+	// HostProcesses is how many processes each language host runs
+	// graphs in (a Python or Node process uses one core); 0 is one per
+	// core the agent may use, as its memory limit allows
+	// (hosts.AutoProcesses). One, as the reference servers run: on a
+	// machine whose cores the agent shares, more processes trade run
+	// creation's latency for throughput (BENCHMARKS.md).
+	HostProcesses int `env:"SLIPWAY_AGENT_HOST_PROCESSES" envDefault:"1"`
 	// Token, when set, is a secret every request must carry in
 	// X-Slipway-Agent-Token: for an agent run by hand. Its value stays
 	// readable in the agent's /proc/<pid>/environ, so the process runtime

@@ -29,6 +29,9 @@ type Engine struct {
 	// Python is the interpreter of the Python host when set
 	// (SLIPWAY_AGENT_PYTHON); else the project's virtualenv or python3.
 	Python string
+	// HostProcesses is how many processes each language's host runs
+	// (hosts.Pool); 0 or less is one.
+	HostProcesses int
 	// App is the project's custom routes (HostAppFor), served by the host
 	// of its language; nil when there are none.
 	App *HostApp

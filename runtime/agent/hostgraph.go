@@ -29,7 +29,7 @@ type HostGraph struct {
 	// the name of its system assistant, as on the reference.
 	Name string
 
-	host *hosts.Host
+	host *hosts.Pool
 }
 
 // Run is not how host graphs run: the engine drives them through the host
@@ -48,7 +48,7 @@ type HostApp struct {
 	Export   string
 	Dir      string
 
-	host    *hosts.Host
+	host    *hosts.Pool
 	openAPI json.RawMessage // the app's routes as an OpenAPI document, from the host
 }
 
@@ -152,8 +152,8 @@ func (e *Engine) startHost(ctx context.Context, lang, dataDir string, env []stri
 	if err != nil {
 		return err
 	}
-	h, ready, err := hosts.Start(ctx, hosts.Spec{Language: lang, Argv: argv, Dir: dir, Env: env},
-		hostHandler{e}, e.Log)
+	h, ready, err := hosts.StartPool(ctx, hosts.Spec{Language: lang, Argv: argv, Dir: dir, Env: env},
+		e.hostProcesses(lang), hostHandler{e}, e.Log)
 	if err != nil {
 		return err
 	}
@@ -182,9 +182,14 @@ func (e *Engine) startHost(ctx context.Context, lang, dataDir string, env []stri
 	if len(failed) > 0 {
 		return errors.New(strings.Join(failed, "\n"))
 	}
-	e.Log.Info().Str("runtime", ready.Runtime).Str("langgraph", ready.LangGraph).Int("protocol", ready.Protocol).
+	e.Log.Info().Str("runtime", ready.Runtime).Int("processes", e.hostProcesses(lang)).Str("langgraph", ready.LangGraph).Int("protocol", ready.Protocol).
 		Dur("startup", time.Since(start)).Int("graphs", len(mine)).Msg(lang + " host ready")
 	return nil
+}
+
+// hostProcesses is the size of a language's host pool.
+func (e *Engine) hostProcesses(string) int {
+	return max(e.HostProcesses, 1)
 }
 
 type hostHandler struct{ e *Engine }
@@ -263,7 +268,9 @@ func (g *HostGraph) runHost(ctx context.Context, r *runRecord, req Request) (*ho
 	done := make(chan error, 1)
 	callCtx, stop := context.WithCancel(context.Background())
 	defer stop()
-	go func() { done <- g.host.Call(callCtx, "run", p, &out) }()
+	// The run and its cancel go to one process of the pool.
+	member := g.host.Pick()
+	go func() { done <- member.Call(callCtx, "run", p, &out) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -277,14 +284,14 @@ func (g *HostGraph) runHost(ctx context.Context, r *runRecord, req Request) (*ho
 		var ack struct {
 			Stuck bool `json:"stuck"`
 		}
-		_ = g.host.Call(cctx, "cancel", map[string]any{"run_id": r.RunID}, &ack)
+		_ = member.Call(cctx, "cancel", map[string]any{"run_id": r.RunID}, &ack)
 		cstop()
 		if ack.Stuck {
 			// A synchronous node that never returns cannot be stopped
 			// inside the host (a Python thread): past the host's grace
 			// period the host is restarted, which ends its other runs
 			// with an error too; they continue from their last checkpoint.
-			g.host.Restart("run " + r.RunID + " did not unwind after cancel")
+			member.Restart("run " + r.RunID + " did not unwind after cancel")
 		}
 		select {
 		case <-done:

@@ -106,7 +106,7 @@ func (e *Engine) ServeHTTPApp(ctx context.Context, req HTTPRequest, body io.Read
 	ex := &httpExchange{out: out, body: body}
 	e.httpStreams.Store(req.StreamID, ex)
 	defer e.httpStreams.Delete(req.StreamID)
-	err := e.App.host.Call(ctx, "http", req, &res)
+	err := e.App.host.First().Call(ctx, "http", req, &res)
 	ex.mu.Lock()
 	readErr := ex.readErr
 	res.BodyRead = ex.read1

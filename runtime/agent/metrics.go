@@ -134,9 +134,9 @@ func (e *Engine) runCounts() (pending, running int) {
 
 // hostRestarts sums the restarts of the engine's language hosts.
 func (e *Engine) hostRestarts() int64 {
-	seen := map[*hosts.Host]bool{}
+	seen := map[*hosts.Pool]bool{}
 	var n int64
-	add := func(h *hosts.Host) {
+	add := func(h *hosts.Pool) {
 		if h != nil && !seen[h] {
 			seen[h] = true
 			n += h.Restarts()

@@ -38,7 +38,7 @@ func TestMetricsPythonHost(t *testing.T) {
 	if got := gathered(t, m, "slipway_agent_host_restarts_total"); got != 0 {
 		t.Fatalf("host restarts before any: %v", got)
 	}
-	host := e.Graphs["steps"].(*HostGraph).host
+	host := e.Graphs["steps"].(*HostGraph).host.Pick()
 	host.Restart("the metrics test")
 	deadline := time.Now().Add(30 * time.Second)
 	for gathered(t, m, "slipway_agent_host_restarts_total") != 1 {

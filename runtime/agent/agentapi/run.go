@@ -20,6 +20,7 @@ import (
 	"slipway/oteltrace"
 	"slipway/runtime"
 	"slipway/runtime/agent"
+	"slipway/runtime/agent/hosts"
 	"slipway/server/cors"
 	"slipway/server/httpx"
 )
@@ -116,8 +117,12 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 	}
 	runCtx, stopRuns := context.WithCancel(context.Background())
 	defer stopRuns()
+	hostProcs := cfg.HostProcesses
+	if hostProcs <= 0 {
+		hostProcs = hosts.AutoProcesses()
+	}
 	eng := &agent.Engine{DB: db, Store: store, Graphs: graphs, Workers: cfg.Workers, Timeout: time.Duration(cfg.RunTimeout) * time.Second, Log: log,
-		DefaultConfigs: defaults, Python: cfg.Python, App: app, TTL: project.TTL, Metrics: agent.NewMetrics(), Tracing: otel}
+		DefaultConfigs: defaults, Python: cfg.Python, HostProcesses: hostProcs, App: app, TTL: project.TTL, Metrics: agent.NewMetrics(), Tracing: otel}
 	closeBus, err := replicaSetup(ctx, cfg, eng)
 	if err != nil {
 		return err

@@ -232,6 +232,19 @@ func (h *Host) Tail() string {
 	return strings.TrimSpace(h.tail.String())
 }
 
+// isUp says whether the current process is ready (not restarting).
+func (h *Host) isUp() bool {
+	h.mu.Lock()
+	up := h.up
+	h.mu.Unlock()
+	select {
+	case <-up:
+		return true
+	default:
+		return false
+	}
+}
+
 // Ready returns the current process's ready message.
 func (h *Host) Ready() Ready {
 	h.mu.Lock()

@@ -294,6 +294,63 @@ async def test_cancel_ends_the_run_interrupted_keeping_its_progress(client):
     assert 1 <= len(state["values"]["steps"]) < 3, state["values"]
 
 
+async def test_runs_spread_over_the_host_processes_and_cancel_reaches_theirs():
+    """SLIPWAY_AGENT_HOST_PROCESSES=2: runs at once go to both processes
+    (a node reports its process's pid), and a run's cancel reaches the
+    process that runs it. The runs are of `spin`, a synchronous node that
+    never returns: only that process can find the run stuck past its grace
+    period, which restarts it, so each pid must end."""
+    from conftest import PROJECT, Agent
+
+    a = Agent(PROJECT / "langgraph.json", SLIPWAY_AGENT_HOST_PROCESSES="2", SLIPWAY_HOST_CANCEL_GRACE_SECONDS="1")
+    a.start()
+    try:
+        client = get_client(url=a.url, timeout=30)
+
+        async def pid_of(graph: str, **kw) -> tuple[int, str, str]:
+            thread = await client.threads.create()
+            run_id = None
+            async for chunk in client.runs.stream(thread["thread_id"], graph, stream_mode=["custom"], **kw):
+                if chunk.event == "metadata":
+                    run_id = chunk.data["run_id"]
+                if chunk.event == "custom":
+                    return chunk.data["pid"], thread["thread_id"], run_id
+            raise AssertionError(f"a run of {graph} streamed no progress")
+
+        # The second process joins after the agent serves; until it has,
+        # runs go to the first. Two slow runs at once show when it has.
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            pair = await asyncio.gather(pid_of("steps", **slow(500)), pid_of("steps", **slow(500)))
+            for _, thread_id, run_id in pair:  # nothing in flight when the spins start
+                await client.runs.join(thread_id, run_id)
+            if pair[0][0] != pair[1][0]:
+                break
+            await asyncio.sleep(0.2)
+        else:
+            pytest.fail("the second host process never took a run")
+        held: dict[int, tuple[str, str]] = {}
+        for _ in range(2):
+            pid, thread_id, run_id = await pid_of("spin", input={})
+            held[pid] = (thread_id, run_id)
+        assert len(held) == 2, f"runs held at once all ran in {list(held)}"
+        for pid, (thread_id, run_id) in held.items():
+            await client.runs.cancel(thread_id, run_id, wait=True)
+            assert (await client.runs.get(thread_id, run_id))["status"] == "interrupted"
+            for _ in range(200):
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                pytest.fail(f"the cancel of a run in process {pid} did not reach it")
+        out = await client.runs.wait(None, "steps", input={})
+        assert out["steps"] == ["one", "two", "three"]
+    finally:
+        a.close()
+
+
 async def test_update_state_as_a_node_and_time_travel(client):
     thread = await client.threads.create()
     await client.runs.wait(thread["thread_id"], "steps", input={})
