@@ -31,6 +31,21 @@ async def wait_status(client, thread_id: str, run_id: str, want: tuple, seconds:
         await asyncio.sleep(0.05)
 
 
+async def cancel_a_spin(client, thread_id: str, run_id: str, pid: int, failure: str) -> None:
+    """Cancels a run of `spin` (a synchronous node that never returns): it
+    ends interrupted, and past the cancel grace period the host process
+    that runs it (pid) is restarted, so that process ends."""
+    await client.runs.cancel(thread_id, run_id, wait=True)
+    assert (await client.runs.get(thread_id, run_id))["status"] == "interrupted"
+    for _ in range(200):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        await asyncio.sleep(0.05)
+    pytest.fail(failure)
+
+
 def slow(ms: int) -> dict:
     return {"input": {}, "config": {"configurable": {"delay_ms": ms}}}
 
@@ -335,16 +350,7 @@ async def test_runs_spread_over_the_host_processes_and_cancel_reaches_theirs():
             held[pid] = (thread_id, run_id)
         assert len(held) == 2, f"runs held at once all ran in {list(held)}"
         for pid, (thread_id, run_id) in held.items():
-            await client.runs.cancel(thread_id, run_id, wait=True)
-            assert (await client.runs.get(thread_id, run_id))["status"] == "interrupted"
-            for _ in range(200):
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
-                await asyncio.sleep(0.05)
-            else:
-                pytest.fail(f"the cancel of a run in process {pid} did not reach it")
+            await cancel_a_spin(client, thread_id, run_id, pid, f"the cancel of a run in process {pid} did not reach it")
         out = await client.runs.wait(None, "steps", input={})
         assert out["steps"] == ["one", "two", "three"]
     finally:
@@ -417,17 +423,8 @@ async def test_a_sync_node_that_never_returns_is_ended_by_a_host_restart(client)
         if chunk.event == "custom":
             pid = chunk.data["pid"]
             break
-    await client.runs.cancel(thread["thread_id"], run_id, wait=True)
-    assert (await client.runs.get(thread["thread_id"], run_id))["status"] == "interrupted"
     # Past the grace period the host was restarted: the old process is gone...
-    for _ in range(200):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        pytest.fail(f"host {pid} still running a node that never returns")
+    await cancel_a_spin(client, thread["thread_id"], run_id, pid, f"host {pid} still running a node that never returns")
     # ...and a new one serves.
     out = await client.runs.wait(None, "steps", input={})
     assert out["steps"] == ["one", "two", "three"]
