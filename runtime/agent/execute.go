@@ -362,6 +362,7 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 			cur.Status, cur.UpdatedAt = status, now
 			if runErr != nil && status != RunInterrupted {
 				cur.Error = runErr.Error()
+				cur.Failure = &RunFailure{Error: errorName(status, runErr), Message: errorMessage(runErr)}
 			}
 			if err := tx.PutRun(cur); err != nil {
 				return err

@@ -136,6 +136,15 @@ type runRecord struct {
 	// its first worker, more when another took it over; 0 for a run
 	// never claimed under a lease.
 	Attempt int `json:"attempt,omitempty"`
+	// Failure is a failed run's error as its error event showed it, which
+	// a join after its end answers (JoinEnded).
+	Failure *RunFailure `json:"failure,omitempty"`
+}
+
+// RunFailure is a failed run's error: its class and message.
+type RunFailure struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
 }
 
 // Checkpoint is one state of a thread.

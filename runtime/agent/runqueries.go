@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -81,6 +82,64 @@ func (e *Engine) Join(ctx context.Context, threadID, runID string) (map[string]a
 	} else if lr := e.liveRun(runID); lr != nil {
 		if err := e.waitEnd(ctx, threadID, runID, lr); err != nil {
 			return nil, err
+		}
+	}
+	st, err := e.GetState(threadID, "")
+	if err != nil {
+		return nil, err
+	}
+	return st.Values, nil
+}
+
+// JoinEnded is what a join of a run that has ended answers, as the
+// reference server answers it from the thread: a failed run's error
+// ({"__error__": …}), the thread's open interrupts when it stopped at
+// some ({"__interrupt__": […]}), else the thread's values. A JavaScript
+// graph's thread answers its values, as the JavaScript reference does.
+func (e *Engine) JoinEnded(ctx context.Context, threadID, runID string) (map[string]any, error) {
+	var (
+		failure    *RunFailure
+		status     string
+		interrupts map[string]any
+		graph      string
+	)
+	err := e.store.ViewThread(ctx, threadID, func(tx ReadTx) error {
+		r, err := tx.GetRun(runID)
+		if err != nil || r.ThreadID != threadID {
+			return fmt.Errorf("%w: run %s", ErrNotFound, runID)
+		}
+		t, err := tx.GetThread(threadID)
+		if err != nil {
+			return err
+		}
+		if r.Status == RunError || r.Status == RunTimeout {
+			failure = r.Failure
+		}
+		status, interrupts, graph = t.Status, t.Interrupts, t.Graph
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if hg, ok := e.Graphs[graph].(*HostGraph); !ok || hg.Language != "javascript" {
+		switch {
+		case failure != nil && status == ThreadError:
+			return map[string]any{"__error__": failure}, nil
+		case status == ThreadInterrupted && len(interrupts) > 0:
+			tasks := make([]string, 0, len(interrupts))
+			for id := range interrupts {
+				tasks = append(tasks, id)
+			}
+			sort.Strings(tasks)
+			var all []any
+			for _, id := range tasks {
+				if list, ok := interrupts[id].([]any); ok {
+					all = append(all, list...)
+				}
+			}
+			if len(all) > 0 {
+				return map[string]any{"__interrupt__": all}, nil
+			}
 		}
 	}
 	st, err := e.GetState(threadID, "")

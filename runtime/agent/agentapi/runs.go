@@ -184,8 +184,21 @@ func (a *API) deleteRun(w http.ResponseWriter, _ *http.Request, t, rid string) e
 	return noContent(w, a.Engine.DeleteRun(t, rid))
 }
 
+// joinRun waits for a run to end. A run still live answers as /wait does,
+// from its events, as the reference server's join reads the run's stream:
+// its last values (or, on the Python host, the values carrying its
+// interrupt), {"__error__": …} for a failed run, newlines meanwhile. A
+// run already ended answers from its thread (Engine.JoinEnded).
 func (a *API) joinRun(w http.ResponseWriter, r *http.Request, t, rid string) error {
-	return reply(w)(a.Engine.Join(r.Context(), t, rid))
+	run, err := a.Engine.GetRun(t, rid)
+	if err != nil {
+		return err
+	}
+	if log := a.Engine.Subscribe(rid); log != nil {
+		cancel := r.URL.Query().Get("cancel_on_disconnect")
+		return a.wait(w, r, run, log, cancel == "1" || strings.EqualFold(cancel, "true"))
+	}
+	return reply(w)(a.Engine.JoinEnded(r.Context(), t, rid))
 }
 
 func (a *API) cancelRun(w http.ResponseWriter, r *http.Request, t, rid string) error {

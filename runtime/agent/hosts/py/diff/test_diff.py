@@ -256,6 +256,21 @@ def _(c, server):
     }
 
 
+@scenario("runs: join a failed run, an interrupted one, and while each runs")
+def _(c, server):
+    out = {}
+    for name, graph, kw in (
+        ("failed", "steps", {"input": {}, "config": {"configurable": {"fail": "two", "delay_ms": 100}}}),
+        ("interrupted", "approval", {"input": {"request": "join"}}),
+    ):
+        tid = c.threads.create()["thread_id"]
+        run = c.runs.create(tid, graph, **kw)
+        out[name + "_while_running"] = c.runs.join(tid, run["run_id"])
+        wait_done(c, tid, run["run_id"])
+        out[name + "_after"] = c.runs.join(tid, run["run_id"])
+    return out
+
+
 @scenario("runs: cancel a running run")
 def _(c, server):
     tid = c.threads.create()["thread_id"]
