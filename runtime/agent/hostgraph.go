@@ -153,7 +153,7 @@ func (e *Engine) startHost(ctx context.Context, lang, dataDir string, env []stri
 		return err
 	}
 	h, ready, err := hosts.StartPool(ctx, hosts.Spec{Language: lang, Argv: argv, Dir: dir, Env: env},
-		e.hostProcesses(lang), hostHandler{e}, e.Log)
+		e.hostProcesses(), hostHandler{e}, e.Log)
 	if err != nil {
 		return err
 	}
@@ -182,13 +182,13 @@ func (e *Engine) startHost(ctx context.Context, lang, dataDir string, env []stri
 	if len(failed) > 0 {
 		return errors.New(strings.Join(failed, "\n"))
 	}
-	e.Log.Info().Str("runtime", ready.Runtime).Int("processes", e.hostProcesses(lang)).Str("langgraph", ready.LangGraph).Int("protocol", ready.Protocol).
+	e.Log.Info().Str("runtime", ready.Runtime).Int("processes", e.hostProcesses()).Str("langgraph", ready.LangGraph).Int("protocol", ready.Protocol).
 		Dur("startup", time.Since(start)).Int("graphs", len(mine)).Msg(lang + " host ready")
 	return nil
 }
 
-// hostProcesses is the size of a language's host pool.
-func (e *Engine) hostProcesses(string) int {
+// hostProcesses is the size of each language's host pool.
+func (e *Engine) hostProcesses() int {
 	return max(e.HostProcesses, 1)
 }
 

@@ -16,8 +16,6 @@ import (
 // so any member may run any run; only a run's cancel must reach the
 // member that runs it, which is why runs go through Pick.
 type Pool struct {
-	log zerolog.Logger
-
 	mu      sync.Mutex
 	members []*Member
 }
@@ -45,7 +43,7 @@ func StartPool(ctx context.Context, spec Spec, n int, h Handler, log zerolog.Log
 	if err != nil {
 		return nil, ready, err
 	}
-	p := &Pool{log: log, members: []*Member{{Host: first}}}
+	p := &Pool{members: []*Member{{Host: first}}}
 	if n > 1 {
 		go func() {
 			for i := 1; i < n; i++ {
