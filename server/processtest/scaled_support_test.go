@@ -82,19 +82,25 @@ func replicaProcesses(t testing.TB, depDir string) (map[string]map[string]string
 	return envs, pids
 }
 
-// killReplica sends SIGKILL to every process of the replica id: the
+// killReplica kills every process of the replica id with SIGKILL: the
 // agent and what it runs (a command graph's processes inherit its
-// environment and directory), which may be gone by the time its turn
-// comes, ended with the agent.
+// environment and directory), as an OOM kill of its cgroup would. They
+// are all stopped before any is killed: /proc lists them in the order of
+// their names, not parent first, and a graph's process killed while its
+// agent still ran would let the agent record the run as failed, which is
+// another event than the one under test. A process may be gone by its
+// turn, ended with the agent.
 func killReplica(t testing.TB, depDir, id string) {
 	t.Helper()
 	_, pids := replicaProcesses(t, depDir)
 	if len(pids[id]) == 0 {
 		t.Fatalf("no process of replica %s", id)
 	}
-	for _, pid := range pids[id] {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
-			t.Fatalf("kill -9 %s (pid %d): %v", id, pid, err)
+	for _, sig := range []syscall.Signal{syscall.SIGSTOP, syscall.SIGKILL} {
+		for _, pid := range pids[id] {
+			if err := syscall.Kill(pid, sig); err != nil && err != syscall.ESRCH {
+				t.Fatalf("kill -%d %s (pid %d): %v", sig, id, pid, err)
+			}
 		}
 	}
 }
