@@ -210,7 +210,7 @@ func testLGScanBack(t *testing.T, start func(*testing.T) *Engine) {
 				return err
 			}
 		}
-		r := &lgRead{b: boltBase{b}, over: map[string][]byte{"p3": []byte("over p3"), "p4": nil, "p2": []byte("over p2"), "p7": []byte("over p7")}}
+		r := &rowsRead{b: boltBase{b}, over: map[string][]byte{"p3": []byte("over p3"), "p4": nil, "p2": []byte("over p2"), "p7": []byte("over p7")}}
 		for k := range r.over {
 			r.keys = append(r.keys, k)
 		}

@@ -123,9 +123,10 @@ type boltStore struct {
 type boltTx struct {
 	tx       *bolt.Tx
 	track    *[]wbKey
-	scoped   bool         // one thread's view or unit of work (wholeDB)
-	events   []storeEvent // published once the unit of work is durable
-	unpacked []string     // packed threads whose rows it changed (repack)
+	scoped   bool                 // one thread's view or unit of work (wholeDB)
+	over     map[string]*rowsRead // a one-thread view's journaled rows (read)
+	events   []storeEvent         // published once the unit of work is durable
+	unpacked []string             // packed threads whose rows it changed (repack)
 }
 
 func (t *boltTx) touched(bucket string, key []byte) {
@@ -200,11 +201,11 @@ func (s *boltStore) Update(_ context.Context, fn func(Tx) error) error {
 }
 
 func (s *boltStore) View(_ context.Context, fn func(ReadTx) error) error {
-	return s.view("", func(tx *bolt.Tx) error { return fn(&boltTx{tx: tx}) })
+	return s.view("", func(tx *boltTx) error { return fn(tx) })
 }
 
 func (s *boltStore) ViewThread(_ context.Context, thread string, fn func(ReadTx) error) error {
-	return s.view(thread, func(tx *bolt.Tx) error { return fn(&boltTx{tx: tx, scoped: thread != ""}) })
+	return s.view(thread, func(tx *boltTx) error { return fn(tx) })
 }
 
 func (s *boltStore) ViewCommitted(_ context.Context, fn func(ReadTx) error) error {

@@ -96,8 +96,8 @@ func (s *boltStore) PutCheckpointRows(ctx context.Context, thread, run string, r
 }
 
 func (s *boltStore) ViewCheckpointRows(_ context.Context, thread string, fn func(checkpointRows) error) error {
-	return s.db.View(func(tx *bolt.Tx) error {
-		r, err := s.pend.reader(tx, thread)
+	return s.readAt(thread, func(tx *bolt.Tx, ops []*wbOp) error {
+		r, err := reader(tx, thread, ops)
 		if err != nil {
 			return err
 		}

@@ -14,11 +14,11 @@ import (
 )
 
 // lgReads records what every read of checkpoint rows returns through
-// reader(tx, thread): scans, backward scans (whole and stopped early),
+// reader(tx, thread, nil): scans, backward scans (whole and stopped early),
 // the last row and single gets, over prefixes at every level of the key.
 func lgReads(t *testing.T, tx *bolt.Tx, thread string, threads []string) []string {
 	t.Helper()
-	r, err := (*pendingWrites)(nil).reader(tx, thread)
+	r, err := reader(tx, thread, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func putJSON(b *bolt.Bucket, key string, v any) error {
 	return b.Put([]byte(key), raw)
 }
 
-func getJSON(b *bolt.Bucket, key string, v any) error {
+func getJSON(b interface{ Get([]byte) []byte }, key string, v any) error {
 	raw := b.Get([]byte(key))
 	if raw == nil {
 		return ErrNotFound

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -53,7 +52,7 @@ type runWrites interface {
 func (t *boltTx) GetRun(id string) (*runRecord, error) {
 	runDecodes.Add(1)
 	var r runRecord
-	if err := getJSON(t.tx.Bucket([]byte(bRuns)), id, &r); err != nil {
+	if err := getJSON(t.read(bRuns), id, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -63,7 +62,7 @@ func (t *boltTx) RunNotBefore(id string) (*time.Time, error) {
 	var r struct {
 		NotBefore *time.Time `json:"not_before"`
 	}
-	if err := getJSON(t.tx.Bucket([]byte(bRuns)), id, &r); err != nil {
+	if err := getJSON(t.read(bRuns), id, &r); err != nil {
 		return nil, err
 	}
 	return r.NotBefore, nil
@@ -75,10 +74,10 @@ func (t *boltTx) ThreadRunIDs(thread string) ([]string, error) {
 		return nil, fmt.Errorf("%w: thread %s", ErrNotFound, thread)
 	}
 	var ids []string
-	c := t.tx.Bucket([]byte(bThreadRuns)).Cursor()
-	for k, _ := c.Seek(tid[:]); k != nil && strings.HasPrefix(string(k), string(tid[:])); k, _ = c.Next() {
+	t.read(bThreadRuns).scan(tid[:], func(k, _ []byte) bool {
 		ids = append(ids, uuid.UUID(k[16:]).String())
-	}
+		return true
+	})
 	return ids, nil
 }
 
@@ -91,29 +90,18 @@ func (t *boltTx) EachThreadRunNewest(thread string, fn func(*runRecord) bool) er
 	if err != nil {
 		return fmt.Errorf("%w: thread %s", ErrNotFound, thread)
 	}
-	runs := t.tx.Bucket([]byte(bRuns))
-	c := t.tx.Bucket([]byte(bThreadRuns)).Cursor()
-	// The first key past the thread's, then backwards.
-	end := append(tid[:len(tid):len(tid)], bytes.Repeat([]byte{0xff}, 17)...)
-	k, _ := c.Seek(end)
-	if k == nil {
-		k, _ = c.Last()
-	} else {
-		k, _ = c.Prev()
-	}
-	for ; k != nil && bytes.HasPrefix(k, tid[:]); k, _ = c.Prev() {
+	runs := t.read(bRuns)
+	t.read(bThreadRuns).scanBack(tid[:], nil, func(k, _ []byte) bool {
 		if len(k) != 32 {
-			continue
+			return true
 		}
 		var r runRecord
 		runDecodes.Add(1)
 		if err := getJSON(runs, uuid.UUID(k[16:]).String(), &r); err != nil {
-			continue // indexed, record gone: as ListRuns always skipped it
+			return true // indexed, record gone: as ListRuns always skipped it
 		}
-		if !fn(&r) {
-			return nil
-		}
-	}
+		return fn(&r)
+	})
 	return nil
 }
 

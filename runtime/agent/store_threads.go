@@ -56,7 +56,7 @@ type threadWrites interface {
 }
 
 func (t *boltTx) GetThread(id string) (*threadRecord, error) {
-	raw := t.tx.Bucket([]byte(bThreads)).Get([]byte(id))
+	raw := t.read(bThreads).get([]byte(id))
 	if raw == nil {
 		return nil, ErrNotFound
 	}
@@ -64,7 +64,7 @@ func (t *boltTx) GetThread(id string) (*threadRecord, error) {
 }
 
 func (t *boltTx) ThreadExists(id string) bool {
-	return t.tx.Bucket([]byte(bThreads)).Get([]byte(id)) != nil
+	return t.read(bThreads).get([]byte(id)) != nil
 }
 
 func (t *boltTx) ThreadQueue(id string) (string, []string, error) {
@@ -72,7 +72,7 @@ func (t *boltTx) ThreadQueue(id string) (string, []string, error) {
 		Active string   `json:"active"`
 		Queue  []string `json:"queue"`
 	}
-	if err := getJSON(t.tx.Bucket([]byte(bThreads)), id, &q); err != nil {
+	if err := getJSON(t.read(bThreads), id, &q); err != nil {
 		return "", nil, err
 	}
 	return q.Active, q.Queue, nil
@@ -184,7 +184,7 @@ func (t *boltTx) ThreadGraph(id string) (string, map[string]any, error) {
 		Graph    string         `json:"graph"`
 		Metadata map[string]any `json:"metadata"`
 	}
-	if err := getJSON(t.tx.Bucket([]byte(bThreads)), id, &r); err != nil {
+	if err := getJSON(t.read(bThreads), id, &r); err != nil {
 		return "", nil, err
 	}
 	return r.Graph, r.Metadata, nil

@@ -40,7 +40,7 @@ import (
 // it would read had every write been committed. The rows it wrote are read
 // back and journaled before the lock is released. Readers do the same
 // (view), or, for checkpoints, lay the rows over a read transaction
-// (lgRead). A record newer than the horizon a transaction reads is newer
+// (rowsRead). A record newer than the horizon a transaction reads is newer
 // than anything bbolt holds for its keys, because records are numbered
 // under the writer lock or, for checkpoint rows, under pendingWrites.mu
 // together with the fence they passed.
@@ -252,6 +252,7 @@ type pendingWrites struct {
 	ops      []*wbOp            // not yet known applied, in order
 	byThread map[string][]*wbOp // the same, by thread
 	owner    map[string]string  // thread → the run whose checkpoint writes are journaled
+	settled  uint64             // the last record known applied (readAt)
 	kick     chan struct{}      // wakes the flusher early
 }
 
@@ -280,6 +281,10 @@ func (p *pendingWrites) add(thread string, rows []wbRow) (*storage.JournalTicket
 func (p *pendingWrites) since(h uint64, thread string) []*wbOp {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.sinceLocked(h, thread)
+}
+
+func (p *pendingWrites) sinceLocked(h uint64, thread string) []*wbOp {
 	list := p.ops
 	if thread != "" {
 		list = p.byThread[thread]
@@ -303,6 +308,7 @@ func (p *pendingWrites) settle(h uint64) {
 		}
 	}
 	p.ops = append([]*wbOp(nil), p.ops[i:]...)
+	p.settled = max(p.settled, h)
 	p.mu.Unlock()
 	p.j.ReleaseThrough(h)
 }
@@ -401,7 +407,7 @@ func (p *pendingWrites) idle(ops []*wbOp) []string {
 // needs (overlaid): putting them costs most of a read's time.
 //
 // A run's checkpoint rows are most of what is pending (two dozen rows of
-// the bench graph). They are read through ViewCheckpointRows (lgRead lays
+// the bench graph). They are read through ViewCheckpointRows (rowsRead lays
 // them over itself), and a journaled unit of work may not touch them
 // (boltTx.ScanCheckpointRows and its writes refuse with errNotHot).
 //
@@ -572,43 +578,6 @@ func (s *boltStore) hot(thread string, end bool, fn func(tx *bolt.Tx) ([]wbKey, 
 	// flush, so the next write need not wait for it.
 	_ = tx.Rollback()
 	return t.Wait()
-}
-
-// view runs fn on the database as it stands with every journaled write
-// acknowledged before it. A read of one thread's records (thread not "")
-// lays that thread's pending rows over bbolt in a write transaction rolled
-// back: short, but it holds the writer lock. Any other read (a search, a
-// scan) commits what is pending first and reads in a read transaction, so
-// a long scan blocks no writer.
-func (s *boltStore) view(thread string, fn func(tx *bolt.Tx) error) error {
-	if s.pend == nil || !s.pend.pending(thread) {
-		return s.db.View(fn)
-	}
-	if thread == "" {
-		if err := s.w.Update(func(*bolt.Tx) error { return nil }); err != nil {
-			return err
-		}
-		return s.db.View(fn)
-	}
-	tx, err := s.db.Begin(true)
-	if err != nil {
-		return fmt.Errorf("begin a read: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	if err := s.pend.overlay(tx, thread); err != nil {
-		return err
-	}
-	return fn(tx)
-}
-
-// pending reports whether thread ("": any) may have rows not in bbolt.
-func (p *pendingWrites) pending(thread string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if thread == "" {
-		return len(p.ops) > 0
-	}
-	return len(p.byThread[thread]) > 0
 }
 
 // flusher commits the pending rows every flushEvery (sooner when many

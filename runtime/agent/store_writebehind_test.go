@@ -57,7 +57,7 @@ func bboltIDs(t *testing.T, e *Engine, thread string) []string {
 	t.Helper()
 	var ids []string
 	if err := e.DB.View(func(tx *bolt.Tx) error {
-		r, err := (*pendingWrites)(nil).reader(tx, "")
+		r, err := reader(tx, "", nil)
 		if err != nil {
 			return err
 		}
@@ -229,7 +229,7 @@ func TestLGReadMerge(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_ = db.View(func(tx *bolt.Tx) error {
-				r := &lgRead{b: boltBase{tx.Bucket([]byte(bLG))}, over: map[string][]byte{}}
+				r := &rowsRead{b: boltBase{tx.Bucket([]byte(bLG))}, over: map[string][]byte{}}
 				for _, k := range c.over {
 					r.over[k] = []byte("over")
 					r.keys = append(r.keys, k)

@@ -9,37 +9,41 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// lgRead reads the lg bucket as it stands with a thread's journaled rows:
+// rowsRead reads a bucket as it stands with a thread's journaled rows:
 // bbolt's rows with those newer than the read's horizon laid over them.
-// Readers (the host's getTuple and list, mostly during the very run that
-// wrote) then need no write transaction.
-type lgRead struct {
-	b    rowBase
-	over map[string][]byte
-	keys []string // over's keys, sorted
+// Readers of checkpoint rows (the host's getTuple and list, mostly during
+// the very run that wrote) and of one thread's records (threadView) then
+// need no write transaction.
+type rowsRead struct {
+	b      rowBase
+	over   map[string][]byte // nil: deleted
+	keys   []string          // over's keys, sorted
+	visits *atomic.Int64     // counts the rows scans hand out, when set
 }
 
-// reader returns the lg bucket of tx with thread's journaled rows over it
-// (every thread's for ""). A thread's reader reads only that thread's
-// rows: a packed thread's come from its block (lgBase).
-func (p *pendingWrites) reader(tx *bolt.Tx, thread string) (*lgRead, error) {
+// reader returns the lg bucket of tx with ops' rows over it (ops of one
+// thread, or of every thread for ""). A thread's reader reads only that
+// thread's rows: a packed thread's come from its block (lgBase).
+func reader(tx *bolt.Tx, thread string, ops []*wbOp) (*rowsRead, error) {
 	base, err := lgBase(tx, thread)
 	if err != nil {
 		return nil, err
 	}
-	r := &lgRead{b: base}
-	if p == nil {
-		return r, nil
-	}
-	ops := p.since(horizon(tx), thread)
-	if len(ops) == 0 {
-		return r, nil
-	}
-	r.over = map[string][]byte{}
+	r := layRows(base, bLG, ops)
+	r.visits = &lgRowsVisited
+	return r, nil
+}
+
+// layRows returns base with the rows of bucket in ops laid over it.
+func layRows(base rowBase, bucket string, ops []*wbOp) *rowsRead {
+	r := &rowsRead{b: base}
 	for _, op := range ops {
 		for _, row := range op.rows {
-			if row.bucket != bLG {
+			if row.bucket != bucket {
 				continue
+			}
+			if r.over == nil {
+				r.over = map[string][]byte{}
 			}
 			k := string(row.key)
 			switch row.mode {
@@ -53,23 +57,40 @@ func (p *pendingWrites) reader(tx *bolt.Tx, thread string) (*lgRead, error) {
 			}
 			// rowPutChanged keeps the stored row when the value is the
 			// same; the row differs only in the run it names, which
-			// readers do not see.
-			r.over[k] = row.val
+			// readers do not see. An index row's empty value is kept
+			// non-nil: nil is a deletion.
+			v := row.val
+			if v == nil {
+				v = []byte{}
+			}
+			r.over[k] = v
 		}
+	}
+	if len(r.over) == 0 {
+		return r
 	}
 	r.keys = make([]string, 0, len(r.over))
 	for k := range r.over {
 		r.keys = append(r.keys, k)
 	}
 	sort.Strings(r.keys)
-	return r, nil
+	return r
 }
 
-func (r *lgRead) get(k []byte) []byte {
+func (r *rowsRead) get(k []byte) []byte {
 	if v, ok := r.over[string(k)]; ok {
 		return v
 	}
 	return r.b.Get(k)
+}
+
+// Get is get, for getJSON.
+func (r *rowsRead) Get(k []byte) []byte { return r.get(k) }
+
+func (r *rowsRead) visited() {
+	if r.visits != nil {
+		r.visits.Add(1)
+	}
 }
 
 // lgRowsVisited counts the rows scans handed out (a test hook: a page of
@@ -88,7 +109,7 @@ func prefixEnd(prefix []byte) []byte {
 	return nil
 }
 
-func (r *lgRead) scanBack(prefix, below []byte, fn func(k, v []byte) bool) {
+func (r *rowsRead) scanBack(prefix, below []byte, fn func(k, v []byte) bool) {
 	if end := prefixEnd(prefix); below == nil || end != nil && bytes.Compare(end, below) < 0 {
 		below = end
 	}
@@ -106,7 +127,7 @@ func (r *lgRead) scanBack(prefix, below []byte, fn func(k, v []byte) bool) {
 		i = sort.SearchStrings(r.keys, string(below)) - 1
 	}
 	visit := func(k, v []byte) bool {
-		lgRowsVisited.Add(1)
+		r.visited()
 		return fn(k, v)
 	}
 	for {
@@ -134,13 +155,13 @@ func (r *lgRead) scanBack(prefix, below []byte, fn func(k, v []byte) bool) {
 
 // scan calls fn for every row whose key has prefix, in key order, until
 // fn returns false.
-func (r *lgRead) scan(prefix []byte, fn func(k, v []byte) bool) {
+func (r *rowsRead) scan(prefix []byte, fn func(k, v []byte) bool) {
 	i := sort.SearchStrings(r.keys, string(prefix))
 	c := r.b.Cursor()
 	k, v := c.Seek(prefix)
 	fn0 := fn
 	fn = func(k, v []byte) bool {
-		lgRowsVisited.Add(1)
+		r.visited()
 		return fn0(k, v)
 	}
 	for {
@@ -167,7 +188,7 @@ func (r *lgRead) scan(prefix []byte, fn func(k, v []byte) bool) {
 }
 
 // last returns the row with the greatest key that has prefix, or nils.
-func (r *lgRead) last(prefix []byte) ([]byte, []byte) {
+func (r *rowsRead) last(prefix []byte) ([]byte, []byte) {
 	var lk, lv []byte
 	r.scanLast(prefix, func(k, v []byte) { lk, lv = k, v })
 	return lk, lv
@@ -175,7 +196,7 @@ func (r *lgRead) last(prefix []byte) ([]byte, []byte) {
 
 // scanLast finds the last row under prefix: bbolt's by a seek, unless
 // the overlay has a later key or deleted that one (then by a scan).
-func (r *lgRead) scanLast(prefix []byte, found func(k, v []byte)) {
+func (r *rowsRead) scanLast(prefix []byte, found func(k, v []byte)) {
 	c := r.b.Cursor()
 	k, v := c.Seek(append(storageCopy(prefix), 0xff))
 	if k == nil {
