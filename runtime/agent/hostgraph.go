@@ -502,3 +502,13 @@ func (e *Engine) Describe(graphID, what string, config map[string]any, p map[str
 	}
 	return out, true, nil
 }
+
+// JSGraph reports whether graph runs on the JavaScript host. Where the
+// JavaScript reference server answers a wait or a join otherwise than the
+// Python one (with the thread's last values, whatever they carry),
+// Slipway answers as it does for those graphs (JoinEnded, and the API's
+// wait).
+func (e *Engine) JSGraph(graph string) bool {
+	hg, ok := e.Graphs[graph].(*HostGraph)
+	return ok && hg.Language == "javascript"
+}

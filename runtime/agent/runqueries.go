@@ -70,27 +70,6 @@ func (e *Engine) DeleteRun(threadID, runID string) error {
 	})
 }
 
-// Join waits for a run to end and returns the thread's values.
-func (e *Engine) Join(ctx context.Context, threadID, runID string) (map[string]any, error) {
-	if _, err := e.GetRun(threadID, runID); err != nil {
-		return nil, err
-	}
-	if e.distributed() {
-		if err := e.waitRemote(ctx, runID); err != nil {
-			return nil, err
-		}
-	} else if lr := e.liveRun(runID); lr != nil {
-		if err := e.waitEnd(ctx, threadID, runID, lr); err != nil {
-			return nil, err
-		}
-	}
-	st, err := e.GetState(threadID, "")
-	if err != nil {
-		return nil, err
-	}
-	return st.Values, nil
-}
-
 // JoinEnded is what a join of a run that has ended answers, as the
 // reference server answers it from the thread: a failed run's error
 // ({"__error__": …}), the thread's open interrupts when it stopped at
@@ -121,7 +100,7 @@ func (e *Engine) JoinEnded(ctx context.Context, threadID, runID string) (map[str
 	if err != nil {
 		return nil, err
 	}
-	if hg, ok := e.Graphs[graph].(*HostGraph); !ok || hg.Language != "javascript" {
+	if !e.JSGraph(graph) {
 		switch {
 		case failure != nil && status == ThreadError:
 			return map[string]any{"__error__": failure}, nil
@@ -147,30 +126,6 @@ func (e *Engine) JoinEnded(ctx context.Context, threadID, runID string) (map[str
 		return nil, err
 	}
 	return st.Values, nil
-}
-
-// waitEnd waits until the run is no longer pending or running.
-func (e *Engine) waitEnd(ctx context.Context, threadID, runID string, lr *liveRun) error {
-	for {
-		select {
-		case <-lr.done:
-			return nil
-		case <-lr.events.closedCh():
-			// Closed without running: a pending run was cancelled.
-			r, err := e.GetRun(threadID, runID)
-			if err != nil || (r.Status != RunPending && r.Status != RunRunning) {
-				return nil
-			}
-			select {
-			case <-lr.done:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }
 
 // Subscribe returns the run's event log, or nil when it is not live.

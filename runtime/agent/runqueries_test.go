@@ -70,3 +70,50 @@ func testListRunsReadsOnlyItsPage(t *testing.T, start func(*testing.T) *Engine) 
 		}
 	}
 }
+
+// Join waits for a run to end and returns the thread's values: how the
+// tests wait for a run. The API's join answers from the run's events
+// (agentapi) and, once it has ended, from JoinEnded.
+func (e *Engine) Join(ctx context.Context, threadID, runID string) (map[string]any, error) {
+	if _, err := e.GetRun(threadID, runID); err != nil {
+		return nil, err
+	}
+	if e.distributed() {
+		if err := e.waitRemote(ctx, runID); err != nil {
+			return nil, err
+		}
+	} else if lr := e.liveRun(runID); lr != nil {
+		if err := e.waitEnd(ctx, threadID, runID, lr); err != nil {
+			return nil, err
+		}
+	}
+	st, err := e.GetState(threadID, "")
+	if err != nil {
+		return nil, err
+	}
+	return st.Values, nil
+}
+
+// waitEnd waits until the run is no longer pending or running.
+func (e *Engine) waitEnd(ctx context.Context, threadID, runID string, lr *liveRun) error {
+	for {
+		select {
+		case <-lr.done:
+			return nil
+		case <-lr.events.closedCh():
+			// Closed without running: a pending run was cancelled.
+			r, err := e.GetRun(threadID, runID)
+			if err != nil || (r.Status != RunPending && r.Status != RunRunning) {
+				return nil
+			}
+			select {
+			case <-lr.done:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

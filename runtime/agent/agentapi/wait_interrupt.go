@@ -22,10 +22,8 @@ func (a *API) answersInterrupt(run agent.Run) bool {
 	if run.ThreadID == "" {
 		return false
 	}
-	if as, err := a.Engine.GetAssistant(run.AssistantID); err == nil {
-		if hg, ok := a.Engine.Graphs[as.GraphID].(*agent.HostGraph); ok && hg.Language == "javascript" {
-			return false
-		}
+	if as, err := a.Engine.GetAssistant(run.AssistantID); err == nil && a.Engine.JSGraph(as.GraphID) {
+		return false
 	}
 	st, err := a.Engine.GetState(run.ThreadID, "")
 	return err == nil && len(st.Interrupts) > 0
