@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -245,13 +246,10 @@ func (p *pendingWrites) overlay(tx *bolt.Tx, thread string) error {
 	return nil
 }
 
-// overlaid says whether overlay lays rows of bucket.
+// overlaid says whether overlay lays rows of bucket: not the checkpoint
+// rows, nor the thread indexes' but their attributes row.
 func overlaid(bucket string) bool {
-	switch bucket {
-	case bLG, bThreadsCreated, bThreadsUpdated, bThreadsStatus, bThreadsMeta, bThreadsBusy, bThreadsCount:
-		return false
-	}
-	return true
+	return bucket == bThreadsAttr || bucket != bLG && !slices.Contains(threadIndexBuckets, bucket)
 }
 
 func allOverlaid(rows []wbRow) bool {

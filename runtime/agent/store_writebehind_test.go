@@ -407,3 +407,21 @@ func TestJournaledUnitsSkipPendingCheckpointRows(t *testing.T) {
 		t.Fatalf("a commit scanned %d rows (%v), want 1", n, err)
 	}
 }
+
+// TestOverlaidBuckets: a journaled write lays a thread's pending rows over
+// bbolt but its checkpoint rows and its index rows (the attributes row
+// excepted, which a thread's write reads to replace the others).
+func TestOverlaidBuckets(t *testing.T) {
+	for _, tc := range []struct {
+		bucket string
+		want   bool
+	}{
+		{bThreads, true}, {bRuns, true}, {bThreadRuns, true}, {bThreadsAttr, true},
+		{bLG, false}, {bThreadsCreated, false}, {bThreadsUpdated, false}, {bThreadsStatus, false},
+		{bThreadsMeta, false}, {bThreadsBusy, false}, {bThreadsCount, false},
+	} {
+		if got := overlaid(tc.bucket); got != tc.want {
+			t.Errorf("overlaid(%q) = %v, want %v", tc.bucket, got, tc.want)
+		}
+	}
+}
