@@ -53,9 +53,11 @@ func (e *Engine) execute(r *runRecord) {
 	if hg, ok := graph.(*HostGraph); ok && err == nil {
 		e.store.OpenFence(r.ThreadID, r.RunID)
 		outcome, err = hg.runHost(ctx, r, req)
-		if err != nil && ctx.Err() == nil && !errors.Is(err, hosts.ErrHostDied) {
-			// The run failed in the graph: the thread shows the state it
-			// reached, read back from its checkpoints.
+		if err != nil && e.ctx.Err() == nil && !errors.Is(err, hosts.ErrHostDied) && !errors.Is(context.Cause(ctx), causeRollback) {
+			// The run failed in the graph, was cancelled or timed out: the
+			// thread shows the state it reached, read back from its
+			// checkpoints, as on the reference servers (a rollback deletes
+			// them, and the thread keeps the values it had).
 			if st, serr := hg.state(e.ctx, map[string]any{"graph_id": hg.ID, "thread_id": r.ThreadID}); serr == nil {
 				outcome = &hostOutcome{Values: st.Values}
 			}
@@ -384,7 +386,9 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 			// or interrupt_after) waits for the client, as the reference
 			// servers show it: the thread is interrupted.
 			halted = len(outcome.Next) > 0
-		case outcome != nil && outcome.Values != nil:
+		case outcome != nil && outcome.Values != nil && status != "rollback":
+			// A rollback requested after an interrupt: the run's
+			// checkpoints go, and the values read back with them.
 			t.Values = outcome.Values
 		case status == RunSuccess:
 			t.Interrupts = map[string]any{}

@@ -204,6 +204,21 @@ export const apiScenarios = {
     return { status: got.status, threadStatus: thread.status };
   },
 
+  // The thread after an interrupt shows the state the run reached.
+  async "runs: cancel a run after its first step"(c) {
+    const { thread_id } = await c.threads.create();
+    const run = await c.runs.create(thread_id, "steps", { input: {}, config: { configurable: { delay_ms: 1200 } } });
+    for (let i = 0; i < 400; i++) {
+      if ((await c.threads.getState(thread_id)).values?.steps?.length) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await c.runs.cancel(thread_id, run.run_id, true);
+    const got = await c.runs.get(thread_id, run.run_id);
+    const thread = await c.threads.get(thread_id);
+    const state = await c.threads.getState(thread_id);
+    return { status: got.status, threadStatus: thread.status, threadValues: thread.values, values: state.values, next: state.next };
+  },
+
   async "store: put, get, search, list namespaces, delete"(c) {
     const ns = ["diff", "users"];
     await c.store.putItem(ns, "ada", { name: "Ada", lang: "en" });

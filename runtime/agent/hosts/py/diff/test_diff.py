@@ -281,6 +281,33 @@ def _(c, server):
     return {"run": done, "thread": c.threads.get(tid)}
 
 
+@scenario("runs: cancel a run after its first step, interrupted and rolled back")
+def _(c, server):
+    """The thread after a cancel shows the state the run reached (interrupt)
+    or the one it had before (rollback)."""
+    out = {}
+    for action in ("interrupt", "rollback"):
+        tid = c.threads.create()["thread_id"]
+        run = c.runs.create(tid, "steps", input={}, config={"configurable": {"delay_ms": 1200}})
+        for _ in range(400):
+            if c.threads.get_state(tid)["values"].get("steps"):
+                break
+            time.sleep(0.02)
+        c.runs.cancel(tid, run["run_id"], wait=True, action=action)
+        state = c.threads.get_state(tid)
+        if action == "rollback":
+            # What a thread without checkpoints answers (checkpoint,
+            # metadata, created_at) is not what this scenario is about.
+            state = {k: state[k] for k in ("values", "next", "tasks", "interrupts")}
+            out["rollback_run"] = error(lambda: c.runs.get(tid, run["run_id"]))
+        else:
+            out["interrupt_run"] = wait_done(c, tid, run["run_id"])
+        out[action + "_thread"] = c.threads.get(tid)
+        out[action + "_state"] = state
+        out[action + "_history"] = len(c.threads.get_history(tid))
+    return out
+
+
 @scenario("runs: stateless wait and stream")
 def _(c, server):
     waited = c.runs.wait(None, "steps", input={})
