@@ -115,7 +115,7 @@ func (a *API) getState(w http.ResponseWriter, r *http.Request, ps httprouter.Par
 	if err != nil {
 		return err
 	}
-	return reply(w)(a.Engine.GetStateQuery(id, agent.StateQuery{CheckpointID: ps.ByName("checkpoint_id"), Subgraphs: sub}))
+	return reply(w)(stateOut(a.Engine.GetStateQuery(id, agent.StateQuery{CheckpointID: ps.ByName("checkpoint_id"), Subgraphs: sub})))
 }
 
 // stateAtCheckpoint: POST /threads/{id}/state/checkpoint with
@@ -133,8 +133,8 @@ func (a *API) stateAtCheckpoint(w http.ResponseWriter, r *http.Request, ps httpr
 		if err := decode(r, &body); err != nil {
 			return err
 		}
-		return reply(w)(a.Engine.GetStateQuery(id, agent.StateQuery{CheckpointID: body.Checkpoint.CheckpointID,
-			NS: body.Checkpoint.CheckpointNS, Subgraphs: body.Subgraphs}))
+		return reply(w)(stateOut(a.Engine.GetStateQuery(id, agent.StateQuery{CheckpointID: body.Checkpoint.CheckpointID,
+			NS: body.Checkpoint.CheckpointNS, Subgraphs: body.Subgraphs})))
 	})(w, r, ps)
 }
 

@@ -219,6 +219,12 @@ export const apiScenarios = {
     return { status: got.status, threadStatus: thread.status, threadValues: thread.values, values: state.values, next: state.next };
   },
 
+  async "threads: state of a thread without checkpoints"(c) {
+    const { thread_id } = await c.threads.create();
+    const { thread_id: withGraph } = await c.threads.create({ graphId: "steps" });
+    return { fresh: await c.threads.getState(thread_id), withGraph: await c.threads.getState(withGraph) };
+  },
+
   async "store: put, get, search, list namespaces, delete"(c) {
     const ns = ["diff", "users"];
     await c.store.putItem(ns, "ada", { name: "Ada", lang: "en" });

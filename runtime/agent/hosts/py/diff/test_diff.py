@@ -296,9 +296,6 @@ def _(c, server):
         c.runs.cancel(tid, run["run_id"], wait=True, action=action)
         state = c.threads.get_state(tid)
         if action == "rollback":
-            # What a thread without checkpoints answers (checkpoint,
-            # metadata, created_at) is not what this scenario is about.
-            state = {k: state[k] for k in ("values", "next", "tasks", "interrupts")}
             out["rollback_run"] = error(lambda: c.runs.get(tid, run["run_id"]))
         else:
             out["interrupt_run"] = wait_done(c, tid, run["run_id"])
