@@ -248,8 +248,8 @@ func (e *Engine) admit(tx Tx, threadID string, rc RunCreate, temporary, slot boo
 		t.Queue = append(t.Queue, r.RunID)
 	}
 	t.Status, t.UpdatedAt = ThreadBusy, now
-	// A thread keeps the config its runs were given: a later run
-	// without config continues with it, as on the reference servers.
+	// A thread keeps the config its runs were given (threadConfig); a
+	// later run of a JavaScript graph continues with it (runRequest).
 	if len(rc.Config) > 0 {
 		t.Config = mergeConfig(t.Config, rc.Config)
 	}

@@ -126,7 +126,15 @@ func (e *Engine) runRequest(r *runRecord) (graph Graph, values map[string]any, r
 		cfg, _ := r.Kwargs["config"].(map[string]any)
 		cx, _ := r.Kwargs["context"].(map[string]any)
 		cmd, _ := r.Kwargs["command"].(map[string]any)
-		req = Request{Input: in, Command: cmd, Config: mergeConfig(a.Config, t.Config, cfg), Context: merge(a.Context, cx),
+		layers := []map[string]any{a.Config}
+		if e.JSGraph(a.GraphID) {
+			// The JavaScript reference runs a thread's later runs with the
+			// config its earlier ones were given; the Python reference
+			// (and so the hosted product) only with the assistant's and
+			// their own.
+			layers = append(layers, t.Config)
+		}
+		req = Request{Input: in, Command: cmd, Config: mergeConfig(append(layers, cfg)...), Context: merge(a.Context, cx),
 			ThreadID: r.ThreadID, RunID: r.RunID, AssistantID: a.AssistantID, GraphID: a.GraphID,
 			Metadata: merge(merge(a.Metadata, t.Metadata), r.Metadata)}
 		return nil

@@ -71,8 +71,9 @@ func (e *Engine) DeleteRun(threadID, runID string) error {
 }
 
 // JoinEnded is what a join of a run that has ended answers, as the
-// reference server answers it from the thread: a failed run's error
-// ({"__error__": …}), the thread's open interrupts when it stopped at
+// reference server answers it from the thread as it is now: the error of
+// its latest run when that failed ({"__error__": …}, whichever run is
+// joined), the thread's open interrupts when it stopped at
 // some ({"__interrupt__": […]}), else the thread's values. A JavaScript
 // graph's thread answers its values, as the JavaScript reference does.
 func (e *Engine) JoinEnded(ctx context.Context, threadID, runID string) (map[string]any, error) {
@@ -91,11 +92,19 @@ func (e *Engine) JoinEnded(ctx context.Context, threadID, runID string) (map[str
 		if err != nil {
 			return err
 		}
-		if r.Status == RunError || r.Status == RunTimeout {
-			failure = r.Failure
-		}
 		status, interrupts, graph = t.Status, t.Interrupts, t.Graph
-		return nil
+		if status != ThreadError {
+			return nil
+		}
+		// The thread's error is its latest failed run's, which may be a
+		// later run than the one joined.
+		return tx.EachThreadRunNewest(threadID, func(r *runRecord) bool {
+			if r.Status == RunError || r.Status == RunTimeout {
+				failure = r.Failure
+				return false
+			}
+			return true
+		})
 	})
 	if err != nil {
 		return nil, err

@@ -204,6 +204,18 @@ export const apiScenarios = {
     return { status: got.status, threadStatus: thread.status };
   },
 
+  // The JS reference runs a thread's later runs with the config earlier
+  // ones were given (the Python reference does not).
+  async "runs: a later run continues with the thread's config"(c) {
+    const { thread_id } = await c.threads.create();
+    for (const config of [{ configurable: { fail: "three" } }, undefined]) {
+      const run = await c.runs.create(thread_id, "steps", { input: {}, config });
+      await c.runs.join(thread_id, run.run_id).catch(() => {});
+    }
+    const runs = await c.runs.list(thread_id);
+    return { statuses: runs.map((r) => r.status), config: (await c.threads.get(thread_id)).config };
+  },
+
   // The thread after an interrupt shows the state the run reached.
   async "runs: cancel a run after its first step"(c) {
     const { thread_id } = await c.threads.create();
