@@ -174,3 +174,33 @@ func TestCancelMany(t *testing.T) {
 		})
 	}
 }
+
+// TestStateOfAThreadWithoutCheckpoints: a thread that never ran answers
+// its state with checkpoint, metadata and created_at null, as the
+// reference servers do; once it has run, they name its checkpoint.
+func TestStateOfAThreadWithoutCheckpoints(t *testing.T) {
+	a := echoAPI(t)
+	th := a.Do("POST", "/threads", map[string]any{}).Map()["thread_id"].(string)
+	st := a.Do("GET", "/threads/"+th+"/state", nil).Map()
+	for _, k := range []string{"checkpoint", "metadata", "created_at", "parent_checkpoint"} {
+		if v, ok := st[k]; !ok || v != nil {
+			t.Errorf("%s = %v (present %v), want null", k, v, ok)
+		}
+	}
+	if v, ok := st["values"].(map[string]any); !ok || len(v) != 0 {
+		t.Errorf("values %v, want {}", st["values"])
+	}
+	if r := a.Do("POST", "/threads/"+th+"/runs/wait", map[string]any{"assistant_id": "echo",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}}); r.Status != 200 {
+		t.Fatalf("run: %d %s", r.Status, r.Body)
+	}
+	st = a.Do("GET", "/threads/"+th+"/state", nil).Map()
+	cp, _ := st["checkpoint"].(map[string]any)
+	id, _ := cp["checkpoint_id"].(string)
+	if id == "" || st["created_at"] == nil || st["metadata"] == nil {
+		t.Fatalf("after a run: checkpoint %v, created_at %v, metadata %v", st["checkpoint"], st["created_at"], st["metadata"])
+	}
+	if at := a.Do("GET", "/threads/"+th+"/state/"+id, nil).Map(); at["checkpoint"].(map[string]any)["checkpoint_id"] != id {
+		t.Fatalf("state at the checkpoint: %v", at["checkpoint"])
+	}
+}

@@ -162,28 +162,13 @@ func startReference(dir, graphConfig string) (string, func() []int, func(), erro
 		}
 	}
 	cmd.Env = append(os.Environ(), "LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logf, err := os.CreateTemp("", "loadtool-reference-*.log")
+	logName, stopGroup, err := startGroup(cmd, "loadtool-reference-*.log")
 	if err != nil {
-		return "", nil, nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
 		return "", nil, nil, fmt.Errorf("start the reference server: %w", err)
 	}
 	pgid := cmd.Process.Pid
 	stop := func() {
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-done
-		}
-		logf.Close()
-		os.Remove(logf.Name())
+		stopGroup()
 		if scratch != "" {
 			os.RemoveAll(scratch)
 		}
@@ -203,7 +188,7 @@ func startReference(dir, graphConfig string) (string, func() []int, func(), erro
 		return out
 	}
 	u := fmt.Sprintf("http://127.0.0.1:%d", port)
-	fmt.Printf("reference: starting %s dev in %s (log %s) ...\n", filepath.Base(bin), dir, logf.Name())
+	fmt.Printf("reference: starting %s dev in %s (log %s) ...\n", filepath.Base(bin), dir, logName)
 	for i := 0; i < 1200; i++ {
 		if resp, err := http.Get(u + "/ok"); err == nil {
 			resp.Body.Close()
@@ -282,4 +267,35 @@ func withDescendants(pid int) []int {
 		}
 	}
 	return out
+}
+
+// startGroup starts cmd in a process group of its own, its output to a
+// new temporary log named by pattern. stop ends the group (SIGTERM, then
+// SIGKILL after 10 s) and removes the log.
+func startGroup(cmd *exec.Cmd, pattern string) (logName string, stop func(), err error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logf, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		os.Remove(logf.Name())
+		return "", nil, err
+	}
+	pgid := cmd.Process.Pid
+	return logf.Name(), func() {
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-done
+		}
+		logf.Close()
+		os.Remove(logf.Name())
+	}, nil
 }

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -138,31 +137,16 @@ func startAegra(venv, graphConfig, database string) (string, func() []int, func(
 		// Its defaults (2 connections, no overflow) time out requests
 		// under 16 clients: a pool per client, as a tuned install has.
 		"SQLALCHEMY_POOL_SIZE=20", "SQLALCHEMY_MAX_OVERFLOW=10", "LANGGRAPH_MAX_POOL_SIZE=20")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logf, err := os.CreateTemp("", "loadtool-aegra-*.log")
+	logName, stopGroup, err := startGroup(cmd, "loadtool-aegra-*.log")
 	if err != nil {
-		return "", nil, nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
 		return "", nil, nil, fmt.Errorf("start aegra: %w", err)
 	}
 	stop := func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		logf.Close()
-		os.Remove(logf.Name())
+		stopGroup()
 		os.RemoveAll(scratch)
 	}
 	u := fmt.Sprintf("http://127.0.0.1:%d", port)
-	fmt.Printf("aegra: starting in %s (log %s) ...\n", scratch, logf.Name())
+	fmt.Printf("aegra: starting in %s (log %s) ...\n", scratch, logName)
 	// Aegra has no /ok; /info answers once its database is migrated.
 	for i := 0; i < 1200; i++ {
 		if resp, err := http.Get(u + "/info"); err == nil {
