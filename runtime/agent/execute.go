@@ -58,9 +58,13 @@ func (e *Engine) execute(r *runRecord) {
 			// thread shows the state it reached, read back from its
 			// checkpoints, as on the reference servers (a rollback deletes
 			// them, and the thread keeps the values it had).
-			if st, serr := hg.state(e.ctx, map[string]any{"graph_id": hg.ID, "thread_id": r.ThreadID}); serr == nil {
+			// Bounded, as other state calls are: a host restarting after
+			// a run that would not unwind may not answer soon.
+			sctx, sstop := context.WithTimeout(e.ctx, hostCallTimeout)
+			if st, serr := hg.state(sctx, map[string]any{"graph_id": hg.ID, "thread_id": r.ThreadID}); serr == nil {
 				outcome = &hostOutcome{Values: st.Values}
 			}
+			sstop()
 		}
 	} else if err == nil {
 		cps, err = runBuiltin(ctx, lr.events, graph, req, values)
