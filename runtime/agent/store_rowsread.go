@@ -12,8 +12,8 @@ import (
 // rowsRead reads a bucket as it stands with a thread's journaled rows:
 // bbolt's rows with those newer than the read's horizon laid over them.
 // Readers of checkpoint rows (the host's getTuple and list, mostly during
-// the very run that wrote) and of one thread's records (threadView) then
-// need no write transaction.
+// the very run that wrote) and of one thread's records (ViewThread,
+// store_readview.go) then need no write transaction.
 type rowsRead struct {
 	b      rowBase
 	over   map[string][]byte // nil: deleted
