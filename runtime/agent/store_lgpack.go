@@ -47,9 +47,9 @@ func lgThreadOf(k []byte) []byte {
 // The packed blocks' codec: zstd (github.com/klauspost/compress, pure Go
 // and maintained) at its fastest level, which packs a run's rows of the
 // bench graph in about 30 µs against 65 for deflate, a little smaller,
-// and unpacks them four times as fast. A flush packs every thread whose
-// run ended, holding bbolt's writer lock. The decoder refuses a block that
-// claims more than lgPackDecodeMax bytes.
+// and unpacks them four times as fast. The flusher packs every thread
+// whose run ended before it takes bbolt's writer lock (store_prepack.go).
+// The decoder refuses a block that claims more than lgPackDecodeMax bytes.
 const lgPackDecodeMax = 4 * lgPackMax
 
 var (
@@ -108,6 +108,13 @@ type packing struct {
 	inLG    map[string][]byte // the thread's rows in lg, as they are there
 	packed  bool              // the thread has a block
 	changed bool              // rows were applied
+
+	// What seal decided store writes: nothing (skip), the rows staying in
+	// lg (sorted, no block), or the block.
+	sealed bool
+	skip   bool
+	sorted []kvRow
+	block  []byte
 }
 
 func (m *packing) Get(k []byte) []byte { return m.rows[string(k)] }
@@ -120,35 +127,17 @@ func (m *packing) Delete(k []byte) error {
 	return nil
 }
 
-// loadPacking gathers thread's rows as bbolt holds them.
-func loadPacking(tx *bolt.Tx, thread []byte) (*packing, error) {
-	m := &packing{rows: map[string][]byte{}, inLG: map[string][]byte{}}
-	if block := tx.Bucket([]byte(bLGPacked)).Get(thread); block != nil {
-		rows, err := decodePack(thread, block)
-		if err != nil {
-			return nil, fmt.Errorf("pack thread %s: %w", thread, err)
-		}
-		for _, r := range rows {
-			m.rows[string(r.k)] = r.v
-		}
-		m.packed = true
+// seal decides what store writes, and compresses the block: the costly
+// part, which the flusher does before it takes the writer lock (prepack).
+func (m *packing) seal(thread []byte) error {
+	if m.sealed {
+		return nil
 	}
-	prefix := append(slices.Clip(thread), 0)
-	c := tx.Bucket([]byte(bLG)).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		v = storageCopy(v)
-		m.rows[string(k)], m.inLG[string(k)] = v, v
-	}
-	return m, nil
-}
-
-// store writes the gathered rows as thread's block (in lg when they are
-// more than lgPackMax bytes), and deletes the thread's rows from lg.
-func (m *packing) store(tx *bolt.Tx, thread []byte) error {
+	m.sealed = true
 	if !m.changed && len(m.inLG) == 0 {
-		return nil // packed already, or nothing to pack
+		m.skip = true // packed already, or nothing to pack
+		return nil
 	}
-	lg, pk := tx.Bucket([]byte(bLG)), tx.Bucket([]byte(bLGPacked))
 	rows := make([]kvRow, 0, len(m.rows))
 	size := 0
 	for k, v := range m.rows {
@@ -156,9 +145,29 @@ func (m *packing) store(tx *bolt.Tx, thread []byte) error {
 		size += len(k) + len(v)
 	}
 	slices.SortFunc(rows, func(a, b kvRow) int { return bytes.Compare(a.k, b.k) })
+	m.sorted = rows
 	if len(rows) == 0 || size > lgPackMax {
 		// Too big to rewrite whole after every run (or nothing left):
-		// the rows stay in lg, changed where they differ.
+		// the rows stay in lg.
+		return nil
+	}
+	block, err := encodePack(thread, rows)
+	if err != nil {
+		return fmt.Errorf("pack thread %s: %w", thread, err)
+	}
+	m.block = block
+	return nil
+}
+
+// store writes the gathered rows as thread's block (in lg when they are
+// more than lgPackMax bytes), and deletes the thread's rows from lg.
+func (m *packing) store(tx *bolt.Tx, thread []byte) error {
+	if err := m.seal(thread); err != nil || m.skip {
+		return err
+	}
+	lg, pk := tx.Bucket([]byte(bLG)), tx.Bucket([]byte(bLGPacked))
+	if m.block == nil {
+		// The rows stay in lg, changed where they differ.
 		if m.packed {
 			if err := pk.Delete(thread); err != nil {
 				return fmt.Errorf("pack thread %s: %w", thread, err)
@@ -172,7 +181,7 @@ func (m *packing) store(tx *bolt.Tx, thread []byte) error {
 			}
 		}
 		lg.FillPercent = 0.9
-		for _, r := range rows {
+		for _, r := range m.sorted {
 			if old, ok := m.inLG[string(r.k)]; ok && bytes.Equal(old, r.v) {
 				continue
 			}
@@ -187,13 +196,9 @@ func (m *packing) store(tx *bolt.Tx, thread []byte) error {
 			return fmt.Errorf("pack thread %s: %w", thread, err)
 		}
 	}
-	block, err := encodePack(thread, rows)
-	if err != nil {
-		return fmt.Errorf("pack thread %s: %w", thread, err)
-	}
 	// Thread ids are time-ordered: blocks are appended, leaves split full.
 	pk.FillPercent = 0.9
-	if err := pk.Put(thread, block); err != nil {
+	if err := pk.Put(thread, m.block); err != nil {
 		return fmt.Errorf("pack thread %s: %w", thread, err)
 	}
 	return nil

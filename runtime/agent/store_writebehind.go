@@ -71,6 +71,7 @@ type pendingWrites struct {
 	byThread map[string][]*wbOp // the same, by thread
 	owner    map[string]string  // thread → the run whose checkpoint writes are journaled
 	settled  uint64             // the last record known applied (readAt)
+	pre      *prepacked         // the flusher's packs for the next commit
 	kick     chan struct{}      // wakes the flusher early
 }
 
@@ -147,49 +148,33 @@ func (p *pendingWrites) prepare(tx *bolt.Tx) (func(), error) {
 		return nil, nil
 	}
 	// The checkpoint rows of threads whose run has ended are gathered in
-	// memory and packed, never put in lg only to be deleted from it.
+	// memory and packed, never put in lg only to be deleted from it. The
+	// flusher packed most of them before it took the writer lock
+	// (prepack), against this very state of the database.
+	pre := p.takePrepacked(tx)
 	idle := p.idle(ops)
 	packs := make(map[string]*packing, len(idle))
 	for _, t := range idle {
-		packs[t] = nil
+		pk := pre.of(t, ops)
+		if pk == nil {
+			var err error
+			if pk, err = gatherPacking(tx, t, ops); err != nil {
+				return nil, err
+			}
+		}
+		packs[t] = pk
 	}
 	for _, op := range ops {
 		rows := op.rows
-		if pk, ok := packs[op.thread]; ok && hasLG(rows) {
-			if pk == nil {
-				var err error
-				if pk, err = loadPacking(tx, []byte(op.thread)); err != nil {
-					return nil, err
-				}
-				packs[op.thread] = pk
-			}
-			rest := rows[:0:0]
-			for _, r := range rows {
-				if r.bucket != bLG || !bytes.Equal(lgThreadOf(r.key), []byte(op.thread)) {
-					rest = append(rest, r)
-					continue
-				}
-				pk.changed = true
-				if err := applyRow(pk, r); err != nil {
-					return nil, fmt.Errorf("apply journal record %d: %w", op.seq, err)
-				}
-			}
-			rows = rest
+		if _, ok := packs[op.thread]; ok && hasLG(rows) {
+			rows = withoutLG(rows, op.thread)
 		}
 		if err := applyRows(tx, rows); err != nil {
 			return nil, fmt.Errorf("apply journal record %d: %w", op.seq, err)
 		}
 	}
 	for _, t := range idle {
-		pk := packs[t]
-		if pk == nil {
-			// Its rows came in earlier flushes, while its run ran.
-			var err error
-			if pk, err = loadPacking(tx, []byte(t)); err != nil {
-				return nil, err
-			}
-		}
-		if err := pk.store(tx, []byte(t)); err != nil {
+		if err := packs[t].store(tx, []byte(t)); err != nil {
 			return nil, err
 		}
 	}
@@ -410,6 +395,9 @@ func (s *boltStore) flusher(ctx context.Context, every time.Duration, logErr fun
 		}
 		if !s.pend.pending("") {
 			continue
+		}
+		if err := s.prepack(); err != nil {
+			logErr(err) // the flush packs those threads itself
 		}
 		if err := s.w.Update(func(*bolt.Tx) error { return nil }); err != nil {
 			logErr(err)
