@@ -56,7 +56,7 @@ const (
 // does (a running one is recorded interrupted before this returns). It is
 // ErrNotFound when no run could be cancelled, or when one of runIDs is not
 // a run of threadID.
-func (e *Engine) CancelMany(ctx context.Context, threadID string, runIDs []string, status, action string) error {
+func (e *Engine) CancelMany(ctx context.Context, threadID string, runIDs []string, status, action, reason string) error {
 	type target struct{ thread, run string }
 	var targets []target
 	err := e.store.ViewThread(context.Background(), threadID, func(tx ReadTx) error {
@@ -89,7 +89,7 @@ func (e *Engine) CancelMany(ctx context.Context, threadID string, runIDs []strin
 	}
 	cancelled := 0
 	for _, tg := range targets {
-		switch err := e.Cancel(ctx, tg.thread, tg.run, action, false); {
+		switch err := e.Cancel(ctx, tg.thread, tg.run, action, reason, false); {
 		case err == nil:
 			cancelled++
 		case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound) && status != "":
@@ -164,7 +164,8 @@ func (e *Engine) cancelLive(runID, action string, cause error) {
 
 // Cancel stops a run: a running one is interrupted (its progress kept) or
 // rolled back (deleted with what it wrote); a pending one never starts.
-func (e *Engine) Cancel(ctx context.Context, threadID, runID, action string, wait bool) error {
+// reason is what the thread's error says of the cancel (Thread.Error).
+func (e *Engine) Cancel(ctx context.Context, threadID, runID, action, reason string, wait bool) error {
 	if action == "" {
 		action = StrategyInterrupt
 	}
@@ -187,7 +188,7 @@ func (e *Engine) Cancel(ctx context.Context, threadID, runID, action string, wai
 			// interrupt into a rollback. finish keeps this outcome.
 			running = true
 			if r.CancelAction != StrategyRollback {
-				r.CancelAction = action
+				r.CancelAction, r.CancelReason = action, reason
 			}
 			r.Status, r.UpdatedAt = RunInterrupted, time.Now().UTC()
 			return tx.PutRun(r)

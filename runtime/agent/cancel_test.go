@@ -66,10 +66,11 @@ func testCancelIsRecordedBeforeItReturns(t *testing.T, start func(*testing.T, ma
 		name    string
 		actions []string
 		gone    bool
+		error   string // the thread's afterwards (Thread.Error)
 	}{
-		{"interrupt", []string{StrategyInterrupt}, false},
-		{"rollback", []string{StrategyRollback}, true},
-		{"interrupt then rollback", []string{StrategyInterrupt, StrategyRollback}, true},
+		{"interrupt", []string{StrategyInterrupt}, false, "UserInterrupt"},
+		{"rollback", []string{StrategyRollback}, true, "UserRollback"},
+		{"interrupt then rollback", []string{StrategyInterrupt, StrategyRollback}, true, "UserRollback"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &lateGraph{started: make(chan struct{}), release: make(chan struct{})}
@@ -88,7 +89,7 @@ func testCancelIsRecordedBeforeItReturns(t *testing.T, start func(*testing.T, ma
 			<-g.started
 			lr := e.liveRun(run.RunID)
 			for _, action := range tc.actions {
-				if err := e.Cancel(t.Context(), th.ThreadID, run.RunID, action, false); err != nil {
+				if err := e.Cancel(t.Context(), th.ThreadID, run.RunID, action, "", false); err != nil {
 					t.Fatalf("cancel %s: %v", action, err)
 				}
 				if r, err := e.GetRun(th.ThreadID, run.RunID); err != nil || r.Status != RunInterrupted {
@@ -110,8 +111,8 @@ func testCancelIsRecordedBeforeItReturns(t *testing.T, start func(*testing.T, ma
 			case !tc.gone && (err != nil || r.Status != RunInterrupted):
 				t.Fatalf("interrupted run after its graph completed: %+v %v", r, err)
 			}
-			if tr, _ := e.GetThread(th.ThreadID); tr.Status == ThreadBusy {
-				t.Fatalf("thread after the run ended: %s", tr.Status)
+			if tr, _ := e.GetThread(th.ThreadID); tr.Status == ThreadBusy || tr.Error == nil || tr.Error.Error != tc.error {
+				t.Fatalf("thread after the run ended: %s, error %+v, want %s", tr.Status, tr.Error, tc.error)
 			}
 		})
 	}
@@ -124,7 +125,8 @@ func TestRestartEndsACancelledRunAsItsCancelSaid(t *testing.T) {
 	for _, tc := range []struct {
 		action string
 		gone   bool
-	}{{StrategyInterrupt, false}, {StrategyRollback, true}} {
+		error  string // the thread's afterwards (Thread.Error)
+	}{{StrategyInterrupt, false, "UserInterrupt"}, {StrategyRollback, true, "UserRollback"}} {
 		t.Run(tc.action, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "agent.db")
 			db, err := storage.Open(path, time.Second, Migrations)
@@ -158,8 +160,8 @@ func TestRestartEndsACancelledRunAsItsCancelSaid(t *testing.T) {
 			case !tc.gone && (err != nil || r.Status != RunInterrupted || r.Error != ""):
 				t.Fatalf("interrupted run after restart: %+v %v", r, err)
 			}
-			if tr, _ := e.GetThread(tid); tr.Status != ThreadInterrupted {
-				t.Fatalf("thread after restart: %s", tr.Status)
+			if tr, _ := e.GetThread(tid); tr.Status != ThreadInterrupted || tr.Error == nil || tr.Error.Error != tc.error {
+				t.Fatalf("thread after restart: %s, error %+v, want %s", tr.Status, tr.Error, tc.error)
 			}
 		})
 	}

@@ -192,9 +192,15 @@ func (e *Engine) recover() ([]string, []string, error) {
 					}
 				}
 				t.Active = ""
-				t.Status = ThreadError
+				// RuntimeError, as the Python reference ends a run whose
+				// worker kept dying.
+				t.Status, t.Error = ThreadError, &RunFailure{Error: "RuntimeError", Message: "the agent server restarted while the run was running"}
 				if done {
-					t.Status = ThreadInterrupted
+					ended := RunInterrupted
+					if r.CancelAction == StrategyRollback {
+						ended = "rollback"
+					}
+					t.Status, t.Error = ThreadInterrupted, threadError(ended, nil, r.CancelReason)
 				}
 			}
 			if len(t.Queue) > 0 {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -255,6 +256,25 @@ func errorMessage(err error) string {
 	return err.Error()
 }
 
+func runFailure(status string, err error) *RunFailure {
+	return &RunFailure{Error: errorName(status, err), Message: errorMessage(err)}
+}
+
+// threadError is what a thread shows of its run's end (Thread.Error): a
+// cancel as the Python reference shows it, with the cancel's reason or
+// its default words.
+func threadError(status string, err error, reason string) *RunFailure {
+	switch {
+	case status == "rollback":
+		return &RunFailure{Error: "UserRollback", Message: cmp.Or(reason, "User requested rollback of the run")}
+	case status == RunInterrupted:
+		return &RunFailure{Error: "UserInterrupt", Message: cmp.Or(reason, "User interrupted the run")}
+	case (status == RunError || status == RunTimeout) && err != nil:
+		return runFailure(status, err)
+	}
+	return nil
+}
+
 func errorName(status string, err error) string {
 	if status == RunTimeout {
 		return "TimeoutError"
@@ -345,6 +365,10 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 		}
 		status := cancelledStatus(tx, r.RunID, reported)
 		ended = outcomeOf(status, false) // the metrics' outcome label
+		reason := ""
+		if cur, err := tx.GetRun(r.RunID); err == nil {
+			reason = cur.CancelReason
+		}
 		t, err := tx.GetThread(r.ThreadID)
 		if err != nil {
 			return nil // the thread was deleted meanwhile
@@ -376,7 +400,7 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 			cur.Status, cur.UpdatedAt = status, now
 			if runErr != nil && status != RunInterrupted {
 				cur.Error = runErr.Error()
-				cur.Failure = &RunFailure{Error: errorName(status, runErr), Message: errorMessage(runErr)}
+				cur.Failure = runFailure(status, runErr)
 			}
 			if err := tx.PutRun(cur); err != nil {
 				return err
@@ -421,6 +445,7 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 		default:
 			t.Status = ThreadIdle
 		}
+		t.Error = threadError(status, runErr, reason)
 		t.UpdatedAt = now
 		if r.Temporary && !t.busy() {
 			return deleteThreadData(tx, r.ThreadID)

@@ -61,6 +61,11 @@ type Thread struct {
 	Status     string         `json:"status"`
 	Values     map[string]any `json:"values"`
 	Interrupts map[string]any `json:"interrupts"`
+	// Error is how the thread's last run ended if not by succeeding: its
+	// failure, or the cancel that stopped it (UserInterrupt,
+	// UserRollback), as the Python reference server shows it and the JS
+	// SDK's Thread type has it; null after a success.
+	Error *RunFailure `json:"error"`
 }
 
 // threadRecord is how a thread is stored: Active is its running run and
@@ -132,6 +137,9 @@ type runRecord struct {
 	// the reference servers) while the run unwinds; its end keeps that
 	// outcome (interrupt, or rollback).
 	CancelAction string `json:"cancel_action,omitempty"`
+	// CancelReason is why, in the words the thread's error then shows
+	// (Thread.Error); empty for a newer run's multitask strategy.
+	CancelReason string `json:"cancel_reason,omitempty"`
 	// Attempt counts the leased claims of the run (replicas.go): 1 for
 	// its first worker, more when another took it over; 0 for a run
 	// never claimed under a lease.

@@ -144,7 +144,7 @@ func TestEnginesShareRunsAcrossProcesses(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	began := time.Now()
-	if err := api.Cancel(ctx, th.ThreadID, slow.RunID, StrategyInterrupt, true); err != nil {
+	if err := api.Cancel(ctx, th.ThreadID, slow.RunID, StrategyInterrupt, "", true); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(began); took > 2*time.Second {

@@ -33,7 +33,7 @@ func pendingThread(t *testing.T, e *Engine) (thread string, runs []string) {
 	admit()
 	cancelled, deleted := admit(), admit()
 	for _, run := range []string{cancelled, deleted} {
-		if err := e.Cancel(context.Background(), th.ThreadID, run, StrategyInterrupt, false); err != nil {
+		if err := e.Cancel(context.Background(), th.ThreadID, run, StrategyInterrupt, "", false); err != nil {
 			t.Fatal(err)
 		}
 	}

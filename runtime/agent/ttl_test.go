@@ -166,7 +166,7 @@ func testTTLSweep(t *testing.T, start func(*testing.T, TTLConfig) (*Engine, *fak
 			// Once it is idle (its run cancelled at 12:00), it expires 10
 			// minutes later.
 			{at: "2026-03-02T12:00:00Z", do: func(t *testing.T, e *Engine, th string) {
-				if err := e.Cancel(t.Context(), th, busyRun, "interrupt", true); err != nil {
+				if err := e.Cancel(t.Context(), th, busyRun, "interrupt", "", true); err != nil {
 					t.Fatal(err)
 				}
 			}, swept: 0, exist: true, index: 1},

@@ -120,7 +120,7 @@ func TestBusyWorkerLeavesWakeUpsToIdleOnes(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Cleanup(func() { _ = api.Cancel(context.Background(), slowThread, slowRun, StrategyInterrupt, true) })
+	t.Cleanup(func() { _ = api.Cancel(context.Background(), slowThread, slowRun, StrategyInterrupt, "", true) })
 	thread, quick := createRun(t, api, "echo", map[string]any{"n": 1})
 	// Long enough for the busy worker to take the wake-up if it would.
 	time.Sleep(1500 * time.Millisecond)

@@ -124,6 +124,8 @@ func TestCrashRecovery(t *testing.T) {
 	running := a.Do("POST", "/threads/"+th+"/runs", runBody("one", 30, "")).Map()["run_id"].(string)
 	queued := a.Do("POST", "/threads/"+th+"/runs", runBody("two", 0, "enqueue")).Map()["run_id"].(string)
 	other := newThread(t, a)
+	lone := newThread(t, a) // its only run is cut short
+	a.Do("POST", "/threads/"+lone+"/runs", runBody("one", 30, ""))
 	time.Sleep(300 * time.Millisecond)
 	a.Kill()
 	a.Restart()
@@ -139,6 +141,11 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	if r := a.Do("GET", "/threads/"+other, nil); r.Status != 200 {
 		t.Fatal("thread lost in the crash")
+	}
+	// The thread shows the error: RuntimeError, as the Python reference
+	// ends a run whose worker kept dying.
+	if lt := a.Do("GET", "/threads/"+lone, nil).Map(); lt["status"] != "error" || fmt.Sprint(lt["error"]) != "map[error:RuntimeError message:the agent server restarted while the run was running]" {
+		t.Fatalf("thread of the run cut short after the crash: %v", lt)
 	}
 	if ms := messages(t, a, th); len(ms) != 2 || ms[0]["content"] != "two" {
 		t.Fatalf("state after recovery: %v", ms)

@@ -1,6 +1,7 @@
 package agentapi
 
 import (
+	"cmp"
 	"net/http"
 	"strings"
 
@@ -32,6 +33,8 @@ func (a *API) cancelRuns(w http.ResponseWriter, r *http.Request) error {
 	if err := oneOf(action, "action", agent.StrategyInterrupt, agent.StrategyRollback); err != nil {
 		return err
 	}
+	// In the reference's words (its thread error shows them).
+	reason := cmp.Or(action, agent.StrategyInterrupt) + " requested via POST /runs/cancel"
 	status := strings.ToLower(body.Status)
 	if status != "" {
 		if err := oneOf(status, "status", agent.CancelPending, agent.CancelRunning, agent.CancelAll); err != nil {
@@ -40,7 +43,7 @@ func (a *API) cancelRuns(w http.ResponseWriter, r *http.Request) error {
 		if body.ThreadID != "" || body.RunIDs != nil {
 			return httpx.Unprocessable("when providing a 'status', 'thread_id' and 'run_ids' must be omitted")
 		}
-		return noContent(w, a.Engine.CancelMany(r.Context(), "", nil, status, action))
+		return noContent(w, a.Engine.CancelMany(r.Context(), "", nil, status, action, reason))
 	}
 	if body.ThreadID == "" || len(body.RunIDs) == 0 {
 		return httpx.Unprocessable("must provide either a status, or both 'thread_id' and 'run_ids'")
@@ -55,5 +58,5 @@ func (a *API) cancelRuns(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	return noContent(w, a.Engine.CancelMany(r.Context(), thread, ids, "", action))
+	return noContent(w, a.Engine.CancelMany(r.Context(), thread, ids, "", action, reason))
 }

@@ -1,6 +1,7 @@
 package agentapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -208,7 +209,9 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request, t, rid string) e
 		return err
 	}
 	wait := q.Get("wait") == "1" || strings.EqualFold(q.Get("wait"), "true")
-	if err := a.Engine.Cancel(r.Context(), t, rid, action, wait); err != nil {
+	// In the reference's words (its thread error shows them).
+	reason := cmp.Or(action, agent.StrategyInterrupt) + " requested via POST /threads/{thread_id}/runs/{run_id}/cancel"
+	if err := a.Engine.Cancel(r.Context(), t, rid, action, reason, wait); err != nil {
 		return err
 	}
 	if wait {

@@ -60,7 +60,8 @@ func (a *API) follow(r *http.Request, run agent.Run, log *agent.EventLog, after 
 		evs, done, err := log.Next(r.Context(), after)
 		if err != nil {
 			if cancelOnDisconnect {
-				_ = a.Engine.Cancel(context.Background(), run.ThreadID, run.RunID, agent.StrategyInterrupt, false)
+				_ = a.Engine.Cancel(context.Background(), run.ThreadID, run.RunID, agent.StrategyInterrupt,
+					"client disconnected from the run stream (on_disconnect=cancel)", false)
 			}
 			return false
 		}

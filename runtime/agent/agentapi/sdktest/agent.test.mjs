@@ -73,6 +73,12 @@ test("runs.wait returns the final values; a failed run raises", async () => {
   const values = await client.runs.wait(thread.thread_id, "echo", { input: human("wait for me") });
   assert.equal(values.messages.at(-1).content, "wait for me");
   await assert.rejects(client.runs.wait(thread.thread_id, "echo", { input: { sleep: "forever" } }), /GraphError/);
+  // The thread shows its last run's error (the SDK's Thread.error).
+  const failed = await client.threads.get(thread.thread_id);
+  assert.equal(failed.status, "error");
+  assert.equal(failed.error?.error, "GraphError");
+  await client.runs.wait(thread.thread_id, "echo", { input: human("again") });
+  assert.equal((await client.threads.get(thread.thread_id)).error, null);
   const stateless = await client.runs.wait(null, "echo", { input: human("no thread") });
   assert.equal(stateless.messages.at(-1).content, "no thread");
 });
@@ -83,6 +89,11 @@ test("runs.cancel interrupts a running run", async () => {
   await new Promise((r) => setTimeout(r, 200));
   await client.runs.cancel(thread.thread_id, run.run_id, true);
   assert.equal((await client.runs.get(thread.thread_id, run.run_id)).status, "interrupted");
+  // The thread's error says so, in the reference's words.
+  assert.deepEqual((await client.threads.get(thread.thread_id)).error, {
+    error: "UserInterrupt",
+    message: "interrupt requested via POST /threads/{thread_id}/runs/{run_id}/cancel",
+  });
   const runs = await client.runs.list(thread.thread_id);
   assert.equal(runs.length, 1);
 });

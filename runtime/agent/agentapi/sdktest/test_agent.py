@@ -103,6 +103,12 @@ async def test_runs_wait_returns_the_final_values_a_failed_run_raises(client):
     # ended in an error (raise_error, its default).
     with pytest.raises(Exception, match="GraphError"):
         await client.runs.wait(thread["thread_id"], "echo", input={"sleep": "forever"})
+    # The thread shows its last run's error (the reference's thread error).
+    failed = await client.threads.get(thread["thread_id"])
+    assert failed["status"] == "error"
+    assert failed["error"]["error"] == "GraphError"
+    await client.runs.wait(thread["thread_id"], "echo", input=human("again"))
+    assert (await client.threads.get(thread["thread_id"]))["error"] is None
     stateless = await client.runs.wait(None, "echo", input=human("no thread"))
     assert stateless["messages"][-1]["content"] == "no thread"
 
@@ -113,6 +119,12 @@ async def test_runs_cancel_interrupts_a_running_run(client):
     await asyncio.sleep(0.2)
     await client.runs.cancel(thread["thread_id"], run["run_id"], wait=True)
     assert (await client.runs.get(thread["thread_id"], run["run_id"]))["status"] == "interrupted"
+    thread_after = await client.threads.get(thread["thread_id"])
+    # The thread's error says so, in the reference's words.
+    assert thread_after["error"] == {
+        "error": "UserInterrupt",
+        "message": "interrupt requested via POST /threads/{thread_id}/runs/{run_id}/cancel",
+    }
     runs = await client.runs.list(thread["thread_id"])
     assert len(runs) == 1
 

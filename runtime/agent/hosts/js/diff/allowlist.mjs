@@ -77,6 +77,10 @@ export const allowlist = [
     reason: "run records: both reference servers store the run's resolved config (its ids, the merged metadata) and the flags they run with in its kwargs; Slipway keeps the config the client gave (null when none) and resolves it when the run starts. The JS development server also defaults multitask_strategy to reject (Slipway and the Python reference server: enqueue) and ignores offset in runs.list; whether a new run is still pending depends on when the worker picks it up",
   },
   {
+    path: /^[a-zA-Z]+(\.\d+)?\.error$/,
+    reason: "a thread's error (the JS SDK's Thread.error): Slipway shows its last run's failure or cancel, null after a success, as the Python reference server does; the JS development server leaves it out",
+  },
+  {
     scenario: /^runs: cancel/,
     path: /^(status|threadStatus)$/,
     reason: "owned elsewhere (cancel timing): a cancelled run is interrupted on Slipway and the Python reference server; the JS development server reports the abort error the node throws",

@@ -118,16 +118,15 @@ ALLOWLIST: list[dict] = [
     },
     {
         "scenario": r"^(?!assistants)",
-        "path": r"^([^.]+|[^.]+\.\d+)\.(state_updated_at|error|config)$|^thread\.config\.",
-        "reason": "fields outside the SDK's Thread type: the Python reference's threads also carry state_updated_at, "
-        "error and config; Slipway reports a failed run's error on the run and in the stream's error event, and "
-        "keeps the last run's configurable in the thread's config",
+        "path": r"^([^.]+|[^.]+\.\d+)\.(state_updated_at|config)$|^thread\.config\.",
+        "reason": "fields outside the SDK's Thread type: the Python reference's threads also carry state_updated_at "
+        "and config; Slipway keeps the last run's configurable in the thread's config",
     },
     {
         "scenario": r"^threads",
-        "path": r"^(created|got|updated)\.(values|interrupts)$|^(copied|if_exists_do_nothing)\.(values|interrupts)$",
-        "reason": "a thread that never ran has values {} and interrupts {} in Slipway (the SDK's Thread type has "
-        "both); the Python reference has values null and no interrupts, and answers copy and "
+        "path": r"^(created|got|updated)\.(values|interrupts|error)$|^(copied|if_exists_do_nothing)\.(values|interrupts|error)$",
+        "reason": "a thread that never ran has values {}, interrupts {} and error null in Slipway (the SDKs' Thread "
+        "types have them); the Python reference has values null and no interrupts or error, and answers copy and "
         "create(if_exists=do_nothing) without the thread's values",
     },
     {

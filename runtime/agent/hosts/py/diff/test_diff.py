@@ -274,16 +274,19 @@ def _(c, server):
 @scenario("runs: join ended runs after the thread ran again")
 def _(c, server):
     """A join of a run that has ended answers from the thread as it is now:
-    the error of its latest run, or its values once a later run succeeded."""
+    the error of its latest run, or its values once a later run succeeded.
+    The thread shows its latest run's error, none after a success."""
     tid = c.threads.create()["thread_id"]
     first = c.runs.create(tid, "steps", input={}, config={"configurable": {"fail": "two"}})
     wait_done(c, tid, first["run_id"])
     second = c.runs.create(tid, "steps", input={}, config={"configurable": {"fail": "three"}})
     wait_done(c, tid, second["run_id"])
     out = {"first_after_second_failed": c.runs.join(tid, first["run_id"])}
+    out["thread_error_after_second"] = c.threads.get(tid)["error"]
     third = c.runs.create(tid, "steps", input={})
     out["third"] = wait_done(c, tid, third["run_id"])["status"]
     out["thread_status"] = c.threads.get(tid)["status"]
+    out["thread_error_after_third"] = c.threads.get(tid)["error"]
     out["first_after_third_succeeded"] = c.runs.join(tid, first["run_id"])
     return out
 
