@@ -15,7 +15,7 @@ import (
 
 // openFlushStore is a bbolt store on a fresh database whose journal is
 // flushed only when the test says so.
-func openFlushStore(t *testing.T) *boltStore {
+func openFlushStore(t testing.TB) *boltStore {
 	t.Helper()
 	db, err := storage.Open(filepath.Join(t.TempDir(), "agent.db"), time.Second, Migrations)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,24 +21,16 @@ import (
 // migration, its journal flushed every 10 ms.
 func openIndexStore(t testing.TB) (*boltStore, *bolt.DB) {
 	t.Helper()
-	db, err := storage.Open(filepath.Join(t.TempDir(), "agent.db"), time.Second, Migrations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := openBoltStore(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openFlushStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.run(ctx, 10*time.Millisecond, func(err error) { t.Error(err) }) }()
+	// Before openFlushStore's cleanup closes the journal and the database.
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		_ = s.pend.j.Close()
-		_ = db.Close()
 	})
-	return s, db
+	return s, s.db
 }
 
 // genThreads makes n threads whose creation and update times, statuses,
