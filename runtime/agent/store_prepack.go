@@ -36,6 +36,7 @@ func (s *boltStore) prepack() error {
 	}
 	defer func() { _ = tx.Rollback() }()
 	ops := s.pend.since(horizon(tx), "")
+	last := lastSeqs(ops)
 	pp := &prepacked{txid: tx.ID(), last: map[string]uint64{}, packs: map[string]*packing{}}
 	for _, t := range s.pend.idle(ops) {
 		pk, err := gatherPacking(tx, t, ops)
@@ -45,7 +46,7 @@ func (s *boltStore) prepack() error {
 		if err := pk.seal([]byte(t)); err != nil {
 			return err
 		}
-		pp.packs[t], pp.last[t] = pk, lastOf(ops, t)
+		pp.packs[t], pp.last[t] = pk, last[t]
 	}
 	s.pend.mu.Lock()
 	s.pend.pre = pp
@@ -66,26 +67,26 @@ func (p *pendingWrites) takePrepacked(tx *bolt.Tx) *prepacked {
 	return pp
 }
 
-// of is thread's pack if it was made from exactly thread's records in ops.
-func (pp *prepacked) of(thread string, ops []*wbOp) *packing {
+// of is thread's pack if it was made from exactly thread's records up to
+// last, its last record now pending.
+func (pp *prepacked) of(thread string, last uint64) *packing {
 	if pp == nil {
 		return nil
 	}
 	pk, ok := pp.packs[thread]
-	if !ok || pp.last[thread] != lastOf(ops, thread) {
+	if !ok || pp.last[thread] != last {
 		return nil
 	}
 	return pk
 }
 
-// lastOf is the number of thread's last record in ops (0: none).
-func lastOf(ops []*wbOp, thread string) uint64 {
-	for i := len(ops) - 1; i >= 0; i-- {
-		if ops[i].thread == thread {
-			return ops[i].seq
-		}
+// lastSeqs maps each thread of ops to the number of its last record there.
+func lastSeqs(ops []*wbOp) map[string]uint64 {
+	last := make(map[string]uint64)
+	for _, op := range ops {
+		last[op.thread] = op.seq
 	}
-	return 0
+	return last
 }
 
 // loadPacking gathers thread's rows as bbolt holds them.

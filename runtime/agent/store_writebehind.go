@@ -153,9 +153,13 @@ func (p *pendingWrites) prepare(tx *bolt.Tx) (func(), error) {
 	// (prepack), against this very state of the database.
 	pre := p.takePrepacked(tx)
 	idle := p.idle(ops)
+	var lastOf map[string]uint64
+	if pre != nil {
+		lastOf = lastSeqs(ops)
+	}
 	packs := make(map[string]*packing, len(idle))
 	for _, t := range idle {
-		pk := pre.of(t, ops)
+		pk := pre.of(t, lastOf[t])
 		if pk == nil {
 			var err error
 			if pk, err = gatherPacking(tx, t, ops); err != nil {
