@@ -11,10 +11,9 @@ import (
 // cancelledStatus is how a run ends given how it reported its end: a run
 // whose cancel was recorded (Cancel) ends as that cancel said — even one
 // that completed before it saw the cancel, since the client was already
-// told it was interrupted.
-func cancelledStatus(tx Tx, runID, reported string) string {
-	cur, err := tx.GetRun(runID)
-	if err != nil || cur.CancelAction == "" {
+// told it was interrupted. cur is the run's record (nil: gone).
+func cancelledStatus(cur *runRecord, reported string) string {
+	if cur == nil || cur.CancelAction == "" {
 		return reported
 	}
 	if cur.CancelAction == StrategyRollback {

@@ -356,17 +356,20 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 	// thread's and its own record, unless it deletes or writes more: a
 	// rollback, a temporary thread, a built-in graph's checkpoints.
 	end := func(tx Tx, hot bool) error {
-		if e.distributed() {
-			// Only the attempt under the run's claim ends it: a worker
-			// that lost its lease while finishing records nothing.
-			if cur, err := tx.GetRun(r.RunID); err == nil && !e.ownsClaim(cur, r.Attempt) {
-				return errClaimLost
-			}
+		// The run's record as stored: its claim, its recorded cancel.
+		cur, err := tx.GetRun(r.RunID)
+		if err != nil {
+			cur = nil
 		}
-		status := cancelledStatus(tx, r.RunID, reported)
+		// Only the attempt under the run's claim ends it: a worker that
+		// lost its lease while finishing records nothing.
+		if e.distributed() && cur != nil && !e.ownsClaim(cur, r.Attempt) {
+			return errClaimLost
+		}
+		status := cancelledStatus(cur, reported)
 		ended = outcomeOf(status, false) // the metrics' outcome label
 		reason := ""
-		if cur, err := tx.GetRun(r.RunID); err == nil {
+		if cur != nil {
 			reason = cur.CancelReason
 		}
 		t, err := tx.GetThread(r.ThreadID)
@@ -393,8 +396,7 @@ func (e *Engine) finish(r *runRecord, status string, runErr error, cps []pending
 					return err
 				}
 			}
-			cur, err := tx.GetRun(r.RunID)
-			if err != nil {
+			if cur == nil {
 				cur = r
 			}
 			cur.Status, cur.UpdatedAt = status, now
