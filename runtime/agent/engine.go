@@ -157,6 +157,10 @@ func (e *Engine) startBolt(ctx context.Context) error {
 // Wait blocks until every run goroutine has finished.
 func (e *Engine) Wait() { e.wg.Wait() }
 
+// errRestarted is what a run a restart cut short says, on the run and on
+// its thread.
+const errRestarted = "the agent server restarted while the run was running"
+
 // recover ends runs a crash left running, and returns the threads with
 // queued runs and those runs.
 func (e *Engine) recover() ([]string, []string, error) {
@@ -186,7 +190,7 @@ func (e *Engine) recover() ([]string, []string, error) {
 					}
 				}
 				if err == nil && !done {
-					r.Status, r.Error, r.UpdatedAt = RunError, "the agent server restarted while the run was running", time.Now().UTC()
+					r.Status, r.Error, r.UpdatedAt = RunError, errRestarted, time.Now().UTC()
 					if err := tx.PutRun(r); err != nil {
 						return err
 					}
@@ -194,7 +198,7 @@ func (e *Engine) recover() ([]string, []string, error) {
 				t.Active = ""
 				// RuntimeError, as the Python reference ends a run whose
 				// worker kept dying.
-				t.Status, t.Error = ThreadError, &RunFailure{Error: "RuntimeError", Message: "the agent server restarted while the run was running"}
+				t.Status, t.Error = ThreadError, &RunFailure{Error: "RuntimeError", Message: errRestarted}
 				if done {
 					ended := RunInterrupted
 					if r.CancelAction == StrategyRollback {
