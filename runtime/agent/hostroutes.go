@@ -43,6 +43,11 @@ type httpExchange struct {
 	mu      sync.Mutex // the host reads one chunk at a time, but a restart may overlap
 	readErr error      // why reading the client's body stopped, other than its end
 	read1   bool       // the host asked for some of the streamed body
+	// answered is set once the host has answered the request: a read
+	// arriving after that (the host's own calls are served on goroutines
+	// of their own, so one sent before the answer may be served after it)
+	// must not take bytes from a body the agent API now reads.
+	answered bool
 	// buf holds the chunk of the last http.read. One buffer serves every
 	// read: the host asks for the next chunk only once it has the last
 	// one's answer, which is encoded by then.
@@ -107,10 +112,8 @@ func (e *Engine) ServeHTTPApp(ctx context.Context, req HTTPRequest, body io.Read
 	e.httpStreams.Store(req.StreamID, ex)
 	defer e.httpStreams.Delete(req.StreamID)
 	err := e.App.host.First().Call(ctx, "http", req, &res)
-	ex.mu.Lock()
-	readErr := ex.readErr
-	res.BodyRead = ex.read1
-	ex.mu.Unlock()
+	var readErr error
+	res.BodyRead, readErr = ex.end()
 	if readErr != nil {
 		return res, fmt.Errorf("custom route %s %s: reading the request body: %w", req.Method, req.URL, readErr)
 	}
@@ -167,9 +170,25 @@ type bodyChunk struct {
 // protocol's frame once base64-encoded.
 const readChunk = 256 << 10
 
+// errAnswered fails an http.read of a request the host has answered.
+var errAnswered = errors.New("this custom-route request has been answered; its body is no longer the app's to read")
+
+// end closes the exchange to further reads, once the host has answered,
+// and tells whether the host read some of the body and why reading it
+// failed. A read in progress finishes first: its bytes are the host's.
+func (ex *httpExchange) end() (read1 bool, readErr error) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	ex.answered = true
+	return ex.read1, ex.readErr
+}
+
 func (ex *httpExchange) read() (bodyChunk, error) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
+	if ex.answered {
+		return bodyChunk{}, errAnswered
+	}
 	ex.read1 = true
 	if ex.body == nil {
 		return bodyChunk{EOF: true}, nil

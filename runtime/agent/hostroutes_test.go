@@ -49,6 +49,38 @@ func TestHTTPExchangeRead(t *testing.T) {
 	}
 }
 
+// TestHTTPExchangeReadAfterAnswer: an http.read the host sent before its
+// answer but that is served after it takes nothing from the body, which
+// is the agent API's by then; the answer reports only the reads before it.
+func TestHTTPExchangeReadAfterAnswer(t *testing.T) {
+	for _, readFirst := range []bool{false, true} {
+		body := strings.NewReader("abc")
+		ex := &httpExchange{body: iotest.OneByteReader(body)}
+		if readFirst {
+			if _, err := ex.read(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		read1, err := ex.end()
+		if read1 != readFirst || err != nil {
+			t.Fatalf("readFirst=%v: end() = %v, %v", readFirst, read1, err)
+		}
+		if _, err := ex.read(); !errors.Is(err, errAnswered) {
+			t.Fatalf("readFirst=%v: a read after the answer: %v; want errAnswered", readFirst, err)
+		}
+		if rest, _ := io.ReadAll(body); len(rest) != 3-btoi(readFirst) {
+			t.Fatalf("readFirst=%v: %q left of the body", readFirst, rest)
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // emptyThen returns n empty reads before reading r.
 type emptyThen struct {
 	n int

@@ -2,6 +2,7 @@
 ("http": {"app": "./app.py:app"}). Its middleware sees every request, the
 API's too; what none of its routes serves is the API's."""
 
+import asyncio
 import hashlib
 import json
 
@@ -55,7 +56,9 @@ class Stamp:
     """Middleware on every request: ?intercept answers here, before the
     API; an x-stamp header on the API's POST /threads becomes the new
     thread's metadata.stamped (the body changed on its way to the API);
-    every other answer, the API's included, gets x-app-middleware."""
+    an x-slow-middleware header makes it wait before it passes the request
+    on, leaving the body alone; every other answer, the API's included,
+    gets x-app-middleware."""
 
     def __init__(self, app):
         self.app = app
@@ -66,6 +69,8 @@ class Stamp:
         if b"intercept" in scope["query_string"]:
             return await JSONResponse({"intercepted": scope["path"]})(scope, receive, send)
         headers = dict(scope["headers"])
+        if b"x-slow-middleware" in headers:
+            await asyncio.sleep(0.05)
         if scope["method"] == "POST" and scope["path"] == "/threads" and b"x-stamp" in headers:
             raw = b""
             while True:

@@ -587,14 +587,20 @@ handlers.http = async (p) => {
   const init = { method: p.method, headers };
   if (p.body_streamed && p.method !== "GET" && p.method !== "HEAD") {
     // A large or chunked upload: each read asks Slipway for what has
-    // arrived, so the app consumes it as the client sends it.
-    init.body = new ReadableStream({
-      async pull(controller) {
-        const chunk = await call("http.read", { stream_id: p.stream_id });
-        if (chunk.body) controller.enqueue(Buffer.from(chunk.body, "base64"));
-        if (chunk.eof) controller.close();
+    // arrived, so the app consumes it as the client sends it. No chunk is
+    // asked for before the app reads (a high-water mark of 0; the default
+    // of 1 pulls at once): a body the app leaves alone is the agent API's
+    // whole when the request falls through to it.
+    init.body = new ReadableStream(
+      {
+        async pull(controller) {
+          const chunk = await call("http.read", { stream_id: p.stream_id });
+          if (chunk.body) controller.enqueue(Buffer.from(chunk.body, "base64"));
+          if (chunk.eof) controller.close();
+        },
       },
-    });
+      { highWaterMark: 0 },
+    );
     init.duplex = "half";
   } else if (p.body && p.method !== "GET" && p.method !== "HEAD") init.body = Buffer.from(p.body, "base64");
   const request = new Request(new URL(p.url, `http://${headers.get("host") || "localhost"}`), init);

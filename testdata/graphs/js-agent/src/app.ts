@@ -39,6 +39,14 @@ app.use(async (c, next) => {
   await next();
 });
 
+// Middleware that takes its time before it passes a request on, and
+// leaves the body alone (a slow authorization check, say): the API still
+// reads the whole body, however large.
+app.use(async (c, next) => {
+  if (c.req.header("x-slow-middleware")) await new Promise((resolve) => setTimeout(resolve, 50));
+  await next();
+});
+
 // A route on a path of the API's: the app's route wins.
 app.get("/assistants/app-owned", (c) => c.json({ owner: "app" }));
 

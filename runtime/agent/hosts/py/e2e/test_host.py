@@ -488,9 +488,11 @@ async def test_custom_routes_are_mounted_before_the_api(agent):
     thread = await stamped.threads.create(metadata={"mine": 1})
     assert thread["metadata"] == {"mine": 1, "stamped": "by-middleware"}
     assert (await stamped.threads.get(thread["thread_id"]))["metadata"]["stamped"] == "by-middleware"
-    # A body over 64 KiB streams to the host: left alone by the app, or
-    # changed by its middleware, the API reads it whole.
-    for c in (get_client(url=agent.url), stamped):
+    # A body over 64 KiB streams to the host: left alone by the app (at
+    # once, or after a middleware's wait), or changed by its middleware,
+    # the API reads it whole.
+    slow = get_client(url=agent.url, headers={"x-slow-middleware": "1"})
+    for c in (get_client(url=agent.url), slow, stamped):
         big = await c.threads.create(metadata={"big": "x" * 100_000})
         assert len((await c.threads.get(big["thread_id"]))["metadata"]["big"]) == 100_000
     assert big["metadata"]["stamped"] == "by-middleware"
