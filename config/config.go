@@ -163,6 +163,12 @@ type Agent struct {
 	// machine whose cores the agent shares, more processes trade run
 	// creation's latency for throughput (BENCHMARKS.md).
 	HostProcesses int `env:"SLIPWAY_AGENT_HOST_PROCESSES" envDefault:"1"`
+	// HostNice lowers the language hosts' CPU priority below the agent's
+	// by this many nice steps (0 to 19; 0 keeps them equal): on cores
+	// that both want, the agent's API requests, and the checkpoint
+	// writes the host itself waits for, go before graph code
+	// (hosts.startNiced, BENCHMARKS.md).
+	HostNice int `env:"SLIPWAY_AGENT_HOST_NICE" envDefault:"10"`
 	// Token, when set, is a secret every request must carry in
 	// X-Slipway-Agent-Token: for an agent run by hand. Its value stays
 	// readable in the agent's /proc/<pid>/environ, so the process runtime
@@ -405,6 +411,9 @@ func LoadAgent(environ map[string]string) (Agent, error) {
 	}
 	if c.RunTimeout < 1 {
 		return c, &Error{"SLIPWAY_AGENT_RUN_TIMEOUT_SECONDS: must be at least 1"}
+	}
+	if c.HostNice < 0 || c.HostNice > 19 {
+		return c, &Error{fmt.Sprintf("SLIPWAY_AGENT_HOST_NICE: %d is outside 0..19", c.HostNice)}
 	}
 	if c.TokenFD != 0 && c.TokenFD < 3 {
 		return c, &Error{fmt.Sprintf("SLIPWAY_AGENT_TOKEN_FD: %d is stdin, stdout or stderr; the token's pipe is 3 or above", c.TokenFD)}

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,21 @@ func TestLoadAgent(t *testing.T) {
 	}
 	if c, err := LoadAgent(map[string]string{"SLIPWAY_AGENT_POSTGRES_URL": "postgres://u:p@db/agent"}); err != nil || c.PostgresURL != "postgres://u:p@db/agent" {
 		t.Fatalf("PostgreSQL URL: %v %q", err, c.PostgresURL)
+	}
+	if c.HostNice != 10 {
+		t.Fatalf("hosts' default nice %d; want 10", c.HostNice)
+	}
+	for _, tc := range []struct {
+		value string
+		ok    bool
+	}{{"0", true}, {"19", true}, {"-1", false}, {"20", false}, {"low", false}} {
+		c, err := LoadAgent(map[string]string{"SLIPWAY_AGENT_HOST_NICE": tc.value})
+		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "SLIPWAY_AGENT_HOST_NICE")) {
+			t.Fatalf("SLIPWAY_AGENT_HOST_NICE=%s: err = %v", tc.value, err)
+		}
+		if tc.ok && strconv.Itoa(c.HostNice) != tc.value {
+			t.Fatalf("SLIPWAY_AGENT_HOST_NICE=%s: %d", tc.value, c.HostNice)
+		}
 	}
 }
 

@@ -32,6 +32,9 @@ type Engine struct {
 	// HostProcesses is how many processes each language's host runs
 	// (hosts.Pool); 0 or less is one.
 	HostProcesses int
+	// HostNice lowers the hosts' CPU priority by as many nice steps
+	// (hosts.Spec.Nice).
+	HostNice int
 	// App is the project's custom routes (HostAppFor), served by the host
 	// of its language; nil when there are none.
 	App *HostApp

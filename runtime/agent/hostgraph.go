@@ -152,7 +152,7 @@ func (e *Engine) startHost(ctx context.Context, lang, dataDir string, env []stri
 	if err != nil {
 		return err
 	}
-	h, ready, err := hosts.StartPool(ctx, hosts.Spec{Language: lang, Argv: argv, Dir: dir, Env: env},
+	h, ready, err := hosts.StartPool(ctx, hosts.Spec{Language: lang, Argv: argv, Dir: dir, Env: env, Nice: e.HostNice},
 		e.hostProcesses(), hostHandler{e}, e.Log)
 	if err != nil {
 		return err

@@ -122,7 +122,7 @@ func Run(ctx context.Context, cfg config.Agent, log zerolog.Logger, version stri
 		hostProcs = hosts.AutoProcesses()
 	}
 	eng := &agent.Engine{DB: db, Store: store, Graphs: graphs, Workers: cfg.Workers, Timeout: time.Duration(cfg.RunTimeout) * time.Second, Log: log,
-		DefaultConfigs: defaults, Python: cfg.Python, HostProcesses: hostProcs, App: app, TTL: project.TTL, Metrics: agent.NewMetrics(), Tracing: otel}
+		DefaultConfigs: defaults, Python: cfg.Python, HostProcesses: hostProcs, HostNice: cfg.HostNice, App: app, TTL: project.TTL, Metrics: agent.NewMetrics(), Tracing: otel}
 	closeBus, err := replicaSetup(ctx, cfg, eng)
 	if err != nil {
 		return err

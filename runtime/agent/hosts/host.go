@@ -52,6 +52,9 @@ type Spec struct {
 	Env      []string
 	// ReadyTimeout bounds the time from start to "ready".
 	ReadyTimeout time.Duration
+	// Nice lowers the host process's CPU priority below Slipway's by as
+	// many steps (0 to MaxNice; see startNiced).
+	Nice int
 }
 
 // Host supervises one language host process: it starts it, waits for
@@ -135,7 +138,8 @@ func (h *Host) launch() (Ready, error) {
 	readyCh := make(chan Ready, 1)
 	rh := &readyHandler{Handler: h.handler, ready: readyCh}
 	conn := NewConn(nc, rh)
-	if err := cmd.Start(); err != nil {
+	waited, err := startNiced(cmd, h.spec.Nice)
+	if err != nil {
 		conn.Close()
 		return Ready{}, fmt.Errorf("start the %s host (%s): %w", h.spec.Language, h.spec.Argv[0], err)
 	}
@@ -143,7 +147,7 @@ func (h *Host) launch() (Ready, error) {
 	h.cmd, h.conn = cmd, conn
 	h.mu.Unlock()
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); conn.Close() }()
+	go func() { exited <- <-waited; conn.Close() }()
 	timer := time.NewTimer(h.spec.ReadyTimeout)
 	defer timer.Stop()
 	select {

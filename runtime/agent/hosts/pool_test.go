@@ -32,6 +32,8 @@ func (fakeHostHandler) Request(ctx context.Context, m string, p json.RawMessage)
 	switch m {
 	case "pid":
 		return os.Getpid(), nil
+	case "nice":
+		return threadNices(os.Getpid())
 	case "hold":
 		var ms int
 		_ = json.Unmarshal(p, &ms)
