@@ -91,6 +91,11 @@ func decodePack(thread, block []byte) ([]kvRow, error) {
 	for len(d.b) > 0 && d.err == nil {
 		suffix := d.bytes()
 		v := d.bytes()
+		if d.err == nil && len(v) > 0 && v[0] == lgRowFormatFlate {
+			// encodePack inflates every row it packs: a deflated one is
+			// damage, which would fail the block's next encoding.
+			return nil, errBadPack
+		}
 		if d.err == nil {
 			rows = append(rows, kvRow{append(slices.Clip(thread), suffix...), v})
 		}

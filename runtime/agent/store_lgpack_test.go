@@ -182,7 +182,9 @@ func TestPackRoundTrip(t *testing.T) {
 			t.Fatalf("row %d: %q=%x, want %q=%x", i, got[i].k, got[i].v, rows[i].k, rows[i].v)
 		}
 	}
-	for _, bad := range [][]byte{nil, {9}, block[:len(block)/2], append([]byte{lgPackFormat}, 0xff, 0xff)} {
+	// A row stored deflated (format 2), which encodePack never packs.
+	deflated := packEncoder.EncodeAll([]byte{1, 'x', 2, lgRowFormatFlate, 0}, []byte{lgPackFormat})
+	for _, bad := range [][]byte{nil, {9}, block[:len(block)/2], append([]byte{lgPackFormat}, 0xff, 0xff), deflated} {
 		if _, err := decodePack(thread, bad); err == nil {
 			t.Fatalf("decodePack(%x) accepted a damaged block", bad)
 		}
