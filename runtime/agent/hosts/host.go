@@ -138,10 +138,13 @@ func (h *Host) launch() (Ready, error) {
 	readyCh := make(chan Ready, 1)
 	rh := &readyHandler{Handler: h.handler, ready: readyCh}
 	conn := NewConn(nc, rh)
-	waited, err := startNiced(cmd, h.spec.Nice)
+	waited, niceErr, err := startNiced(cmd, h.spec.Nice)
 	if err != nil {
 		conn.Close()
 		return Ready{}, fmt.Errorf("start the %s host (%s): %w", h.spec.Language, h.spec.Argv[0], err)
+	}
+	if niceErr != nil {
+		h.log.Warn().Err(niceErr).Msg("the host runs at the agent's own CPU priority")
 	}
 	h.mu.Lock()
 	h.cmd, h.conn = cmd, conn

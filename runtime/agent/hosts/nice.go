@@ -27,32 +27,33 @@ const MaxNice = 19
 // child's parent-death signal (Pdeathsig) fires when the thread that
 // started it ends: the same goroutine therefore waits for the child, and
 // the thread ends with it.
-func startNiced(cmd *exec.Cmd, nice int) (<-chan error, error) {
-	exited := make(chan error, 1)
+//
+// A system that refuses the priority change (a seccomp profile without
+// setpriority) still gets its host, at Slipway's priority: niceErr says
+// why, for the log.
+func startNiced(cmd *exec.Cmd, nice int) (exited <-chan error, niceErr, err error) {
+	waited := make(chan error, 1)
 	if nice <= 0 {
 		if err := cmd.Start(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		go func() { exited <- cmd.Wait() }()
-		return exited, nil
+		go func() { waited <- cmd.Wait() }()
+		return waited, nil, nil
 	}
 	started := make(chan error, 1)
 	onSpareThread(func() {
-		if err := setThreadNice(nice); err != nil {
-			started <- err
-			return
-		}
+		niceErr = setNice(nice)
 		if err := cmd.Start(); err != nil {
 			started <- err
 			return
 		}
 		started <- nil
-		exited <- cmd.Wait()
+		waited <- cmd.Wait()
 	})
 	if err := <-started; err != nil {
-		return nil, err
+		return nil, niceErr, err
 	}
-	return exited, nil
+	return waited, niceErr, nil
 }
 
 // onSpareThread runs f in a goroutine locked to a thread that ends with
@@ -77,6 +78,9 @@ func onSpareThread(f func()) {
 		runtime.UnlockOSThread()
 	}()
 }
+
+// setNice is setThreadNice; a test makes it fail.
+var setNice = setThreadNice
 
 // setThreadNice lowers the calling thread's priority by nice steps from
 // its own, at most to MaxNice.

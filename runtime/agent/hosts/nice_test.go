@@ -1,11 +1,14 @@
 package hosts
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,6 +57,53 @@ func TestHostNice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHostNiceRefused: where the priority change is refused, the host
+// still starts, at Slipway's priority, and the log says why.
+func TestHostNiceRefused(t *testing.T) {
+	setNice = func(int) error { return errors.New("setpriority: operation not permitted") }
+	t.Cleanup(func() { setNice = setThreadNice })
+	own := uniqueNice(t, os.Getpid())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var log lockedBuffer
+	spec := Spec{Language: "fake", Argv: []string{os.Args[0], "-test.run=^$"}, Env: append(os.Environ(), fakeHostEnv+"=1"),
+		ReadyTimeout: 30 * time.Second, Nice: 5}
+	h, _, err := Start(ctx, spec, &echoHandler{}, zerolog.New(&log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nices []int
+	if err := h.Call(ctx, "nice", nil, &nices); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nices {
+		if n != own {
+			t.Fatalf("host threads at nice %v; want all %d", nices, own)
+		}
+	}
+	if !strings.Contains(log.String(), "own CPU priority") || !strings.Contains(log.String(), "operation not permitted") {
+		t.Fatalf("log: %s", log.String())
+	}
+}
+
+// lockedBuffer is a log the host's output goroutines may write meanwhile.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // uniqueNice is the nice value all of process pid's threads share.
