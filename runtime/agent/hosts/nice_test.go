@@ -1,18 +1,18 @@
 package hosts
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"slipway/server/servertest"
 )
 
 // TestHostNice: a host started with Nice runs every one of its threads
@@ -67,7 +67,7 @@ func TestHostNiceRefused(t *testing.T) {
 	own := uniqueNice(t, os.Getpid())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var log lockedBuffer
+	var log servertest.SyncBuffer
 	spec := Spec{Language: "fake", Argv: []string{os.Args[0], "-test.run=^$"}, Env: append(os.Environ(), fakeHostEnv+"=1"),
 		ReadyTimeout: 30 * time.Second, Nice: 5}
 	h, _, err := Start(ctx, spec, &echoHandler{}, zerolog.New(&log))
@@ -86,24 +86,6 @@ func TestHostNiceRefused(t *testing.T) {
 	if !strings.Contains(log.String(), "own CPU priority") || !strings.Contains(log.String(), "operation not permitted") {
 		t.Fatalf("log: %s", log.String())
 	}
-}
-
-// lockedBuffer is a log the host's output goroutines may write meanwhile.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // uniqueNice is the nice value all of process pid's threads share.
