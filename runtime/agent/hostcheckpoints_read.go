@@ -105,8 +105,9 @@ func listTuples(lg checkpointRows, q *cpQuery) ([]*cpTuple, error) {
 				serr = err
 				return false
 			}
-			if !matches(row.MetadataJSON, q.Filter) {
-				return true
+			if ok, err := row.metadataMatches(q.Filter); err != nil || !ok {
+				serr = err
+				return err == nil
 			}
 		}
 		hits = append(hits, hit{thread, ns, id, v})
@@ -150,8 +151,9 @@ func listNamespace(lg checkpointRows, thread, ns string, q *cpQuery) ([]*cpTuple
 				serr = err
 				return false
 			}
-			if !matches(row.MetadataJSON, q.Filter) {
-				return true
+			if ok, err := row.metadataMatches(q.Filter); err != nil || !ok {
+				serr = err
+				return err == nil
 			}
 		}
 		t, err := assemble(lg, thread, ns, id, storageCopy(v))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +107,58 @@ func testHostCheckpointStore(t *testing.T, start func(*testing.T) *Engine) {
 	}
 	if raw, _ := call(t, e, "cp.getTuple", map[string]any{"thread_id": "t1"}); string(raw) != "null" {
 		t.Fatalf("after deleteThread: %s", raw)
+	}
+}
+
+// TestCheckpointMetadataJSON: the metadata's JSON copy is kept as the host
+// sent it and read back by list filters; it must be an object or absent.
+func TestCheckpointMetadataJSON(t *testing.T) {
+	e := startEngine(t)
+	for _, tc := range []struct {
+		id   string
+		meta any // as the host sends it; a string is raw JSON
+		err  bool
+	}{
+		{"2a", map[string]any{"source": "loop", "step": 1, "writes": nil, "tags": []string{"x", "<y>"}}, false},
+		{"2b", json.RawMessage(`{ "step" : 2 , "source":"loop"}`), false},
+		{"2c", nil, false},
+		{"2d", json.RawMessage(`null`), false},
+		{"2e", []int{1}, true},
+		{"2f", "step", true},
+	} {
+		p := put(tc.id, "", "", map[string]string{"a": "1"})
+		p["metadata_json"] = tc.meta
+		_, err := call(t, e, "cp.put", p)
+		if tc.err != errors.Is(err, ErrInvalid) {
+			t.Fatalf("%s: metadata %v: err %v", tc.id, tc.meta, err)
+		}
+	}
+	for _, tc := range []struct {
+		filter map[string]any
+		want   string
+	}{
+		{map[string]any{"step": 1}, "2a"},
+		{map[string]any{"source": "loop", "step": 2}, "2b"},
+		{map[string]any{"tags": []string{"x", "<y>"}}, "2a"},
+		{map[string]any{"source": "loop"}, "2b 2a"},
+		{map[string]any{"writes": nil}, "2d 2c 2b 2a"}, // an absent key matches null
+		{map[string]any{"step": 3}, ""},
+	} {
+		raw, err := call(t, e, "cp.list", map[string]any{"thread_id": "t1", "filter": tc.filter})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list []cpTuple
+		if err := json.Unmarshal(raw, &list); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, c := range list {
+			ids = append(ids, c.CheckpointID)
+		}
+		if got := strings.Join(ids, " "); got != tc.want {
+			t.Errorf("filter %v: %q, want %q", tc.filter, got, tc.want)
+		}
 	}
 }
 

@@ -109,7 +109,7 @@ func (d *rowDec) str() string { return string(d.bytes()) }
 
 func isJSONRow(v []byte) bool { return len(v) > 0 && v[0] == '{' }
 
-func encodeCheckpoint(c *lgCheckpoint) ([]byte, error) {
+func encodeCheckpoint(c *lgCheckpoint) []byte {
 	e := rowEnc{b: []byte{lgRowFormat}}
 	e.str(c.RunID)
 	e.str(c.Parent)
@@ -117,14 +117,7 @@ func encodeCheckpoint(c *lgCheckpoint) ([]byte, error) {
 	e.bytes(c.Checkpoint.B)
 	e.str(c.Metadata.T)
 	e.bytes(c.Metadata.B)
-	var mj []byte
-	if c.MetadataJSON != nil {
-		var err error
-		if mj, err = json.Marshal(c.MetadataJSON); err != nil {
-			return nil, fmt.Errorf("encode checkpoint metadata: %w", err)
-		}
-	}
-	e.bytes(mj)
+	e.bytes(c.MetadataJSON)
 	channels := make([]string, 0, len(c.ChannelVersions))
 	for ch := range c.ChannelVersions {
 		channels = append(channels, ch)
@@ -135,7 +128,7 @@ func encodeCheckpoint(c *lgCheckpoint) ([]byte, error) {
 		e.str(ch)
 		e.str(c.ChannelVersions[ch])
 	}
-	return e.b, nil
+	return e.b
 }
 
 // decodeCheckpoint reads a checkpoint row; withMeta false skips decoding
@@ -164,9 +157,7 @@ func decodeCheckpoint(v []byte, withMeta bool) (*lgCheckpoint, error) {
 	c.Metadata.B = d.bytes()
 	mj := d.bytes()
 	if withMeta && len(mj) > 0 {
-		if err := json.Unmarshal(mj, &c.MetadataJSON); err != nil {
-			return nil, err
-		}
+		c.MetadataJSON = mj
 	}
 	n := d.uint()
 	if d.err == nil && n > uint64(len(d.b)) {

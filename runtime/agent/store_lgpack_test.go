@@ -85,10 +85,7 @@ func TestPackedThreadsReadAsUnpacked(t *testing.T) {
 			for j := 1; j <= 3; j++ {
 				ckpt := &lgCheckpoint{RunID: "run", Checkpoint: Typed{T: "msgpack", B: bytes.Repeat([]byte{byte(j)}, 40*j)},
 					ChannelVersions: map[string]string{"messages": fmt.Sprintf("%032d.0.5", j)}}
-				cv, err := encodeCheckpoint(ckpt)
-				if err != nil {
-					return err
-				}
+				cv := encodeCheckpoint(ckpt)
 				rows := []kvRow{
 					{lgKey(th, "", lgKindCheckpoint, fmt.Sprintf("cp-%d", j)), cv},
 					{lgKey(th, "", lgKindBlob, "messages", fmt.Sprintf("v%d", j)), []byte(fmt.Sprintf("blob %d %d", i, j))},
@@ -167,7 +164,7 @@ func TestPackedThreadsReadAsUnpacked(t *testing.T) {
 
 func TestPackRoundTrip(t *testing.T) {
 	thread := []byte("thread")
-	ck, _ := encodeCheckpoint(&lgCheckpoint{Checkpoint: Typed{T: "json", B: bytes.Repeat([]byte("abc"), 100)}})
+	ck := encodeCheckpoint(&lgCheckpoint{Checkpoint: Typed{T: "json", B: bytes.Repeat([]byte("abc"), 100)}})
 	rows := []kvRow{{lgKey("thread", "", "b", "c", "1"), []byte("v1")}, {lgKey("thread", "", "c", "1"), ck}, {lgKey("thread", "", "w", "x"), nil}}
 	block, err := encodePack(thread, rows)
 	if err != nil {
