@@ -81,6 +81,7 @@ const (
 	// journalChunk is how much a segment grows by at once: one fdatasync
 	// that carries the file's size per this many bytes of records.
 	journalChunk = 1 << 20
+	journalPage  = 4096 // what writePages writes at most at once
 	// journalSpares is how many retired segments are kept for reuse: the
 	// owner releases a segment well before the next one fills.
 	journalSpares = 2
@@ -329,10 +330,21 @@ func (j *Journal) Enqueue(rec []byte, seq uint64) (*JournalTicket, error) {
 // queued meanwhile go in the next flush. A flush's fdatasync follows
 // every earlier flush's write, so it makes their records durable too,
 // whichever fdatasync returns first.
-func (t *JournalTicket) Wait() error {
+func (t *JournalTicket) Wait() error { return t.wait(journalFlushes) }
+
+// WaitBatched is Wait for a record that may wait for the flush under way
+// to end and go in the next, with whatever else came meanwhile: it starts
+// a flush only when none is under way. A flush writes at least one disk
+// block (4 KiB) whatever its records' size, so records that each took a
+// flush of their own (a run's checkpoints, about a kilobyte each) cost a
+// block apiece; batched, they share blocks, while a record that a client
+// waits for (Wait) still finds a flush free.
+func (t *JournalTicket) WaitBatched() error { return t.wait(1) }
+
+func (t *JournalTicket) wait(flushers int) error {
 	j := t.j
 	j.mu.Lock()
-	if j.flushing >= journalFlushes {
+	if j.flushing >= flushers {
 		j.mu.Unlock()
 		return <-t.done
 	}
@@ -422,10 +434,29 @@ func writeGroup(f *os.File, seg uint64, off, zeroed int64, group []*JournalTicke
 	if end > zeroed {
 		buf = buf[:grown-off] // the capacity's zeros
 	}
-	if _, err := f.WriteAt(buf, off); err != nil {
+	if err := writePages(f, buf, off); err != nil {
 		return int64(size), zeroed, fmt.Errorf("write: %w", err)
 	}
 	return int64(size), grown, nil
+}
+
+// writePages writes buf at off at most a page per write(2). Linux's page
+// cache sizes a folio by the write that creates it: one write of a 1 MiB
+// chunk made folios of up to 2 MiB, and a record's write into one then
+// dirtied the whole folio for the kernel's dirty-page accounting (the
+// process's write_bytes counted 2 MiB for a 512-byte record and its
+// fdatasync, although the disk took only the blocks written). Page-sized
+// writes keep the folios a page each; a chunk is written once per MiB of
+// records.
+func writePages(f *os.File, buf []byte, off int64) error {
+	for len(buf) > 0 {
+		n := min(len(buf), journalPage-int(off%journalPage))
+		if _, err := f.WriteAt(buf[:n], off); err != nil {
+			return err
+		}
+		buf, off = buf[n:], off+int64(n)
+	}
+	return nil
 }
 
 // ReleaseThrough says every record numbered up to seq is applied durably
