@@ -57,6 +57,7 @@ type Journal struct {
 	spares   []string          // retired segments kept for reuse
 	queue    []*JournalTicket
 	flushing int        // flushes under way, writing or waiting for fdatasync
+	parked   int        // waiters that found enough flushes under way
 	writing  bool       // a flush is writing: writes go one at a time, in order
 	turn     *sync.Cond // on mu: the writing flush is done writing
 	closing  []*os.File // segments rotated away from while a flush may use them
@@ -96,6 +97,9 @@ const (
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// syncFile makes a flush durable; tests hold flushes in it.
+var syncFile = fdatasync
 
 // segFile is a segment on disk: its number, and whether it is in the
 // format before segments were reused (appended, payload-only checksums).
@@ -345,6 +349,7 @@ func (t *JournalTicket) wait(flushers int) error {
 	j := t.j
 	j.mu.Lock()
 	if j.flushing >= flushers {
+		j.parked++
 		j.mu.Unlock()
 		return <-t.done
 	}
@@ -384,7 +389,7 @@ func (t *JournalTicket) wait(flushers int) error {
 		j.turn.Broadcast()
 		if err == nil {
 			j.mu.Unlock()
-			if err = fdatasync(f); err != nil {
+			if err = syncFile(f); err != nil {
 				err = fmt.Errorf("flush: %w", err)
 			}
 			j.mu.Lock()

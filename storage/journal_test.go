@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -329,5 +330,107 @@ func TestJournalConcurrentFlushesKeepEveryRecord(t *testing.T) {
 			t.Fatalf("writer %d: record %d read after %d", w, i, next[w]-1)
 		}
 		next[w]++
+	}
+}
+
+// A batched waiter (a run's checkpoint) that finds a flush under way
+// waits for it and goes in the next flush with the others that came
+// meanwhile; a plain waiter (a run's admission) starts a flush beside it.
+func TestJournalBatchedWait(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		wait        func(*JournalTicket) error
+		waiters     int
+		wantSyncs   int
+		wantOverlap bool
+	}{
+		{"batched waiters share the next flush", (*JournalTicket).WaitBatched, 2, 2, false},
+		{"a plain waiter flushes beside the one under way", (*JournalTicket).Wait, 1, 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			syncs, inFlight, overlap := 0, 0, false
+			started, release := make(chan struct{}), make(chan struct{})
+			defer func(old func(*os.File) error) { syncFile = old }(syncFile)
+			syncFile = func(f *os.File) error {
+				mu.Lock()
+				syncs++
+				first := syncs == 1
+				inFlight++
+				overlap = overlap || inFlight > 1
+				mu.Unlock()
+				if first {
+					close(started)
+					<-release
+				}
+				mu.Lock()
+				inFlight--
+				mu.Unlock()
+				return fdatasync(f)
+			}
+			dir := t.TempDir()
+			j, err := OpenJournal(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := make(chan error, 1+tc.waiters)
+			go func() { errs <- j.Append([]byte("first"), 1) }()
+			<-started
+			for i := range tc.waiters {
+				tk, err := j.Enqueue(fmt.Appendf(nil, "next %d", i), uint64(2+i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				go func() { errs <- tc.wait(tk) }()
+			}
+			remaining := 1 + tc.waiters
+			if !tc.wantOverlap {
+				// Both waiters have decided not to flush before the first
+				// flush may end.
+				for {
+					j.mu.Lock()
+					n := j.parked
+					j.mu.Unlock()
+					if n == tc.waiters {
+						break
+					}
+					mu.Lock()
+					more := syncs > 1
+					mu.Unlock()
+					if more {
+						close(release)
+						t.Fatal("a batched waiter started a flush beside the one under way")
+					}
+					runtime.Gosched()
+				}
+			} else {
+				// The plain waiter's own flush ends while the first's is held.
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+				remaining--
+			}
+			close(release)
+			for range remaining {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if syncs != tc.wantSyncs || overlap != tc.wantOverlap {
+				t.Fatalf("%d flushes, overlapping %v; want %d, %v", syncs, overlap, tc.wantSyncs, tc.wantOverlap)
+			}
+			if err := j.Close(); err != nil {
+				t.Fatal(err)
+			}
+			recs, err := ReadJournal(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != 1+tc.waiters {
+				t.Fatalf("read %d records, want %d", len(recs), 1+tc.waiters)
+			}
+		})
 	}
 }

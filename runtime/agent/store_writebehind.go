@@ -311,7 +311,9 @@ func (p *pendingWrites) journalLG(thread, run string, rows []wbRow) (bool, error
 	if err != nil {
 		return true, err
 	}
-	return true, t.Wait()
+	// A run's checkpoints share flushes: the host waits for each, but a
+	// flush apiece cost a disk block per checkpoint (storage.WaitBatched).
+	return true, t.WaitBatched()
 }
 
 // wbKey names a row a hot write may have written.
@@ -381,6 +383,12 @@ func (s *boltStore) hot(thread string, end bool, fn func(tx *bolt.Tx) ([]wbKey, 
 	// The rows are numbered and listed: the writer lock can go before the
 	// flush, so the next write need not wait for it.
 	_ = tx.Rollback()
+	if end {
+		// A run's end shares a flush with its thread's last checkpoints
+		// and other runs' as they do (journalLG); a client's creation of
+		// a thread or a run takes a flush of its own.
+		return t.WaitBatched()
+	}
 	return t.Wait()
 }
 
