@@ -276,9 +276,9 @@ func (c *lgCheckpoint) metadataMatches(filter map[string]any) (bool, error) {
 
 // metadataObject checks that a checkpoint's metadata JSON is an object
 // (or absent: nil). The frame's decoder has checked that it is JSON; it
-// is stored as sent, not decoded and encoded again (a map per checkpoint
-// was a tenth of the agent's CPU under load), and only a list filter
-// decodes it.
+// is stored as sent, not decoded into a map and encoded again for every
+// checkpoint (part of decoding the host's frames, a sixth of the agent's
+// CPU under load), and only a list filter decodes it.
 func metadataObject(raw json.RawMessage) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	switch {

@@ -116,7 +116,7 @@ func TestCheckpointMetadataJSON(t *testing.T) {
 	e := startEngine(t)
 	for _, tc := range []struct {
 		id   string
-		meta any // as the host sends it; a string is raw JSON
+		meta any // encoded as JSON; a json.RawMessage goes verbatim
 		err  bool
 	}{
 		{"2a", map[string]any{"source": "loop", "step": 1, "writes": nil, "tags": []string{"x", "<y>"}}, false},
