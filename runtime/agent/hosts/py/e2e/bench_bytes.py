@@ -110,6 +110,7 @@ def main() -> None:
             warm = int(os.environ.get("SLIPWAY_BENCH_WARMUP", "0"))
             if warm:
                 concurrently(warm)
+                warm = warm // clients * clients
             time.sleep(1)
             before, dev_before = write_bytes(agent.pid), device_bytes(data)
             t0 = time.perf_counter()
