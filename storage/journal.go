@@ -436,23 +436,28 @@ func writeGroup(f *os.File, seg uint64, off, zeroed int64, group []*JournalTicke
 		buf = binary.LittleEndian.AppendUint32(buf, frameSum(seg, c.rec))
 		buf = append(buf, c.rec...)
 	}
+	var err error
 	if end > zeroed {
 		buf = buf[:grown-off] // the capacity's zeros
+		err = writePages(f, buf, off)
+	} else {
+		_, err = f.WriteAt(buf, off)
 	}
-	if err := writePages(f, buf, off); err != nil {
+	if err != nil {
 		return int64(size), zeroed, fmt.Errorf("write: %w", err)
 	}
 	return int64(size), grown, nil
 }
 
-// writePages writes buf at off at most a page per write(2). Linux's page
-// cache sizes a folio by the write that creates it: one write of a 1 MiB
-// chunk made folios of up to 2 MiB, and a record's write into one then
-// dirtied the whole folio for the kernel's dirty-page accounting (the
-// process's write_bytes counted 2 MiB for a 512-byte record and its
-// fdatasync, although the disk took only the blocks written). Page-sized
-// writes keep the folios a page each; a chunk is written once per MiB of
-// records.
+// writePages writes buf at off at most a page per write(2): a group that
+// grows the file, with its chunk of zeros. Linux's page cache sizes a
+// folio by the write that creates it: one write of a 1 MiB chunk made
+// folios of up to 2 MiB, and a record's write into one then dirtied the
+// whole folio for the kernel's dirty-page accounting (the process's
+// write_bytes counted 2 MiB for a 512-byte record and its fdatasync,
+// although the disk took only the blocks written). Page-sized writes keep
+// the folios a page each; the other groups write into those pages in one
+// write(2).
 func writePages(f *os.File, buf []byte, off int64) error {
 	for len(buf) > 0 {
 		n := min(len(buf), journalPage-int(off%journalPage))
