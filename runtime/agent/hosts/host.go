@@ -90,7 +90,7 @@ func Start(ctx context.Context, spec Spec, h Handler, log zerolog.Logger) (*Host
 		spec.ReadyTimeout = 2 * time.Minute
 	}
 	host := &Host{spec: spec, handler: h, log: log.With().Str("host", spec.Language).Logger(), up: make(chan struct{})}
-	r, err := host.launch()
+	r, err := host.launch(false)
 	if err != nil {
 		host.kill()
 		return nil, Ready{}, err
@@ -109,8 +109,10 @@ func (h *Host) Pid() int {
 	return h.cmd.Process.Pid
 }
 
-// launch starts one process and waits for its ready message.
-func (h *Host) launch() (Ready, error) {
+// launch starts one process and waits for its ready message. A restart
+// is counted before the process is marked up, so whoever sees it up (Pick,
+// a test) also sees it counted.
+func (h *Host) launch(restart bool) (Ready, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return Ready{}, fmt.Errorf("socketpair for the %s host: %w", h.spec.Language, err)
@@ -158,6 +160,9 @@ func (h *Host) launch() (Ready, error) {
 		if r.Protocol != ProtocolVersion {
 			return r, fmt.Errorf("the %s host speaks protocol version %d; this Slipway speaks %d", h.spec.Language, r.Protocol, ProtocolVersion)
 		}
+		if restart {
+			h.restarts.Add(1)
+		}
 		h.mu.Lock()
 		h.ready = r
 		close(h.up)
@@ -204,12 +209,11 @@ func (h *Host) supervise(ctx context.Context) {
 			case <-time.After(backoff):
 			}
 			backoff = min(backoff*2, 10*time.Second)
-			if _, err := h.launch(); err != nil {
+			if _, err := h.launch(true); err != nil {
 				h.log.Error().Err(err).Msg("restart language host")
 				h.kill()
 				continue
 			}
-			h.restarts.Add(1)
 			break
 		}
 	}
