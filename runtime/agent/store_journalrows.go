@@ -196,3 +196,68 @@ func decodeOp(b []byte) (*wbOp, error) {
 	}
 	return op, nil
 }
+
+// coalesce returns rows with the effect of applying rows in order, in
+// fewer rows: of a key's puts and deletes only the last is kept, and a
+// counter's deltas are summed into one (none when they cancel, which
+// addCounter would leave as it was). The flush applies every record of
+// the last flushEvery at once, under bbolt's writer lock that a run's
+// creation waits for; about half its rows are a thread's or a run's row
+// and index entries written again later in the same run, and a third of
+// the rest are counter deltas on a handful of keys.
+//
+// Rows of different keys commute, except checkpoint rows: one of them
+// unpacks its thread's packed rows (applyRows), so lg rows are all kept,
+// in their order. A key written in other modes too (put unless new or
+// unchanged: its result depends on what is stored) keeps all its rows.
+func coalesce(rows []wbRow) []wbRow {
+	type keyRows struct {
+		last  int
+		mixed bool
+		adds  bool
+		sum   int64
+	}
+	keys := make(map[string]*keyRows, len(rows))
+	name := func(r wbRow) string { return r.bucket + "\x00" + string(r.key) }
+	for i, r := range rows {
+		if r.bucket == bLG {
+			continue
+		}
+		k := name(r)
+		kr := keys[k]
+		if kr == nil {
+			kr = &keyRows{adds: r.mode == rowAdd}
+			keys[k] = kr
+		}
+		kr.last = i
+		switch {
+		case r.mode == rowAdd && kr.adds && len(r.val) == 8:
+			kr.sum += int64(binary.BigEndian.Uint64(r.val))
+		case (r.mode == rowPut || r.mode == rowDelete) && !kr.adds:
+		default:
+			// Applied as written, so a malformed delta still fails there.
+			kr.mixed = true
+		}
+	}
+	out := make([]wbRow, 0, len(keys))
+	for i, r := range rows {
+		if r.bucket == bLG {
+			out = append(out, r)
+			continue
+		}
+		kr := keys[name(r)]
+		switch {
+		case kr.mixed:
+			out = append(out, r)
+		case i != kr.last:
+		case kr.adds:
+			if kr.sum != 0 {
+				out = append(out, wbRow{bucket: r.bucket, mode: rowAdd, key: r.key,
+					val: binary.BigEndian.AppendUint64(nil, uint64(kr.sum))})
+			}
+		default:
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -168,21 +168,23 @@ func (p *pendingWrites) prepare(tx *bolt.Tx) (func(), error) {
 		}
 		packs[t] = pk
 	}
+	var rows []wbRow
 	for _, op := range ops {
-		rows := op.rows
-		if _, ok := packs[op.thread]; ok && hasLG(rows) {
-			rows = withoutLG(rows, op.thread)
+		if _, ok := packs[op.thread]; ok && hasLG(op.rows) {
+			rows = append(rows, withoutLG(op.rows, op.thread)...)
+		} else {
+			rows = append(rows, op.rows...)
 		}
-		if err := applyRows(tx, rows); err != nil {
-			return nil, fmt.Errorf("apply journal record %d: %w", op.seq, err)
-		}
+	}
+	first, last := ops[0].seq, ops[len(ops)-1].seq
+	if err := applyRows(tx, coalesce(rows)); err != nil {
+		return nil, fmt.Errorf("apply journal records %d to %d: %w", first, last, err)
 	}
 	for _, t := range idle {
 		if err := packs[t].store(tx, []byte(t)); err != nil {
 			return nil, err
 		}
 	}
-	last := ops[len(ops)-1].seq
 	if err := tx.Bucket([]byte("meta")).Put(journalHorizon, storage.U64(last)); err != nil {
 		return nil, err
 	}
