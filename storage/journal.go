@@ -57,7 +57,7 @@ type Journal struct {
 	spares   []string          // retired segments kept for reuse
 	queue    []*JournalTicket
 	flushing int        // flushes under way, writing or waiting for fdatasync
-	parked   int        // waiters that found enough flushes under way
+	parked   int        // waiters that found enough flushes under way (tests watch it)
 	writing  bool       // a flush is writing: writes go one at a time, in order
 	turn     *sync.Cond // on mu: the writing flush is done writing
 	closing  []*os.File // segments rotated away from while a flush may use them

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -170,15 +169,8 @@ func testHostHistoryReadsOnlyItsPage(t *testing.T, start func(*testing.T) *Engin
 				q[k] = v
 			}
 			before := lgRowsVisited.Load()
-			raw, err := call(t, e, "cp.list", q)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := listCheckpoints(t, e, q)
 			visited := lgRowsVisited.Load() - before
-			var got []cpTuple
-			if err := json.Unmarshal(raw, &got); err != nil {
-				t.Fatal(err)
-			}
 			var gotIDs []string
 			for _, tu := range got {
 				gotIDs = append(gotIDs, tu.CheckpointID)

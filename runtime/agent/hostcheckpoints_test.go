@@ -42,6 +42,20 @@ func call(t *testing.T, e *Engine, method string, p any) (json.RawMessage, error
 	return b, nil
 }
 
+// listCheckpoints is cp.list's answer to p, decoded.
+func listCheckpoints(t *testing.T, e *Engine, p map[string]any) []cpTuple {
+	t.Helper()
+	raw, err := call(t, e, "cp.list", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []cpTuple
+	if err := json.Unmarshal(raw, &list); err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
 func put(id, parent, run string, blobs map[string]string) map[string]any {
 	var bl []map[string]any
 	versions := map[string]string{}
@@ -144,16 +158,8 @@ func TestCheckpointMetadataJSON(t *testing.T) {
 		{map[string]any{"writes": nil}, "2d 2c 2b 2a"}, // an absent key matches null
 		{map[string]any{"step": 3}, ""},
 	} {
-		raw, err := call(t, e, "cp.list", map[string]any{"thread_id": "t1", "filter": tc.filter})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var list []cpTuple
-		if err := json.Unmarshal(raw, &list); err != nil {
-			t.Fatal(err)
-		}
 		var ids []string
-		for _, c := range list {
+		for _, c := range listCheckpoints(t, e, map[string]any{"thread_id": "t1", "filter": tc.filter}) {
 			ids = append(ids, c.CheckpointID)
 		}
 		if got := strings.Join(ids, " "); got != tc.want {
